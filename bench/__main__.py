@@ -1,0 +1,53 @@
+"""`python -m bench` / `textmetric-bench`: the Hydra app that runs a task and writes its report."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from pathlib import Path
+
+import hydra
+from hydra.core.hydra_config import HydraConfig
+from omegaconf import DictConfig
+
+import bench.config  # noqa: F401  (registers the ${project_root:} resolver)
+from bench.errors import BenchError, ConfigError
+
+log = logging.getLogger("bench")
+
+TASKS = {"ksc": "bench.runner:run_ksc"}
+
+
+def run_task(cfg: DictConfig, out_dir: Path):
+    """Dispatch to the task named by ``cfg.task.name``."""
+    from importlib import import_module
+
+    name = cfg.task.name
+    if name not in TASKS:
+        raise ConfigError(f"unknown task {name!r}; available: {', '.join(TASKS)}")
+    module, func = TASKS[name].split(":")
+    return getattr(import_module(module), func)(cfg, out_dir)
+
+
+@hydra.main(version_base="1.3", config_path="../conf", config_name="config")
+def app(cfg: DictConfig) -> None:
+    out_dir = Path(HydraConfig.get().runtime.output_dir)
+    try:
+        result = run_task(cfg, out_dir)
+    except BenchError as exc:
+        log.error("%s", exc)
+        raise SystemExit(f"error: {exc}") from None
+    table = result.files.get("table3.md")
+    if table is not None:
+        print(Path(table).read_text())
+    for name, failure in result.failures.items():
+        print(f"metric {name} FAILED: {failure}", file=sys.stderr)
+    print(f"outputs written to {out_dir}")
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

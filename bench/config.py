@@ -1,0 +1,65 @@
+"""Turning the Hydra config into validated choices (metrics, data locations, seeds)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+from omegaconf import DictConfig, ListConfig, OmegaConf
+
+from bench import PROJECT_ROOT
+from bench.errors import ConfigError
+from bench.registry import MetricInfo, available_metrics, get_metric
+
+CONF_DIR = PROJECT_ROOT / "conf"
+
+if not OmegaConf.has_resolver("project_root"):
+    OmegaConf.register_new_resolver("project_root", lambda: str(PROJECT_ROOT))
+
+
+def selected_metrics(cfg: DictConfig) -> list[tuple[MetricInfo, dict]]:
+    """The metrics named by ``cfg.metrics`` with their parameters from ``cfg.metric.<name>``."""
+    chosen = cfg.get("metrics", "all")
+    if isinstance(chosen, str):
+        names = available_metrics() if chosen == "all" else [n.strip() for n in chosen.split(",")]
+    elif isinstance(chosen, (list, ListConfig)):
+        names = [str(n) for n in chosen]
+    else:
+        raise ConfigError(f"`metrics` must be 'all', a name or a list of names, not {chosen!r}")
+    if not names:
+        raise ConfigError("`metrics` selects no metric; use `metrics=all` or name some")
+    out = []
+    params_cfg = cfg.get("metric") or {}
+    for name in dict.fromkeys(names):
+        info = get_metric(name)
+        params = OmegaConf.to_container(params_cfg.get(name) or {}, resolve=True)
+        info.check_params(params)
+        out.append((info, params))
+    return out
+
+
+def data_locations(cfg: DictConfig) -> tuple[Path, Path | None]:
+    """(cache directory, mirror or None) from ``cfg.data``."""
+    data = cfg.data
+    cache_dir = Path(os.path.expanduser(str(data.cache_dir)))
+    if data.get("mirror"):
+        return cache_dir, Path(os.path.expanduser(str(data.mirror)))
+    for candidate in data.get("mirror_fallbacks") or []:
+        path = Path(os.path.expanduser(str(candidate))).resolve()
+        if path.is_dir():
+            return cache_dir, path
+    return cache_dir, None
+
+
+def repetition_seed(seed: int, repetition: int, stream: int) -> np.random.SeedSequence:
+    """Independent seed of one repetition; stream 0 draws the collection, stream 1 seeds metrics.
+
+    Depends only on (seed, repetition), so adding repetitions never changes earlier ones.
+    """
+    return np.random.SeedSequence([int(seed), int(repetition), int(stream)])
+
+
+def metric_seed(seed: int, repetition: int) -> int:
+    """The integer seed handed to every metric call in one repetition."""
+    return int(repetition_seed(seed, repetition, 1).generate_state(1)[0])

@@ -1,0 +1,193 @@
+"""Sentence embeddings and their persistent cache, keyed by (model id, text).
+
+The cache is a directory of immutable shard files per model id, each holding the
+sha256 keys of some texts and their vectors. A job writes only new shards, each
+to a temporary name then ``os.replace``d into place, so parallel jobs sharing the
+cache (threads, processes, cluster nodes on one filesystem) never see a partial
+file and never overwrite each other. A shard that cannot be read is set aside
+(renamed ``*.corrupt``) and its texts are embedded again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import re
+import tempfile
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Sequence
+
+import numpy as np
+
+from bench.errors import EmbeddingError
+
+log = logging.getLogger(__name__)
+
+
+def text_key(text: str) -> str:
+    """Cache key of one text within a model's shard directory."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _slug(model_id: str) -> str:
+    readable = re.sub(r"[^A-Za-z0-9._-]+", "_", model_id)[:60]
+    return f"{readable}-{hashlib.sha256(model_id.encode()).hexdigest()[:12]}"
+
+
+class EmbeddingCache:
+    """Shard-file cache of the vectors of one embedding model."""
+
+    def __init__(self, root: Path | str, model_id: str):
+        self.model_id = model_id
+        self.dir = Path(root).expanduser() / "embeddings" / _slug(model_id)
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self._index: dict[str, np.ndarray] = {}
+        self._seen: set[str] = set()
+
+    def _refresh(self) -> None:
+        """Read shards written since the last look (by this or another job)."""
+        for path in sorted(self.dir.glob("*.npz")):
+            if path.name in self._seen:
+                continue
+            self._seen.add(path.name)
+            try:
+                with np.load(path, allow_pickle=False) as shard:
+                    keys, vectors = shard["keys"], shard["vectors"]
+                if vectors.ndim != 2 or len(keys) != len(vectors) or not np.isfinite(vectors).all():
+                    raise ValueError("keys and vectors disagree or vectors are not finite")
+            except Exception as exc:  # damaged shard: set aside, recompute its texts
+                log.warning("embedding cache shard %s is unreadable (%s); setting it aside", path, exc)
+                try:
+                    path.rename(path.with_suffix(".corrupt"))
+                except OSError:
+                    pass
+                continue
+            for key, vec in zip(keys.tolist(), vectors):
+                self._index[key] = vec
+
+    def get(self, keys: Sequence[str]) -> dict[str, np.ndarray]:
+        """The cached vectors of those ``keys`` that are present."""
+        self._refresh()
+        return {k: self._index[k] for k in keys if k in self._index}
+
+    def put(self, keys: Sequence[str], vectors: np.ndarray) -> Path:
+        """Write one new shard atomically."""
+        vectors = np.asarray(vectors, dtype=np.float32)
+        fd, tmp = tempfile.mkstemp(dir=self.dir, prefix=".tmp-", suffix=".npz")
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                np.savez(fh, keys=np.array(keys, dtype="U64"), vectors=vectors)
+            final = self.dir / f"{uuid.uuid4().hex}.npz"
+            os.replace(tmp, final)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        self._seen.add(final.name)
+        for key, vec in zip(keys, vectors):
+            self._index[key] = vec
+        return final
+
+    def __len__(self) -> int:
+        self._refresh()
+        return len(self._index)
+
+
+@dataclass
+class Embedder:
+    """An encoder plus its cache: ``embed(texts)`` encodes only texts never seen before."""
+
+    model_id: str
+    encode: Callable[[list[str]], np.ndarray]
+    cache: EmbeddingCache | None = None
+    stats: dict[str, int] = field(default_factory=lambda: {"encoded": 0, "cached": 0})
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Vectors of ``texts`` in order, shape (len(texts), dim)."""
+        texts = list(texts)
+        keys = [text_key(t) for t in texts]
+        found = self.cache.get(keys) if self.cache is not None else {}
+        missing: dict[str, str] = {}
+        for key, text in zip(keys, texts):
+            if key not in found and key not in missing:
+                missing[key] = text
+        if missing:
+            vectors = self._encode_checked(list(missing.values()))
+            found.update(zip(missing, vectors))
+            if self.cache is not None:
+                self.cache.put(list(missing), vectors)
+        self.stats["encoded"] += len(missing)
+        self.stats["cached"] += len(set(keys)) - len(missing)
+        if not texts:
+            return np.zeros((0, 0), dtype=np.float32)
+        return np.stack([found[k] for k in keys]).astype(np.float32)
+
+    def _encode_checked(self, texts: list[str]) -> np.ndarray:
+        vectors = np.asarray(self.encode(texts))
+        if vectors.ndim != 2 or vectors.shape[0] != len(texts):
+            raise EmbeddingError(
+                f"embedder {self.model_id!r} returned shape {vectors.shape} for {len(texts)} texts; "
+                "expected (texts, dims)"
+            )
+        if not np.isfinite(vectors).all():
+            bad = int((~np.isfinite(vectors)).any(axis=1).sum())
+            raise EmbeddingError(f"embedder {self.model_id!r} returned NaN/inf for {bad} texts")
+        return vectors.astype(np.float32)
+
+
+def resolve_device(device: str) -> str:
+    """``auto`` means the GPU when torch sees one, else the CPU."""
+    if device != "auto":
+        return device
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def sentence_transformer(
+    *,
+    model: str,
+    package: str | None = None,
+    path: str | None = None,
+    device: str = "auto",
+    batch_size: int = 64,
+    cache_dir: Path | str | None = None,
+    show_progress: bool = False,
+) -> Embedder:
+    """A sentence-transformers model loaded offline from a package or a local directory."""
+    from importlib import import_module, metadata
+
+    if path is None:
+        if package is None:
+            raise EmbeddingError(f"embedder {model!r}: give either a local `path` or a `package`")
+        try:
+            path = str(import_module(package).get_model_path())
+        except ImportError as exc:
+            raise EmbeddingError(
+                f"embedder {model!r}: package {package!r} is not installed ({exc}); "
+                f"pip install {package.replace('_', '-')}"
+            ) from exc
+        version = metadata.version(package.replace("_", "-"))
+        model_id = f"{model}@{package}=={version}"
+    else:
+        if not Path(path).is_dir():
+            raise EmbeddingError(f"embedder {model!r}: model directory {path} does not exist")
+        model_id = f"{model}@{Path(path).resolve()}"
+
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    state: dict[str, object] = {}
+
+    def encode(texts: list[str]) -> np.ndarray:
+        if "model" not in state:  # load lazily: a fully cached run never loads the model
+            from sentence_transformers import SentenceTransformer
+
+            state["model"] = SentenceTransformer(path, device=resolve_device(device))
+        return state["model"].encode(  # type: ignore[union-attr]
+            texts, batch_size=batch_size, show_progress_bar=show_progress, convert_to_numpy=True
+        )
+
+    cache = EmbeddingCache(cache_dir, model_id) if cache_dir is not None else None
+    return Embedder(model_id=model_id, encode=encode, cache=cache)

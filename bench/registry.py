@@ -1,0 +1,166 @@
+"""The metric registry: plugins are plain functions registered by a decorator.
+
+A metric is a pure function ``fn(p, q, *, seed, **params) -> float`` of two corpora,
+either as texts (sequences of str) or as embeddings (2-D float arrays), where a
+larger value means *more different*. Built-ins live in the top-level ``metrics``
+package; third-party packages register through the entry-point group
+``textmetric_bench.metrics`` (the entry point names a module to import or a
+decorated function).
+"""
+
+from __future__ import annotations
+
+import difflib
+import inspect
+import logging
+from dataclasses import dataclass, field
+from importlib import import_module, metadata
+from typing import Any, Callable, Literal
+
+from bench.errors import ConfigError
+
+log = logging.getLogger(__name__)
+
+ENTRY_POINT_GROUP = "textmetric_bench.metrics"
+Inputs = Literal["texts", "embeddings"]
+
+
+@dataclass(frozen=True)
+class MetricInfo:
+    """One registered metric and what it needs."""
+
+    name: str
+    fn: Callable[..., float]
+    inputs: Inputs
+    symmetric: bool
+    description: str = ""
+    higher_is_more_different: bool = True
+    module: str = ""
+    params: dict[str, Any] = field(default_factory=dict)
+
+    def __call__(self, p, q, *, seed: int = 0, **params) -> float:
+        return self.fn(p, q, seed=seed, **params)
+
+    def check_params(self, params: dict[str, Any]) -> None:
+        """Raise if ``params`` names a parameter the metric does not take."""
+        unknown = sorted(set(params) - set(self.params))
+        if unknown:
+            raise ConfigError(
+                f"metric {self.name!r} has no parameter(s) {unknown}; "
+                f"it takes {sorted(self.params) or 'no parameters'}"
+            )
+
+
+_REGISTRY: dict[str, MetricInfo] = {}
+_PLUGINS_LOADED = False
+
+
+def metric(
+    name: str,
+    *,
+    inputs: Inputs,
+    symmetric: bool,
+    description: str = "",
+    higher_is_more_different: bool = True,
+) -> Callable[[Callable[..., float]], Callable[..., float]]:
+    """Register ``fn`` as metric ``name``; the function is returned unchanged."""
+    if inputs not in ("texts", "embeddings"):
+        raise ValueError(f"metric {name!r}: inputs must be 'texts' or 'embeddings', not {inputs!r}")
+
+    def register(fn: Callable[..., float]) -> Callable[..., float]:
+        params = _keyword_params(name, fn)
+        info = MetricInfo(
+            name=name,
+            fn=fn,
+            inputs=inputs,
+            symmetric=symmetric,
+            description=description or (inspect.getdoc(fn) or "").split("\n")[0],
+            higher_is_more_different=higher_is_more_different,
+            module=fn.__module__,
+            params=params,
+        )
+        existing = _REGISTRY.get(name)
+        if existing is not None and (existing.module, existing.fn.__qualname__) != (
+            info.module,
+            fn.__qualname__,
+        ):
+            raise ValueError(
+                f"metric name {name!r} is already registered by {existing.module}; "
+                f"choose another name for {info.module}.{fn.__qualname__}"
+            )
+        _REGISTRY[name] = info
+        fn.metric_info = info  # type: ignore[attr-defined]
+        return fn
+
+    return register
+
+
+def _keyword_params(name: str, fn: Callable[..., float]) -> dict[str, Any]:
+    """Validate the plugin signature and return its tunable parameters with defaults."""
+    sig = inspect.signature(fn)
+    positional = [
+        p for p in sig.parameters.values()
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+    ]
+    if len(positional) != 2:
+        raise TypeError(f"metric {name!r}: takes exactly two positional corpora (p, q)")
+    params: dict[str, Any] = {}
+    has_seed = False
+    for p in sig.parameters.values():
+        if p.kind is p.VAR_KEYWORD or p.kind is p.VAR_POSITIONAL:
+            raise TypeError(f"metric {name!r}: *args/**kwargs are not allowed; name every parameter")
+        if p.kind is not p.KEYWORD_ONLY:
+            continue
+        if p.default is p.empty:
+            raise TypeError(f"metric {name!r}: keyword parameter {p.name!r} needs a default")
+        if p.name == "seed":
+            has_seed = True
+        else:
+            params[p.name] = p.default
+    if not has_seed:
+        raise TypeError(f"metric {name!r}: needs a keyword-only `seed` parameter")
+    return params
+
+
+def load_plugins() -> None:
+    """Import the built-in metrics and every entry point of the plugin group (once)."""
+    global _PLUGINS_LOADED
+    if _PLUGINS_LOADED:
+        return
+    _PLUGINS_LOADED = True
+    import_module("metrics")
+    for ep in metadata.entry_points(group=ENTRY_POINT_GROUP):
+        try:
+            ep.load()
+        except Exception as exc:  # a broken plugin must not hide the others
+            log.error("could not load metric plugin %s (%s): %s", ep.name, ep.value, exc)
+
+
+def available_metrics() -> list[str]:
+    """Names of all registered metrics, sorted."""
+    load_plugins()
+    return sorted(_REGISTRY)
+
+
+def builtin_metrics() -> list[str]:
+    """Names of the metrics shipped in this repository's ``metrics`` package."""
+    load_plugins()
+    return sorted(n for n, i in _REGISTRY.items() if i.module.split(".")[0] == "metrics")
+
+
+def get_metric(name: str) -> MetricInfo:
+    """Look up a metric; an unknown name raises with close matches."""
+    load_plugins()
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        close = difflib.get_close_matches(name, list(_REGISTRY), n=3, cutoff=0.4)
+        hint = f" Did you mean {', '.join(close)}?" if close else ""
+        raise ConfigError(
+            f"unknown metric {name!r}.{hint} Registered metrics: {', '.join(sorted(_REGISTRY))}"
+        ) from None
+
+
+def unregister(name: str) -> None:
+    """Remove a metric (for tests that register temporary plugins)."""
+    _REGISTRY.pop(name, None)

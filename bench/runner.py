@@ -1,0 +1,214 @@
+"""The KSC task: build collections, evaluate every metric on every corpus pair, score it (004 §3-4).
+
+Everything is checked before the long part starts (names, k and n, corpus sizes), a
+failing metric is recorded and never stops the others, and all tables and figures
+are written to the run directory.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import platform
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from omegaconf import DictConfig, OmegaConf
+from tqdm.auto import tqdm
+
+from bench import __version__
+from bench.config import data_locations, metric_seed, repetition_seed, selected_metrics
+from bench.corpora import load_pair
+from bench.embedding import Embedder, sentence_transformer
+from bench.errors import ConfigError, DataError
+from bench.ksc import (KSCCorpus, corpus_pairs, known_similarity_corpora, texts_needed,
+                       validate_ksc_parameters)
+from bench.measures import collection_measures, zscore
+from bench.registry import MetricInfo
+
+log = logging.getLogger(__name__)
+
+DISTANCE_COLUMNS = ["metric", "repetition", "i", "j", "ell", "distance", "z", "seconds", "error"]
+MEASURE_COLUMNS = ["metric", "repetition", "rho", "omega2", "L", "A", "Aw", "T"]
+
+
+@dataclass
+class KSCResult:
+    """What one KSC run produced."""
+
+    distances: pd.DataFrame
+    measures: pd.DataFrame
+    failures: dict[str, str] = field(default_factory=dict)
+    files: dict[str, Path] = field(default_factory=dict)
+    info: dict = field(default_factory=dict)
+
+
+def build_embedder(cfg: DictConfig) -> Embedder:
+    """The configured embedder with its cache under ``data.cache_dir``."""
+    cache_dir, _ = data_locations(cfg)
+    e = cfg.embedder
+    return sentence_transformer(
+        model=e.model, package=e.get("package"), path=e.get("path"), device=e.get("device", "auto"),
+        batch_size=int(e.get("batch_size", 64)), cache_dir=cache_dir,
+    )
+
+
+def check_run_config(cfg: DictConfig) -> list[tuple[MetricInfo, dict]]:
+    """Validate k, n, repetitions and metric names before anything is loaded."""
+    try:
+        k, n, reps = int(cfg.k), int(cfg.n), int(cfg.repetitions)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"k, n and repetitions must be integers: {exc}") from exc
+    validate_ksc_parameters(k, n)
+    if reps < 1:
+        raise ConfigError(f"repetitions must be >= 1, got {reps}")
+    return selected_metrics(cfg)
+
+
+def evaluate(
+    metric: MetricInfo, params: dict, p, q, *, seed: int
+) -> tuple[float, float, str]:
+    """(distance, seconds, error) of one pair evaluation; a failure is returned, never raised."""
+    start = time.perf_counter()
+    try:
+        value = metric(p, q, seed=seed, **params)
+        seconds = time.perf_counter() - start
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.number)):
+            return math.nan, seconds, f"returned {type(value).__name__}, not a number"
+        value = float(value)
+        if not math.isfinite(value):
+            return math.nan, seconds, f"returned {value}"
+        return value, seconds, ""
+    except Exception as exc:  # isolate the plugin: record and go on
+        return math.nan, time.perf_counter() - start, f"{type(exc).__name__}: {exc}"
+
+
+def run_ksc(cfg: DictConfig, out_dir: Path | str) -> KSCResult:
+    """Run the KSC benchmark described by ``cfg`` and write its outputs to ``out_dir``."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    metrics = check_run_config(cfg)
+    k, n, reps, seed = int(cfg.k), int(cfg.n), int(cfg.repetitions), int(cfg.seed)
+    cache_dir, mirror = data_locations(cfg)
+
+    source_a, source_b = load_pair(cfg.pair.name, cache_dir=cache_dir, mirror=mirror)
+    need_a, need_b = texts_needed(k, n)
+    for src, need in ((source_a, need_a), (source_b, need_b)):
+        if len(src.texts) < need:
+            raise DataError(
+                f"source {src.name!r} of pair {cfg.pair.name!r} has {len(src.texts)} texts; "
+                f"k={k}, n={n} needs {need} distinct texts from it; lower n or k"
+            )
+    collections = [
+        known_similarity_corpora(source_a.texts, source_b.texts, k=k, n=n,
+                                 seed=repetition_seed(seed, r, 0), names=(source_a.name, source_b.name))
+        for r in range(reps)
+    ]
+
+    embed_seconds, embedder = 0.0, None
+    vectors: list[list[np.ndarray]] = []
+    if any(m.inputs == "embeddings" for m, _ in metrics):
+        embedder = build_embedder(cfg)
+        start = time.perf_counter()
+        all_texts = [t for coll in collections for c in coll for t in c.texts]
+        flat = embedder.embed(all_texts)
+        embed_seconds = time.perf_counter() - start
+        pos = 0
+        for coll in collections:
+            vectors.append([])
+            for c in coll:
+                vectors[-1].append(flat[pos:pos + len(c.texts)])
+                pos += len(c.texts)
+
+    pairs = corpus_pairs(k)
+    rows = []
+    bar = tqdm(total=reps * len(metrics) * len(pairs), desc="pair evaluations", unit="pair",
+               disable=not cfg.get("progress", True))
+    for r, coll in enumerate(collections):
+        mseed = metric_seed(seed, r)
+        for metric, params in metrics:
+            bar.set_postfix_str(f"rep {r + 1}/{reps} {metric.name}")
+            for i, j in pairs:
+                p, q = _inputs(metric, coll, vectors[r] if vectors else None, i, j)
+                d, sec, err = evaluate(metric, params, p, q, seed=mseed)
+                if err:
+                    log.warning("metric %s failed on repetition %d pair (%d, %d): %s",
+                                metric.name, r, i, j, err)
+                rows.append((metric.name, r, i, j, j - i, d, sec, err))
+                bar.update()
+    bar.close()
+
+    distances = pd.DataFrame(rows, columns=[c for c in DISTANCE_COLUMNS if c != "z"])
+    distances["z"] = distances.groupby(["metric", "repetition"])["distance"].transform(zscore)
+    distances = distances[DISTANCE_COLUMNS]
+    measures, failures = _measures(distances, k)
+
+    info = {
+        "task": "ksc", "pair": cfg.pair.name, "k": k, "n": n, "repetitions": reps, "seed": seed,
+        "sources": {source_a.name: len(source_a.texts), source_b.name: len(source_b.texts)},
+        "metrics": [m.name for m, _ in metrics], "failures": failures,
+        "embedding": {"model": embedder.model_id if embedder else None,
+                      "seconds": round(embed_seconds, 3), **(embedder.stats if embedder else {})},
+        "mirror": str(mirror) if mirror else None, "version": __version__,
+        "python": platform.python_version(),
+    }
+    files = write_outputs(distances, measures, failures, info, out_dir, title=_title(cfg))
+    return KSCResult(distances, measures, failures, files, info)
+
+
+def _inputs(metric: MetricInfo, coll: list[KSCCorpus], vecs, i: int, j: int):
+    if metric.inputs == "embeddings":
+        return vecs[i - 1], vecs[j - 1]
+    return list(coll[i - 1].texts), list(coll[j - 1].texts)
+
+
+def _measures(distances: pd.DataFrame, k: int) -> tuple[pd.DataFrame, dict[str, str]]:
+    """Measures per (metric, repetition); a repetition with any failed pair gets none."""
+    rows, failures = [], {}
+    for (name, rep), grp in distances.groupby(["metric", "repetition"], sort=True):
+        errors = grp.loc[grp["error"] != "", "error"]
+        if len(errors):
+            failures.setdefault(name, f"{len(errors)} of {len(grp)} pair evaluations failed in "
+                                      f"repetition {rep}, e.g. {errors.iloc[0]}")
+            continue
+        m = collection_measures(grp["i"], grp["j"], grp["distance"], grp["seconds"], k)
+        rows.append({"metric": name, "repetition": rep, **m})
+    return pd.DataFrame(rows, columns=MEASURE_COLUMNS), failures
+
+
+def _title(cfg: DictConfig) -> str:
+    return f"KSC on {cfg.pair.name}: k={cfg.k}, n={cfg.n}, {cfg.repetitions} repetitions, seed {cfg.seed}"
+
+
+def write_outputs(distances, measures, failures, info, out_dir: Path, *, title: str) -> dict[str, Path]:
+    """Distance and measure tables, Table 3, radar chart and scatter plots."""
+    from reports.figures import distance_scatter, radar_chart
+    from reports.tables import summarise_measures, write_tables
+
+    files = {"distances": out_dir / "distances.csv", "measures": out_dir / "measures.csv",
+             "run": out_dir / "run.json"}
+    distances.to_csv(files["distances"], index=False)
+    measures.to_csv(files["measures"], index=False)
+    files["run"].write_text(json.dumps(info, indent=2, default=str))
+    if measures.empty:
+        log.error("no metric produced measures; see %s", files["distances"])
+        return files
+    files.update(write_tables(measures, out_dir, title=title, failures=failures))
+    summary = summarise_measures(measures)
+    try:
+        for path in radar_chart(summary, out_dir / "radar", title=title):
+            files[f"radar{path.suffix}"] = path
+    except ValueError as exc:
+        log.warning("no radar chart: %s", exc)
+    for path in distance_scatter(distances, out_dir):
+        files[path.stem] = path
+    return files
+
+
+def config_snapshot(cfg: DictConfig) -> str:
+    """The resolved config as YAML (Hydra also saves it under .hydra/)."""
+    return OmegaConf.to_yaml(cfg, resolve=True)

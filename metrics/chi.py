@@ -1,0 +1,63 @@
+"""CHI: Kilgarriff's chi-square corpus distance over the most frequent tokens (Kilgarriff 2001; 004 §2).
+
+Take the ``top`` most frequent tokens of the joint corpus; build the 2 x top table of
+their counts in each corpus; expected counts come from the table's margins, as if both
+corpora shared one token distribution. The statistic sums (o - e)^2 / e over the table.
+It is zero for identical relative frequencies and grows with difference, so it is a
+distance as it stands; 004's authors' code returned a p-value instead, whose direction
+changed between releases.
+
+``normalise`` rescales it: "tokens" (default) divides by the table's total count
+(phi^2, a size-independent effect size, so corpora of different sizes compare),
+"dof" divides by top - 1 (Kilgarriff's CBDF), "none" keeps the raw statistic.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import numpy as np
+
+from bench.errors import MetricError
+from bench.inputs import as_texts
+from bench.registry import metric
+from bench.tokens import token_counts, top_tokens
+
+
+def chi_square_statistic(counts_p, counts_q, *, top: int) -> tuple[float, int, int]:
+    """Kilgarriff's chi-square, the table's total count and its number of tokens."""
+    joint = counts_p + counts_q
+    vocab = top_tokens(joint, top)
+    if not vocab:
+        raise MetricError("CHI: neither corpus contains a word token")
+    observed = np.array([[counts_p[t] for t in vocab], [counts_q[t] for t in vocab]], dtype=float)
+    total = observed.sum()
+    expected = np.outer(observed.sum(axis=1), observed.sum(axis=0)) / total
+    with np.errstate(divide="ignore", invalid="ignore"):
+        cells = np.where(expected > 0, (observed - expected) ** 2 / expected, 0.0)
+    return float(cells.sum()), int(total), len(vocab)
+
+
+@metric("chi", inputs="texts", symmetric=True,
+        description="Kilgarriff's chi-square over the top tokens of the joint vocabulary")
+def chi(
+    p,
+    q,
+    *,
+    seed: int = 0,
+    top: int = 5000,
+    normalise: Literal["tokens", "dof", "none"] = "tokens",
+) -> float:
+    """Chi-square distance between the token frequencies of two corpora (``seed`` unused)."""
+    counts_p = token_counts(as_texts(p, role="first corpus"))
+    counts_q = token_counts(as_texts(q, role="second corpus"))
+    if not counts_p or not counts_q:
+        raise MetricError("CHI: a corpus has no word tokens")
+    stat, total, n_tokens = chi_square_statistic(counts_p, counts_q, top=top)
+    if normalise == "tokens":
+        return stat / total
+    if normalise == "dof":
+        return stat / max(n_tokens - 1, 1)
+    if normalise == "none":
+        return stat
+    raise MetricError(f"CHI: normalise must be 'tokens', 'dof' or 'none', not {normalise!r}")

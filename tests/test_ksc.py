@@ -1,0 +1,56 @@
+"""KSC collections (004 §3): proportions, disjointness, seeds, and size errors."""
+
+import pytest
+
+from bench.errors import ConfigError, DataError
+from bench.ksc import corpus_pairs, known_similarity_corpora, mixture_counts, texts_needed
+
+A = [f"a{i}" for i in range(2000)]
+B = [f"b{i}" for i in range(2000)]
+
+
+@pytest.mark.parametrize("k,n", [(7, 100), (12, 100), (3, 2), (5, 50)])
+def test_proportions_follow_the_formula(k, n):
+    corpora = known_similarity_corpora(A, B, k=k, n=n, seed=1)
+    assert len(corpora) == k
+    for i, c in enumerate(corpora, start=1):
+        from_a = sum(t.startswith("a") for t in c.texts)
+        assert len(c.texts) == n
+        assert from_a == c.from_a
+        assert abs(from_a - n * (k - i) / (k - 1)) <= 0.5
+    assert corpora[0].from_a == n and corpora[-1].from_a == 0
+
+
+def test_counts_for_the_paper_setting():
+    assert mixture_counts(7, 100) == [(100, 0), (83, 17), (67, 33), (50, 50), (33, 67), (17, 83), (0, 100)]
+    assert texts_needed(7, 100) == (350, 350)
+
+
+def test_corpora_of_a_collection_are_disjoint():
+    corpora = known_similarity_corpora(A, B, k=12, n=100, seed=3)
+    seen = [t for c in corpora for t in c.texts]
+    assert len(seen) == len(set(seen)) == 1200
+
+
+def test_same_seed_same_collection_other_seed_other_collection():
+    one = known_similarity_corpora(A, B, k=5, n=40, seed=7)
+    two = known_similarity_corpora(A, B, k=5, n=40, seed=7)
+    three = known_similarity_corpora(A, B, k=5, n=40, seed=8)
+    assert [c.texts for c in one] == [c.texts for c in two]
+    assert [set(c.texts) for c in one] != [set(c.texts) for c in three]
+
+
+def test_too_small_source_says_how_many_texts_are_needed():
+    with pytest.raises(DataError, match=r"'small' has 100 texts.*needs 350"):
+        known_similarity_corpora(A[:100], B, k=7, n=100, seed=0, names=("small", "B"))
+
+
+@pytest.mark.parametrize("k,n", [(2, 10), (7, 5), (0, 100)])
+def test_impossible_parameters_are_rejected(k, n):
+    with pytest.raises(ConfigError, match="KSC needs"):
+        known_similarity_corpora(A, B, k=k, n=n, seed=0)
+
+
+def test_pairs_cover_every_i_below_j():
+    assert len(corpus_pairs(7)) == 21
+    assert all(i < j for i, j in corpus_pairs(12))
