@@ -37,7 +37,7 @@ def app(cfg: DictConfig) -> None:
     except BenchError as exc:
         log.error("%s", exc)
         raise SystemExit(f"error: {exc}") from None
-    table = result.files.get("table3.md")
+    table = result.files.get("table3_md")
     if table is not None:
         print(Path(table).read_text())
     for name, failure in result.failures.items():

@@ -33,7 +33,8 @@ def selected_metrics(cfg: DictConfig) -> list[tuple[MetricInfo, dict]]:
     params_cfg = cfg.get("metric") or {}
     for name in dict.fromkeys(names):
         info = get_metric(name)
-        params = OmegaConf.to_container(params_cfg.get(name) or {}, resolve=True)
+        node = params_cfg.get(name)
+        params = OmegaConf.to_container(node, resolve=True) if node is not None else {}
         info.check_params(params)
         out.append((info, params))
     return out

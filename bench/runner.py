@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 from omegaconf import DictConfig, OmegaConf
+from threadpoolctl import threadpool_limits
 from tqdm.auto import tqdm
 
 from bench import __version__
@@ -126,6 +127,9 @@ def run_ksc(cfg: DictConfig, out_dir: Path | str) -> KSCResult:
 
     pairs = corpus_pairs(k)
     rows = []
+    # One BLAS thread per evaluation: after embedding, torch's OpenMP workers keep spinning and
+    # starve a multi-threaded OpenBLAS (FID measured 100x slower on 2 cores).
+    blas = threadpool_limits(int(cfg.get("blas_threads", 1)), user_api="blas")
     bar = tqdm(total=reps * len(metrics) * len(pairs), desc="pair evaluations", unit="pair",
                disable=not cfg.get("progress", True))
     for r, coll in enumerate(collections):
@@ -141,6 +145,7 @@ def run_ksc(cfg: DictConfig, out_dir: Path | str) -> KSCResult:
                 rows.append((metric.name, r, i, j, j - i, d, sec, err))
                 bar.update()
     bar.close()
+    blas.restore_original_limits()
 
     distances = pd.DataFrame(rows, columns=[c for c in DISTANCE_COLUMNS if c != "z"])
     distances["z"] = distances.groupby(["metric", "repetition"])["distance"].transform(zscore)

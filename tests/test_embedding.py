@@ -1,0 +1,93 @@
+"""Embedding cache: each text embedded once, safe under parallel writers, damage recovered."""
+
+import multiprocessing as mp
+
+import numpy as np
+import pytest
+
+from bench.embedding import Embedder, EmbeddingCache, text_key
+from bench.errors import EmbeddingError
+
+TEXTS = ["how do I reset my card pin", "book a flight to boston", "what is my balance",
+         "set an alarm for six", "transfer money to savings"]
+
+
+def test_real_model_gives_normalised_384_dim_vectors(embedder):
+    vectors = embedder.embed(TEXTS)
+    assert vectors.shape == (5, 384)
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-4)
+    # nearest neighbour of a paraphrase is the original
+    probe = embedder.embed(["please reset the pin of my card"])[0]
+    assert int(np.argmax(vectors @ probe)) == 0
+
+
+def test_second_identical_call_embeds_nothing(tmp_path, embedder):
+    fresh = Embedder(model_id=embedder.model_id, encode=embedder.encode,
+                     cache=EmbeddingCache(tmp_path, embedder.model_id))
+    first = fresh.embed(TEXTS + TEXTS[:2])
+    assert fresh.stats == {"encoded": 5, "cached": 0}
+    again = Embedder(model_id=embedder.model_id, encode=embedder.encode,
+                     cache=EmbeddingCache(tmp_path, embedder.model_id))
+    second = again.embed(TEXTS)
+    assert again.stats == {"encoded": 0, "cached": 5}
+    assert np.array_equal(first[:5], second)
+
+
+def test_cache_is_keyed_by_model_id(tmp_path):
+    EmbeddingCache(tmp_path, "model-one").put([text_key("x")], np.ones((1, 3)))
+    assert EmbeddingCache(tmp_path, "model-one").get([text_key("x")])
+    assert not EmbeddingCache(tmp_path, "model-two").get([text_key("x")])
+
+
+def _writer(root, worker, n):
+    cache = EmbeddingCache(root, "parallel-model")
+    for batch in range(n):
+        texts = [f"text {t}" for t in range(batch * 10, batch * 10 + 20)]  # overlapping batches
+        keys = [text_key(t) for t in texts]
+        vectors = np.array([[float(t.split()[1])] * 4 for t in texts])
+        cache.put(keys, vectors)
+
+
+def test_parallel_writers_never_corrupt_the_cache(tmp_path):
+    ctx = mp.get_context("spawn")
+    procs = [ctx.Process(target=_writer, args=(tmp_path, w, 15)) for w in range(4)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(60)
+        assert p.exitcode == 0
+    cache = EmbeddingCache(tmp_path, "parallel-model")
+    keys = [text_key(f"text {t}") for t in range(160)]
+    found = cache.get(keys)
+    assert len(found) == 160
+    assert all(found[text_key(f"text {t}")][0] == t for t in range(160))
+    assert not list(cache.dir.glob("*.corrupt")) and not list(cache.dir.glob(".tmp-*"))
+
+
+def test_corrupted_shard_is_set_aside_and_recomputed(tmp_path):
+    calls = []
+
+    def fake_encoder(texts):
+        calls.append(len(texts))
+        return np.ones((len(texts), 3))
+
+    emb = Embedder("fake", fake_encoder, EmbeddingCache(tmp_path, "fake"))
+    emb.embed(["a", "b"])
+    shard = next(emb.cache.dir.glob("*.npz"))
+    shard.write_bytes(b"not a zip file")
+    again = Embedder("fake", fake_encoder, EmbeddingCache(tmp_path, "fake"))
+    assert again.embed(["a", "b"]).shape == (2, 3)
+    assert calls == [2, 2]
+    assert list(again.cache.dir.glob("*.corrupt"))
+
+
+def test_nan_or_wrong_shape_from_an_embedder_is_a_clear_error():
+    def fake_nan_encoder(texts):
+        out = np.ones((len(texts), 3))
+        out[0, 1] = np.nan
+        return out
+
+    with pytest.raises(EmbeddingError, match="NaN"):
+        Embedder("fake-nan", fake_nan_encoder).embed(["a", "b"])
+    with pytest.raises(EmbeddingError, match="shape"):
+        Embedder("fake-shape", lambda texts: np.ones(len(texts))).embed(["a", "b"])
