@@ -15,7 +15,7 @@ def run_bench(*args, cache_dir, mirror=None, timeout=900):
     env = {**os.environ, "BENCH_CACHE_DIR": str(cache_dir)}
     if mirror is not None:
         env["BENCH_DATA_MIRROR"] = str(mirror)
-    return subprocess.run([sys.executable, "-m", "bench", "progress=false", *args], cwd=PROJECT_ROOT,
+    return subprocess.run([sys.executable, "-m", "bench", *args, "progress=false"], cwd=PROJECT_ROOT,
                           env=env, capture_output=True, text=True, timeout=timeout)
 
 
