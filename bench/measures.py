@@ -92,6 +92,8 @@ def judgement_accuracy(i, j, distance, k: int, *, weighted: bool = False) -> flo
 def zscore(distance) -> np.ndarray:
     """Distances standardised within one (metric, repetition) for pooling and plots (004 §3)."""
     d = np.asarray(distance, float)
+    if not np.isfinite(d).any():
+        return np.full_like(d, np.nan)
     sd = np.nanstd(d)
     return (d - np.nanmean(d)) / sd if sd > 0 else np.zeros_like(d)
 
