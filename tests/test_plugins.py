@@ -1,6 +1,7 @@
 """Third-party metrics: a separately installed package joins the results; registry rules hold."""
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -19,9 +20,10 @@ EXAMPLE = Path(__file__).parent / "plugin_example"
 def plugin_site(tmp_path_factory):
     """The example package pip-installed into its own directory, outside this repository."""
     site = tmp_path_factory.mktemp("site")
+    source = shutil.copytree(EXAMPLE, tmp_path_factory.mktemp("src") / "plugin")  # keep builds out of the repo
     subprocess.run(
         [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
-         "--target", str(site), str(EXAMPLE)],
+         "--target", str(site), str(source)],
         check=True, cwd=site,
     )
     assert list(site.glob("length_gap_metric-*.dist-info"))
