@@ -15,7 +15,13 @@ from bench.errors import BenchError, ConfigError
 
 log = logging.getLogger("bench")
 
-TASKS = {"ksc": "bench.runner:run_ksc"}
+# task name -> "module:function"; the function takes (cfg, out_dir) and returns an object with
+# `files` (name -> Path; "table3_md" is printed when present) and `failures` (metric -> error).
+TASKS = {
+    "ksc": "bench.runner:run_ksc",
+    "robustness": "bench.robustness:run_robustness",
+    "ifc": "bench.ifc:run_ifc",
+}
 
 
 def run_task(cfg: DictConfig, out_dir: Path):
