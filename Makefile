@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 export HF_HUB_OFFLINE ?= 1
 export TRANSFORMERS_OFFLINE ?= 1
 
-.PHONY: run test test-slow venv clean
+.PHONY: run test test-slow check report venv clean
 
 venv: $(STAMP)
 
@@ -24,6 +24,10 @@ run: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q
+
+# Regression gate against reports/baselines/ (see README, "Regression gate").
+check: $(STAMP)
+	$(BIN)/python -m bench task=check progress=false
 
 test-slow: $(STAMP)
 	$(BIN)/python -m pytest -q -m slow

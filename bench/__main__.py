@@ -21,6 +21,7 @@ TASKS = {
     "ksc": "bench.runner:run_ksc",
     "robustness": "bench.robustness:run_robustness",
     "ifc": "bench.ifc:run_ifc",
+    "check": "bench.check:run_check",
 }
 
 
@@ -43,12 +44,24 @@ def app(cfg: DictConfig) -> None:
     except BenchError as exc:
         log.error("%s", exc)
         raise SystemExit(f"error: {exc}") from None
+    try:  # the HTML report of this run; a failure here must not hide the results
+        from reports.html import build_report
+
+        build_report([out_dir], out_dir)
+    except Exception as exc:
+        log.warning("could not build report.html: %s", exc)
     table = result.files.get("table3_md")
     if table is not None:
         print(Path(table).read_text())
     for name, failure in result.failures.items():
         print(f"metric {name} FAILED: {failure}", file=sys.stderr)
+    if "check_md" in result.files:
+        print(Path(result.files["check_md"]).read_text())
+    if "baseline" in result.files:
+        print(f"baseline written to {result.files['baseline']}")
     print(f"outputs written to {out_dir}")
+    if getattr(result, "passed", True) is False:
+        raise SystemExit(1)
 
 
 def main() -> None:

@@ -15,11 +15,11 @@ import pandas as pd
 from scipy import stats
 
 #: Measure columns the runner may write, in the order they are summarised.
-RAW_MEASURES = ("A", "Aw", "T", "rho", "omega2", "L", "S", "I")
+RAW_MEASURES = ("A", "Aw", "T", "rho", "omega2", "L", "S", "I", "IFC")
 #: Column order of 004 Table 3; T100 is T in the paper's unit [100 op/s].
-TABLE3_ORDER = ("A", "Aw", "T100", "rho", "omega2", "L", "S", "I")
+TABLE3_ORDER = ("A", "Aw", "T100", "rho", "omega2", "L", "S", "I", "IFC")
 #: Measures on a 0..1 "higher is better" scale (time excluded, as in 004 Figure 4).
-QUALITY_MEASURES = ("A", "Aw", "rho", "omega2", "L", "S", "I")
+QUALITY_MEASURES = ("A", "Aw", "rho", "omega2", "L", "S", "I", "IFC")
 #: Short explanation of each column, used in headers and legends.
 MEASURE_LABELS = {
     "A": "A: judgement accuracy (004 §4.5, eq. 6)",
@@ -30,6 +30,7 @@ MEASURE_LABELS = {
     "L": "L: linearity R² (§4.3)",
     "S": "S: size robustness (eq. 8)",
     "I": "I: imbalance robustness (§4.7)",
+    "IFC": "IFC: −Spearman of distance with fine-tuning iteration (§5)",
 }
 #: Values within this distance of a column's best are bolded (004 Table 3 caption).
 BOLD_TOLERANCE = 0.015

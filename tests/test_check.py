@@ -1,0 +1,85 @@
+"""The regression gate: passes on an unchanged rerun, fails naming the metric and measure."""
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from hydra import compose, initialize_config_dir
+
+from bench.check import compare, run_check
+from bench.config import CONF_DIR
+from bench.errors import ConfigError
+from bench.registry import metric, unregister
+from metrics.chi import chi
+
+
+@pytest.fixture
+def fake_degradable_chi():
+    """CHI plus seeded noise of a chosen size: the stand-in for a change that degrades a metric."""
+
+    @metric("fake_degradable_chi", inputs="texts", symmetric=True)
+    def fake_degradable_chi(p, q, *, seed: int = 0, noise: float = 0.0) -> float:
+        jitter = np.random.default_rng([seed, len(p[0]), len(q[-1])]).normal(0.0, noise)
+        return chi(p, q, seed=seed) + float(jitter)
+
+    yield "fake_degradable_chi"
+    unregister("fake_degradable_chi")
+
+
+def check_config(tmp_path, cache_dir, *overrides):
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        return compose(config_name="config", overrides=[
+            "task=check", "k=4", "n=60", "repetitions=3", "progress=false",
+            f"data.cache_dir={cache_dir}", f"check.baseline={tmp_path / 'baseline.json'}", *overrides])
+
+
+def test_gate_passes_unchanged_and_fails_on_degradation(tmp_path, cache_dir, fake_degradable_chi):
+    metrics = f"metrics=[chi,{fake_degradable_chi}]"
+    run_check(check_config(tmp_path, cache_dir, metrics, "update=true"), tmp_path / "base")
+    baseline = json.loads((tmp_path / "baseline.json").read_text())
+    assert set(baseline["measures"]) == {"chi", fake_degradable_chi}
+
+    same = run_check(check_config(tmp_path, cache_dir, metrics), tmp_path / "same")
+    assert same.passed and (same.comparison["change"].abs() < 1e-12).all()
+
+    worse = run_check(check_config(tmp_path, cache_dir, metrics, f"+metric.{fake_degradable_chi}.noise=0.5"),
+                      tmp_path / "worse")
+    assert not worse.passed
+    dropped = worse.comparison[worse.comparison["status"] == "DROPPED"]
+    assert set(dropped["metric"]) == {fake_degradable_chi}
+    report = (tmp_path / "worse" / "check.md").read_text()
+    assert f"REGRESSION: metric {fake_degradable_chi} measure" in report
+
+    gone = run_check(check_config(tmp_path, cache_dir, "metrics=[chi]"), tmp_path / "gone")
+    assert not gone.passed
+    assert set(gone.comparison.loc[gone.comparison["status"] == "MISSING", "metric"]) == {fake_degradable_chi}
+
+
+def test_gate_refuses_to_compare_different_settings(tmp_path, cache_dir):
+    run_check(check_config(tmp_path, cache_dir, "metrics=[chi]", "update=true"), tmp_path / "base")
+    with pytest.raises(ConfigError, match="k: baseline 4 vs run 5"):
+        run_check(check_config(tmp_path, cache_dir, "metrics=[chi]", "k=5"), tmp_path / "other")
+
+
+def test_tolerance_by_hand():
+    values = [0.9, 0.8, 1.0]
+    baseline = {"measures": {"m": {"A": {"mean": 0.9, "values": dict(zip("012", values))}}}}
+    se = np.std(values, ddof=1) / np.sqrt(3)  # 0.0577
+    slightly = pd.DataFrame({"metric": "m", "repetition": [0, 1, 2], "A": [0.85, 0.75, 0.95]})
+    table = compare(baseline, slightly, z=2.0, min_tolerance=0.02)
+    assert table.loc[0, "tolerance"] == pytest.approx(2 * se) and table.loc[0, "status"] == "ok"
+    clearly = pd.DataFrame({"metric": "m", "repetition": [0, 1, 2], "A": [0.75, 0.70, 0.85]})
+    assert compare(baseline, clearly, z=2.0, min_tolerance=0.02).loc[0, "status"] == "DROPPED"
+    steady = {"measures": {"m": {"A": {"mean": 1.0, "values": {"0": 1.0, "1": 1.0, "2": 1.0}}}}}
+    tiny_drop = pd.DataFrame({"metric": "m", "repetition": [0, 1, 2], "A": [0.97, 0.97, 0.97]})
+    table = compare(steady, tiny_drop, z=2.0, min_tolerance=0.02)
+    assert table.loc[0, "tolerance"] == 0.02 and table.loc[0, "status"] == "DROPPED"
+
+
+def test_committed_baseline_matches_the_check_config():
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        cfg = compose(config_name="config", overrides=["task=check"])
+    baseline = json.loads(open(cfg.check.baseline).read())
+    assert baseline["settings"] == {"pair": cfg.pair.name, "k": cfg.k, "n": cfg.n,
+                                    "repetitions": cfg.repetitions, "seed": cfg.seed}

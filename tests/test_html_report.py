@@ -1,0 +1,67 @@
+"""The HTML report: self-contained, every figure decodes in a real headless Chromium."""
+
+import re
+import shutil
+import subprocess
+
+import pytest
+from hydra import compose, initialize_config_dir
+
+from bench.config import CONF_DIR
+from bench.runner import run_ksc
+from reports.__main__ import main as report_main
+from reports.html import build_report
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def small_run(cache_dir, out_dir, *overrides):
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        cfg = compose(config_name="config", overrides=[
+            "k=4", "n=12", "repetitions=3", "progress=false", "metrics=[chi]",
+            f"data.cache_dir={cache_dir}", *overrides])
+    run_ksc(cfg, out_dir)
+    (out_dir / ".hydra").mkdir(exist_ok=True)
+    from omegaconf import OmegaConf
+
+    OmegaConf.save(cfg, out_dir / ".hydra" / "config.yaml")
+    return out_dir
+
+
+@pytest.fixture(scope="module")
+def sweep(tmp_path_factory, cache_dir):
+    root = tmp_path_factory.mktemp("sweep")
+    small_run(cache_dir, root / "0", "k=4")
+    small_run(cache_dir, root / "1", "k=5")
+    return root
+
+
+def test_report_is_self_contained_with_captioned_figures(sweep):
+    page = build_report([sweep])["report_html"].read_text()
+    assert not re.search(r"""(src|href)=["']?(https?:|file:|/)""", page)
+    images = re.findall(r'<img src="data:image/(png|svg\+xml);base64,', page)
+    # per section: radar, boxplots, scatter; plus the sweep trends figure
+    assert len(images) == 2 * 3 + 1
+    assert page.count("<figcaption>") == len(images)
+    assert "KSC k=4" in page and "KSC k=5" in page and "Good:" in page
+
+
+def test_report_cli_rejects_a_directory_without_runs(tmp_path, capsys):
+    assert report_main([str(tmp_path)]) == 2
+    assert "no run directory" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed (.ci/run installs it)")
+def test_every_figure_loads_in_headless_chromium(sweep, tmp_path):
+    page = build_report([sweep])["report_html"]
+    dom = subprocess.run(
+        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync",
+         f"--user-data-dir={tmp_path / 'profile'}", "--virtual-time-budget=10000", "--dump-dom",
+         page.as_uri()],
+        capture_output=True, text=True, timeout=120,
+    ).stdout
+    loaded = re.search(r'data-figures-loaded="(\d+)/(\d+)"', dom)
+    assert loaded, "the page's load check did not run"
+    ok, total = map(int, loaded.groups())
+    assert total == 7 and ok == total
