@@ -40,3 +40,21 @@ def same_dims(p: np.ndarray, q: np.ndarray) -> None:
     """Raise when two embedding matrices do not share their dimension."""
     if p.shape[1] != q.shape[1]:
         raise MetricError(f"embedding dimensions differ: {p.shape[1]} vs {q.shape[1]}")
+
+def canonical_pair(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Both corpora with rows in lexicographic order, the lexicographically smaller one first.
+
+    The result is the same for any permutation of the rows and for (x, y) or (y, x), so a
+    seeded procedure run on it is order-invariant and symmetric.
+    """
+    x, y = x[np.lexsort(x.T[::-1])], y[np.lexsort(y.T[::-1])]
+    return (y, x) if y.tobytes() < x.tobytes() else (x, y)
+
+
+def unit_rows(x: np.ndarray, role: str) -> np.ndarray:
+    """``x`` with every row scaled to length 1; a zero row has no direction and raises."""
+    norms = np.linalg.norm(x, axis=1, keepdims=True)
+    if (norms == 0).any():
+        raise MetricError(f"{role} holds an all-zero embedding, which has no direction; "
+                          "check the embedder")
+    return x / norms

@@ -1,3 +1,3 @@
 """Built-in metric plugins: importing this package registers them all."""
 
-from metrics import chi, fid  # noqa: F401
+from metrics import chi, classifier, fid, irpr, mauve, prdc, zipf  # noqa: F401

@@ -44,17 +44,24 @@ def embedder(cache_dir):
 
 
 class RealSamples:
-    """Disjoint samples of the embedded fortune pair, as texts and as embeddings.
+    """Disjoint samples of the embedded fortune pair, as texts and as embeddings, in several draws.
 
-    a1, a2 from source A; b1, b2 from source B; mix holds half A and half B.
+    Each draw holds a1, a2 from source A; b1, b2 from source B; mix, half A and half B; all
+    disjoint. ``get`` serves the first draw; ``mean`` averages a metric over all draws, for
+    direction checks whose single-draw noise can exceed a weak metric's signal.
     """
 
-    def __init__(self, texts: dict[str, list[str]], vectors: dict):
-        self.texts, self.vectors = texts, vectors
+    def __init__(self, draws: list[tuple[dict, dict]]):
+        self.draws = draws
 
-    def get(self, metric, *names):
-        store = self.vectors if metric.inputs == "embeddings" else self.texts
+    def get(self, metric, *names, draw: int = 0):
+        texts, vectors = self.draws[draw]
+        store = vectors if metric.inputs == "embeddings" else texts
         return tuple(store[n] for n in names)
+
+    def mean(self, metric, first: str, second: str, *, seed: int = 0) -> float:
+        values = [metric(*self.get(metric, first, second, draw=d), seed=seed) for d in range(len(self.draws))]
+        return float(sum(values) / len(values))
 
 
 @pytest.fixture(scope="session")
@@ -66,14 +73,29 @@ def real_samples(cache_dir, embedder) -> RealSamples:
     a, b = load_pair("fortune_computing_people", cache_dir=cache_dir)
     rng = np.random.default_rng(2024)
     ia, ib = rng.permutation(len(a.texts)), rng.permutation(len(b.texts))
-    size = 120
-    texts = {
-        "a1": [a.texts[i] for i in ia[:size]],
-        "a2": [a.texts[i] for i in ia[size:2 * size]],
-        "b1": [b.texts[i] for i in ib[:size]],
-        "b2": [b.texts[i] for i in ib[size:2 * size]],
-        "mix": [a.texts[i] for i in ia[2 * size:2 * size + size // 2]]
-        + [b.texts[i] for i in ib[2 * size:2 * size + size // 2]],
-    }
-    vectors = {name: embedder.embed(t) for name, t in texts.items()}
-    return RealSamples(texts, vectors)
+    size, n_draws = 100, 5
+    draws = []
+    for d in range(n_draws):
+        off = d * (2 * size + size // 2)
+        ta = [a.texts[i] for i in ia[off:off + 2 * size + size // 2]]
+        tb = [b.texts[i] for i in ib[off:off + 2 * size + size // 2]]
+        texts = {"a1": ta[:size], "a2": ta[size:2 * size], "b1": tb[:size], "b2": tb[size:2 * size],
+                 "mix": ta[2 * size:] + tb[2 * size:]}
+        draws.append((texts, {name: embedder.embed(t) for name, t in texts.items()}))
+    return RealSamples(draws)
+
+
+@pytest.fixture(scope="session")
+def smollm2_cfg() -> dict:
+    """The default language model config (conf/lm/smollm2.yaml) as a dict."""
+    import yaml
+
+    return yaml.safe_load((PROJECT_ROOT / "conf" / "lm" / "smollm2.yaml").read_text())
+
+
+@pytest.fixture(scope="session")
+def smollm2(smollm2_cfg, cache_dir):
+    """SmolLM2-135M-Instruct converted from its package GGUF into the session cache, then loaded (model, tokenizer)."""
+    from bench.lm import load_causal_lm
+
+    return load_causal_lm({**smollm2_cfg, "device": "cpu"}, cache_dir)

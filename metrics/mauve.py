@@ -1,0 +1,75 @@
+"""MAUVE: area under the divergence frontier of quantised embeddings (Pillutla et al. 2021; 004 §2).
+
+Computed by ``mauve.compute_mauve`` from the ``mauve-text`` package (as 004 did) on the
+precomputed embeddings, so nothing is featurised or downloaded: both corpora are
+L2-normalised, reduced by PCA to ``kmeans_explained_var`` of their variance, clustered
+jointly by k-means into ``num_buckets`` buckets ("auto" = max(2, round(min(|p|, |q|) / 10))),
+and MAUVE is the area under the curve of exp(-c KL) between each corpus's bucket histogram
+and their mixtures, c = ``mauve_scaling_factor``. MAUVE is a similarity in (0, 1]; the
+distance is 1 - MAUVE (004 §2), floored at 0. Every parameter defaults to mauve-text
+0.4.0's own default; ``seed`` goes to its k-means and PCA. Only the k-means runs in faiss,
+held to one OpenMP thread; faiss warns on stderr when a bucket has fewer than 39 texts
+(always at n = 100), which is harmless.
+
+MAUVE is symmetric in P and Q given the buckets (swapping them mirrors the divergence curve,
+and both areas under it are averaged), but k-means starts from rows drawn at random, so
+mauve-text's value depends on the order of the rows and of the two corpora. ``canonical_pair``
+fixes both orders, which makes the value a function of the two corpora as sets and exactly
+symmetric; ``seed`` then fixes the clustering.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from bench.errors import MetricError
+from bench.inputs import as_embeddings, canonical_pair, same_dims
+from bench.registry import metric
+
+
+@metric("mauve", inputs="embeddings", symmetric=True,
+        description="1 - MAUVE (mauve-text) on the precomputed embeddings")
+def mauve(
+    p,
+    q,
+    *,
+    seed: int = 0,
+    num_buckets: int | str = "auto",
+    pca_max_data: int = -1,
+    kmeans_explained_var: float = 0.9,
+    kmeans_num_redo: int = 5,
+    kmeans_max_iter: int = 500,
+    divergence_curve_discretization_size: int = 25,
+    mauve_scaling_factor: float = 5.0,
+) -> float:
+    """1 - MAUVE between two embedded corpora (order-free and symmetric, see the module note)."""
+    # Deferred: mauve-text imports torch and transformers (seconds), which other metrics never need.
+    import faiss
+    from mauve import compute_mauve
+
+    x = as_embeddings(p, role="first corpus", min_rows=2)
+    y = as_embeddings(q, role="second corpus", min_rows=2)
+    same_dims(x, y)
+    x, y = canonical_pair(x, y)
+    if num_buckets != "auto" and not (isinstance(num_buckets, int) and num_buckets >= 2):
+        raise MetricError(f"MAUVE: num_buckets must be 'auto' or an integer >= 2, not {num_buckets!r}")
+    buckets = num_buckets if num_buckets != "auto" else max(2, round(min(len(x), len(y)) / 10))
+    if buckets > len(x) + len(y):
+        raise MetricError(f"MAUVE: {buckets} buckets need at least as many texts, "
+                          f"got {len(x) + len(y)}; lower num_buckets")
+    # One faiss (OpenMP) thread: after embedding, torch's spinning OpenMP workers made k-means
+    # 20-40x slower on 2 cores (0.05 s -> 1-2.5 s per pair at n = 100), as with BLAS in the runner.
+    threads = faiss.omp_get_max_threads()
+    faiss.omp_set_num_threads(1)
+    kmeans_seed = int(seed) % (2**31 - 8)  # faiss adds 2 and takes a C int
+    try:
+        out = compute_mauve(
+            p_features=x, q_features=y, num_buckets=num_buckets, pca_max_data=pca_max_data,
+            kmeans_explained_var=kmeans_explained_var, kmeans_num_redo=kmeans_num_redo,
+            kmeans_max_iter=kmeans_max_iter,
+            divergence_curve_discretization_size=divergence_curve_discretization_size,
+            mauve_scaling_factor=mauve_scaling_factor, verbose=False, seed=kmeans_seed,
+        )
+    finally:
+        faiss.omp_set_num_threads(threads)
+    return float(max(1.0 - out.mauve, 0.0))  # MAUVE of identical corpora can exceed 1 by 1e-16

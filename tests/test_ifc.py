@@ -1,0 +1,128 @@
+"""IFC (004 §5): the score and its parts, and a tiny end-to-end run with the real model that resumes."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from hydra import compose, initialize_config_dir
+
+from bench.config import CONF_DIR
+from bench.errors import ConfigError, DataError
+from bench.ifc import run_ifc, split_source
+from bench.ifc_score import gap_closed, ifc_score, reference_samples, type_token_ratio
+
+
+def test_ifc_score_is_one_when_the_distance_falls_at_every_step():
+    assert ifc_score([0, 1, 2, 3, 4], [5.0, 4.0, 3.5, 1.0, 0.2]) == pytest.approx(1.0)
+    assert ifc_score([0, 1, 2, 3, 4], [0.2, 1.0, 3.5, 4.0, 5.0]) == pytest.approx(-1.0)
+    assert 0 < ifc_score([0, 1, 2, 3], [4.0, 2.0, 3.0, 1.0]) < 1
+    assert math.isnan(ifc_score([0, 1, 2], [1.0, 1.0, 1.0]))
+
+
+def test_gap_closed_is_the_share_of_the_gap_to_the_self_distance():
+    assert gap_closed(first=3.0, last=2.0, self_distance=1.0) == pytest.approx(0.5)
+    assert gap_closed(first=3.0, last=1.0, self_distance=1.0) == pytest.approx(1.0)
+    assert gap_closed(first=3.0, last=4.0, self_distance=1.0) == pytest.approx(-0.5)
+    assert math.isnan(gap_closed(first=1.0, last=0.5, self_distance=1.0))  # no gap to close
+
+
+def test_type_token_ratio_counts_distinct_word_tokens():
+    assert type_token_ratio(["the cat", "The dog!"]) == pytest.approx(3 / 4)
+    assert math.isnan(type_token_ratio(["...", ""]))
+
+
+def test_training_and_reference_pools_are_disjoint_and_samples_are_halves():
+    texts = [f"text {i}" for i in range(100)]
+    train, ref = split_source(texts, 0.4, seed=3)
+    assert len(ref) == 40 and len(train) == 60 and not set(train) & set(ref)
+    assert split_source(texts, 0.4, seed=3) == (train, ref)
+    for a, b in reference_samples(len(ref), 20, repetitions=3, seed=0):
+        assert len(a) == len(b) == 20 and not set(a) & set(b)
+    with pytest.raises(DataError, match="lower ifc.corpus_size"):
+        reference_samples(len(ref), 21, repetitions=1, seed=0)
+
+
+def ifc_config(tmp_path, cache_dir, mirror_dir, *overrides):
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        return compose(config_name="config", overrides=[
+            "task=ifc", "ifc.iterations=2", "ifc.train_per_step=16", "ifc.corpus_size=24", "ifc.repetitions=2",
+            "ifc.sampling.batch_size=32", "metrics=[fid,chi]", "progress=false", "lm.device=cpu",
+            f"data.cache_dir={cache_dir}", f"data.mirror={mirror_dir}", *overrides])
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory, cache_dir, mirror_dir, smollm2):
+    """g_0, g_1, g_2 of 24 texts each from banking77, 16 texts a fine-tuning step, the real SmolLM2."""
+    out = tmp_path_factory.mktemp("ifc-run")
+    cfg = ifc_config(out, cache_dir, mirror_dir)
+    return cfg, out, run_ifc(cfg, out)
+
+
+def test_tiny_run_generates_every_corpus_and_scores_it(tiny_run):
+    cfg, out, result = tiny_run
+    gen = out / "generated"
+    for i in range(3):
+        texts = [json.loads(line)["text"] for line in (gen / f"iter_{i}.jsonl").read_text().splitlines()]
+        assert len(texts) == 24 and len(set(texts)) == 24
+        assert all(t == " ".join(t.split()) and t for t in texts)  # normalised like the source
+        meta = json.loads((gen / f"iter_{i}.json").read_text())
+        assert meta["config"]["corpus_size"] == 24 and isinstance(meta["sample_seed"], int)
+        assert (meta["train_loss"] is None) == (i == 0)
+    d = pd.read_csv(out / "ifc_distances.csv")
+    assert set(d["metric"]) == {"fid", "chi"} and (d["error"].isna() | (d["error"] == "")).all()
+    assert len(d) == 2 * 2 * (3 + 1)  # metrics x repetitions x (g_0..g_2 + self-distance)
+    assert np.isfinite(d["distance"]).all()
+    measures = pd.read_csv(out / "measures.csv")
+    assert list(measures.columns) == ["metric", "repetition", "IFC"] and len(measures) == 4
+    assert measures["IFC"].between(-1, 1).all()
+    summary = pd.read_csv(out / "ifc_summary.csv")
+    assert {"IFC", "gap_closed", "self_distance"} <= set(summary.columns)
+    ttr = pd.read_csv(out / "ifc_ttr.csv")
+    assert list(ttr["corpus"]) == ["source", "reference", "reference", "g_0", "g_1", "g_2"]
+    for name in ("ifc_fid.png", "ifc_chi.png", "ifc_all.png", "table3.md"):
+        assert (out / name).stat().st_size > 0
+    assert "| fid |" in (out / "table3.md").read_text()
+
+
+def test_g0_is_farther_from_the_source_than_a_reference_sample_is(tiny_run):
+    _, _, result = tiny_run
+    for row in result.summary.itertuples():
+        assert row.first_distance > row.self_distance, row.metric
+
+
+def test_a_rerun_regenerates_only_the_deleted_corpus(tiny_run):
+    cfg, out, _ = tiny_run
+    gen = out / "generated"
+    stamps = {i: (gen / f"iter_{i}.jsonl").stat().st_mtime_ns for i in range(2)}
+    weights = (gen / "checkpoint" / "model.safetensors").stat().st_mtime_ns
+    (gen / "iter_2.jsonl").unlink()
+    result = run_ifc(cfg, out)
+    assert result.info["generated_now"] == [2]
+    assert {i: (gen / f"iter_{i}.jsonl").stat().st_mtime_ns for i in range(2)} == stamps
+    assert (gen / "checkpoint" / "model.safetensors").stat().st_mtime_ns == weights  # no step was retrained
+    assert json.loads((gen / "iter_2.json").read_text())["train_loss"] is None
+    assert len((gen / "iter_2.jsonl").read_text().splitlines()) == 24
+
+
+def test_scoring_again_with_another_metric_needs_no_generation(tiny_run, cache_dir, mirror_dir):
+    _, out, _ = tiny_run
+    cfg = ifc_config(out, cache_dir, mirror_dir, "ifc.generate=false", "metrics=[chi]")
+    result = run_ifc(cfg, out)
+    assert result.info["generated_now"] == [] and set(result.measures["metric"]) == {"chi"}
+
+
+def test_changed_generation_settings_are_refused_in_a_used_directory(tiny_run, cache_dir, mirror_dir):
+    _, out, _ = tiny_run
+    cfg = ifc_config(out, cache_dir, mirror_dir, "ifc.learning_rate=0.001")
+    with pytest.raises(ConfigError, match="learning_rate"):
+        run_ifc(cfg, out)
+
+
+def test_scoring_without_corpora_says_to_generate_first(tmp_path, cache_dir, mirror_dir):
+    cfg = ifc_config(tmp_path, cache_dir, mirror_dir, "ifc.generate=false")
+    with pytest.raises(DataError, match="ifc.generate=true"):
+        run_ifc(cfg, tmp_path)
