@@ -1,0 +1,114 @@
+"""The evaluation engine: resume, isolation (errors, time limits, crashes), parallel = serial."""
+
+import json
+
+import numpy as np
+import pytest
+
+from bench.corpus_cache import per_corpus, sharing
+from bench.engine import CorpusStore, Job, ResultLog, run_jobs
+from bench.errors import ConfigError
+from bench.registry import get_metric
+from fake_metrics import registered
+
+
+@pytest.fixture(scope="module")
+def store(real_samples):
+    texts = real_samples.draws[0][0]
+    corpora = {name: texts[name][:40] for name in ("a1", "a2", "b1", "b2")}
+    corpora["short"] = texts["mix"][:7]
+    vectors = {name: real_samples.draws[0][1][name] for name in texts}
+    lookup = {t: v for name in texts for t, v in zip(texts[name], vectors[name])}
+    return CorpusStore.from_corpora(corpora, embed=lambda ts: np.stack([lookup[t] for t in ts]))
+
+
+def jobs_for(names, corpora=("a1", "a2", "b1", "b2")):
+    return [Job(key=(m, p, q), metric=m, p=p, q=q, seed=3)
+            for m in names for p in corpora for q in corpora if p < q]
+
+
+def real_metrics(*names):
+    return {n: (get_metric(n), {}) for n in names}
+
+
+def test_results_equal_direct_calls(store):
+    metrics = real_metrics("chi", "fid", "pr")
+    out = run_jobs(jobs_for(metrics), store, metrics, progress=False)
+    for (name, p, q), outcome in out.items():
+        info = get_metric(name)
+        assert outcome.error == ""
+        assert outcome.distance == info(store.inputs(info, p), store.inputs(info, q), seed=3)
+
+
+def test_parallel_workers_give_the_serial_results(store):
+    metrics = real_metrics("chi", "fid", "mauve", "classifier")
+    serial = run_jobs(jobs_for(metrics), store, metrics, progress=False)
+    parallel = run_jobs(jobs_for(metrics), store, metrics, workers=2, progress=False)
+    assert {k: o.distance for k, o in serial.items()} == {k: o.distance for k, o in parallel.items()}
+
+
+def test_resume_recomputes_only_missing_and_skips_a_torn_line(store, tmp_path):
+    metrics = real_metrics("chi")
+    jobs = jobs_for(metrics)
+    log = ResultLog(tmp_path / "evaluations.jsonl", {"pair": "x", "k": 4})
+    full = run_jobs(jobs, store, metrics, result_log=log, progress=False)
+    lines = (tmp_path / "evaluations.jsonl").read_text().splitlines()
+    assert len(lines) == 1 + len(jobs)
+    # keep the header and two results, then a line cut short as by SIGKILL
+    (tmp_path / "evaluations.jsonl").write_text("\n".join(lines[:3]) + "\n" + lines[3][:15])
+    resumed = run_jobs(jobs, store, metrics, result_log=log, progress=False)
+    assert {k: (o.distance, o.error) for k, o in resumed.items()} == \
+        {k: (o.distance, o.error) for k, o in full.items()}
+    rows = [json.loads(x) for x in (tmp_path / "evaluations.jsonl").read_text().splitlines()[1:]
+            if x.startswith('{"key"') and x.endswith("}")]
+    assert len(rows) == len(jobs)  # 2 kept + the rest recomputed, none twice
+
+
+def test_resuming_another_configuration_is_refused(store, tmp_path):
+    metrics = real_metrics("chi")
+    run_jobs(jobs_for(metrics), store, metrics, progress=False,
+             result_log=ResultLog(tmp_path / "e.jsonl", {"pair": "x", "k": 4}))
+    with pytest.raises(ConfigError, match="another configuration"):
+        run_jobs(jobs_for(metrics), store, metrics, progress=False,
+                 result_log=ResultLog(tmp_path / "e.jsonl", {"pair": "x", "k": 5}))
+
+
+def test_time_limit_kills_a_hanging_evaluation_and_the_rest_finish(store):
+    with registered("fake_sleeps") as infos:
+        metrics = {**real_metrics("chi"), "fake_sleeps": (infos["fake_sleeps"], {})}
+        jobs = jobs_for(metrics, corpora=("a1", "b1", "short"))
+        out = run_jobs(jobs, store, metrics, timeout=3, workers=2, progress=False)
+    hung = {k: o for k, o in out.items() if k[0] == "fake_sleeps" and k[2] == "short"}
+    assert hung and all("timed out after 3 s" in o.error for o in hung.values())
+    others = {k: o for k, o in out.items() if k not in hung}
+    assert all(o.error == "" and np.isfinite(o.distance) for o in others.values())
+
+
+def test_a_crashing_worker_is_recorded_and_replaced(store):
+    with registered("fake_crashes", "fake_raises") as infos:
+        metrics = {**real_metrics("chi"), **{n: (i, {}) for n, i in infos.items()}}
+        out = run_jobs(jobs_for(metrics, corpora=("a1", "b1", "short")), store, metrics,
+                       workers=1, timeout=60, progress=False)
+    crashed = [o for k, o in out.items() if k[0] == "fake_crashes" and k[2] == "short"]
+    assert crashed and all("worker process died (exit code 3)" in o.error for o in crashed)
+    assert all("fake plugin exploded" in o.error for k, o in out.items() if k[0] == "fake_raises")
+    assert all(o.error == "" for k, o in out.items() if k[0] == "chi")
+
+
+def test_per_corpus_results_are_shared_only_inside_a_scope():
+    calls = []
+
+    @per_corpus
+    def column_means(x):
+        calls.append(1)
+        return x.mean(axis=0)
+
+    x = np.arange(12.0).reshape(4, 3)
+    column_means(x)
+    column_means(x)
+    assert len(calls) == 2
+    with sharing() as memo:
+        first = column_means(x)
+        second = column_means(x.copy())  # same content, other object: shared
+        column_means(x[::-1])            # other order: computed
+    assert len(calls) == 4 and memo.hits == 1 and np.array_equal(first, second)
