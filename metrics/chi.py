@@ -7,10 +7,13 @@ It is zero for identical relative frequencies and grows with difference, so it i
 distance as it stands; 004's authors' code returned a p-value instead, whose direction
 changed between releases.
 
-``normalise`` rescales it: "tokens" (default) divides by the table's total count
-(phi^2, a size-independent effect size in [0, 1], so corpora of different sizes compare),
-"dof" divides by the table's number of tokens - 1 (Kilgarriff's CBDF), "none" keeps the
-raw statistic, which equals scipy's ``chi2_contingency`` without continuity correction and
+``normalise`` rescales it: "dof" (default) divides by the degrees of freedom, the table's
+number of tokens - 1: Kilgarriff's "chi-by-degrees-of-freedom" (CBDF), which makes pairs
+with different joint vocabularies comparable. "tokens" divides by the table's total count
+(phi^2); it looks size-independent but is not for small corpora: under equal distributions
+chi^2 is about dof, so phi^2 carries a bias of dof / N that changes with every pair (on
+clinc150/banking77, k = 7, n = 100: rho .64 against .91 for "dof" and .86 for "none").
+"none" keeps the raw statistic (closest to 004's reported CHI), which equals scipy's ``chi2_contingency`` without continuity correction and
 the sum of the two goodness-of-fit tests of 004's authors' code
 (tests/test_reference_metrics.py).
 """
@@ -49,7 +52,7 @@ def chi(
     *,
     seed: int = 0,
     top: int = 5000,
-    normalise: Literal["tokens", "dof", "none"] = "tokens",
+    normalise: Literal["dof", "tokens", "none"] = "dof",
 ) -> float:
     """Chi-square distance between the token frequencies of two corpora (``seed`` unused)."""
     counts_p = token_counts(as_texts(p, role="first corpus"))

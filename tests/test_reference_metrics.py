@@ -127,8 +127,9 @@ def test_chi_is_scipys_contingency_statistic(txt, top):
     e = np.outer(table.sum(axis=1), table.sum(axis=0)) / table.sum()
     two_tests = stats.chisquare(table[0], e[0]).statistic + stats.chisquare(table[1], e[1]).statistic
     assert expected == pytest.approx(two_tests, rel=1e-10)
-    # the default normalisation is phi^2 = chi^2 / N, which lies in [0, 1] for a 2-row table
-    phi2 = chi(txt["a1"], txt["b1"], top=top)
+    # phi^2 = chi^2 / N lies in [0, 1] for a 2-row table; the default divides by the dof
+    assert chi(txt["a1"], txt["b1"], top=top) == chi(txt["a1"], txt["b1"], top=top, normalise="dof")
+    phi2 = chi(txt["a1"], txt["b1"], top=top, normalise="tokens")
     assert phi2 == pytest.approx(expected / table.sum(), rel=1e-10) and 0 < phi2 <= 1
     assert chi(txt["a1"], txt["b1"], top=top, normalise="dof") == pytest.approx(
         expected / (table.shape[1] - 1), rel=1e-10)
