@@ -234,6 +234,24 @@ class _Pool:
                 proc.kill()
 
 
+def engine_options(cfg) -> dict:
+    """run_jobs keyword arguments from the ``engine`` config block (and ``progress``)."""
+    engine = cfg.get("engine") or {}
+    workers = engine.get("workers", 1)
+    workers = os.cpu_count() or 1 if workers == "auto" else int(workers)
+    timeout = engine.get("timeout")
+    return {"workers": workers, "timeout": float(timeout) if timeout else None,
+            "blas_threads": int(engine.get("blas_threads", 1)), "progress": bool(cfg.get("progress", True))}
+
+
+def result_log_for(cfg, out_dir: Path | str, fingerprint: Mapping) -> "ResultLog | None":
+    """The run directory's evaluation log, unless ``engine.resume`` is false."""
+    engine = cfg.get("engine") or {}
+    if not engine.get("resume", True):
+        return None
+    return ResultLog(Path(out_dir) / "evaluations.jsonl", fingerprint)
+
+
 def run_jobs(
     jobs: Iterable[Job],
     store: CorpusStore,

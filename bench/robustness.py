@@ -21,8 +21,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 from omegaconf import DictConfig
-from threadpoolctl import threadpool_limits
-from tqdm.auto import tqdm
 
 from bench import __version__
 from bench.config import data_locations, metric_seed, selected_metrics
@@ -30,7 +28,8 @@ from bench.corpora import load_pair
 from bench.robustness_measures import (CURVES, RobustnessGrid, asymptotic_distance, draw_sample_pair,
                                        feasible_grid, imbalance_robustness, sample_seed, size_robustness,
                                        validate_robustness_parameters)
-from bench.runner import build_embedder, evaluate
+from bench.engine import CorpusStore, Job, engine_options, params_digest, result_log_for, run_jobs
+from bench.runner import build_embedder
 
 log = logging.getLogger(__name__)
 
@@ -100,25 +99,24 @@ def run_robustness(cfg: DictConfig, out_dir: Path | str) -> RobustnessResult:
         rows_b = np.zeros((n_b, flat.shape[1]), dtype=flat.dtype)
         rows_a[used_a], rows_b[used_b] = flat[:len(used_a)], flat[len(used_a):]
 
-    rows = []
-    # One BLAS thread per evaluation: torch's spinning OpenMP workers starve a threaded OpenBLAS.
-    with threadpool_limits(int(cfg.get("blas_threads", 1)), user_api="blas"):
-        bar = tqdm(total=len(metrics) * len(plan), desc="evaluations", unit="eval",
-                   disable=not cfg.get("progress", True))
-        for metric, params in metrics:
-            bar.set_postfix_str(metric.name)
-            for pair in plan:
-                if metric.inputs == "embeddings":
-                    p, q = rows_a[pair.a], rows_b[pair.b]
-                else:
-                    p, q = [source_a.texts[i] for i in pair.a], [source_b.texts[i] for i in pair.b]
-                d, sec, err = evaluate(metric, params, p, q, seed=metric_seed(seed, pair.repetition))
-                if err:
-                    log.warning("metric %s failed on %s s=%d repetition %d: %s",
-                                metric.name, pair.curve, pair.s, pair.repetition, err)
-                rows.append((metric.name, pair.curve, pair.s, pair.repetition, d, sec, err))
-                bar.update()
-        bar.close()
+    # Corpora are rows of A then B; evaluations run in the engine (resumable, isolated, parallel).
+    vectors = np.concatenate([rows_a, rows_b]) if rows_a is not None else None
+    members = {}
+    for pair in plan:
+        members[f"{pair.curve}/{pair.s}/{pair.repetition}/a"] = pair.a
+        members[f"{pair.curve}/{pair.s}/{pair.repetition}/b"] = n_a + pair.b
+    store = CorpusStore(list(source_a.texts) + list(source_b.texts), vectors, members)
+    jobs = [Job(key=(m.name, params_digest(params), pair.curve, pair.s, pair.repetition), metric=m.name,
+                p=f"{pair.curve}/{pair.s}/{pair.repetition}/a", q=f"{pair.curve}/{pair.s}/{pair.repetition}/b",
+                seed=metric_seed(seed, pair.repetition))
+            for m, params in metrics for pair in plan]
+    fingerprint = {"task": "robustness", "pair": str(cfg.pair.name), "seed": seed, "n_ref": grid.n_ref,
+                   "imbalance_total": grid.imbalance_total,
+                   "embedder": embedder.model_id if embedder else None}
+    outcomes = run_jobs(jobs, store, {m.name: (m, params) for m, params in metrics}, desc="evaluations",
+                        result_log=result_log_for(cfg, out_dir, fingerprint), **engine_options(cfg))
+    rows = [(job.metric, *job.key[2:], o.distance, o.seconds, o.error)
+            for job in jobs for o in [outcomes[job.key]]]
 
     curves = pd.DataFrame(rows, columns=CURVE_COLUMNS)
     measures, asymptotic, failures = robustness_measures(curves)

@@ -1,33 +1,30 @@
 """The KSC task: build collections, evaluate every metric on every corpus pair, score it (004 §3-4).
 
-Everything is checked before the long part starts (names, k and n, corpus sizes), a
-failing metric is recorded and never stops the others, and all tables and figures
-are written to the run directory.
+Everything is checked before the long part starts (names, k and n, corpus sizes). The
+evaluations run in ``bench.engine`` (resumable, isolated, optionally parallel), and all
+tables and figures are written to the run directory.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import math
 import platform
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 from omegaconf import DictConfig, OmegaConf
-from threadpoolctl import threadpool_limits
-from tqdm.auto import tqdm
 
 from bench import __version__
 from bench.config import data_locations, metric_seed, repetition_seed, selected_metrics
 from bench.corpora import load_pair
 from bench.embedding import Embedder, sentence_transformer
+from bench.engine import (CorpusStore, Job, engine_options, evaluate, params_digest,  # noqa: F401
+                          result_log_for, run_jobs)
 from bench.errors import ConfigError, DataError
-from bench.ksc import (KSCCorpus, corpus_pairs, known_similarity_corpora, texts_needed,
-                       validate_ksc_parameters)
+from bench.ksc import corpus_pairs, known_similarity_corpora, texts_needed, validate_ksc_parameters
 from bench.measures import collection_measures, zscore
 from bench.registry import MetricInfo
 
@@ -70,24 +67,6 @@ def check_run_config(cfg: DictConfig) -> list[tuple[MetricInfo, dict]]:
     return selected_metrics(cfg)
 
 
-def evaluate(
-    metric: MetricInfo, params: dict, p, q, *, seed: int
-) -> tuple[float, float, str]:
-    """(distance, seconds, error) of one pair evaluation; a failure is returned, never raised."""
-    start = time.perf_counter()
-    try:
-        value = metric(p, q, seed=seed, **params)
-        seconds = time.perf_counter() - start
-        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.number)):
-            return math.nan, seconds, f"returned {type(value).__name__}, not a number"
-        value = float(value)
-        if not math.isfinite(value):
-            return math.nan, seconds, f"returned {value}"
-        return value, seconds, ""
-    except Exception as exc:  # isolate the plugin: record and go on
-        return math.nan, time.perf_counter() - start, f"{type(exc).__name__}: {exc}"
-
-
 def run_ksc(cfg: DictConfig, out_dir: Path | str) -> KSCResult:
     """Run the KSC benchmark described by ``cfg`` and write its outputs to ``out_dir``."""
     out_dir = Path(out_dir)
@@ -110,42 +89,23 @@ def run_ksc(cfg: DictConfig, out_dir: Path | str) -> KSCResult:
         for r in range(reps)
     ]
 
-    embed_seconds, embedder = 0.0, None
-    vectors: list[list[np.ndarray]] = []
-    if any(m.inputs == "embeddings" for m, _ in metrics):
-        embedder = build_embedder(cfg)
-        start = time.perf_counter()
-        all_texts = [t for coll in collections for c in coll for t in c.texts]
-        flat = embedder.embed(all_texts)
-        embed_seconds = time.perf_counter() - start
-        pos = 0
-        for coll in collections:
-            vectors.append([])
-            for c in coll:
-                vectors[-1].append(flat[pos:pos + len(c.texts)])
-                pos += len(c.texts)
+    corpora = {f"r{r}c{c.index}": c.texts for r, coll in enumerate(collections) for c in coll}
+    embedder = build_embedder(cfg)  # cheap: the model loads only if something must be embedded
+    needs_embeddings = any(m.inputs == "embeddings" for m, _ in metrics)
+    start = time.perf_counter()
+    store = CorpusStore.from_corpora(corpora, embed=embedder.embed if needs_embeddings else None)
+    embed_seconds = time.perf_counter() - start
 
     pairs = corpus_pairs(k)
-    rows = []
-    # One BLAS thread per evaluation: after embedding, torch's OpenMP workers keep spinning and
-    # starve a multi-threaded OpenBLAS (FID measured 100x slower on 2 cores).
-    blas = threadpool_limits(int(cfg.get("blas_threads", 1)), user_api="blas")
-    bar = tqdm(total=reps * len(metrics) * len(pairs), desc="pair evaluations", unit="pair",
-               disable=not cfg.get("progress", True))
-    for r, coll in enumerate(collections):
-        mseed = metric_seed(seed, r)
-        for metric, params in metrics:
-            bar.set_postfix_str(f"rep {r + 1}/{reps} {metric.name}")
-            for i, j in pairs:
-                p, q = _inputs(metric, coll, vectors[r] if vectors else None, i, j)
-                d, sec, err = evaluate(metric, params, p, q, seed=mseed)
-                if err:
-                    log.warning("metric %s failed on repetition %d pair (%d, %d): %s",
-                                metric.name, r, i, j, err)
-                rows.append((metric.name, r, i, j, j - i, d, sec, err))
-                bar.update()
-    bar.close()
-    blas.restore_original_limits()
+    jobs = [Job(key=(m.name, params_digest(params), r, i, j), metric=m.name, p=f"r{r}c{i}", q=f"r{r}c{j}",
+                seed=metric_seed(seed, r))
+            for r in range(reps) for m, params in metrics for i, j in pairs]
+    fingerprint = {"task": "ksc", "pair": str(cfg.pair.name), "k": k, "n": n, "seed": seed,
+                   "embedder": embedder.model_id}
+    outcomes = run_jobs(jobs, store, {m.name: (m, params) for m, params in metrics},
+                        result_log=result_log_for(cfg, out_dir, fingerprint), **engine_options(cfg))
+    rows = [(job.metric, job.key[2], job.key[3], job.key[4], job.key[4] - job.key[3], o.distance,
+             o.seconds, o.error) for job in jobs for o in [outcomes[job.key]]]
 
     distances = pd.DataFrame(rows, columns=[c for c in DISTANCE_COLUMNS if c != "z"])
     distances["z"] = distances.groupby(["metric", "repetition"])["distance"].transform(zscore)
@@ -163,12 +123,6 @@ def run_ksc(cfg: DictConfig, out_dir: Path | str) -> KSCResult:
     }
     files = write_outputs(distances, measures, failures, info, out_dir, title=_title(cfg))
     return KSCResult(distances, measures, failures, files, info)
-
-
-def _inputs(metric: MetricInfo, coll: list[KSCCorpus], vecs, i: int, j: int):
-    if metric.inputs == "embeddings":
-        return vecs[i - 1], vecs[j - 1]
-    return list(coll[i - 1].texts), list(coll[j - 1].texts)
 
 
 def _measures(distances: pd.DataFrame, k: int) -> tuple[pd.DataFrame, dict[str, str]]:

@@ -75,3 +75,38 @@ def test_bad_configuration_fails_fast_with_a_clear_message(override, message, tm
     proc = run_bench(override, *extra, f"hydra.run.dir={tmp_path}", cache_dir=cache_dir, timeout=120)
     assert proc.returncode != 0
     assert message in proc.stderr + proc.stdout
+
+
+def test_a_run_killed_mid_way_resumes_to_the_same_tables(tmp_path, cache_dir):
+    import signal
+    import time
+
+    args = ["k=8", "n=30", "repetitions=3", "metrics=[chi,fid,mauve]"]
+    total = 3 * 3 * 28
+    killed = tmp_path / "killed"
+    env = {**os.environ, "BENCH_CACHE_DIR": str(cache_dir)}
+    proc = subprocess.Popen([sys.executable, "-m", "bench", *args, "progress=false", f"hydra.run.dir={killed}"],
+                            cwd=PROJECT_ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    log = killed / "evaluations.jsonl"
+    deadline = time.monotonic() + 600
+    while time.monotonic() < deadline and proc.poll() is None:
+        if log.exists() and len(log.read_text().splitlines()) > 40:
+            break
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    logged = len(log.read_text().splitlines()) - 1
+    assert 40 <= logged < total, "the run was not interrupted mid-way"
+    assert not (killed / "measures.csv").exists()
+
+    resumed = run_bench(*args, f"hydra.run.dir={killed}", cache_dir=cache_dir)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    lines = log.read_text().splitlines()
+    assert len(lines) - 1 == total  # every evaluation logged once: nothing was computed twice
+    straight = run_bench(*args, f"hydra.run.dir={tmp_path / 'straight'}", cache_dir=cache_dir)
+    assert straight.returncode == 0, straight.stderr[-3000:]
+    a = pd.read_csv(killed / "distances.csv", keep_default_na=False)
+    b = pd.read_csv(tmp_path / "straight" / "distances.csv", keep_default_na=False)
+    pd.testing.assert_frame_equal(a.drop(columns="seconds"), b.drop(columns="seconds"))
+    ma, mb = pd.read_csv(killed / "measures.csv"), pd.read_csv(tmp_path / "straight" / "measures.csv")
+    pd.testing.assert_frame_equal(ma.drop(columns="T"), mb.drop(columns="T"))

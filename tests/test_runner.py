@@ -67,3 +67,11 @@ def test_adding_repetitions_keeps_the_earlier_ones(tmp_path, cache_dir):
     first = longer.distances[longer.distances["repetition"] == 0].reset_index(drop=True)
     pd.testing.assert_series_equal(short.distances["distance"], first["distance"])
     assert len(longer.measures) == 3
+
+
+def test_parallel_workers_give_the_serial_tables(tmp_path, cache_dir):
+    serial = run_ksc(ksc_config(cache_dir, "metrics=[chi,fid,mauve,dc]"), tmp_path / "serial")
+    parallel = run_ksc(ksc_config(cache_dir, "metrics=[chi,fid,mauve,dc]", "engine.workers=2"),
+                       tmp_path / "parallel")
+    pd.testing.assert_frame_equal(serial.distances.drop(columns="seconds"),
+                                  parallel.distances.drop(columns="seconds"))
