@@ -23,10 +23,22 @@ T = TypeVar("T")
 _scopes: list["_Memo"] = []
 
 
+def _size(value) -> int:
+    """Rough bytes held by a cached value (arrays counted exactly, mappings by entries)."""
+    if isinstance(value, np.ndarray):
+        return value.nbytes
+    if isinstance(value, (tuple, list)):
+        return sum(_size(v) for v in value) + 64
+    if isinstance(value, dict):
+        return 120 * len(value) + 64
+    return 64
+
+
 class _Memo:
-    def __init__(self, max_entries: int):
-        self.max_entries = max_entries
-        self.store: OrderedDict[tuple, object] = OrderedDict()
+    def __init__(self, max_bytes: int):
+        self.max_bytes = max_bytes
+        self.bytes = 0
+        self.store: OrderedDict[tuple, tuple[object, int]] = OrderedDict()
         self.hits = 0
         self.misses = 0
 
@@ -34,12 +46,15 @@ class _Memo:
         if key in self.store:
             self.hits += 1
             self.store.move_to_end(key)
-            return self.store[key]  # type: ignore[return-value]
+            return self.store[key][0]  # type: ignore[return-value]
         self.misses += 1
         value = compute()
-        self.store[key] = value
-        if len(self.store) > self.max_entries:
-            self.store.popitem(last=False)
+        size = _size(value)
+        self.store[key] = (value, size)
+        self.bytes += size
+        while self.bytes > self.max_bytes and len(self.store) > 1:
+            _, (_, dropped) = self.store.popitem(last=False)
+            self.bytes -= dropped
         return value
 
 
@@ -57,9 +72,10 @@ def corpus_fingerprint(corpus) -> str:
 
 
 @contextlib.contextmanager
-def sharing(max_entries: int = 512) -> Iterator[_Memo]:
-    """Within this scope, ``@per_corpus`` helpers reuse their results (least recently used evicted)."""
-    memo = _Memo(max_entries)
+def sharing(max_bytes: int = 256 * 2**20) -> Iterator[_Memo]:
+    """Within this scope, ``@per_corpus`` helpers reuse their results; beyond ``max_bytes``
+    the least recently used are dropped."""
+    memo = _Memo(max_bytes)
     _scopes.append(memo)
     try:
         yield memo
@@ -74,6 +90,8 @@ def per_corpus(fn: Callable[..., T]) -> Callable[..., T]:
     def wrapper(corpus, **params) -> T:
         if not _scopes:
             return fn(corpus, **params)
+        if not isinstance(corpus, (np.ndarray, list, tuple)):
+            corpus = list(corpus)  # a generator would be used up by the fingerprint
         key = (fn.__module__, fn.__qualname__, corpus_fingerprint(corpus), tuple(sorted(params.items())))
         return _scopes[-1].get_or_compute(key, lambda: fn(corpus, **params))
 

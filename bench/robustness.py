@@ -109,7 +109,7 @@ def run_robustness(cfg: DictConfig, out_dir: Path | str) -> RobustnessResult:
     jobs = [Job(key=(m.name, params_digest(params), pair.curve, pair.s, pair.repetition), metric=m.name,
                 p=f"{pair.curve}/{pair.s}/{pair.repetition}/a", q=f"{pair.curve}/{pair.s}/{pair.repetition}/b",
                 seed=metric_seed(seed, pair.repetition))
-            for m, params in metrics for pair in plan]
+            for pair in plan for m, params in metrics]  # per sample, so PR and DC share radii
     fingerprint = {"task": "robustness", "pair": str(cfg.pair.name), "seed": seed, "n_ref": grid.n_ref,
                    "imbalance_total": grid.imbalance_total,
                    "embedder": embedder.model_id if embedder else None}

@@ -12,6 +12,8 @@ import re
 from collections import Counter
 from typing import Iterable
 
+from bench.corpus_cache import per_corpus
+
 _TOKEN = re.compile(r"[^\W_]+(?:'[^\W_]+)*")
 
 
@@ -20,8 +22,9 @@ def tokenize(text: str) -> list[str]:
     return _TOKEN.findall(text.lower())
 
 
+@per_corpus
 def token_counts(texts: Iterable[str]) -> Counter[str]:
-    """Token frequencies of a whole corpus."""
+    """Token frequencies of a whole corpus (shared across pairs in a run: do not modify it)."""
     counts: Counter[str] = Counter()
     for text in texts:
         counts.update(tokenize(text))

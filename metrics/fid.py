@@ -12,12 +12,16 @@ from __future__ import annotations
 
 import numpy as np
 
+from bench.corpus_cache import per_corpus
 from bench.inputs import as_embeddings, same_dims
 from bench.registry import metric
 
 
-def _gaussian(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    return x.mean(axis=0), np.cov(x, rowvar=False, ddof=1)
+@per_corpus
+def gaussian_fit(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Mean, covariance and covariance square root of one corpus: computed once per corpus in a run."""
+    cov = np.cov(x, rowvar=False, ddof=1)
+    return x.mean(axis=0), cov, _psd_sqrt(cov)
 
 
 def _psd_sqrt(s: np.ndarray) -> np.ndarray:
@@ -25,9 +29,12 @@ def _psd_sqrt(s: np.ndarray) -> np.ndarray:
     return (vecs * np.sqrt(np.clip(vals, 0.0, None))) @ vecs.T
 
 
-def frechet_distance(mu_p, cov_p, mu_q, cov_q) -> float:
-    """Fréchet (Wasserstein-2) distance between N(mu_p, cov_p) and N(mu_q, cov_q)."""
-    root_p = _psd_sqrt(cov_p)
+def frechet_distance(mu_p, cov_p, mu_q, cov_q, *, root_p=None) -> float:
+    """Fréchet (Wasserstein-2) distance between N(mu_p, cov_p) and N(mu_q, cov_q).
+
+    With ``root_p`` = cov_p^{1/2} given, a pair costs one symmetric eigen-decomposition.
+    """
+    root_p = _psd_sqrt(cov_p) if root_p is None else root_p
     middle = root_p @ cov_q @ root_p
     eig = np.linalg.eigvalsh((middle + middle.T) / 2.0)
     trace_sqrt = np.sqrt(np.clip(eig, 0.0, None)).sum()
@@ -43,4 +50,6 @@ def fid(p, q, *, seed: int = 0) -> float:
     x = as_embeddings(p, role="first corpus", min_rows=2)
     y = as_embeddings(q, role="second corpus", min_rows=2)
     same_dims(x, y)
-    return frechet_distance(*_gaussian(x), *_gaussian(y))
+    mu_p, cov_p, root_p = gaussian_fit(x)
+    mu_q, cov_q, _ = gaussian_fit(y)
+    return frechet_distance(mu_p, cov_p, mu_q, cov_q, root_p=root_p)

@@ -31,12 +31,14 @@ from __future__ import annotations
 import numpy as np
 from sklearn.metrics.pairwise import euclidean_distances
 
+from bench.corpus_cache import per_corpus
 from bench.errors import MetricError
 from bench.inputs import as_embeddings, same_dims
 from bench.registry import metric
 
 
-def _kth_neighbour_radii(x: np.ndarray, k: int) -> np.ndarray:
+@per_corpus
+def kth_neighbour_radii(x: np.ndarray, *, k: int) -> np.ndarray:
     """Distance from each row of ``x`` to its k-th nearest other row (the row itself is 0th)."""
     d = euclidean_distances(x)
     return np.partition(d, k, axis=1)[:, k]
@@ -53,8 +55,8 @@ def precision_recall_density_coverage(real, fake, *, nearest_k: int = 5) -> dict
     if smallest <= nearest_k:
         raise MetricError(f"PR/DC with nearest_k={nearest_k} needs more than {nearest_k} texts "
                           f"in each corpus, got {len(x)} and {len(y)}; lower nearest_k")
-    real_radii = _kth_neighbour_radii(x, nearest_k)
-    fake_radii = _kth_neighbour_radii(y, nearest_k)
+    real_radii = kth_neighbour_radii(x, k=nearest_k)  # shared by PR and DC and across pairs
+    fake_radii = kth_neighbour_radii(y, k=nearest_k)
     cross = euclidean_distances(x, y)                      # rows: real, columns: fake
     in_real_ball = cross < real_radii[:, None]
     return {
