@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 export HF_HUB_OFFLINE ?= 1
 export TRANSFORMERS_OFFLINE ?= 1
 
-.PHONY: run test test-slow check report venv clean
+.PHONY: run test test-slow check report venv clean benchmark
 
 venv: $(STAMP)
 
@@ -32,6 +32,15 @@ check: $(STAMP)
 
 test-slow: $(STAMP)
 	$(BIN)/python -m pytest -q -m slow
+
+# Speed and memory against 004's authors' compcor 1.0.6 (installed here only; --no-deps keeps the venv's pins).
+# A quick look: make benchmark BENCH_ROBUSTNESS_GRID=quick (see README, "Performance").
+benchmark: $(STAMP)
+	$(BIN)/python -m pip install --quiet --no-deps compcor==1.0.6
+	$(BIN)/python -c "import compcor.corpus_metrics"
+	BENCH_ROBUSTNESS_GRID=$(or $(BENCH_ROBUSTNESS_GRID),full) $(BIN)/python -m pytest -p no:cacheprovider -q \
+		-m benchmark --benchmark-enable --benchmark-columns=min,median,max,rounds \
+		tests/benchmarks/test_metric_speed.py tests/benchmarks/test_experiments.py
 
 clean:
 	rm -rf $(VENV) outputs multirun

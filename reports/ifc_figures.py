@@ -73,6 +73,7 @@ def ifc_figures(distances: pd.DataFrame, summary: pd.DataFrame, out_dir: Path) -
         for ax in list(grid.flat)[len(metrics):]:
             ax.set_visible(False)
         fig.suptitle("Distance to the source per fine-tuning iteration; green: self-distance (004 Figure 5)")
+        fig.supxlabel("fine-tuning iteration i")
         paths.append(_save(fig, out_dir / "ifc_all.png"))
     return paths
 

@@ -46,7 +46,7 @@ def test_training_and_reference_pools_are_disjoint_and_samples_are_halves():
         reference_samples(len(ref), 21, repetitions=1, seed=0)
 
 
-def ifc_config(tmp_path, cache_dir, mirror_dir, *overrides):
+def ifc_config(cache_dir, mirror_dir, *overrides):
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
         return compose(config_name="config", overrides=[
             "task=ifc", "ifc.iterations=2", "ifc.train_per_step=16", "ifc.corpus_size=24", "ifc.repetitions=2",
@@ -58,7 +58,7 @@ def ifc_config(tmp_path, cache_dir, mirror_dir, *overrides):
 def tiny_run(tmp_path_factory, cache_dir, mirror_dir, smollm2):
     """g_0, g_1, g_2 of 24 texts each from banking77, 16 texts a fine-tuning step, the real SmolLM2."""
     out = tmp_path_factory.mktemp("ifc-run")
-    cfg = ifc_config(out, cache_dir, mirror_dir)
+    cfg = ifc_config(cache_dir, mirror_dir)
     return cfg, out, run_ifc(cfg, out)
 
 
@@ -108,21 +108,37 @@ def test_a_rerun_regenerates_only_the_deleted_corpus(tiny_run):
     assert len((gen / "iter_2.jsonl").read_text().splitlines()) == 24
 
 
+def test_a_deleted_middle_corpus_is_rebuilt_by_replaying_its_seeded_step(tiny_run):
+    cfg, out, _ = tiny_run
+    gen = out / "generated"
+    before = json.loads((gen / "iter_1.json").read_text())
+    later = (gen / "iter_2.jsonl").stat().st_mtime_ns
+    weights = (gen / "checkpoint" / "model.safetensors").stat().st_mtime_ns
+    (gen / "iter_1.jsonl").unlink()
+    result = run_ifc(cfg, out)
+    after = json.loads((gen / "iter_1.json").read_text())
+    assert result.info["generated_now"] == [1]
+    assert after["train_seed"] == before["train_seed"]
+    assert after["train_loss"] == pytest.approx(before["train_loss"], rel=1e-3)  # the same step again
+    assert (gen / "iter_2.jsonl").stat().st_mtime_ns == later
+    assert (gen / "checkpoint" / "model.safetensors").stat().st_mtime_ns == weights  # step 2 stays saved
+
+
 def test_scoring_again_with_another_metric_needs_no_generation(tiny_run, cache_dir, mirror_dir):
     _, out, _ = tiny_run
-    cfg = ifc_config(out, cache_dir, mirror_dir, "ifc.generate=false", "metrics=[chi]")
+    cfg = ifc_config(cache_dir, mirror_dir, "ifc.generate=false", "metrics=[chi]")
     result = run_ifc(cfg, out)
     assert result.info["generated_now"] == [] and set(result.measures["metric"]) == {"chi"}
 
 
 def test_changed_generation_settings_are_refused_in_a_used_directory(tiny_run, cache_dir, mirror_dir):
     _, out, _ = tiny_run
-    cfg = ifc_config(out, cache_dir, mirror_dir, "ifc.learning_rate=0.001")
+    cfg = ifc_config(cache_dir, mirror_dir, "ifc.learning_rate=0.001")
     with pytest.raises(ConfigError, match="learning_rate"):
         run_ifc(cfg, out)
 
 
 def test_scoring_without_corpora_says_to_generate_first(tmp_path, cache_dir, mirror_dir):
-    cfg = ifc_config(tmp_path, cache_dir, mirror_dir, "ifc.generate=false")
+    cfg = ifc_config(cache_dir, mirror_dir, "ifc.generate=false")
     with pytest.raises(DataError, match="ifc.generate=true"):
         run_ifc(cfg, tmp_path)
