@@ -49,6 +49,7 @@ def read_run_config(run_dir: Path) -> dict:
         cfg = OmegaConf.load(config_path)
         if isinstance(cfg, DictConfig):
             info.update({key: _config_value(cfg, key) for key in CONFIG_KEYS})
+            info["source"] = _config_value(cfg, "ifc.source")
     overrides_path = hydra_dir / "overrides.yaml"
     overrides = yaml.safe_load(overrides_path.read_text()) if overrides_path.is_file() else None
     info["overrides"] = " ".join(map(str, overrides)) if overrides else ""

@@ -66,6 +66,8 @@ class Run:
 
     @property
     def pair(self) -> str:
+        if self.task == "ifc":  # IFC compares one source with generated text: its own section
+            return f"{self.config.get('source') or '?'} (generated)"
         return str(self.config.get("pair") or "?")
 
 
