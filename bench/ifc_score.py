@@ -24,8 +24,9 @@ from tqdm.auto import tqdm
 
 from bench.config import metric_seed, repetition_seed
 from bench.errors import DataError
+from bench.measures import per_repetition
 from bench.registry import MetricInfo
-from bench.runner import evaluate
+from bench.engine import evaluate
 from bench.tokens import tokenize
 
 DISTANCE_COLUMNS = ["metric", "kind", "iteration", "repetition", "distance", "seconds", "error"]
@@ -118,20 +119,14 @@ def _embed_all(embed, generated, reference_pool, samples) -> dict[str, np.ndarra
 
 def ifc_measures(distances: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, str]]:
     """IFC per (metric, repetition); a repetition with a failed evaluation gets none and is reported."""
-    rows, failures = [], {}
     gen = distances[distances["kind"] == "generated"]
-    for (name, rep), grp in gen.groupby(["metric", "repetition"], sort=True):
-        errors = grp.loc[grp["error"] != "", "error"]
-        if len(errors):
-            failures.setdefault(name, f"{len(errors)} of {len(grp)} evaluations failed in "
-                                      f"repetition {rep}, e.g. {errors.iloc[0]}")
-            continue
-        rows.append({"metric": name, "repetition": rep, "IFC": ifc_score(grp["iteration"], grp["distance"])})
+    measures, failures = per_repetition(
+        gen, lambda g: {"IFC": ifc_score(g["iteration"], g["distance"])}, MEASURE_COLUMNS)
     for name, grp in distances[distances["kind"] == "self"].groupby("metric"):
         errors = grp.loc[grp["error"] != "", "error"]
         if len(errors):
             failures.setdefault(name, f"self-distance failed: {errors.iloc[0]}")
-    return pd.DataFrame(rows, columns=MEASURE_COLUMNS), failures
+    return measures, failures
 
 
 def ifc_summary(distances: pd.DataFrame, measures: pd.DataFrame) -> pd.DataFrame:

@@ -112,3 +112,20 @@ def collection_measures(i, j, distance, seconds, k: int) -> dict[str, float]:
         "Aw": judgement_accuracy(i, j, distance, k, weighted=True),
         "T": len(distance) / total if total > 0 else float("nan"),
     }
+
+
+def per_repetition(distances: pd.DataFrame, compute, columns: list[str]) -> tuple[pd.DataFrame, dict[str, str]]:
+    """Apply ``compute(group) -> dict`` to each (metric, repetition) of an evaluation table.
+
+    A repetition with any failed evaluation gets no measures; the first failure of each metric
+    is returned as its error text, so the report can list it.
+    """
+    rows, failures = [], {}
+    for (name, rep), grp in distances.groupby(["metric", "repetition"], sort=True):
+        errors = grp.loc[grp["error"] != "", "error"]
+        if len(errors):
+            failures.setdefault(name, f"{len(errors)} of {len(grp)} evaluations failed in "
+                                      f"repetition {rep}, e.g. {errors.iloc[0]}")
+            continue
+        rows.append({"metric": name, "repetition": rep, **compute(grp)})
+    return pd.DataFrame(rows, columns=columns), failures

@@ -21,11 +21,10 @@ from bench import __version__
 from bench.config import data_locations, metric_seed, repetition_seed, selected_metrics
 from bench.corpora import load_pair
 from bench.embedding import Embedder, sentence_transformer
-from bench.engine import (CorpusStore, Job, engine_options, evaluate, params_digest,  # noqa: F401
-                          result_log_for, run_jobs)
+from bench.engine import CorpusStore, Job, engine_options, params_digest, result_log_for, run_jobs
 from bench.errors import ConfigError, DataError
 from bench.ksc import corpus_pairs, known_similarity_corpora, texts_needed, validate_ksc_parameters
-from bench.measures import collection_measures, zscore
+from bench.measures import collection_measures, per_repetition, zscore
 from bench.registry import MetricInfo
 
 log = logging.getLogger(__name__)
@@ -127,16 +126,8 @@ def run_ksc(cfg: DictConfig, out_dir: Path | str) -> KSCResult:
 
 def _measures(distances: pd.DataFrame, k: int) -> tuple[pd.DataFrame, dict[str, str]]:
     """Measures per (metric, repetition); a repetition with any failed pair gets none."""
-    rows, failures = [], {}
-    for (name, rep), grp in distances.groupby(["metric", "repetition"], sort=True):
-        errors = grp.loc[grp["error"] != "", "error"]
-        if len(errors):
-            failures.setdefault(name, f"{len(errors)} of {len(grp)} pair evaluations failed in "
-                                      f"repetition {rep}, e.g. {errors.iloc[0]}")
-            continue
-        m = collection_measures(grp["i"], grp["j"], grp["distance"], grp["seconds"], k)
-        rows.append({"metric": name, "repetition": rep, **m})
-    return pd.DataFrame(rows, columns=MEASURE_COLUMNS), failures
+    return per_repetition(
+        distances, lambda g: collection_measures(g["i"], g["j"], g["distance"], g["seconds"], k), MEASURE_COLUMNS)
 
 
 def _title(cfg: DictConfig) -> str:
