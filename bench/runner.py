@@ -22,6 +22,7 @@ from bench.config import data_locations, metric_seed, repetition_seed, selected_
 from bench.corpora import load_pair
 from bench.embedding import Embedder, sentence_transformer
 from bench.engine import CorpusStore, Job, engine_options, params_digest, result_log_for, run_jobs
+from bench.engine import evaluate  # noqa: F401  (re-exported: plugins and tasks may import it from here)
 from bench.errors import ConfigError, DataError
 from bench.ksc import corpus_pairs, known_similarity_corpora, texts_needed, validate_ksc_parameters
 from bench.measures import collection_measures, per_repetition, zscore
