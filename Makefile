@@ -38,8 +38,10 @@ test-slow: $(STAMP)
 benchmark: $(STAMP)
 	$(BIN)/python -m pip install --quiet --no-deps compcor==1.0.6
 	$(BIN)/python -c "import compcor.corpus_metrics"
+	mkdir -p outputs/benchmark
 	BENCH_ROBUSTNESS_GRID=$(or $(BENCH_ROBUSTNESS_GRID),full) $(BIN)/python -m pytest -p no:cacheprovider -q \
 		-m benchmark --benchmark-enable --benchmark-columns=min,median,max,rounds \
+		--benchmark-json=outputs/benchmark/pytest-benchmark.json \
 		tests/benchmarks/test_metric_speed.py tests/benchmarks/test_experiments.py
 
 clean:

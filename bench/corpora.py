@@ -60,6 +60,10 @@ def load_corpus(name: str, *, cache_dir: str | Path | None = None, mirror: str |
     if not texts:
         raise DataError(f"corpus {card.name!r} has no text left after normalisation "
                         f"({len(raw)} raw texts); check the normalise section of its card.")
+    if len(texts) == 1:
+        raise DataError(f"corpus {card.name!r}: its {len(raw)} raw texts are all duplicates of one text "
+                        f"({texts[0][:60]!r}) after normalisation; a corpus needs distinct texts. Check its files, "
+                        f"and that the parser section of its card points at the text column or field.")
     log.info("corpus %s: %d texts (%d raw)", card.name, len(texts), len(raw))
     return texts
 
@@ -132,12 +136,23 @@ def parse_json_splits(
     key = text_index if text_index is not None else text_field
     if key is None:
         raise ValueError("json_splits needs text_index or text_field")
-    return [str(record[key]) for split in splits for record in doc[split]]
+    return [_text(record[key], f"split {split!r} record {i} [{key!r}]")
+            for split in splits for i, record in enumerate(doc[split])]
 
 
 def parse_jsonl(data: bytes, *, text_field: str, encoding: str) -> list[str]:
     """One JSON object a line; the text is `object[text_field]`."""
-    return [str(json.loads(line)[text_field]) for line in _decode(data, encoding).splitlines() if line.strip()]
+    lines = _decode(data, encoding).splitlines()
+    return [_text(json.loads(line)[text_field], f"line {n} [{text_field!r}]")
+            for n, line in enumerate(lines, 1) if line.strip()]
+
+
+def _text(value: Any, where: str) -> str:
+    """A parsed text, which must be a JSON string: numbers or null there mean the card names the wrong field."""
+    if not isinstance(value, str):
+        raise TypeError(f"{where} holds {type(value).__name__} {value!r:.40}, not a text "
+                        f"(does the card name the text field?)")
+    return value
 
 
 def parse_csv(

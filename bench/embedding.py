@@ -125,16 +125,28 @@ class Embedder:
         return np.stack([found[k] for k in keys]).astype(np.float32)
 
     def _encode_checked(self, texts: list[str]) -> np.ndarray:
-        vectors = np.asarray(self.encode(texts))
-        if vectors.ndim != 2 or vectors.shape[0] != len(texts):
-            raise EmbeddingError(
-                f"embedder {self.model_id!r} returned shape {vectors.shape} for {len(texts)} texts; "
-                "expected (texts, dims)"
-            )
-        if not np.isfinite(vectors).all():
-            bad = int((~np.isfinite(vectors)).any(axis=1).sum())
-            raise EmbeddingError(f"embedder {self.model_id!r} returned NaN/inf for {bad} texts")
-        return vectors.astype(np.float32)
+        return check_vectors(self.model_id, texts, self.encode(texts))
+
+
+def check_vectors(model_id: str, texts: Sequence[str], vectors) -> np.ndarray:
+    """``vectors`` as float32 if they are one finite row per text, else an error saying what is wrong."""
+    fix = "fix the embedder, or choose another with `embedder=...`"
+    try:
+        vectors = np.asarray(vectors, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise EmbeddingError(f"embedder {model_id!r} returned something that is not an array of numbers "
+                             f"({exc}); it must return one float vector per text: {fix}") from exc
+    if vectors.ndim != 2 or vectors.shape[0] != len(texts) or vectors.shape[1] == 0:
+        raise EmbeddingError(
+            f"embedder {model_id!r} returned shape {vectors.shape} for {len(texts)} texts; "
+            f"expected ({len(texts)}, dims), one vector per text: {fix}"
+        )
+    finite = np.isfinite(vectors).all(axis=1)
+    if not finite.all():
+        first = texts[int(np.argmin(finite))]
+        raise EmbeddingError(f"embedder {model_id!r} returned NaN/inf for {int((~finite).sum())} of {len(texts)} "
+                             f"texts, e.g. {first[:60]!r}: {fix}")
+    return vectors.astype(np.float32)
 
 
 def resolve_device(device: str) -> str:
@@ -191,3 +203,43 @@ def sentence_transformer(
 
     cache = EmbeddingCache(cache_dir, model_id) if cache_dir is not None else None
     return Embedder(model_id=model_id, encode=encode, cache=cache)
+
+
+PROBE_TEXTS = 8  # a custom embedder encodes this many texts first, so a broken one fails in seconds
+
+
+def custom_embedder(factory: str, *, options: dict | None = None, cache_dir: Path | str | None = None) -> Embedder:
+    """The user's embedder ``embedder.factory: "package.module:function"``.
+
+    ``function(**options)`` returns a callable ``encode(texts) -> array`` or an object with such an
+    ``encode`` method, giving one row per text. Vectors are cached under the factory string and its
+    options, so change either (or clear the cache) when the function starts returning other vectors.
+    """
+    from importlib import import_module
+
+    module_name, _, attr = str(factory).partition(":")
+    if not module_name or not attr:
+        raise EmbeddingError(f"embedder.factory {factory!r} must read 'package.module:function'")
+    try:
+        make = getattr(import_module(module_name), attr)
+    except ImportError as exc:
+        raise EmbeddingError(f"embedder.factory {factory!r}: cannot import {module_name!r} ({exc}); "
+                             "install its package or add it to PYTHONPATH") from exc
+    except AttributeError as exc:
+        raise EmbeddingError(f"embedder.factory {factory!r}: module {module_name!r} has no {attr!r}") from exc
+    options = dict(options or {})
+    made = make(**options)
+    encode = getattr(made, "encode", made)
+    if not callable(encode):
+        raise EmbeddingError(f"embedder.factory {factory!r} returned a {type(made).__name__}, which is neither "
+                             "callable nor has an encode(texts) method")
+    model_id = f"{factory}{sorted(options.items())}" if options else str(factory)
+
+    def probed(texts: list[str]) -> np.ndarray:
+        if len(texts) <= PROBE_TEXTS:
+            return encode(texts)
+        head = check_vectors(model_id, texts[:PROBE_TEXTS], encode(texts[:PROBE_TEXTS]))
+        return np.concatenate([head, check_vectors(model_id, texts[PROBE_TEXTS:], encode(texts[PROBE_TEXTS:]))])
+
+    cache = EmbeddingCache(cache_dir, model_id) if cache_dir is not None else None
+    return Embedder(model_id=model_id, encode=probed, cache=cache)

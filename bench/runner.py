@@ -20,7 +20,7 @@ from omegaconf import DictConfig, OmegaConf
 from bench import __version__
 from bench.config import data_locations, metric_seed, repetition_seed, selected_metrics
 from bench.corpora import load_pair
-from bench.embedding import Embedder, sentence_transformer
+from bench.embedding import Embedder, custom_embedder, sentence_transformer
 from bench.engine import CorpusStore, Job, engine_options, params_digest, result_log_for, run_jobs
 from bench.engine import evaluate  # noqa: F401  (re-exported: plugins and tasks may import it from here)
 from bench.errors import ConfigError, DataError
@@ -46,9 +46,13 @@ class KSCResult:
 
 
 def build_embedder(cfg: DictConfig) -> Embedder:
-    """The configured embedder with its cache under ``data.cache_dir``."""
+    """The configured embedder with its cache under ``data.cache_dir``; ``embedder.factory``
+    ("package.module:function", options in ``embedder.options``) plugs in a user's own."""
     cache_dir, _ = data_locations(cfg)
     e = cfg.embedder
+    if e.get("factory"):
+        options = OmegaConf.to_container(e.options, resolve=True) if e.get("options") is not None else {}
+        return custom_embedder(str(e.factory), options=options, cache_dir=cache_dir)  # type: ignore[arg-type]
     return sentence_transformer(
         model=e.model, package=e.get("package"), path=e.get("path"), device=e.get("device", "auto"),
         batch_size=int(e.get("batch_size", 64)), cache_dir=cache_dir,
