@@ -1,0 +1,164 @@
+"""One timed experiment in a fresh process: ``python tests/benchmarks/timed_experiments.py EXPERIMENT IMPL``.
+
+EXPERIMENT is ``ksc`` (004's KSC study: clinc150_banking77 and atis_news, k = 7 and 12,
+n = 100, 5 repetitions, eight metrics) or ``robustness`` (004's size and imbalance grid on
+clinc150_banking77, conf/task/robustness.yaml; ``BENCH_ROBUSTNESS_GRID=quick`` shrinks it).
+IMPL is ``ours`` (``bench.engine.run_jobs``, ``--workers N``), ``compcor`` (compcor's
+functions called per pair in a plain loop) or ``prepare`` (only build the inputs, embedding
+what the cache lacks, so timed runs never run the sentence encoder).
+
+The inputs come from the task code itself: ``run_ksc``/``run_robustness`` run up to their call
+of ``run_jobs``, which is intercepted, so both implementations see exactly the jobs, corpora,
+embeddings and seeds a real run would. Metric time is the wall time of the evaluations only
+(for ours it includes spawning workers and their warm-up). The last stdout line is a JSON
+record: seconds, seconds per metric, evaluations, errors, RSS and every distance.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import importlib
+import json
+import math
+import os
+import resource
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the checkout, when run as a script
+
+METRICS = "[chi,classifier,dc,fid,irpr,mauve,pr,zipf]"
+QUICK_GRID = ["sizes=[50,250,450]", "n_ref=500", "imbalance_total=500", "repetitions=2"]
+
+
+def experiment_configs(name: str) -> list[list[str]]:
+    """Hydra overrides of every run an experiment is made of."""
+    metrics = f"metrics={os.environ['BENCH_METRICS']}" if os.environ.get("BENCH_METRICS") else f"metrics={METRICS}"
+    if name == "ksc":
+        return [["task=ksc", f"pair={pair}", f"k={k}", "n=100", "repetitions=5", metrics]
+                for pair in ("clinc150_banking77", "atis_news") for k in (7, 12)]
+    if name == "robustness":
+        grid = QUICK_GRID if os.environ.get("BENCH_ROBUSTNESS_GRID", "full") == "quick" else []
+        return [["task=robustness", "pair=clinc150_banking77", metrics, *grid]]
+    raise SystemExit(f"unknown experiment {name!r}; use ksc or robustness")
+
+
+class _Captured(Exception):
+    pass
+
+
+def capture(overrides: list[str]) -> dict:
+    """The (jobs, store, metrics) the task would hand to ``run_jobs`` under ``overrides``."""
+    from hydra import compose, initialize_config_dir
+
+    from bench.config import CONF_DIR
+
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        cfg = compose(config_name="config", overrides=overrides)
+    task = {"ksc": ("bench.runner", "run_ksc"), "robustness": ("bench.robustness", "run_robustness")}
+    module = importlib.import_module(task[cfg.task.name][0])
+    got: dict = {}
+
+    def intercept(jobs, store, metrics, **_):
+        got.update(jobs=list(jobs), store=store, metrics=metrics)
+        raise _Captured
+
+    original, module.run_jobs = module.run_jobs, intercept
+    try:
+        with tempfile.TemporaryDirectory() as out_dir:
+            getattr(module, task[cfg.task.name][1])(cfg, out_dir)
+    except _Captured:
+        pass
+    finally:
+        module.run_jobs = original
+    if not got:
+        raise RuntimeError(f"{overrides}: the task finished without evaluating anything")
+    return got
+
+
+def run_ours(runs: list[dict], workers: int) -> tuple[list[float], dict[str, float], list[str]]:
+    from bench.engine import run_jobs
+
+    distances, per_metric, errors = [], defaultdict(float), []
+    for run in runs:
+        outcomes = run_jobs(run["jobs"], run["store"], run["metrics"], workers=workers, progress=False)
+        for job in run["jobs"]:
+            o = outcomes[job.key]
+            distances.append(o.distance)
+            per_metric[job.metric] += o.seconds
+            if o.error:
+                errors.append(f"{job.metric}: {o.error}")
+    return distances, dict(per_metric), errors
+
+
+def warm_compcor(runs: list[dict]) -> dict:
+    """compcor's functions after one untimed call per metric (lazy imports, tokenizer load), as ours warms up."""
+    from reference_impls import compcor_functions
+
+    fns = compcor_functions()
+    for run in runs:
+        for job in {j.metric: j for j in reversed(run["jobs"])}.values():
+            fns[job.metric](*_inputs(run, job), job.seed)
+    return fns
+
+
+def _inputs(run: dict, job) -> list:
+    return [run["store"].inputs(run["metrics"][job.metric][0], c) for c in (job.p, job.q)]
+
+
+def run_compcor(runs: list[dict], fns: dict) -> tuple[list[float], dict[str, float], list[str]]:
+    distances, per_metric, errors = [], defaultdict(float), []
+    for run in runs:
+        for job in run["jobs"]:
+            p, q = _inputs(run, job)
+            start = time.perf_counter()
+            try:
+                distances.append(float(fns[job.metric](p, q, job.seed)))
+            except Exception as exc:  # record, as our engine does
+                distances.append(math.nan)
+                errors.append(f"{job.metric}: {type(exc).__name__}: {exc}")
+            per_metric[job.metric] += time.perf_counter() - start
+    return distances, dict(per_metric), errors
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("experiment", choices=["ksc", "robustness"])
+    parser.add_argument("impl", choices=["ours", "compcor", "prepare"])
+    parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument("--profile", help="write a cProfile of the timed part here")
+    args = parser.parse_args(argv)
+    import logging
+
+    logging.basicConfig(level=logging.WARNING)
+    import psutil
+
+    runs = [capture(o) for o in experiment_configs(args.experiment)]
+    record = {"experiment": args.experiment, "impl": args.impl, "workers": args.workers,
+              "evaluations": sum(len(r["jobs"]) for r in runs)}
+    if args.impl != "prepare":
+        fns = warm_compcor(runs) if args.impl == "compcor" else None
+        record["rss_before_mb"] = psutil.Process().memory_info().rss / 2**20
+        profile = cProfile.Profile() if args.profile else None
+        start = time.perf_counter()
+        if profile:
+            profile.enable()
+        result = run_ours(runs, args.workers) if args.impl == "ours" else run_compcor(runs, fns)
+        if profile:
+            profile.disable()
+            profile.dump_stats(args.profile)
+        record["seconds"] = time.perf_counter() - start
+        distances, per_metric, errors = result
+        record.update(seconds_per_metric=per_metric, errors=errors[:20], n_errors=len(errors),
+                      distances=[d if math.isfinite(d) else None for d in distances])
+    record["maxrss_self_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    record["maxrss_children_mb"] = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    sys.stdout.write("\n" + json.dumps(record) + "\n")
+
+
+if __name__ == "__main__":
+    main()
