@@ -23,8 +23,8 @@ from bench.corpora import load_pair
 from bench.embedding import Embedder, custom_embedder, sentence_transformer
 from bench.engine import CorpusStore, Job, engine_options, params_digest, result_log_for, run_jobs
 from bench.engine import evaluate  # noqa: F401  (re-exported: plugins and tasks may import it from here)
-from bench.errors import ConfigError, DataError
-from bench.ksc import corpus_pairs, known_similarity_corpora, texts_needed, validate_ksc_parameters
+from bench.errors import ConfigError
+from bench.ksc import corpus_pairs, known_similarity_corpora, validate_ksc_parameters
 from bench.measures import collection_measures, per_repetition, zscore
 from bench.registry import MetricInfo
 
@@ -80,14 +80,7 @@ def run_ksc(cfg: DictConfig, out_dir: Path | str) -> KSCResult:
     cache_dir, mirror = data_locations(cfg)
 
     source_a, source_b = load_pair(cfg.pair.name, cache_dir=cache_dir, mirror=mirror)
-    need_a, need_b = texts_needed(k, n)
-    for src, need in ((source_a, need_a), (source_b, need_b)):
-        if len(src.texts) < need:
-            raise DataError(
-                f"source {src.name!r} of pair {cfg.pair.name!r} has {len(src.texts)} texts; "
-                f"k={k}, n={n} needs {need} distinct texts from it; lower n or k"
-            )
-    collections = [
+    collections = [  # raises, naming the source and the count needed, if a source is too small
         known_similarity_corpora(source_a.texts, source_b.texts, k=k, n=n,
                                  seed=repetition_seed(seed, r, 0), names=(source_a.name, source_b.name))
         for r in range(reps)
@@ -163,7 +156,3 @@ def write_outputs(distances, measures, failures, info, out_dir: Path, *, title: 
         files[path.stem] = path
     return files
 
-
-def config_snapshot(cfg: DictConfig) -> str:
-    """The resolved config as YAML (Hydra also saves it under .hydra/)."""
-    return OmegaConf.to_yaml(cfg, resolve=True)
