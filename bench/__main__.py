@@ -16,24 +16,29 @@ from bench.errors import BenchError, ConfigError
 log = logging.getLogger("bench")
 
 # task name -> "module:function"; the function takes (cfg, out_dir) and returns an object with
-# `files` (name -> Path; "table3_md" is printed when present) and `failures` (metric -> error).
+# `files` (name -> Path; "table3_md" or "perturbation_md" is printed when present) and `failures`
+# (metric -> error).
 TASKS = {
     "ksc": "bench.runner:run_ksc",
     "robustness": "bench.robustness:run_robustness",
     "ifc": "bench.ifc:run_ifc",
     "check": "bench.check:run_check",
+    "perturb": "bench.perturb:run_perturb",
 }
 
 
 def run_task(cfg: DictConfig, out_dir: Path):
-    """Dispatch to the task named by ``cfg.task.name``."""
+    """Dispatch to the task named by ``cfg.task.name``, within the run's context (cache, LM)."""
     from importlib import import_module
+
+    from bench.context import RunContext, use_context
 
     name = cfg.task.name
     if name not in TASKS:
         raise ConfigError(f"unknown task {name!r}; available: {', '.join(TASKS)}")
     module, func = TASKS[name].split(":")
-    return getattr(import_module(module), func)(cfg, out_dir)
+    with use_context(RunContext.from_cfg(cfg)):
+        return getattr(import_module(module), func)(cfg, out_dir)
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")
@@ -50,7 +55,7 @@ def app(cfg: DictConfig) -> None:
         build_report([out_dir], out_dir)
     except Exception as exc:
         log.warning("could not build report.html: %s", exc)
-    table = result.files.get("table3_md")
+    table = result.files.get("table3_md") or result.files.get("perturbation_md")
     if table is not None:
         print(Path(table).read_text())
     for name, failure in result.failures.items():

@@ -10,7 +10,7 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from bench import PROJECT_ROOT
 from bench.errors import ConfigError
-from bench.registry import MetricInfo, available_metrics, get_metric
+from bench.registry import MetricInfo, available_metrics, default_metrics, get_metric
 
 CONF_DIR = PROJECT_ROOT / "conf"
 
@@ -20,15 +20,16 @@ if not OmegaConf.has_resolver("project_root"):
 
 def selected_metrics(cfg: DictConfig) -> list[tuple[MetricInfo, dict]]:
     """The metrics named by ``cfg.metrics`` with their parameters from ``cfg.metric.<name>``."""
-    chosen = cfg.get("metrics", "all")
+    chosen = cfg.get("metrics", "default")
     if isinstance(chosen, str):
-        names = available_metrics() if chosen == "all" else [n.strip() for n in chosen.split(",")]
+        groups = {"all": available_metrics, "default": default_metrics}
+        names = groups[chosen]() if chosen in groups else [n.strip() for n in chosen.split(",")]
     elif isinstance(chosen, (list, ListConfig)):
         names = [str(n) for n in chosen]
     else:
-        raise ConfigError(f"`metrics` must be 'all', a name or a list of names, not {chosen!r}")
+        raise ConfigError(f"`metrics` must be 'default', 'all', a name or a list of names, not {chosen!r}")
     if not names:
-        raise ConfigError("`metrics` selects no metric; use `metrics=all` or name some")
+        raise ConfigError("`metrics` selects no metric; use `metrics=default` or name some")
     out = []
     params_cfg = cfg.get("metric") or {}
     for name in dict.fromkeys(names):

@@ -5,6 +5,8 @@ much of a metric's work (FID's mean, covariance and its square root, the k-NN ra
 PR/DC, token counts) depends on one corpus only. A metric marks such a helper with
 ``@per_corpus``; inside an active ``sharing()`` scope (the evaluation engine opens one
 for a run) its result is memoised by the corpus's content and the helper's arguments.
+``@per_pair`` does the same for work on a pair that several metrics share (one clustering
+for the five cluster divergences).
 Outside a scope nothing is cached, so a plain call computes exactly the same thing.
 """
 
@@ -83,6 +85,11 @@ def sharing(max_bytes: int = 256 * 2**20) -> Iterator[_Memo]:
         _scopes.remove(memo)
 
 
+def _reusable(corpus):
+    """``corpus`` itself, or as a list if it is an iterator the fingerprint would use up."""
+    return corpus if isinstance(corpus, (np.ndarray, list, tuple)) else list(corpus)
+
+
 def per_corpus(fn: Callable[..., T]) -> Callable[..., T]:
     """Mark ``fn(corpus, **params)`` as depending on one corpus only, so runs can share its result."""
 
@@ -90,9 +97,28 @@ def per_corpus(fn: Callable[..., T]) -> Callable[..., T]:
     def wrapper(corpus, **params) -> T:
         if not _scopes:
             return fn(corpus, **params)
-        if not isinstance(corpus, (np.ndarray, list, tuple)):
-            corpus = list(corpus)  # a generator would be used up by the fingerprint
+        corpus = _reusable(corpus)
         key = (fn.__module__, fn.__qualname__, corpus_fingerprint(corpus), tuple(sorted(params.items())))
         return _scopes[-1].get_or_compute(key, lambda: fn(corpus, **params))
+
+    return wrapper
+
+
+def per_pair(fn: Callable[..., T]) -> Callable[..., T]:
+    """Mark ``fn(p, q, **params)`` as depending on two corpora only, so the metrics of one
+    family (e.g. five divergences on one clustering of the pair) share its result in a run.
+
+    The key is the ordered pair: callers that want (p, q) and (q, p) to share put the pair in
+    a canonical order first (``bench.inputs.canonical_pair``).
+    """
+
+    @functools.wraps(fn)
+    def wrapper(p, q, **params) -> T:
+        if not _scopes:
+            return fn(p, q, **params)
+        p, q = _reusable(p), _reusable(q)
+        key = (fn.__module__, fn.__qualname__, corpus_fingerprint(p), corpus_fingerprint(q),
+               tuple(sorted(params.items())))
+        return _scopes[-1].get_or_compute(key, lambda: fn(p, q, **params))
 
     return wrapper

@@ -1,21 +1,14 @@
 """Sentence embeddings and their persistent cache, keyed by (model id, text).
 
-The cache is a directory of immutable shard files per model id, each holding the
-sha256 keys of some texts and their vectors. A job writes only new shards, each
-to a temporary name then ``os.replace``d into place, so parallel jobs sharing the
-cache (threads, processes, cluster nodes on one filesystem) never see a partial
-file and never overwrite each other. A shard that cannot be read is set aside
-(renamed ``*.corrupt``) and its texts are embedded again.
+The cache is a directory of immutable shard files per model id (``bench.shard_cache``):
+parallel jobs sharing it never see a partial file or overwrite each other, and a shard
+that cannot be read is set aside and its texts are embedded again.
 """
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
-import re
-import tempfile
-import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
@@ -23,76 +16,17 @@ from typing import Callable, Sequence
 import numpy as np
 
 from bench.errors import EmbeddingError
+from bench.shard_cache import VectorCache, slug, text_key
 
 log = logging.getLogger(__name__)
 
 
-def text_key(text: str) -> str:
-    """Cache key of one text within a model's shard directory."""
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-def _slug(model_id: str) -> str:
-    readable = re.sub(r"[^A-Za-z0-9._-]+", "_", model_id)[:60]
-    return f"{readable}-{hashlib.sha256(model_id.encode()).hexdigest()[:12]}"
-
-
-class EmbeddingCache:
-    """Shard-file cache of the vectors of one embedding model."""
+class EmbeddingCache(VectorCache):
+    """Shard-file cache of the vectors of one embedding model (``<root>/embeddings/<model>/``)."""
 
     def __init__(self, root: Path | str, model_id: str):
         self.model_id = model_id
-        self.dir = Path(root).expanduser() / "embeddings" / _slug(model_id)
-        self.dir.mkdir(parents=True, exist_ok=True)
-        self._index: dict[str, np.ndarray] = {}
-        self._seen: set[str] = set()
-
-    def _refresh(self) -> None:
-        """Read shards written since the last look (by this or another job)."""
-        for path in sorted(self.dir.glob("*.npz")):
-            if path.name in self._seen:
-                continue
-            self._seen.add(path.name)
-            try:
-                with np.load(path, allow_pickle=False) as shard:
-                    keys, vectors = shard["keys"], shard["vectors"]
-                if vectors.ndim != 2 or len(keys) != len(vectors) or not np.isfinite(vectors).all():
-                    raise ValueError("keys and vectors disagree or vectors are not finite")
-            except Exception as exc:  # damaged shard: set aside, recompute its texts
-                log.warning("embedding cache shard %s is unreadable (%s); setting it aside", path, exc)
-                try:
-                    path.rename(path.with_suffix(".corrupt"))
-                except OSError:
-                    pass
-                continue
-            for key, vec in zip(keys.tolist(), vectors):
-                self._index[key] = vec
-
-    def get(self, keys: Sequence[str]) -> dict[str, np.ndarray]:
-        """The cached vectors of those ``keys`` that are present."""
-        self._refresh()
-        return {k: self._index[k] for k in keys if k in self._index}
-
-    def put(self, keys: Sequence[str], vectors: np.ndarray) -> Path:
-        """Write one new shard atomically."""
-        vectors = np.asarray(vectors, dtype=np.float32)
-        fd, tmp = tempfile.mkstemp(dir=self.dir, prefix=".tmp-", suffix=".npz")
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                np.savez(fh, keys=np.array(keys, dtype="U64"), vectors=vectors)
-            final = self.dir / f"{uuid.uuid4().hex}.npz"
-            os.replace(tmp, final)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-        self._seen.add(final.name)
-        for key, vec in zip(keys, vectors):
-            self._index[key] = vec
-        return final
-
-    def __len__(self) -> int:
-        self._refresh()
-        return len(self._index)
+        super().__init__(Path(root).expanduser() / "embeddings" / slug(model_id))
 
 
 @dataclass

@@ -9,7 +9,9 @@ Every task reduces to a list of ``Job``s over corpora held in one ``CorpusStore`
   it is killed and recorded; a crashed worker is replaced.
 - Parallelism: ``workers`` spawned processes evaluate jobs concurrently. Every job carries
   its own seed, so results do not depend on the number of workers or their order.
-- Shared work: per-corpus statistics (``bench.corpus_cache``) are reused across pairs.
+- Shared work: per-corpus statistics (``bench.corpus_cache``) are reused across pairs, and a
+  metric's ``prepare`` hook sees every text of the run once, before any pair (an LM pass).
+- Context: the run context (``bench.context``: cache directory, LM) reaches worker processes.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 from tqdm.auto import tqdm
 
+from bench.context import current_context, use_context
 from bench.corpus_cache import sharing
 from bench.errors import ConfigError
 from bench.registry import MetricInfo
@@ -176,8 +179,8 @@ class ResultLog:
         self._fh.close()
 
 
-def _worker_main(conn, store, metrics, blas_threads):  # pragma: no cover - runs in a child process
-    with threadpool_limits(blas_threads, user_api="blas"), sharing():
+def _worker_main(conn, store, metrics, blas_threads, context):  # pragma: no cover - runs in a child process
+    with use_context(context), threadpool_limits(blas_threads, user_api="blas"), sharing():
         _warm_up(conn.recv(), store, metrics)
         conn.send("ready")
         while True:
@@ -192,7 +195,7 @@ class _Pool:
 
     def __init__(self, size, store, metrics, blas_threads, warm_jobs, timeout):
         self.ctx = mp.get_context("spawn")
-        self.args = (store, metrics, blas_threads)
+        self.args = (store, metrics, blas_threads, current_context())
         self.warm_jobs = warm_jobs
         self.ready_limit = 120.0 + (timeout or 0.0) * len(warm_jobs)
         self.idle = [self._start() for _ in range(size)]
@@ -283,6 +286,7 @@ def run_jobs(
         bar.update()
 
     try:
+        prepare_metrics(todo, store, metrics)
         if todo and workers <= 1 and not timeout:
             with threadpool_limits(blas_threads, user_api="blas"), sharing():
                 _warm_up(todo, store, metrics)
@@ -295,6 +299,29 @@ def run_jobs(
         if result_log is not None:
             result_log.close()
     return {j.key: done[j.key] for j in jobs}
+
+
+def prepare_metrics(jobs: Sequence[Job], store: CorpusStore, metrics) -> dict[str, float]:
+    """Call each metric's ``prepare`` hook once with every text its jobs will see; seconds per metric.
+
+    A failing hook is logged and skipped: the metric's own evaluations then meet the same
+    problem and record it, so one broken metric never stops the run.
+    """
+    seconds = {}
+    for name in dict.fromkeys(job.metric for job in jobs):
+        info, params = metrics[name]
+        if info.prepare is None:
+            continue
+        rows = {int(r) for job in jobs if job.metric == name for cid in (job.p, job.q) for r in store.members[cid]}
+        start = time.perf_counter()
+        try:
+            info.prepare([store.all_texts[r] for r in sorted(rows)], **params)
+        except Exception as exc:
+            log.warning("metric %s: preparing its %d texts failed (%s: %s); its evaluations will report it",
+                        name, len(rows), type(exc).__name__, exc)
+        seconds[name] = time.perf_counter() - start
+        log.info("metric %s: prepared %d texts in %.1f s", name, len(rows), seconds[name])
+    return seconds
 
 
 def _run_pool(todo, store, metrics, record, workers, timeout, blas_threads) -> None:

@@ -24,7 +24,8 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from bench.embedding import _slug, resolve_device
+from bench.embedding import resolve_device
+from bench.shard_cache import slug
 from bench.errors import ConfigError
 
 log = logging.getLogger(__name__)
@@ -69,7 +70,7 @@ def model_id(cfg_lm: Mapping[str, Any]) -> str:
 
 def converted_checkpoint(cfg_lm: Mapping[str, Any], cache_dir: Path | str) -> Path:
     """The regular checkpoint converted from the package's GGUF, converting it on first use."""
-    target = Path(cache_dir).expanduser() / "lm" / _slug(model_id(cfg_lm))
+    target = Path(cache_dir).expanduser() / "lm" / slug(model_id(cfg_lm))
     if all((target / name).is_file() for name in _CHECKPOINT_FILES):
         return target
     gguf = package_gguf(str(cfg_lm["package"]), cfg_lm.get("gguf_file"))

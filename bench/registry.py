@@ -37,6 +37,8 @@ class MetricInfo:
     higher_is_more_different: bool = True
     module: str = ""
     params: dict[str, Any] = field(default_factory=dict)
+    opt_in: bool = False
+    prepare: Callable[..., None] | None = None
 
     def __call__(self, p, q, *, seed: int = 0, **params) -> float:
         return self.fn(p, q, seed=seed, **params)
@@ -62,8 +64,17 @@ def metric(
     symmetric: bool,
     description: str = "",
     higher_is_more_different: bool = True,
+    opt_in: bool = False,
+    prepare: Callable[..., None] | None = None,
 ) -> Callable[[Callable[..., float]], Callable[..., float]]:
-    """Register ``fn`` as metric ``name``; the function is returned unchanged."""
+    """Register ``fn`` as metric ``name``; the function is returned unchanged.
+
+    ``opt_in`` keeps the metric out of ``metrics=default`` (for metrics that cost minutes per
+    run, such as a language-model pass over every text); ``metrics=all`` or its name selects it.
+    ``prepare(texts, **params)``, if given, is called once per run with every text the metric
+    will see, before any pair is evaluated, so per-text work (an LM pass) can be batched and
+    cached up front instead of corpus by corpus; it must not change any result.
+    """
     if inputs not in ("texts", "embeddings"):
         raise ValueError(f"metric {name!r}: inputs must be 'texts' or 'embeddings', not {inputs!r}")
 
@@ -78,6 +89,8 @@ def metric(
             higher_is_more_different=higher_is_more_different,
             module=fn.__module__,
             params=params,
+            opt_in=opt_in,
+            prepare=prepare,
         )
         existing = _REGISTRY.get(name)
         if existing is not None and (existing.module, existing.fn.__qualname__) != (
@@ -140,6 +153,12 @@ def available_metrics() -> list[str]:
     """Names of all registered metrics, sorted."""
     load_plugins()
     return sorted(_REGISTRY)
+
+
+def default_metrics() -> list[str]:
+    """Names selected by ``metrics=default``: every registered metric except the opt-in ones."""
+    load_plugins()
+    return sorted(n for n, i in _REGISTRY.items() if not i.opt_in)
 
 
 def builtin_metrics() -> list[str]:

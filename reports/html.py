@@ -31,9 +31,12 @@ TASK_FIGURES = {
     "ifc_": "Distance from the source to the corpus sampled after each fine-tuning iteration (004 "
             "Figure 5), with the regression line and its 95% band; the horizontal line is the source's "
             "self-distance. Good: distances fall steadily towards the line.",
-    "perturb": "Distance from a reference sample to a same-source sample under each perturbation, "
-               "relative to the unperturbed distance. Good: the metric reacts to perturbations that "
-               "change meaning or fluency and is stable under harmless ones.",
+    "perturb": "Relative shift of each metric under each perturbation of 000 §6.2: how far the perturbed "
+               "sample moves from the reference, from another sample of the same source (0%) to a sample "
+               "of the other source (100%); grey: no positive gap between the two. A quality metric should "
+               "move on perturbations that break fluency or coherence (stopwords, shuffled words, swapped "
+               "halves) and not only on length (truncation); a bag-of-words metric stays at 0% under "
+               "shuffling.",
 }
 CAPTIONS = {
     "radar": "Each polygon is one metric over the quality measures (004 Figure 4), on a 0–1 scale, "
@@ -122,8 +125,23 @@ def _table_html(cells: pd.DataFrame) -> str:
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
 
 
+def _perturbation_html(run: Run) -> str:
+    """The shift table of a perturbation run (its measures are not Table 3 measures)."""
+    from reports.perturb_figures import LEGEND, perturbation_cells
+
+    path = run.path / "perturbation.csv"
+    if not path.exists():
+        return ""
+    summary = pd.read_csv(path)
+    if summary.empty:
+        return ""
+    return (f"<h3>Perturbation sensitivity (000 §6.2)</h3>{_table_html(perturbation_cells(summary))}"
+            f"<p class=legend>{html.escape(LEGEND)} Raw distances: perturbation.md of the run.</p>")
+
+
 def _section_html(title: str, runs: list[Run], fig_dir: Path, slug: str, out_dir: Path) -> str:
-    measures = pd.concat([r.measures for r in runs], ignore_index=True)
+    tables = [r.measures for r in runs if r.task != "perturb"]
+    measures = pd.concat(tables, ignore_index=True) if tables else pd.DataFrame()
     parts = [f"<section><h2>{html.escape(title)}</h2>",
              "<p class=runs>Runs: " + ", ".join(html.escape(str(r.path)) for r in runs) + "</p>"]
     failures = {m: e for r in runs for m, e in r.failures.items()}
@@ -149,6 +167,8 @@ def _section_html(title: str, runs: list[Run], fig_dir: Path, slug: str, out_dir
         if run.task == "ksc" and run.distances is not None and not run.distances.empty:
             scatter = [p for p in distance_scatter(run.distances, fig_dir / slug) if p.stem == "scatter_all"]
             parts.append(_figure(scatter[0] if scatter else None, CAPTIONS["scatter"]))
+        if run.task == "perturb":
+            parts.append(_perturbation_html(run))
         for prefix, caption in TASK_FIGURES.items():
             for png in sorted(run.path.glob(f"{prefix}*.png")):
                 parts.append(_figure(png, caption))

@@ -172,13 +172,19 @@ def _markdown_text(summary: pd.DataFrame, title: str, failures: Mapping[str, str
         ]
     else:
         lines += ["No metric produced measures.", ""]
-    if failures:
-        lines += ["## Failed metrics", ""]
-        for metric, error in sorted(failures.items()):
-            first = str(error).strip().splitlines()[0] if str(error).strip() else "unknown error"
-            lines.append(f"- `{metric}`: {first[:300]}")
-        lines.append("")
+    lines += failures_markdown(failures)
     return "\n".join(lines)
+
+
+def failures_markdown(failures: Mapping[str, str] | None) -> list[str]:
+    """A "Failed metrics" section (first line of each error), or nothing when none failed."""
+    if not failures:
+        return []
+    lines = ["## Failed metrics", ""]
+    for metric, error in sorted(failures.items()):
+        first = str(error).strip().splitlines()[0] if str(error).strip() else "unknown error"
+        lines.append(f"- `{metric}`: {first[:300]}")
+    return lines + [""]
 
 
 def write_tables(

@@ -99,3 +99,21 @@ def smollm2(smollm2_cfg, cache_dir):
     from bench.lm import load_causal_lm
 
     return load_causal_lm({**smollm2_cfg, "device": "cpu"}, cache_dir)
+
+
+@pytest.fixture(scope="session")
+def lm_context(smollm2_cfg, cache_dir):
+    """The run context LM metrics read (bench.context): SmolLM2 on the CPU, scores cached in the session cache."""
+    from bench.context import RunContext, use_context
+
+    with use_context(RunContext(str(cache_dir), {**smollm2_cfg, "device": "cpu"})) as context:
+        yield context
+
+
+@pytest.fixture(scope="session")
+def intent_texts(cache_dir, mirror_dir) -> dict[str, list[str]]:
+    """Short real texts of both sources of clinc150/banking77 (one-sentence intents), cheap to score with the LM."""
+    from bench.corpora import load_pair
+
+    a, b = load_pair("clinc150_banking77", cache_dir=cache_dir, mirror=mirror_dir)
+    return {"a": list(a.texts), "b": list(b.texts)}

@@ -29,14 +29,34 @@ def fake_raises(p, q, *, seed: int = 0) -> float:
     raise RuntimeError("fake plugin exploded")
 
 
-FAKES = {"fake_sleeps": fake_sleeps, "fake_crashes": fake_crashes, "fake_raises": fake_raises}
+def fake_reads_context(p, q, *, seed: int = 0) -> float:
+    """Returns the length of the current run context's cache directory: shows which context a worker sees."""
+    from bench.context import current_context
+
+    return float(len(current_context().cache_dir))
+
+
+PREPARED: list[tuple[list[str], dict]] = []  # calls of fake_prepared's prepare hook (in this process)
+
+
+def _record_prepare(texts, *, scale: float = 1.0) -> None:
+    PREPARED.append((list(texts), {"scale": scale}))
+
+
+def fake_prepared(p, q, *, seed: int = 0, scale: float = 1.0) -> float:
+    return scale * (len(p) + len(q))
+
+
+FAKES = {"fake_sleeps": fake_sleeps, "fake_crashes": fake_crashes, "fake_raises": fake_raises,
+         "fake_reads_context": fake_reads_context, "fake_prepared": fake_prepared}
+PREPARE_HOOKS = {"fake_prepared": _record_prepare}
 
 
 @contextlib.contextmanager
 def registered(*names):
     infos = {}
     for name in names:
-        metric(name, inputs="texts", symmetric=True)(FAKES[name])
+        metric(name, inputs="texts", symmetric=True, prepare=PREPARE_HOOKS.get(name))(FAKES[name])
         infos[name] = FAKES[name].metric_info
     try:
         yield infos

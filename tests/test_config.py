@@ -8,7 +8,7 @@ from omegaconf import OmegaConf
 
 from bench.config import CONF_DIR, selected_metrics
 from bench.errors import ConfigError
-from bench.registry import builtin_metrics
+from bench.registry import builtin_metrics, get_metric
 
 GROUPS = sorted(p.name for p in CONF_DIR.iterdir() if p.is_dir() and p.name != "hydra")
 
@@ -41,10 +41,14 @@ def test_metric_configs_match_the_registry():
     assert set(options("metric")) == set(builtin_metrics())
 
 
-def test_default_config_runs_every_builtin_on_the_embedded_pair():
+def test_default_config_runs_every_builtin_but_the_opt_in_ones_on_the_embedded_pair():
     cfg = compose_with()
     assert cfg.pair.name == "fortune_computing_people" and cfg.task.name == "ksc"
-    assert {m.name for m, _ in selected_metrics(cfg)} >= set(builtin_metrics())
+    opt_in = {n for n in builtin_metrics() if get_metric(n).opt_in}
+    assert opt_in >= {"face_so", "ctrleval_coherence"}
+    assert {m.name for m, _ in selected_metrics(cfg)} >= set(builtin_metrics()) - opt_in
+    assert not opt_in & {m.name for m, _ in selected_metrics(cfg)}
+    assert {m.name for m, _ in selected_metrics(compose_with("metrics=all"))} >= set(builtin_metrics())
 
 
 def test_unknown_metric_name_suggests_the_closest():

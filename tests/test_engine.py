@@ -112,3 +112,29 @@ def test_per_corpus_results_are_shared_only_inside_a_scope():
         second = column_means(x.copy())  # same content, other object: shared
         column_means(x[::-1])            # other order: computed
     assert len(calls) == 4 and memo.hits == 1 and np.array_equal(first, second)
+
+
+def test_prepare_hooks_see_every_text_of_the_run_once(store):
+    from fake_metrics import PREPARED
+
+    PREPARED.clear()
+    with registered("fake_prepared") as infos:
+        metrics = {"fake_prepared": (infos["fake_prepared"], {"scale": 2.0})}
+        out = run_jobs(jobs_for(metrics, corpora=("a1", "b1", "b2")), store, metrics, progress=False)
+    assert len(PREPARED) == 1
+    texts, params = PREPARED[0]
+    expected = {t for cid in ("a1", "b1", "b2") for t in store.inputs(infos["fake_prepared"], cid)}
+    assert set(texts) == expected and len(texts) == len(expected) and params == {"scale": 2.0}
+    assert all(o.distance == 2.0 * 80 for o in out.values())
+
+
+def test_worker_processes_see_the_run_context(store, tmp_path):
+    from bench.context import RunContext, use_context
+
+    context = RunContext(str(tmp_path / "a-cache-dir-of-some-length"), {})
+    with registered("fake_reads_context") as infos, use_context(context):
+        metrics = {"fake_reads_context": (infos["fake_reads_context"], {})}
+        serial = run_jobs(jobs_for(metrics), store, metrics, progress=False)
+        pooled = run_jobs(jobs_for(metrics), store, metrics, workers=2, progress=False)
+    assert {o.distance for o in serial.values()} == {o.distance for o in pooled.values()} == {
+        float(len(context.cache_dir))}

@@ -1,0 +1,69 @@
+"""The run's shared resources that metric helpers may read: the cache directory and the LM.
+
+A metric is a pure function of two corpora and its parameters; but some metrics score texts
+with the run's language model (FACE, the infilling score) and cache those per-text scores
+beside the embeddings. Which LM and which cache directory are choices of the run
+(``lm`` and ``data.cache_dir`` in the config), not of the metric, so they travel in a
+``RunContext``: the CLI enters one for the whole task, the evaluation engine hands it to its
+worker processes, and code outside a run (tests, notebooks) gets the default one: the
+``conf/lm/smollm2.yaml`` model and ``$BENCH_CACHE_DIR`` (else ``~/.cache/textmetric-bench``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator, Mapping
+
+from bench import PROJECT_ROOT
+
+_active: list["RunContext"] = []
+
+
+@dataclass(frozen=True)
+class RunContext:
+    cache_dir: str
+    lm: Mapping[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_cfg(cls, cfg) -> "RunContext":
+        """The context a Hydra run config describes (``data.cache_dir`` and ``lm``)."""
+        from omegaconf import OmegaConf
+
+        from bench.config import data_locations
+
+        cache_dir, _ = data_locations(cfg)
+        lm = OmegaConf.to_container(cfg.lm, resolve=True) if cfg.get("lm") is not None else default_lm()
+        return cls(str(cache_dir), dict(lm))
+
+
+def default_lm() -> dict:
+    """The LM config a run uses unless told otherwise (conf/lm/smollm2.yaml)."""
+    import yaml
+
+    return yaml.safe_load((PROJECT_ROOT / "conf" / "lm" / "smollm2.yaml").read_text())
+
+
+def default_context() -> RunContext:
+    cache = os.environ.get("BENCH_CACHE_DIR") or "~/.cache/textmetric-bench"
+    return RunContext(str(Path(cache).expanduser()), default_lm())
+
+
+def current_context() -> RunContext:
+    """The innermost active context, else the default one."""
+    return _active[-1] if _active else default_context()
+
+
+@contextlib.contextmanager
+def use_context(context: RunContext | None) -> Iterator[RunContext]:
+    """Make ``context`` (None: leave the current one) the current context within this block."""
+    if context is None:
+        yield current_context()
+        return
+    _active.append(context)
+    try:
+        yield context
+    finally:
+        _active.remove(context)

@@ -1,0 +1,121 @@
+"""Per-text scores from the run's causal LM, batched and cached like embeddings.
+
+Metrics that read a language model (FACE's cross-entropy spectra, the infilling score) ask
+the ``LMScorer`` of the current run context (``bench.context``) for per-text arrays. Each
+kind of score lives in its own shard cache under ``<cache_dir>/lm_scores/<model + kind>/``,
+keyed by the text, so a run scores every distinct text once, later runs and parallel jobs
+reuse it, and a KSC run costs one LM pass over its texts, not one per pair. Sequences are
+sorted by length before batching, so padding is small.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Callable, Sequence
+
+import numpy as np
+
+from bench.context import RunContext, current_context
+from bench.lm import load_causal_lm, model_id
+from bench.shard_cache import RaggedCache, slug, text_key
+
+log = logging.getLogger(__name__)
+
+_scorers: dict[tuple, "LMScorer"] = {}
+
+
+def scorer(context: RunContext | None = None) -> "LMScorer":
+    """The (process-wide, lazily loaded) scorer of ``context``, by default the current one."""
+    context = context or current_context()
+    key = (context.cache_dir, model_id(context.lm))
+    if key not in _scorers:
+        _scorers[key] = LMScorer(context)
+    return _scorers[key]
+
+
+class LMScorer:
+    """The context's LM (loaded on first use) and the caches of what it has scored."""
+
+    def __init__(self, context: RunContext):
+        self.context = context
+        self.model_id = model_id(context.lm)
+        self.batch_size = int(context.lm.get("batch_size") or 16)
+        self._model = None
+        self._caches: dict[str, RaggedCache] = {}
+        self.scored = 0  # texts computed (not served from the cache) by this process
+
+    def _loaded(self):
+        if self._model is None:
+            self._model = load_causal_lm(self.context.lm, self.context.cache_dir)
+        return self._model
+
+    @property
+    def tokenizer(self):
+        return self._loaded()[1]
+
+    def cache(self, kind: str) -> RaggedCache:
+        if kind not in self._caches:
+            folder = Path(self.context.cache_dir) / "lm_scores" / slug(f"{self.model_id}|{kind}")
+            self._caches[kind] = RaggedCache(folder)
+        return self._caches[kind]
+
+    def cached(self, kind: str, texts: Sequence[str],
+               compute: Callable[[list[str]], list[np.ndarray]]) -> list[np.ndarray]:
+        """``compute(texts)`` per text, cached under ``kind`` (which must name every setting of it)."""
+        texts = list(texts)
+        cache = self.cache(kind)
+        keys = [text_key(t) for t in texts]
+        found = cache.get(keys)
+        missing = {k: t for k, t in zip(keys, texts) if k not in found}
+        if missing:
+            values = compute(list(missing.values()))
+            if len(values) != len(missing):
+                raise RuntimeError(f"LM score {kind!r} returned {len(values)} values for {len(missing)} texts")
+            cache.put(list(missing), values)
+            found.update(zip(missing, values))
+            self.scored += len(missing)
+        return [found[k] for k in keys]
+
+    def token_logprobs(self, texts: Sequence[str], *, max_tokens: int = 256) -> list[np.ndarray]:
+        """log p(token_t | BOS, tokens_<t) of each text's first ``max_tokens`` tokens (cached)."""
+        def compute(batch: list[str]) -> list[np.ndarray]:
+            tok = self.tokenizer
+            head = [tok.bos_token_id] if tok.bos_token_id is not None else []
+            seqs = [head + tok(t, add_special_tokens=False)["input_ids"][:max_tokens] for t in batch]
+            return self.sequence_logprobs(seqs, [1] * len(seqs))
+
+        return self.cached(f"token_logprobs|max_tokens={max_tokens}", texts, compute)
+
+    def continuation_logprobs(self, prompts: Sequence[str], continuations: Sequence[str]) -> np.ndarray:
+        """log P(continuation | prompt) for each pair, summed over the continuation's tokens (not cached)."""
+        tok = self._loaded()[1]
+        head = [tok.bos_token_id] if tok.bos_token_id is not None else []
+        seqs, starts = [], []
+        for prompt, continuation in zip(prompts, continuations, strict=True):
+            context = head + tok(prompt, add_special_tokens=False)["input_ids"]
+            seqs.append(context + tok(continuation, add_special_tokens=False)["input_ids"])
+            starts.append(len(context))
+        return np.array([lp.sum() for lp in self.sequence_logprobs(seqs, starts)])
+
+    def sequence_logprobs(self, seqs: Sequence[Sequence[int]], starts: Sequence[int]) -> list[np.ndarray]:
+        """log-probabilities of tokens ``seq[start:]`` given what precedes them, in length-sorted batches."""
+        import torch
+
+        from bench.lm import padded_batch
+
+        model, tok = self._loaded()
+        device = next(model.parameters()).device
+        out: list[np.ndarray | None] = [None] * len(seqs)
+        order = sorted(range(len(seqs)), key=lambda i: len(seqs[i]))
+        for b in range(0, len(order), self.batch_size):
+            rows = order[b:b + self.batch_size]
+            ids, mask, _ = padded_batch([seqs[i] for i in rows], tok.pad_token_id)
+            with torch.no_grad():
+                logits = model(input_ids=ids.to(device), attention_mask=mask.to(device)).logits
+            logp = torch.log_softmax(logits[:, :-1].float(), dim=-1)
+            picked = logp.gather(-1, ids[:, 1:, None].to(device)).squeeze(-1).double().cpu().numpy()
+            for r, i in enumerate(rows):
+                start = max(int(starts[i]), 1)
+                out[i] = picked[r, start - 1:len(seqs[i]) - 1]
+        return out  # type: ignore[return-value]

@@ -1,0 +1,126 @@
+"""Cluster-based divergences (000 §4-§5): five divergences between cluster histograms.
+
+Both corpora's embeddings are quantised as MAUVE does it, by mauve-text's own ``cluster_feats``
+(000's authors called the same mauve-text routine): rows L2-normalised (mauve-text's convention;
+the authors' fork passed no normalisation), PCA of the joint set keeping ``kmeans_explained_var``
+(0.9) of the variance, faiss k-means on the joint set into ``num_buckets`` clusters
+(``kmeans_num_redo`` restarts, ``kmeans_max_iter`` iterations, seeded by ``seed``). Each corpus's
+assignments are counted and Laplace-smoothed with ``laplace_alpha`` (000 §5: α = 1, so no
+divergence is infinite), then compared with one of the divergences of ``metrics.divergences``
+(000 eqs. 5-9; the AUC one with s = 5 as in 000 §5).
+
+Number of clusters: "auto" = max(2, round(min(|p|, |q|) / 10)), MAUVE's rule, which is also
+000's setting (K = 500 for 5,000 texts a side): about 10 texts of each corpus per cluster, so
+the histograms stay estimable as corpora grow (10 clusters at 100 texts, 50 at 500).
+
+The clustering is computed once per pair and shared by the five metrics (``per_pair``, within
+the engine's ``sharing()`` scope). It runs on ``canonical_pair``, so every metric is a function
+of the two corpora as sets; JS and AUC are symmetric, the KLs and the exponentiated KL are not
+(the backward KL of (p, q) is the forward KL of (q, p)). With ``laplace_alpha`` = 0, cluster_auc
+is 1 - MAUVE exactly (tests/test_cluster_divergences.py).
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+import numpy as np
+
+from bench.corpus_cache import per_pair
+from bench.errors import MetricError
+from bench.inputs import as_embeddings, canonical_pair, same_dims
+from bench.registry import metric
+from metrics.divergences import Frontier, auc, exp_kl, histogram_frontier, js, kl_backward, \
+    kl_forward, laplace_histogram
+
+
+@contextlib.contextmanager
+def _one_faiss_thread():
+    """faiss k-means on one OpenMP thread (see metrics/mauve.py: torch's spinning workers)."""
+    import faiss
+
+    threads = faiss.omp_get_max_threads()
+    faiss.omp_set_num_threads(1)
+    try:
+        yield
+    finally:
+        faiss.omp_set_num_threads(threads)
+
+
+@per_pair
+def cluster_counts(x: np.ndarray, y: np.ndarray, *, num_buckets: int, kmeans_explained_var: float,
+                   kmeans_num_redo: int, kmeans_max_iter: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Texts of ``x`` and of ``y`` in each of the ``num_buckets`` joint k-means clusters."""
+    # Deferred: mauve-text imports torch and transformers (seconds), which other metrics never need.
+    from mauve.compute_mauve import cluster_feats
+
+    with _one_faiss_thread():
+        hist_x, hist_y, _, _ = cluster_feats(
+            x, y, num_clusters=num_buckets, norm="l2", whiten=False, pca_max_data=-1,
+            explained_variance=kmeans_explained_var, num_redo=kmeans_num_redo,
+            max_iter=kmeans_max_iter, seed=int(seed) % (2**31 - 8))  # faiss adds 2, takes a C int
+    return np.rint(hist_x * len(x)).astype(np.int64), np.rint(hist_y * len(y)).astype(np.int64)
+
+
+def cluster_frontier(p, q, *, seed: int, num_buckets: int | str, kmeans_explained_var: float,
+                     kmeans_num_redo: int, kmeans_max_iter: int, laplace_alpha: float) -> Frontier:
+    """The divergence frontier of the smoothed cluster histograms of p and q (in that order)."""
+    x = as_embeddings(p, role="first corpus", min_rows=2)
+    y = as_embeddings(q, role="second corpus", min_rows=2)
+    same_dims(x, y)
+    if num_buckets != "auto" and not (isinstance(num_buckets, int) and num_buckets >= 2):
+        raise MetricError(f"cluster divergences: num_buckets must be 'auto' or an integer >= 2, "
+                          f"not {num_buckets!r}")
+    buckets = max(2, round(min(len(x), len(y)) / 10)) if num_buckets == "auto" else num_buckets
+    if buckets > len(x) + len(y):
+        raise MetricError(f"cluster divergences: {buckets} clusters need at least as many texts, "
+                          f"got {len(x) + len(y)}; lower num_buckets")
+    if not 0 < kmeans_explained_var < 1:
+        raise MetricError(f"cluster divergences: kmeans_explained_var must lie in (0, 1), "
+                          f"not {kmeans_explained_var!r}")
+    first, second = canonical_pair(x, y)
+    swapped = not np.array_equal(first, x[np.lexsort(x.T[::-1])])
+    counts = cluster_counts(first, second, num_buckets=buckets, kmeans_explained_var=kmeans_explained_var,
+                            kmeans_num_redo=kmeans_num_redo, kmeans_max_iter=kmeans_max_iter, seed=seed)
+    counts_p, counts_q = counts[::-1] if swapped else counts
+    return histogram_frontier(laplace_histogram(counts_p, laplace_alpha),
+                              laplace_histogram(counts_q, laplace_alpha))
+
+
+def _register(name: str, divergence, symmetric: bool, description: str, **extra):
+    """Register one cluster divergence; every one takes the same clustering parameters."""
+
+    def cluster_divergence(p, q, *, seed: int = 0, num_buckets: int | str = "auto",
+                           kmeans_explained_var: float = 0.9, kmeans_num_redo: int = 5,
+                           kmeans_max_iter: int = 500, laplace_alpha: float = 1.0) -> float:
+        frontier = cluster_frontier(p, q, seed=seed, num_buckets=num_buckets,
+                                    kmeans_explained_var=kmeans_explained_var,
+                                    kmeans_num_redo=kmeans_num_redo, kmeans_max_iter=kmeans_max_iter,
+                                    laplace_alpha=laplace_alpha)
+        return divergence(frontier)
+
+    cluster_divergence.__name__ = cluster_divergence.__qualname__ = name
+    cluster_divergence.__doc__ = description
+    return metric(name, inputs="embeddings", symmetric=symmetric, description=description)(cluster_divergence)
+
+
+cluster_kl_forward = _register("cluster_kl_forward", kl_forward, False,
+                               "KL(p ‖ q) of the smoothed k-means cluster histograms (000 eq. 5, §4)")
+cluster_kl_backward = _register("cluster_kl_backward", kl_backward, False,
+                                "KL(q ‖ p) of the smoothed k-means cluster histograms (000 eq. 6, §4)")
+cluster_exp_kl = _register("cluster_exp_kl", exp_kl, False,
+                           "e^KL(p ‖ q) - 1 of the smoothed cluster histograms (000 eq. 7, §4)")
+cluster_js = _register("cluster_js", js, True,
+                       "Jensen-Shannon divergence of the smoothed cluster histograms (000 eq. 8, §4)")
+
+
+@metric("cluster_auc", inputs="embeddings", symmetric=True,
+        description="1 - AUC of the divergence frontier of the smoothed cluster histograms (000 eq. 9, §4)")
+def cluster_auc(p, q, *, seed: int = 0, num_buckets: int | str = "auto", kmeans_explained_var: float = 0.9,
+                kmeans_num_redo: int = 5, kmeans_max_iter: int = 500, laplace_alpha: float = 1.0,
+                scaling: float = 5.0, curve_points: int = 25) -> float:
+    """1 - AUC of the frontier with scaling s (000 eq. 9; s = 5 for clusters, 000 §5)."""
+    frontier = cluster_frontier(p, q, seed=seed, num_buckets=num_buckets,
+                                kmeans_explained_var=kmeans_explained_var, kmeans_num_redo=kmeans_num_redo,
+                                kmeans_max_iter=kmeans_max_iter, laplace_alpha=laplace_alpha)
+    return auc(frontier, scaling=scaling, points=curve_points)
