@@ -10,17 +10,31 @@ length). The four similarities of 003 §2.3 compare two spectra F, G on that gri
 SO = area(min(|F|, |G|)) / area(max(|F|, |G|)), SAM = arccos(F.G / |F||G|),
 CORR = Pearson(F, G), SPEAR = Spearman(F, G).
 
-Corpus level. 003 pairs the i-th human text with the i-th model text, so its score depends
-on the order of the texts. Here each corpus is summarised by its mean magnitude spectrum,
-the mean of |Re X(w)| over its texts (what 003's Figure 5 aggregates), and the four
-similarities compare the two mean spectra: the value depends on the corpora as sets.
-Distances: 1 - SO, SAM (radians), 1 - CORR, 1 - SPEAR.
+Corpus level. 003 pairs the i-th human text with the i-th model text and averages the
+similarity over those pairs, so its score depends on the order of the texts. Here every text
+of one corpus meets every text of the other: with delta(x, y) the per-text dissimilarity
+(1 - SO, SAM's angle, 1 - CORR, 1 - SPEAR),
+
+    d(P, Q) = mean delta(x, y) - (mean delta(x, x') + mean delta(y, y')) / 2,
+
+x, x' over P and y, y' over Q, every pair including a text with itself (a V-statistic). The
+first term is 003's score averaged over all pairings instead of one; subtracting the
+within-corpus terms makes d(P, P) = 0 and d >= 0. SO (the min/max or Ruzicka similarity of
+non-negative vectors), CORR and SPEAR (cosines of centred values and of ranks) are positive
+definite kernels k, so d is half the squared maximum mean discrepancy, (E k(x,x') + E k(y,y')
+- 2 E k(x,y)) / 2; the spectral angle is a metric of negative type on the sphere, so d is
+half its energy distance. Both grow as (a - b)^2 between mixtures a P + (1 - a) Q and
+b P + (1 - b) Q, which is what KSC asks of a distance. A constant spectrum (a text of two
+or three tokens) has no correlation with anything: its CORR and SPEAR features are zero.
+Measured on 3 draws of 100 texts of clinc150/banking77 and of the fortune pair, the centred
+form ranks a same-source sample closer than the other source in every draw for all four;
+the uncentred mean similarity, and a comparison of mean spectra, did not for CORR and SPEAR.
 
 Choices that depart from 003, each a parameter:
 - ``include_dc`` (default false): the zero frequency is the sum of a text's cross-entropies,
   i.e. its total surprisal, which grows with length and dwarfs the periodic components.
-- ``grid_points`` (default 128): a fixed grid rather than the longest spectrum of the data,
-  so a corpus's spectrum is a statistic of that corpus alone (computed once per run).
+- ``grid_points`` (default 64): a fixed grid rather than the longest spectrum of the data,
+  so a text's spectrum does not depend on which corpus it is compared with.
 - ``max_tokens`` (default 256): texts are scored on their first tokens only.
 """
 
@@ -28,10 +42,11 @@ from __future__ import annotations
 
 import numpy as np
 from scipy import stats
+from scipy.spatial.distance import cdist
 
 from bench.corpus_cache import per_corpus
 from bench.errors import MetricError
-from bench.inputs import as_texts
+from bench.inputs import as_texts, canonical_pair
 from bench.lm_scores import scorer
 from bench.registry import metric
 
@@ -51,16 +66,16 @@ def on_grid(freqs: np.ndarray, values: np.ndarray, grid_points: int) -> np.ndarr
 
 
 @per_corpus
-def mean_magnitude_spectrum(texts, *, max_tokens: int, grid_points: int, include_dc: bool) -> np.ndarray:
-    """Mean of |Re X| over a corpus's texts, on the common grid (shared across pairs in a run)."""
-    spectra = []
+def text_spectra(texts, *, max_tokens: int, grid_points: int, include_dc: bool) -> np.ndarray:
+    """Re DFT of every text's cross-entropy on the common grid, one row per text (shared across pairs)."""
+    rows = []
     for logprobs in scorer().token_logprobs(texts, max_tokens=max_tokens):
         freqs, values = cross_entropy_spectrum(-logprobs, include_dc=include_dc)
         if len(values):  # one token gives no non-zero frequency
-            spectra.append(on_grid(freqs, np.abs(values), grid_points))
-    if not spectra:
+            rows.append(on_grid(freqs, values, grid_points))
+    if not rows:
         raise MetricError("FACE: no text of the corpus has two or more scored tokens, so no spectrum")
-    return np.mean(spectra, axis=0)
+    return np.array(rows)
 
 
 def spectral_overlap(f: np.ndarray, g: np.ndarray) -> float:
@@ -86,15 +101,61 @@ def spearman(f: np.ndarray, g: np.ndarray) -> float:
     return float(stats.spearmanr(f, g).statistic)
 
 
-def _spectra(p, q, max_tokens: int, grid_points: int, include_dc: bool):
+def _unit_rows(x: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(x, axis=1, keepdims=True)
+    return np.divide(x, norms, out=np.zeros_like(x), where=norms > 0)
+
+
+def _trapezoid_weights(g: int) -> np.ndarray:
+    w = np.ones(g)
+    w[[0, -1]] = 0.5
+    return w
+
+
+def dissimilarities(x: np.ndarray, y: np.ndarray, similarity: str) -> np.ndarray:
+    """delta(x_i, y_j) for all rows of two spectrum matrices, vectorised (values equal the per-pair functions)."""
+    if similarity == "so":
+        w = _trapezoid_weights(x.shape[1])
+        ax, ay = np.abs(x) * w, np.abs(y) * w
+        total = ax.sum(1)[:, None] + ay.sum(1)[None, :]
+        l1 = cdist(ax, ay, "cityblock")  # sum min = (total - l1) / 2, sum max = (total + l1) / 2
+        return np.divide(2 * l1, total + l1, out=np.zeros_like(l1), where=total + l1 > 0)
+    if similarity == "sam":
+        return np.arccos(np.clip(_unit_rows(x) @ _unit_rows(y).T, -1.0, 1.0))
+    if similarity in ("corr", "spear"):
+        if similarity == "spear":
+            x, y = stats.rankdata(x, axis=1), stats.rankdata(y, axis=1)
+        fx = _unit_rows(x - x.mean(axis=1, keepdims=True))
+        fy = _unit_rows(y - y.mean(axis=1, keepdims=True))
+        return 1.0 - fx @ fy.T
+    raise MetricError(f"FACE: unknown similarity {similarity!r}; use so, sam, corr or spear")
+
+
+@per_corpus
+def within_corpus_dissimilarity(spectra: np.ndarray, *, similarity: str) -> float:
+    """mean delta(x, x') over all pairs of texts of one corpus, itself included (shared across pairs)."""
+    return float(dissimilarities(spectra, spectra, similarity).mean())
+
+
+def face_distance(p, q, similarity: str, max_tokens: int, grid_points: int, include_dc: bool) -> float:
+    """The centred all-pairs FACE distance of the module note."""
     if grid_points < 2:
         raise MetricError(f"FACE: grid_points must be at least 2, got {grid_points}")
     options = dict(max_tokens=int(max_tokens), grid_points=int(grid_points), include_dc=bool(include_dc))
-    return (mean_magnitude_spectrum(as_texts(p, role="first corpus"), **options),
-            mean_magnitude_spectrum(as_texts(q, role="second corpus"), **options))
+    x = text_spectra(as_texts(p, role="first corpus"), **options)
+    y = text_spectra(as_texts(q, role="second corpus"), **options)
+    return centred_distance(x, y, similarity)
 
 
-def score_texts(texts, *, max_tokens: int = 256, grid_points: int = 128, include_dc: bool = False) -> None:
+def centred_distance(x: np.ndarray, y: np.ndarray, similarity: str) -> float:
+    """mean delta(x, y) - (mean delta(x, x') + mean delta(y, y')) / 2 over spectrum rows (module note)."""
+    x, y = canonical_pair(x, y)  # the same float sums whichever corpus comes first
+    cross = float(dissimilarities(x, y, similarity).mean())
+    within = within_corpus_dissimilarity(x, similarity=similarity) + within_corpus_dissimilarity(y, similarity=similarity)
+    return max(0.0, cross - within / 2)
+
+
+def score_texts(texts, *, max_tokens: int = 256, grid_points: int = 64, include_dc: bool = False) -> None:
     """The engine's ``prepare`` hook: one batched LM pass over every text of the run, cached."""
     scorer().token_logprobs(texts, max_tokens=int(max_tokens))
 
@@ -102,25 +163,25 @@ def score_texts(texts, *, max_tokens: int = 256, grid_points: int = 128, include
 FACE = dict(inputs="texts", symmetric=True, opt_in=True, prepare=score_texts)
 
 
-@metric("face_so", description="1 - spectral overlap of the corpora's cross-entropy spectra (FACE)", **FACE)
-def face_so(p, q, *, seed: int = 0, max_tokens: int = 256, grid_points: int = 128, include_dc: bool = False) -> float:
-    """1 - SO of the mean magnitude spectra (deterministic; ``seed`` unused)."""
-    return max(0.0, 1.0 - spectral_overlap(*_spectra(p, q, max_tokens, grid_points, include_dc)))
+@metric("face_so", description="FACE spectral overlap: centred all-pairs 1 - SO of cross-entropy spectra", **FACE)
+def face_so(p, q, *, seed: int = 0, max_tokens: int = 256, grid_points: int = 64, include_dc: bool = False) -> float:
+    """Centred mean of 1 - SO over all text pairs (deterministic; ``seed`` unused)."""
+    return face_distance(p, q, "so", max_tokens, grid_points, include_dc)
 
 
-@metric("face_sam", description="Angle between the corpora's cross-entropy spectra (FACE SAM)", **FACE)
-def face_sam(p, q, *, seed: int = 0, max_tokens: int = 256, grid_points: int = 128, include_dc: bool = False) -> float:
-    """SAM of the mean magnitude spectra, in radians (deterministic; ``seed`` unused)."""
-    return spectral_angle(*_spectra(p, q, max_tokens, grid_points, include_dc))
+@metric("face_sam", description="FACE spectrum angle: centred all-pairs angle between cross-entropy spectra", **FACE)
+def face_sam(p, q, *, seed: int = 0, max_tokens: int = 256, grid_points: int = 64, include_dc: bool = False) -> float:
+    """Centred mean spectral angle over all text pairs, in radians (deterministic; ``seed`` unused)."""
+    return face_distance(p, q, "sam", max_tokens, grid_points, include_dc)
 
 
-@metric("face_corr", description="1 - Pearson correlation of the cross-entropy spectra (FACE CORR)", **FACE)
-def face_corr(p, q, *, seed: int = 0, max_tokens: int = 256, grid_points: int = 128, include_dc: bool = False) -> float:
-    """1 - CORR of the mean magnitude spectra, in [0, 2] (deterministic; ``seed`` unused)."""
-    return max(0.0, 1.0 - pearson(*_spectra(p, q, max_tokens, grid_points, include_dc)))
+@metric("face_corr", description="FACE CORR: centred all-pairs 1 - Pearson correlation of cross-entropy spectra", **FACE)
+def face_corr(p, q, *, seed: int = 0, max_tokens: int = 256, grid_points: int = 64, include_dc: bool = False) -> float:
+    """Centred mean of 1 - CORR over all text pairs (deterministic; ``seed`` unused)."""
+    return face_distance(p, q, "corr", max_tokens, grid_points, include_dc)
 
 
-@metric("face_spear", description="1 - Spearman correlation of the cross-entropy spectra (FACE SPEAR)", **FACE)
-def face_spear(p, q, *, seed: int = 0, max_tokens: int = 256, grid_points: int = 128, include_dc: bool = False) -> float:
-    """1 - SPEAR of the mean magnitude spectra, in [0, 2] (deterministic; ``seed`` unused)."""
-    return max(0.0, 1.0 - spearman(*_spectra(p, q, max_tokens, grid_points, include_dc)))
+@metric("face_spear", description="FACE SPEAR: centred all-pairs 1 - Spearman correlation of cross-entropy spectra", **FACE)
+def face_spear(p, q, *, seed: int = 0, max_tokens: int = 256, grid_points: int = 64, include_dc: bool = False) -> float:
+    """Centred mean of 1 - SPEAR over all text pairs (deterministic; ``seed`` unused)."""
+    return face_distance(p, q, "spear", max_tokens, grid_points, include_dc)

@@ -36,7 +36,7 @@ model's words, ``</s>`` and one ``<unk>`` that every unseen word maps to, so a t
 corpus gets a finite probability; a context never seen backs off to the next lower order. The
 probabilities of the words, ``</s>`` and ``<unk>`` sum to 1 in every context.
 
-Why not a library: nltk.lm's KneserNeyInterpolated (3.10) took 2.6 s per pair of 100-text
+Why not a library: nltk.lm's KneserNeyInterpolated (3.10) took about 2.6 s per pair of 100-text
 clinc150/banking77 corpora at order 3 (its continuation counts scan every context on each query)
 and gives probability 0 to any word absent from its training text (its lowest level has no
 uniform floor), so 96 of 100 banking77 texts got log q̂ = -inf under a clinc150 model. KenLM's

@@ -64,8 +64,7 @@ class RealSamples:
         return float(sum(values) / len(values))
 
 
-@pytest.fixture(scope="session")
-def real_samples(cache_dir, embedder) -> RealSamples:
+def _fortune_samples(cache_dir, embedder, size: int, n_draws: int) -> RealSamples:
     import numpy as np
 
     from bench.corpora import load_pair
@@ -73,7 +72,6 @@ def real_samples(cache_dir, embedder) -> RealSamples:
     a, b = load_pair("fortune_computing_people", cache_dir=cache_dir)
     rng = np.random.default_rng(2024)
     ia, ib = rng.permutation(len(a.texts)), rng.permutation(len(b.texts))
-    size, n_draws = 100, 5
     draws = []
     for d in range(n_draws):
         off = d * (2 * size + size // 2)
@@ -83,6 +81,18 @@ def real_samples(cache_dir, embedder) -> RealSamples:
                  "mix": ta[2 * size:] + tb[2 * size:]}
         draws.append((texts, {name: embedder.embed(t) for name, t in texts.items()}))
     return RealSamples(draws)
+
+
+@pytest.fixture(scope="session")
+def real_samples(cache_dir, embedder) -> RealSamples:
+    """Five draws of 100 texts per sample."""
+    return _fortune_samples(cache_dir, embedder, size=100, n_draws=5)
+
+
+@pytest.fixture(scope="session")
+def small_real_samples(cache_dir, embedder, lm_context) -> RealSamples:
+    """Three draws of 40 texts per sample, for the opt-in LM metrics (an LM pass costs ~10 ms per token)."""
+    return _fortune_samples(cache_dir, embedder, size=40, n_draws=3)
 
 
 @pytest.fixture(scope="session")

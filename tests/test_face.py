@@ -7,8 +7,8 @@ from scipy import stats
 
 from bench.lm_scores import scorer
 from bench.registry import get_metric
-from metrics.face import (cross_entropy_spectrum, mean_magnitude_spectrum, on_grid, pearson, spearman,
-                          spectral_angle, spectral_overlap)
+from metrics.face import (centred_distance, cross_entropy_spectrum, dissimilarities, on_grid, pearson,
+                          spearman, spectral_angle, spectral_overlap, text_spectra)
 
 FACE = ["face_so", "face_sam", "face_corr", "face_spear"]
 
@@ -45,15 +45,42 @@ def test_similarities_on_constructed_spectra():
     # Doubling a spectrum: overlap halves (area of min / area of max), the angle and correlations do not move.
     assert spectral_overlap(f, 2 * f) == pytest.approx(0.5)
     assert spectral_angle(f, 2 * f) == pytest.approx(0.0, abs=1e-7)
-    # Hand-computed: areas (trapezoid) of min(|f|,|g|) and max for g = (4,3,2,1): min = (1,2,2,1) -> 4.5, max -> 10.5.
+    # Hand-computed trapezoid areas for g = (4,3,2,1): min = (1,2,2,1) -> 1.5+2+1.5 = 5; max = (4,3,3,4) -> 10.
     g = f[::-1]
-    assert spectral_overlap(f, g) == pytest.approx(4.5 / 10.5)
+    assert spectral_overlap(f, g) == pytest.approx(5 / 10)
     assert spectral_angle(f, g) == pytest.approx(np.arccos(20 / 30))  # f.g = 20, |f||g| = 30
     assert pearson(f, g) == pytest.approx(-1.0) and spearman(f, g) == pytest.approx(-1.0)
     # Orthogonal spectra meet at a right angle; a monotone but non-linear pair is Spearman 1, Pearson < 1.
     assert spectral_angle(np.array([1.0, 0.0]), np.array([0.0, 1.0])) == pytest.approx(np.pi / 2)
     assert spearman(f, f ** 3) == pytest.approx(1.0) and pearson(f, f ** 3) < 0.99
     assert pearson(f, f ** 3) == pytest.approx(stats.pearsonr(f, f ** 3).statistic)
+
+
+def test_vectorised_dissimilarities_equal_the_per_pair_definitions():
+    rng = np.random.default_rng(3)
+    x, y = rng.normal(size=(4, 9)), rng.normal(size=(3, 9))
+    per_pair = {"so": lambda f, g: 1 - spectral_overlap(f, g), "sam": spectral_angle,
+                "corr": lambda f, g: 1 - pearson(f, g), "spear": lambda f, g: 1 - spearman(f, g)}
+    for name, delta in per_pair.items():
+        expected = np.array([[delta(f, g) for g in y] for f in x])
+        np.testing.assert_allclose(dissimilarities(x, y, name), expected, atol=1e-12, err_msg=name)
+    # A constant spectrum has no correlation with anything (zero feature), not a NaN.
+    flat = np.vstack([np.ones(9), x[0]])
+    assert np.isfinite(dissimilarities(flat, flat, "corr")).all()
+    assert dissimilarities(flat, flat, "corr")[0, 1] == 1.0
+
+
+@pytest.mark.parametrize("similarity", ["so", "sam", "corr", "spear"])
+def test_centred_distance_is_zero_on_itself_and_quadratic_in_mixing(similarity):
+    rng = np.random.default_rng(4)
+    a = np.abs(rng.normal(size=(10, 16)))
+    b = np.abs(rng.normal(size=(10, 16))) * np.linspace(2, 0.2, 16)  # another spectral shape
+    assert centred_distance(a, a, similarity) == pytest.approx(0.0, abs=1e-12)
+    full = centred_distance(a, b, similarity)
+    assert full > 0
+    # a and the half-and-half union: the mean embedding moves half way, so the distance is a quarter.
+    assert centred_distance(a, np.vstack([a, b]), similarity) == pytest.approx(full / 4, rel=1e-9)
+    assert centred_distance(b, a, similarity) == pytest.approx(full, rel=1e-12)
 
 
 @pytest.fixture(scope="module")
@@ -63,15 +90,16 @@ def corpora(intent_texts):
 
 
 def test_face_metrics_on_real_texts(lm_context, corpora):
-    a1, a2, b1 = corpora["a1"], corpora["a2"], corpora["b1"]
+    a1, b1 = corpora["a1"], corpora["b1"]
     for name in FACE:
         m = get_metric(name)
         assert m.opt_in and m.prepare is not None
-        assert m(a1, a1, seed=0) == pytest.approx(0.0, abs=1e-7)
+        assert m(a1, a1, seed=0) == pytest.approx(0.0, abs=1e-12)
+        value = m(a1, b1, seed=0)
+        assert np.isfinite(value) and value > 0
         shuffled = [a1[i] for i in np.random.default_rng(1).permutation(len(a1))]
-        assert m(shuffled, b1, seed=0) == pytest.approx(m(a1, b1, seed=0), rel=1e-9)
-        assert m(b1, a1, seed=0) == pytest.approx(m(a1, b1, seed=0), rel=1e-9)
-        assert 0 <= m(a1, a2, seed=0) < m(a1, b1, seed=0) * 1.5  # sanity: finite, non-negative
+        assert m(shuffled, b1, seed=0) == pytest.approx(value, rel=1e-9)
+        assert m(b1, a1, seed=0) == pytest.approx(value, rel=1e-9)
 
 
 def test_cross_entropies_are_cached_per_text(lm_context, corpora):
@@ -91,8 +119,9 @@ def test_cross_entropies_are_cached_per_text(lm_context, corpora):
         np.testing.assert_allclose(x, y, atol=1e-5)
 
 
-def test_mean_spectrum_averages_text_spectra(lm_context, corpora):
+def test_text_spectra_follow_the_cached_cross_entropies(lm_context, corpora):
     texts = corpora["b1"][:5]
-    mean = mean_magnitude_spectrum(texts, max_tokens=256, grid_points=16, include_dc=False)
-    one_by_one = [mean_magnitude_spectrum([t], max_tokens=256, grid_points=16, include_dc=False) for t in texts]
-    np.testing.assert_allclose(mean, np.mean(one_by_one, axis=0))
+    rows = text_spectra(texts, max_tokens=256, grid_points=16, include_dc=False)
+    for row, logprobs in zip(rows, scorer().token_logprobs(texts)):
+        freqs, values = cross_entropy_spectrum(-logprobs)
+        np.testing.assert_allclose(row, on_grid(freqs, values, 16))

@@ -63,10 +63,14 @@ CHECKS = [check_returns_finite_float, check_same_seed_same_value, check_order_in
           check_empty_input_raises]
 
 
+# Opt-in metrics (a language-model pass over every text) run their checks on 3 draws of 40 texts
+# and only in the slow suite (`make test-slow`): on 2 CPU cores the LM needs minutes even for that.
 @pytest.mark.parametrize(
     "name,check",
-    [pytest.param(name, check, id=f"{name}-{check.__name__}")
+    [pytest.param(name, check, id=f"{name}-{check.__name__}",
+                  marks=[pytest.mark.slow] if get_metric(name).opt_in else [])
      for name in available_metrics() for check in CHECKS],
 )
-def test_metric_contract(name, check, real_samples):
-    check(get_metric(name), real_samples)
+def test_metric_contract(name, check, request):
+    samples = request.getfixturevalue("small_real_samples" if get_metric(name).opt_in else "real_samples")
+    check(get_metric(name), samples)
