@@ -14,6 +14,8 @@ TTR (unique tokens / tokens, 004 §5) is reported for every corpus as a lexical-
 
 from __future__ import annotations
 
+import logging
+
 import math
 from typing import Callable, Mapping, Sequence
 
@@ -31,6 +33,8 @@ from bench.tokens import tokenize
 
 DISTANCE_COLUMNS = ["metric", "kind", "iteration", "repetition", "distance", "seconds", "error"]
 MEASURE_COLUMNS = ["metric", "repetition", "IFC"]
+
+log = logging.getLogger(__name__)
 
 
 def type_token_ratio(texts: Sequence[str]) -> float:
@@ -88,6 +92,13 @@ def score_corpora(metrics: Sequence[tuple[MetricInfo, dict]], generated: Mapping
     def side(texts: list[str], metric: MetricInfo):
         return np.stack([vectors[t] for t in texts]) if metric.inputs == "embeddings" else texts
 
+    every_text = _all_texts(generated, reference_pool, samples)
+    for metric, params in metrics:  # one batched pass over all texts for metrics with per-text work (LM)
+        if metric.prepare is not None:
+            try:
+                metric.prepare(every_text, **params)
+            except Exception as exc:  # the metric's own evaluations will record the problem
+                log.warning("metric %s: preparing its texts failed (%s)", metric.name, exc)
     rows = []
     bar = tqdm(total=len(metrics) * len(samples) * (len(generated) + 1), desc="IFC distances",
                unit="pair", disable=not progress)
@@ -110,10 +121,14 @@ def score_corpora(metrics: Sequence[tuple[MetricInfo, dict]], generated: Mapping
     return pd.DataFrame(rows, columns=DISTANCE_COLUMNS)
 
 
+def _all_texts(generated, reference_pool, samples) -> list[str]:
+    """Every distinct text an IFC scoring run compares, generated and reference."""
+    return list(dict.fromkeys([t for g in generated.values() for t in g]
+                              + [reference_pool[j] for pair in samples for half in pair for j in half]))
+
+
 def _embed_all(embed, generated, reference_pool, samples) -> dict[str, np.ndarray]:
-    texts = list(dict.fromkeys(
-        [t for g in generated.values() for t in g]
-        + [reference_pool[j] for pair in samples for half in pair for j in half]))
+    texts = _all_texts(generated, reference_pool, samples)
     return dict(zip(texts, embed(texts)))
 
 

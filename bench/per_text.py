@@ -20,6 +20,7 @@ declares ``seed`` receives the evaluation's seed.
 from __future__ import annotations
 
 import inspect
+import sys
 from typing import Callable, Sequence
 
 import numpy as np
@@ -61,8 +62,10 @@ def per_text_metric(name: str, *, inputs: Inputs = "texts", description: str = "
         corpus_metric.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
             [P("p", P.POSITIONAL_OR_KEYWORD), P("q", P.POSITIONAL_OR_KEYWORD),
              P("seed", P.KEYWORD_ONLY, default=0), *params])
-        corpus_metric.__name__ = corpus_metric.__qualname__ = f"{score.__qualname__}_w1"
+        corpus_metric.__name__ = corpus_metric.__qualname__ = f"{score.__name__}_w1"
         corpus_metric.__module__ = score.__module__
+        # Published in the scorer's module under that name, so worker processes can unpickle it.
+        setattr(sys.modules[score.__module__], corpus_metric.__name__, corpus_metric)
         corpus_metric.__doc__ = f"W1 between the corpora's distributions of ``{score.__name__}`` (bench.per_text)."
         summary = description or f"W1 between per-text {score.__name__} scores"
         metric(name, inputs=inputs, symmetric=True, description=summary, opt_in=opt_in,

@@ -91,8 +91,8 @@ def real_samples(cache_dir, embedder) -> RealSamples:
 
 @pytest.fixture(scope="session")
 def small_real_samples(cache_dir, embedder, lm_context) -> RealSamples:
-    """Three draws of 40 texts per sample, for the opt-in LM metrics (an LM pass costs ~10 ms per token)."""
-    return _fortune_samples(cache_dir, embedder, size=40, n_draws=3)
+    """Two draws of 100 texts per sample, for the opt-in LM metrics (an LM pass costs ~4 ms per token)."""
+    return _fortune_samples(cache_dir, embedder, size=100, n_draws=2)
 
 
 @pytest.fixture(scope="session")

@@ -63,7 +63,7 @@ CHECKS = [check_returns_finite_float, check_same_seed_same_value, check_order_in
           check_empty_input_raises]
 
 
-# Opt-in metrics (a language-model pass over every text) run their checks on 3 draws of 40 texts
+# Opt-in metrics (a language-model pass over every text) run their checks on 2 draws of 100 texts
 # and only in the slow suite (`make test-slow`): on 2 CPU cores the LM needs minutes even for that.
 @pytest.mark.parametrize(
     "name,check",
