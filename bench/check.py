@@ -123,7 +123,7 @@ def run_check(cfg: DictConfig, out_dir: Path | str) -> CheckResult:
     verdict = "FAILED" if len(failed) else "passed"
     text = (f"# Regression check {verdict}\n\nBaseline: {path}\nSettings: {settings}\n"
             f"Tolerance: max({check.min_tolerance}, {check.z} x the baseline's standard error across repetitions)\n\n"
-            + (markdown_table(shown.set_index("metric")) if len(moved) else "Nothing moved beyond tolerance.")
+            + (markdown_table(shown) if len(moved) else "Nothing moved beyond tolerance.")
             + "\n")
     for _, row in failed.iterrows():
         what = "is missing or failed" if row["status"] == "MISSING" else \

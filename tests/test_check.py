@@ -50,6 +50,7 @@ def test_gate_passes_unchanged_and_fails_on_degradation(tmp_path, cache_dir, fak
     assert set(dropped["metric"]) == {fake_degradable_chi}
     report = (tmp_path / "worse" / "check.md").read_text()
     assert f"REGRESSION: metric {fake_degradable_chi} measure" in report
+    assert f"| {fake_degradable_chi} |" in report  # the table of what moved names the metric
 
     gone = run_check(check_config(tmp_path, cache_dir, "metrics=[chi]"), tmp_path / "gone")
     assert not gone.passed
