@@ -66,8 +66,11 @@ def on_grid(freqs: np.ndarray, values: np.ndarray, grid_points: int) -> np.ndarr
 
 
 @per_corpus
-def text_spectra(texts, *, max_tokens: int, grid_points: int, include_dc: bool) -> np.ndarray:
-    """Re DFT of every text's cross-entropy on the common grid, one row per text (shared across pairs)."""
+def text_spectra(texts, *, max_tokens: int, grid_points: int, include_dc: bool, lm: str = "") -> np.ndarray:
+    """Re DFT of every text's cross-entropy on the common grid, one row per text (shared across pairs).
+
+    ``lm`` names the scoring model only so that the shared result is keyed by it too.
+    """
     rows = []
     for logprobs in scorer().token_logprobs(texts, max_tokens=max_tokens):
         freqs, values = cross_entropy_spectrum(-logprobs, include_dc=include_dc)
@@ -141,7 +144,8 @@ def face_distance(p, q, similarity: str, max_tokens: int, grid_points: int, incl
     """The centred all-pairs FACE distance of the module note."""
     if grid_points < 2:
         raise MetricError(f"FACE: grid_points must be at least 2, got {grid_points}")
-    options = dict(max_tokens=int(max_tokens), grid_points=int(grid_points), include_dc=bool(include_dc))
+    options = dict(max_tokens=int(max_tokens), grid_points=int(grid_points), include_dc=bool(include_dc),
+                   lm=scorer().model_id)
     x = text_spectra(as_texts(p, role="first corpus"), **options)
     y = text_spectra(as_texts(q, role="second corpus"), **options)
     return centred_distance(x, y, similarity)
