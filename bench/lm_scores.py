@@ -23,6 +23,7 @@ from bench.shard_cache import RaggedCache, slug, text_key
 log = logging.getLogger(__name__)
 
 _scorers: dict[tuple, "LMScorer"] = {}
+CHUNK = 512  # texts scored between two cache writes
 
 
 def scorer(context: RunContext | None = None) -> "LMScorer":
@@ -67,14 +68,18 @@ class LMScorer:
         cache = self.cache(kind)
         keys = [text_key(t) for t in texts]
         found = cache.get(keys)
-        missing = {k: t for k, t in zip(keys, texts) if k not in found}
-        if missing:
-            values = compute(list(missing.values()))
-            if len(values) != len(missing):
-                raise RuntimeError(f"LM score {kind!r} returned {len(values)} values for {len(missing)} texts")
-            cache.put(list(missing), values)
-            found.update(zip(missing, values))
-            self.scored += len(missing)
+        missing = sorted({k: t for k, t in zip(keys, texts) if k not in found}.items(), key=lambda kt: len(kt[1]))
+        for start in range(0, len(missing), CHUNK):  # a shard per chunk: an interrupted pass keeps its work
+            chunk = missing[start:start + CHUNK]
+            values = compute([t for _, t in chunk])
+            if len(values) != len(chunk):
+                raise RuntimeError(f"LM score {kind!r} returned {len(values)} values for {len(chunk)} texts")
+            cache.put([k for k, _ in chunk], values)
+            found.update(zip((k for k, _ in chunk), values))
+            self.scored += len(chunk)
+            if len(missing) > CHUNK:
+                log.info("LM scores %s: %d of %d texts", kind.split("|")[0], min(start + CHUNK, len(missing)),
+                         len(missing))
         return [found[k] for k in keys]
 
     def token_logprobs(self, texts: Sequence[str], *, max_tokens: int = 256) -> list[np.ndarray]:
