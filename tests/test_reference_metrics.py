@@ -235,7 +235,9 @@ def direction_draws(pools, inputs):
         yield take_a(ia[:100]), take_a(ia[100:200]), mix, take_b(ib[:100])
 
 
-@pytest.mark.parametrize("name", builtin_metrics())
+# Opt-in LM metrics score 1,500 texts here (minutes on 2 cores): slow suite only.
+@pytest.mark.parametrize("name", [pytest.param(n, marks=[pytest.mark.slow] if get_metric(n).opt_in else [])
+                                  for n in builtin_metrics()])
 def test_direction_on_clinc150_banking77(clinc_banking, name):
     # Averaged over draws: at n = 100 a single draw can misorder a noisy metric (PR orders
     # same < mix < other in about 7 draws of 10, DC in 9), while every mean is ordered.

@@ -18,7 +18,9 @@ def collection(real_samples, embedder):
     return CorpusStore.from_corpora({f"c{c.index}": c.texts for c in corpora}, embed=embedder.embed)
 
 
-@pytest.mark.parametrize("name", builtin_metrics())
+# The infilling score (several LM passes per text) runs this check in the slow suite only.
+@pytest.mark.parametrize("name", [pytest.param(n, marks=[pytest.mark.slow] if n == "ctrleval_coherence" else [])
+                                  for n in builtin_metrics()])
 def test_shared_equals_plain(name, collection):
     info = get_metric(name)
     pairs = list(itertools.combinations(sorted(collection.members), 2))
