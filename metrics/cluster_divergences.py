@@ -22,8 +22,6 @@ is 1 - MAUVE exactly (tests/test_cluster_divergences.py).
 
 from __future__ import annotations
 
-import contextlib
-
 import numpy as np
 
 from bench.corpus_cache import per_pair
@@ -32,19 +30,7 @@ from bench.inputs import as_embeddings, canonical_pair, same_dims
 from bench.registry import metric
 from metrics.divergences import Frontier, auc, exp_kl, histogram_frontier, js, kl_backward, \
     kl_forward, laplace_histogram
-
-
-@contextlib.contextmanager
-def _one_faiss_thread():
-    """faiss k-means on one OpenMP thread (see metrics/mauve.py: torch's spinning workers)."""
-    import faiss
-
-    threads = faiss.omp_get_max_threads()
-    faiss.omp_set_num_threads(1)
-    try:
-        yield
-    finally:
-        faiss.omp_set_num_threads(threads)
+from metrics.mauve import one_faiss_thread
 
 
 @per_pair
@@ -54,7 +40,7 @@ def cluster_counts(x: np.ndarray, y: np.ndarray, *, num_buckets: int, kmeans_exp
     # Deferred: mauve-text imports torch and transformers (seconds), which other metrics never need.
     from mauve.compute_mauve import cluster_feats
 
-    with _one_faiss_thread():
+    with one_faiss_thread():
         hist_x, hist_y, _, _ = cluster_feats(
             x, y, num_clusters=num_buckets, norm="l2", whiten=False, pca_max_data=-1,
             explained_variance=kmeans_explained_var, num_redo=kmeans_num_redo,

@@ -20,11 +20,28 @@ symmetric; ``seed`` then fixes the clustering.
 
 from __future__ import annotations
 
+import contextlib
+from typing import Iterator
+
 import numpy as np
 
 from bench.errors import MetricError
 from bench.inputs import as_embeddings, canonical_pair, same_dims
 from bench.registry import metric
+
+
+@contextlib.contextmanager
+def one_faiss_thread() -> Iterator[None]:
+    """Run faiss (OpenMP) on one thread: after embedding, torch's spinning OpenMP workers made its
+    k-means 20-40x slower on 2 cores (0.05 s -> 1-2.5 s per pair at n = 100), as with BLAS in the runner."""
+    import faiss
+
+    threads = faiss.omp_get_max_threads()
+    faiss.omp_set_num_threads(1)
+    try:
+        yield
+    finally:
+        faiss.omp_set_num_threads(threads)
 
 
 @metric("mauve", inputs="embeddings", symmetric=True,
@@ -44,7 +61,6 @@ def mauve(
 ) -> float:
     """1 - MAUVE between two embedded corpora (order-free and symmetric, see the module note)."""
     # Deferred: mauve-text imports torch and transformers (seconds), which other metrics never need.
-    import faiss
     from mauve import compute_mauve
 
     x = as_embeddings(p, role="first corpus", min_rows=2)
@@ -57,12 +73,8 @@ def mauve(
     if buckets > len(x) + len(y):
         raise MetricError(f"MAUVE: {buckets} buckets need at least as many texts, "
                           f"got {len(x) + len(y)}; lower num_buckets")
-    # One faiss (OpenMP) thread: after embedding, torch's spinning OpenMP workers made k-means
-    # 20-40x slower on 2 cores (0.05 s -> 1-2.5 s per pair at n = 100), as with BLAS in the runner.
-    threads = faiss.omp_get_max_threads()
-    faiss.omp_set_num_threads(1)
     kmeans_seed = int(seed) % (2**31 - 8)  # faiss adds 2 and takes a C int
-    try:
+    with one_faiss_thread():
         out = compute_mauve(
             p_features=x, q_features=y, num_buckets=num_buckets, pca_max_data=pca_max_data,
             kmeans_explained_var=kmeans_explained_var, kmeans_num_redo=kmeans_num_redo,
@@ -70,6 +82,4 @@ def mauve(
             divergence_curve_discretization_size=divergence_curve_discretization_size,
             mauve_scaling_factor=mauve_scaling_factor, verbose=False, seed=kmeans_seed,
         )
-    finally:
-        faiss.omp_set_num_threads(threads)
     return float(max(1.0 - out.mauve, 0.0))  # MAUVE of identical corpora can exceed 1 by 1e-16
