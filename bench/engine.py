@@ -301,26 +301,34 @@ def run_jobs(
     return {j.key: done[j.key] for j in jobs}
 
 
-def prepare_metrics(jobs: Sequence[Job], store: CorpusStore, metrics) -> dict[str, float]:
-    """Call each metric's ``prepare`` hook once with every text its jobs will see; seconds per metric.
+def prepare_metric(info: MetricInfo, params: dict, texts: Sequence[str]) -> float:
+    """Call ``info.prepare`` once on every text the metric will see; seconds taken (0 without a hook).
 
     A failing hook is logged and skipped: the metric's own evaluations then meet the same
     problem and record it, so one broken metric never stops the run.
     """
+    if info.prepare is None:
+        return 0.0
+    start = time.perf_counter()
+    try:
+        info.prepare(list(texts), **params)
+    except Exception as exc:
+        log.warning("metric %s: preparing its %d texts failed (%s: %s); its evaluations will report it",
+                    info.name, len(texts), type(exc).__name__, exc)
+    seconds = time.perf_counter() - start
+    log.info("metric %s: prepared %d texts in %.1f s", info.name, len(texts), seconds)
+    return seconds
+
+
+def prepare_metrics(jobs: Sequence[Job], store: CorpusStore, metrics) -> dict[str, float]:
+    """``prepare_metric`` for each metric of ``jobs`` with the texts of its corpora; seconds per metric."""
     seconds = {}
     for name in dict.fromkeys(job.metric for job in jobs):
         info, params = metrics[name]
-        if info.prepare is None:
-            continue
-        rows = {int(r) for job in jobs if job.metric == name for cid in (job.p, job.q) for r in store.members[cid]}
-        start = time.perf_counter()
-        try:
-            info.prepare([store.all_texts[r] for r in sorted(rows)], **params)
-        except Exception as exc:
-            log.warning("metric %s: preparing its %d texts failed (%s: %s); its evaluations will report it",
-                        name, len(rows), type(exc).__name__, exc)
-        seconds[name] = time.perf_counter() - start
-        log.info("metric %s: prepared %d texts in %.1f s", name, len(rows), seconds[name])
+        if info.prepare is not None:
+            rows = {int(r) for job in jobs if job.metric == name for cid in (job.p, job.q)
+                    for r in store.members[cid]}
+            seconds[name] = prepare_metric(info, params, [store.all_texts[r] for r in sorted(rows)])
     return seconds
 
 

@@ -14,8 +14,6 @@ TTR (unique tokens / tokens, 004 §5) is reported for every corpus as a lexical-
 
 from __future__ import annotations
 
-import logging
-
 import math
 from typing import Callable, Mapping, Sequence
 
@@ -28,13 +26,11 @@ from bench.config import metric_seed, repetition_seed
 from bench.errors import DataError
 from bench.measures import per_repetition
 from bench.registry import MetricInfo
-from bench.engine import evaluate
+from bench.engine import evaluate, prepare_metric
 from bench.tokens import tokenize
 
 DISTANCE_COLUMNS = ["metric", "kind", "iteration", "repetition", "distance", "seconds", "error"]
 MEASURE_COLUMNS = ["metric", "repetition", "IFC"]
-
-log = logging.getLogger(__name__)
 
 
 def type_token_ratio(texts: Sequence[str]) -> float:
@@ -94,11 +90,7 @@ def score_corpora(metrics: Sequence[tuple[MetricInfo, dict]], generated: Mapping
 
     every_text = _all_texts(generated, reference_pool, samples)
     for metric, params in metrics:  # one batched pass over all texts for metrics with per-text work (LM)
-        if metric.prepare is not None:
-            try:
-                metric.prepare(every_text, **params)
-            except Exception as exc:  # the metric's own evaluations will record the problem
-                log.warning("metric %s: preparing its texts failed (%s)", metric.name, exc)
+        prepare_metric(metric, params, every_text)
     rows = []
     bar = tqdm(total=len(metrics) * len(samples) * (len(generated) + 1), desc="IFC distances",
                unit="pair", disable=not progress)

@@ -174,23 +174,41 @@ def padded_batch(sequences: Sequence[Sequence[int]], pad_id: int):
     return ids, mask, labels
 
 
-def token_logprobs(model, tokenizer, texts: Sequence[str], batch_size: int = 16, *,
-                   add_eos: bool = False) -> list[np.ndarray]:
-    """log p(token_t | BOS, tokens_<t) of every token of every text (and of EOS when ``add_eos``).
+def sequence_logprobs(model, tokenizer, seqs: Sequence[Sequence[int]], starts: Sequence[int],
+                      batch_size: int = 16) -> list[np.ndarray]:
+    """log p(token | preceding tokens) of the tokens ``seq[start:]`` of each sequence (start >= 1).
 
-    One float64 array per text, in order; the sum of an array is the text's log-likelihood.
-    A tokenizer without BOS leaves the first token unscored (it has no context).
+    Sequences are batched in order of length, so padding stays small; one float64 array per
+    sequence, in the given order.
     """
     import torch
 
     device = next(model.parameters()).device
-    out: list[np.ndarray] = []
-    for start in range(0, len(texts), batch_size):
-        seqs = [text_token_ids(tokenizer, t, add_eos=add_eos) for t in texts[start:start + batch_size]]
-        ids, mask, _ = padded_batch(seqs, tokenizer.pad_token_id)
+    out: list[np.ndarray | None] = [None] * len(seqs)
+    order = sorted(range(len(seqs)), key=lambda i: len(seqs[i]))
+    for b in range(0, len(order), batch_size):
+        rows = order[b:b + batch_size]
+        ids, mask, _ = padded_batch([seqs[i] for i in rows], tokenizer.pad_token_id)
         with torch.no_grad():
             logits = model(input_ids=ids.to(device), attention_mask=mask.to(device)).logits
         logp = torch.log_softmax(logits[:, :-1].float(), dim=-1)
         picked = logp.gather(-1, ids[:, 1:, None].to(device)).squeeze(-1).double().cpu().numpy()
-        out.extend(picked[row, :len(seq) - 1] for row, seq in enumerate(seqs))
-    return out
+        for r, i in enumerate(rows):
+            out[i] = picked[r, max(int(starts[i]), 1) - 1:len(seqs[i]) - 1]
+    return out  # type: ignore[return-value]
+
+
+def token_logprobs(model, tokenizer, texts: Sequence[str], batch_size: int = 16, *,
+                   add_eos: bool = False, max_tokens: int | None = None) -> list[np.ndarray]:
+    """log p(token_t | BOS, tokens_<t) of every token of every text (and of EOS when ``add_eos``).
+
+    One float64 array per text, in order; the sum of an array is the text's log-likelihood.
+    ``max_tokens`` keeps each text's first tokens only. A tokenizer without BOS leaves the first
+    token unscored (it has no context).
+    """
+    seqs = []
+    for text in texts:
+        ids = text_token_ids(tokenizer, text, add_eos=add_eos)
+        head = 1 if tokenizer.bos_token_id is not None else 0
+        seqs.append(ids if max_tokens is None else ids[:head + max_tokens])
+    return sequence_logprobs(model, tokenizer, seqs, [1] * len(seqs), batch_size)

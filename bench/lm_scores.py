@@ -17,7 +17,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from bench.context import RunContext, current_context
-from bench.lm import load_causal_lm, model_id
+from bench.lm import load_causal_lm, model_id, sequence_logprobs, token_logprobs
 from bench.shard_cache import RaggedCache, slug, text_key
 
 log = logging.getLogger(__name__)
@@ -51,10 +51,6 @@ class LMScorer:
             self._model = load_causal_lm(self.context.lm, self.context.cache_dir)
         return self._model
 
-    @property
-    def tokenizer(self):
-        return self._loaded()[1]
-
     def cache(self, kind: str) -> RaggedCache:
         if kind not in self._caches:
             folder = Path(self.context.cache_dir) / "lm_scores" / slug(f"{self.model_id}|{kind}")
@@ -85,42 +81,18 @@ class LMScorer:
     def token_logprobs(self, texts: Sequence[str], *, max_tokens: int = 256) -> list[np.ndarray]:
         """log p(token_t | BOS, tokens_<t) of each text's first ``max_tokens`` tokens (cached)."""
         def compute(batch: list[str]) -> list[np.ndarray]:
-            tok = self.tokenizer
-            head = [tok.bos_token_id] if tok.bos_token_id is not None else []
-            seqs = [head + tok(t, add_special_tokens=False)["input_ids"][:max_tokens] for t in batch]
-            return self.sequence_logprobs(seqs, [1] * len(seqs))
+            model, tok = self._loaded()
+            return token_logprobs(model, tok, batch, self.batch_size, max_tokens=max_tokens)
 
         return self.cached(f"token_logprobs|max_tokens={max_tokens}", texts, compute)
 
     def continuation_logprobs(self, prompts: Sequence[str], continuations: Sequence[str]) -> np.ndarray:
         """log P(continuation | prompt) for each pair, summed over the continuation's tokens (not cached)."""
-        tok = self._loaded()[1]
+        model, tok = self._loaded()
         head = [tok.bos_token_id] if tok.bos_token_id is not None else []
         seqs, starts = [], []
         for prompt, continuation in zip(prompts, continuations, strict=True):
             context = head + tok(prompt, add_special_tokens=False)["input_ids"]
             seqs.append(context + tok(continuation, add_special_tokens=False)["input_ids"])
             starts.append(len(context))
-        return np.array([lp.sum() for lp in self.sequence_logprobs(seqs, starts)])
-
-    def sequence_logprobs(self, seqs: Sequence[Sequence[int]], starts: Sequence[int]) -> list[np.ndarray]:
-        """log-probabilities of tokens ``seq[start:]`` given what precedes them, in length-sorted batches."""
-        import torch
-
-        from bench.lm import padded_batch
-
-        model, tok = self._loaded()
-        device = next(model.parameters()).device
-        out: list[np.ndarray | None] = [None] * len(seqs)
-        order = sorted(range(len(seqs)), key=lambda i: len(seqs[i]))
-        for b in range(0, len(order), self.batch_size):
-            rows = order[b:b + self.batch_size]
-            ids, mask, _ = padded_batch([seqs[i] for i in rows], tok.pad_token_id)
-            with torch.no_grad():
-                logits = model(input_ids=ids.to(device), attention_mask=mask.to(device)).logits
-            logp = torch.log_softmax(logits[:, :-1].float(), dim=-1)
-            picked = logp.gather(-1, ids[:, 1:, None].to(device)).squeeze(-1).double().cpu().numpy()
-            for r, i in enumerate(rows):
-                start = max(int(starts[i]), 1)
-                out[i] = picked[r, start - 1:len(seqs[i]) - 1]
-        return out  # type: ignore[return-value]
+        return np.array([lp.sum() for lp in sequence_logprobs(model, tok, seqs, starts, self.batch_size)])

@@ -43,7 +43,8 @@ def test_robustness_with_an_lm_metric(tmp_path, cache_dir, smollm2):
     assert proc.returncode == 0, proc.stderr[-3000:]
     measures = pd.read_csv(tmp_path / "measures.csv")
     assert set(measures.metric) == {"face_so"} and measures[["S", "I"]].notna().all().all()
-    assert json.loads((tmp_path / "run.json").read_text())  # the run is recorded
+    info = json.loads((tmp_path / "run.json").read_text())
+    assert info["metrics"] == ["face_so"] and info["failures"] == {} and info["asymptotic_distance"]["face_so"] > 0
 
 
 def test_ifc_scoring_with_an_lm_metric(lm_context, intent_texts):
