@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import errno
 import logging
 import sys
 from pathlib import Path
+from typing import NoReturn
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
@@ -32,10 +34,12 @@ def run_task(cfg: DictConfig, out_dir: Path):
     from importlib import import_module
 
     from bench.context import RunContext, use_context
+    from bench.validate import validate_config
 
     name = cfg.task.name
     if name not in TASKS:
         raise ConfigError(f"unknown task {name!r}; available: {', '.join(TASKS)}")
+    validate_config(cfg, out_dir)  # every value, before a corpus, a model or a text is touched
     module, func = TASKS[name].split(":")
     with use_context(RunContext.from_cfg(cfg)):
         return getattr(import_module(module), func)(cfg, out_dir)
@@ -47,8 +51,10 @@ def app(cfg: DictConfig) -> None:
     try:
         result = run_task(cfg, out_dir)
     except BenchError as exc:
-        log.error("%s", exc)
-        raise SystemExit(f"error: {exc}") from None
+        fail(str(exc))
+    except OSError as exc:  # a full disk, a read-only or forbidden directory met mid-run
+        log_traceback_to_file(exc)
+        fail(os_error_message(exc, cfg, out_dir))
     try:  # the HTML report of this run; a failure here must not hide the results
         from reports.html import build_report
 
@@ -69,7 +75,75 @@ def app(cfg: DictConfig) -> None:
         raise SystemExit(1)
 
 
+def fail(message: str) -> NoReturn:
+    """Log ``message`` and exit non-zero, printing each of its lines as `error: ...` without a traceback."""
+    log.error("%s", message)
+    raise SystemExit("\n".join(f"error: {line}" for line in message.splitlines()))
+
+
+def log_traceback_to_file(exc: BaseException) -> None:
+    """The traceback of ``exc`` into the run's log file only (at debug level), not onto the console."""
+    record = log.makeRecord(log.name, logging.DEBUG, __file__, 0, "traceback of the error below", (),
+                            (type(exc), exc, exc.__traceback__))
+    for handler in logging.getLogger().handlers:
+        if isinstance(handler, logging.FileHandler):
+            handler.handle(record)
+
+
+def os_error_message(exc: OSError, cfg: DictConfig, out_dir: Path) -> str:
+    """One line for an OSError that escaped a task: the problem, the path, and which setting moves it elsewhere."""
+    from bench.config import data_locations
+    from bench.validate import os_problem, run_dir_key
+
+    cache_dir = data_locations(cfg)[0].absolute()
+    where = Path(str(exc.filename)).expanduser().absolute() if exc.filename else None
+    if where is not None and where.is_relative_to(cache_dir):
+        setting = "data.cache_dir=/another/dir"
+    elif where is not None and where.is_relative_to(out_dir.absolute()):
+        setting = f"{run_dir_key()}=/another/dir"
+    else:
+        setting = f"data.cache_dir=/another/dir (cache: {cache_dir}) or {run_dir_key()}=/another/dir (run: {out_dir})"
+    fix = {errno.ENOSPC: "free space", errno.EDQUOT: "free space", errno.EROFS: "make it writable",
+           errno.EACCES: "make it writable", errno.EPERM: "make it writable"}.get(exc.errno, "check that disk")
+    return f"{os_problem(exc)} writing {exc.filename or '(path not reported)'}: {fix} or set {setting}"
+
+
+def run_dir_problem(argv: list[str]) -> str | None:
+    """Why Hydra could not create the run (or sweep) directory these arguments give, or None.
+
+    Hydra makes that directory before the app runs and fails there with a traceback, so `main` asks first:
+    it composes the config as Hydra will (sweep overrides left out) and checks the directory's path.
+    Best effort: when the arguments cannot be composed here, Hydra reports them itself.
+    """
+    from hydra import compose, initialize_config_dir
+    from hydra._internal.utils import get_args_parser
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from omegaconf import OmegaConf
+
+    from bench.config import CONF_DIR
+    from bench.validate import RUN_DIR_EXAMPLES, directory_problem
+
+    try:
+        args, _ = get_args_parser().parse_known_args(argv)
+        if args.help or args.hydra_help or args.info or args.cfg or args.shell_completion or args.config_dir \
+                or args.config_path or args.config_name:
+            return None  # nothing is written, or the configs come from elsewhere
+        overrides = [o.input_line for o in OverridesParser.create().parse_overrides(args.overrides)
+                     if not o.is_sweep_override()]
+        with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+            hydra_cfg = compose(config_name="config", overrides=overrides, return_hydra_config=True)
+        key = "hydra.sweep.dir" if args.multirun else "hydra.run.dir"
+        path = Path(str(OmegaConf.select(hydra_cfg, key)))
+    except Exception as exc:  # noqa: BLE001 - Hydra itself will report what is wrong with the arguments
+        log.debug("run directory not checked before Hydra: %s", exc)
+        return None
+    return directory_problem(key, path, RUN_DIR_EXAMPLES[key])
+
+
 def main() -> None:
+    problem = run_dir_problem(sys.argv[1:])
+    if problem is not None:
+        raise SystemExit(f"error: {problem}")
     app()
 
 

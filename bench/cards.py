@@ -6,6 +6,7 @@ pair of corpora; the generic loader in `bench.corpora` does the rest (the MTEB `
 
 from __future__ import annotations
 
+import codecs
 import difflib
 import functools
 from dataclasses import dataclass, fields
@@ -219,6 +220,7 @@ def read_corpus_card(path: Path) -> CorpusCard:
     for key in sorted(required):
         p.get(key, object)
     options = {**optional, **{k: v for k, v in p.data.items() if k != "format"}}
+    _check_parser_options(p, fmt, options)
 
     n = top.sub("normalise", top.get("normalise", dict, {}))
     n.reject_unknown({f.name for f in fields(Normalisation)})
@@ -235,6 +237,37 @@ def read_corpus_card(path: Path) -> CorpusCard:
         normalise=normalise,
         package=package,
     )
+
+
+#: The type each parser option must have (None allowed where its default is None).
+OPTION_TYPES: dict[str, type | tuple[type, ...]] = {
+    "splits": list, "text_index": int, "text_field": str, "encoding": str, "fallback_encoding": str,
+    "text_column": (str, int), "header": bool, "delimiter": str, "skip_initial_space": bool, "separator": str,
+}
+
+
+def _check_parser_options(p: _Reader, fmt: str, options: dict[str, Any]) -> None:
+    """Option types, encodings and combinations, so a wrong card fails when read, not when its file is parsed."""
+    for key, value in options.items():
+        if not (value is None and key in PARSER_OPTIONS[fmt][1] and PARSER_OPTIONS[fmt][1][key] is None):
+            p.get(key, OPTION_TYPES[key], value)
+    for key in ("encoding", "fallback_encoding"):
+        if options.get(key) is not None:
+            try:
+                codecs.lookup(options[key])
+            except LookupError:
+                raise ConfigError(f"card {p.path}: field 'parser.{key}' is invalid: {options[key]!r} is not a "
+                                  f"known encoding (e.g. utf-8, latin-1)") from None
+    if fmt == "csv":
+        if len(options["delimiter"]) != 1:
+            raise ConfigError(f"card {p.path}: field 'parser.delimiter' is invalid: {options['delimiter']!r} "
+                              f"(one character, e.g. ',' or '\\t')")
+        if not options["header"] and not isinstance(options["text_column"], int):
+            raise ConfigError(f"card {p.path}: field 'parser.text_column' is invalid: {options['text_column']!r} "
+                              f"is a column name but 'header' is false; give a 0-based index, or header: true")
+    if fmt == "json_splits" and options["text_index"] is None and options["text_field"] is None:
+        raise ConfigError(f"card {p.path}: missing field 'parser.text_index' or 'parser.text_field' "
+                          f"(where the text is in each record)")
 
 
 @functools.lru_cache(maxsize=None)

@@ -16,7 +16,6 @@ import logging
 import os
 import re
 import shutil
-import tempfile
 import unicodedata
 import urllib.request
 from dataclasses import dataclass
@@ -25,6 +24,7 @@ from typing import Any
 
 from bench.cards import CardFile, CorpusCard, Normalisation, corpus_card, pair_card
 from bench.errors import DataError
+from bench.files import NO_SPACE, NOT_WRITABLE, atomic_path
 
 log = logging.getLogger(__name__)
 
@@ -49,13 +49,7 @@ def load_corpus(name: str, *, cache_dir: str | Path | None = None, mirror: str |
     raw: list[str] = []
     for spec in card.files:
         data = _verified_bytes(card, spec, cache, mirror_dir)
-        try:
-            raw.extend(PARSERS[card.parser.format](data, **card.parser.options))
-        except (KeyError, IndexError, TypeError, ValueError) as err:
-            raise DataError(
-                f"corpus {card.name!r}: file {spec.path!r} cannot be parsed as {card.parser.format!r} "
-                f"with {card.parser.options}: {type(err).__name__}: {err}. Check the parser section of its card."
-            ) from err
+        raw.extend(parse_file(card, spec, data, cache))
     texts = normalise_texts(raw, card.normalise)
     if not texts:
         raise DataError(f"corpus {card.name!r} has no text left after normalisation "
@@ -119,32 +113,85 @@ def normalise_texts(texts: list[str], spec: Normalisation) -> list[str]:
 # --- parsers: bytes of one verified file -> raw texts --------------------------------------------
 
 
+class ParseError(ValueError):
+    """A file does not hold what its card's parser expects; the message says where (line, field) and what to do."""
+
+
+def parse_file(card: CorpusCard, spec: CardFile, data: bytes, cache_dir: Path) -> list[str]:
+    """The raw texts of one verified file; an empty or malformed file is a `DataError` naming it and the line."""
+    where = _package_file(card, spec) if card.package is not None else cache_dir / "corpora" / card.name / spec.path
+    fmt = card.parser.format
+    if not data.strip():
+        raise DataError(f"corpus {card.name!r}: file {where} is empty; put texts in it (format {fmt!r}) "
+                        f"or remove it from the card's files.")
+    try:
+        texts = PARSERS[fmt](data, **card.parser.options)
+    except ParseError as err:
+        raise DataError(f"corpus {card.name!r}: file {where}: {err}.") from err
+    except (KeyError, IndexError, TypeError, ValueError) as err:
+        raise DataError(
+            f"corpus {card.name!r}: file {spec.path!r} ({where}) cannot be parsed as {fmt!r} "
+            f"with {card.parser.options}: {type(err).__name__}: {err}. Check the parser section of its card."
+        ) from err
+    if not texts:
+        raise DataError(f"corpus {card.name!r}: file {where} holds no record for parser {fmt!r} "
+                        f"(only a header, blank lines or separators); put texts in it or remove it from the card.")
+    return texts
+
+
 def _decode(data: bytes, encoding: str, fallback_encoding: str | None = None) -> str:
     try:
-        return data.decode(encoding)
-    except UnicodeDecodeError:
+        text = data.decode(encoding)
+    except UnicodeDecodeError as err:
         if fallback_encoding is None:
-            raise
-        return data.decode(fallback_encoding)
+            line = data[:err.start].count(b"\n") + 1
+            raise ParseError(f"line {line} is not valid {encoding} (byte {err.start}: {err.reason}); set "
+                             f"parser.encoding in the card (e.g. latin-1) or save the file as {encoding}") from err
+        text = data.decode(fallback_encoding)
+    return text.removeprefix("\ufeff")  # a byte-order mark is not part of the first header or text
 
 
 def parse_json_splits(
     data: bytes, *, splits: list[str], text_index: int | None, text_field: str | None, encoding: str
 ) -> list[str]:
     """A JSON object of splits, each a list of records; the text is `record[text_index]` or `record[text_field]`."""
-    doc = json.loads(_decode(data, encoding))
+    doc = _json(_decode(data, encoding), "the file")
     key = text_index if text_index is not None else text_field
     if key is None:
         raise ValueError("json_splits needs text_index or text_field")
+    if not isinstance(doc, dict):
+        raise ParseError(f"holds a JSON {type(doc).__name__}, not an object of splits; check parser.format in the card")
+    missing = [split for split in splits if split not in doc]
+    if missing:
+        raise ParseError(f"has no split {missing[0]!r} (it has {sorted(doc)[:10]}); list existing ones in the "
+                         f"card's parser.splits")
     return [_text(record[key], f"split {split!r} record {i} [{key!r}]")
             for split in splits for i, record in enumerate(doc[split])]
 
 
 def parse_jsonl(data: bytes, *, text_field: str, encoding: str) -> list[str]:
     """One JSON object a line; the text is `object[text_field]`."""
-    lines = _decode(data, encoding).splitlines()
-    return [_text(json.loads(line)[text_field], f"line {n} [{text_field!r}]")
-            for n, line in enumerate(lines, 1) if line.strip()]
+    texts = []
+    for n, line in enumerate(_decode(data, encoding).splitlines(), 1):
+        if not line.strip():
+            continue
+        record = _json(line, f"line {n}")
+        if not isinstance(record, dict):
+            raise ParseError(f"line {n} holds a JSON {type(record).__name__}, not an object; each line must be "
+                             f"one object with a {text_field!r} field")
+        if text_field not in record:
+            raise ParseError(f"line {n} has no field {text_field!r} (its fields: {sorted(record)[:10]}); name the "
+                             f"text field in the card's parser.text_field")
+        texts.append(_text(record[text_field], f"line {n} [{text_field!r}]"))
+    return texts
+
+
+def _json(text: str, where: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as err:
+        raise ParseError(f"{where} is not valid JSON ({err.msg} at column {err.colno}); fix the file, "
+                         f"or check parser.format in the card") from err
 
 
 def _text(value: Any, where: str) -> str:
@@ -161,12 +208,28 @@ def parse_csv(
     """A CSV file; `text_column` is a header name when `header`, else a 0-based column index."""
     text = io.StringIO(_decode(data, encoding), newline="")
     rows = csv.reader(text, delimiter=delimiter, skipinitialspace=skip_initial_space)
-    if header:
-        names = next(rows)
-        if text_column not in names:
-            raise KeyError(f"column {text_column!r} not in header {names}")
-        text_column = names.index(text_column)
-    return [row[int(text_column)] for row in rows if row]
+    texts = []
+    try:
+        if header:
+            names = next(rows, [])
+            if text_column not in names:
+                raise ParseError(f"line {rows.line_num} (the header) has columns {names[:10]} but no "
+                                 f"{text_column!r}; name the text column in the card's parser.text_column, or set "
+                                 f"parser.header: false and give its 0-based index if the file has no header")
+            text_column = names.index(text_column)
+        elif not isinstance(text_column, int):
+            raise ParseError(f"parser.text_column {text_column!r} is a name but parser.header is false; "
+                             f"give the column's 0-based index, or set parser.header: true")
+        for row in rows:
+            if not row:
+                continue
+            if text_column >= len(row):
+                raise ParseError(f"line {rows.line_num} has {len(row)} column(s), no column {text_column} "
+                                 f"(0-based); check parser.text_column and parser.delimiter {delimiter!r} in the card")
+            texts.append(row[text_column])
+    except csv.Error as err:
+        raise ParseError(f"line {rows.line_num} is not valid CSV ({err}); fix the file") from err
+    return texts
 
 
 def parse_fortune(data: bytes, *, separator: str, encoding: str, fallback_encoding: str | None) -> list[str]:
@@ -257,16 +320,13 @@ def _check(card: CorpusCard, spec: CardFile, data: bytes, where: str, remedy: st
 
 def _fetch(card: CorpusCard, spec: CardFile, dest: Path, mirror: Path | None) -> None:
     """Copy one file from the mirror or its URL into `dest`, atomically, only once its sha256 is right."""
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".part")
-    os.close(fd)
-    tmp = Path(tmp_name)
-    try:
-        if mirror is not None:
-            src = mirror / card.name / spec.path
-            if not src.is_file():
-                raise DataError(f"corpus {card.name!r}: mirror {mirror} has no file {card.name}/{spec.path} "
-                                f"(mirror layout is <corpus>/<file>).")
+    src = mirror / card.name / spec.path if mirror is not None else None
+    if src is not None and not src.is_file():
+        raise DataError(f"corpus {card.name!r}: mirror {mirror} has no file {card.name}/{spec.path} "
+                        f"(mirror layout is <corpus>/<file>).")
+    needed = src.stat().st_size if src is not None else None
+    with atomic_path(dest, what=f"corpus file {card.name}/{spec.path}", needed=needed) as tmp:
+        if src is not None:
             log.info("copying %s into the cache", src)
             shutil.copyfile(src, tmp)
             where, remedy = str(src), f"replace it in the mirror with the published file ({spec.url})"
@@ -275,6 +335,8 @@ def _fetch(card: CorpusCard, spec: CardFile, dest: Path, mirror: Path | None) ->
             try:
                 _fetch_url(spec.url, tmp)
             except (OSError, http.client.HTTPException, ValueError) as err:
+                if isinstance(err, OSError) and err.errno in NO_SPACE | NOT_WRITABLE:
+                    raise  # the cache's disk, not the network: atomic_path says so
                 raise DataError(
                     f"corpus {card.name!r}: cannot download {spec.path!r} from {spec.url} ({err}). "
                     f"Without network, use a local mirror laid out <corpus>/<file> (here {card.name}/{spec.path}): "
@@ -282,9 +344,6 @@ def _fetch(card: CorpusCard, spec: CardFile, dest: Path, mirror: Path | None) ->
                 ) from err
             where, remedy = str(spec.url), "the publisher may have changed it; use a mirror holding the original"
         _check(card, spec, scoped_bytes(tmp.read_bytes(), spec.lines), where, remedy)
-        os.replace(tmp, dest)
-    finally:
-        tmp.unlink(missing_ok=True)
 
 
 def _fetch_url(url: str, dest: Path) -> None:

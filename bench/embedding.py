@@ -1,12 +1,14 @@
 """Sentence embeddings and their persistent cache, keyed by (model id, text).
 
-The cache is a directory of immutable shard files per model id (``bench.shard_cache``):
-parallel jobs sharing it never see a partial file or overwrite each other, and a shard
-that cannot be read is set aside and its texts are embedded again.
+The cache is a directory of immutable shard files per model id (``bench.shard_cache``), which
+names the model's files and the device as well as its name: parallel jobs sharing it never see
+a partial file, embed each text once between them, and keep every chunk of 1024 texts they
+finished; a shard that cannot be read is set aside and its texts are embedded again.
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 from dataclasses import dataclass, field
@@ -19,6 +21,8 @@ from bench.errors import EmbeddingError
 from bench.shard_cache import VectorCache, slug, text_key
 
 log = logging.getLogger(__name__)
+
+CHUNK = 1024  # texts embedded between two cache writes
 
 
 class EmbeddingCache(VectorCache):
@@ -42,18 +46,22 @@ class Embedder:
         """Vectors of ``texts`` in order, shape (len(texts), dim)."""
         texts = list(texts)
         keys = [text_key(t) for t in texts]
-        found = self.cache.get(keys) if self.cache is not None else {}
-        missing: dict[str, str] = {}
-        for key, text in zip(keys, texts):
-            if key not in found and key not in missing:
-                missing[key] = text
-        if missing:
-            vectors = self._encode_checked(list(missing.values()))
-            found.update(zip(missing, vectors))
-            if self.cache is not None:
-                self.cache.put(list(missing), vectors)
-        self.stats["encoded"] += len(missing)
-        self.stats["cached"] += len(set(keys)) - len(missing)
+        encoded = 0
+
+        def encode_counted(batch: list[str]) -> np.ndarray:
+            nonlocal encoded
+            vectors = self._encode_checked(batch)
+            encoded += len(batch)
+            return vectors
+
+        if self.cache is not None:
+            found = self.cache.get_or_compute(keys, texts, encode_counted, chunk=CHUNK,
+                                              label=f"embedding with {self.model_id}")
+        else:
+            distinct = dict(zip(keys, texts))
+            found = dict(zip(distinct, encode_counted(list(distinct.values())))) if distinct else {}
+        self.stats["encoded"] += encoded
+        self.stats["cached"] += len(set(keys)) - encoded
         if not texts:
             return np.zeros((0, 0), dtype=np.float32)
         return np.stack([found[k] for k in keys]).astype(np.float32)
@@ -92,6 +100,23 @@ def resolve_device(device: str) -> str:
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
+def model_files_digest(directory: Path | str, *, mtimes: bool) -> str:
+    """A short digest of the files of a model directory: their names and sizes (and times when ``mtimes``).
+
+    Names the model's revision in a cache key without reading its weights. A user's own directory
+    also gives modification times, as weights trained again in place keep their size.
+    """
+    root = Path(directory)
+    h = hashlib.sha256()
+    for path in sorted(root.rglob("*")):
+        rel = path.relative_to(root)
+        if any(part.startswith(".") or part == "__pycache__" for part in rel.parts) or not path.is_file():
+            continue
+        stat = path.stat()
+        h.update(f"{rel.as_posix()}\0{stat.st_size}\0{stat.st_mtime_ns if mtimes else 0}\n".encode())
+    return h.hexdigest()[:12]
+
+
 def sentence_transformer(
     *,
     model: str,
@@ -116,11 +141,13 @@ def sentence_transformer(
                 f"pip install {package.replace('_', '-')}"
             ) from exc
         version = metadata.version(package.replace("_", "-"))
-        model_id = f"{model}@{package}=={version}"
+        model_id = f"{model}@{package}=={version}+files.{model_files_digest(path, mtimes=False)}"
     else:
         if not Path(path).is_dir():
             raise EmbeddingError(f"embedder {model!r}: model directory {path} does not exist")
-        model_id = f"{model}@{Path(path).resolve()}"
+        model_id = f"{model}@{Path(path).resolve()}+files.{model_files_digest(path, mtimes=True)}"
+    device = resolve_device(device)
+    model_id += f"|{device.split(':')[0]}"  # vectors differ slightly between CPU and GPU kernels
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -130,7 +157,7 @@ def sentence_transformer(
         if "model" not in state:  # load lazily: a fully cached run never loads the model
             from sentence_transformers import SentenceTransformer
 
-            state["model"] = SentenceTransformer(path, device=resolve_device(device))
+            state["model"] = SentenceTransformer(path, device=device)
         return state["model"].encode(  # type: ignore[union-attr]
             texts, batch_size=batch_size, show_progress_bar=show_progress, convert_to_numpy=True
         )

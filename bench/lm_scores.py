@@ -2,7 +2,7 @@
 
 Metrics that read a language model (FACE's cross-entropy spectra, the infilling score) ask
 the ``LMScorer`` of the current run context (``bench.context``) for per-text arrays. Each
-kind of score lives in its own shard cache under ``<cache_dir>/lm_scores/<model + kind>/``,
+kind of score lives in its own shard cache under ``<cache_dir>/lm_scores/<model + device + kind>/``,
 keyed by the text, so a run scores every distinct text once, later runs and parallel jobs
 reuse it, and a KSC run costs one LM pass over its texts, not one per pair. Sequences are
 sorted by length before batching, so padding is small.
@@ -10,17 +10,15 @@ sorted by length before batching, so padding is small.
 
 from __future__ import annotations
 
-import logging
 from pathlib import Path
 from typing import Callable, Sequence
 
 import numpy as np
 
 from bench.context import RunContext, current_context
+from bench.embedding import model_files_digest, resolve_device
 from bench.lm import load_causal_lm, model_id, sequence_logprobs, token_logprobs
 from bench.shard_cache import RaggedCache, slug, text_key
-
-log = logging.getLogger(__name__)
 
 _scorers: dict[tuple, "LMScorer"] = {}
 CHUNK = 512  # texts scored between two cache writes
@@ -51,31 +49,38 @@ class LMScorer:
             self._model = load_causal_lm(self.context.lm, self.context.cache_dir)
         return self._model
 
+    def _scores_id(self) -> str:
+        """The model id, its files when it is a local directory, and the device: what the scores depend on."""
+        lm, ident = self.context.lm, self.model_id
+        if lm.get("path") and Path(str(lm["path"])).expanduser().is_dir():
+            ident += f"+files.{model_files_digest(Path(str(lm['path'])).expanduser(), mtimes=True)}"
+        return f"{ident}|{resolve_device(str(lm.get('device') or 'auto')).split(':')[0]}"
+
     def cache(self, kind: str) -> RaggedCache:
         if kind not in self._caches:
-            folder = Path(self.context.cache_dir) / "lm_scores" / slug(f"{self.model_id}|{kind}")
+            folder = Path(self.context.cache_dir) / "lm_scores" / slug(f"{self._scores_id()}|{kind}")
             self._caches[kind] = RaggedCache(folder)
         return self._caches[kind]
 
     def cached(self, kind: str, texts: Sequence[str],
                compute: Callable[[list[str]], list[np.ndarray]]) -> list[np.ndarray]:
-        """``compute(texts)`` per text, cached under ``kind`` (which must name every setting of it)."""
+        """``compute(texts)`` per text, cached under ``kind`` (which must name every setting of it).
+
+        Missing texts are scored shortest first, a shard per chunk (``bench.shard_cache``): an
+        interrupted pass keeps its work, and parallel jobs score each text once between them.
+        """
         texts = list(texts)
-        cache = self.cache(kind)
         keys = [text_key(t) for t in texts]
-        found = cache.get(keys)
-        missing = sorted({k: t for k, t in zip(keys, texts) if k not in found}.items(), key=lambda kt: len(kt[1]))
-        for start in range(0, len(missing), CHUNK):  # a shard per chunk: an interrupted pass keeps its work
-            chunk = missing[start:start + CHUNK]
-            values = compute([t for _, t in chunk])
-            if len(values) != len(chunk):
-                raise RuntimeError(f"LM score {kind!r} returned {len(values)} values for {len(chunk)} texts")
-            cache.put([k for k, _ in chunk], values)
-            found.update(zip((k for k, _ in chunk), values))
-            self.scored += len(chunk)
-            if len(missing) > CHUNK:
-                log.info("LM scores %s: %d of %d texts", kind.split("|")[0], min(start + CHUNK, len(missing)),
-                         len(missing))
+        by_length = sorted(dict(zip(keys, texts)).items(), key=lambda kt: len(kt[1]))
+
+        def compute_counted(batch: list[str]) -> list[np.ndarray]:
+            values = compute(batch)
+            self.scored += len(batch)
+            return values
+
+        found = self.cache(kind).get_or_compute([k for k, _ in by_length], [t for _, t in by_length],
+                                                compute_counted, chunk=CHUNK,
+                                                label=f"LM scores {kind.split('|')[0]}")
         return [found[k] for k in keys]
 
     def token_logprobs(self, texts: Sequence[str], *, max_tokens: int = 256) -> list[np.ndarray]:

@@ -117,15 +117,14 @@ def collection_measures(i, j, distance, seconds, k: int) -> dict[str, float]:
 def per_repetition(distances: pd.DataFrame, compute, columns: list[str]) -> tuple[pd.DataFrame, dict[str, str]]:
     """Apply ``compute(group) -> dict`` to each (metric, repetition) of an evaluation table.
 
-    A repetition with any failed evaluation gets no measures; the first failure of each metric
-    is returned as its error text, so the report can list it.
+    A repetition with any failed evaluation gets no measures; the failures of each metric are
+    returned as one text naming every failing repetition and its reasons (``bench.failures``).
     """
-    rows, failures = [], {}
+    from bench.failures import failure_summary
+
+    rows = []
     for (name, rep), grp in distances.groupby(["metric", "repetition"], sort=True):
-        errors = grp.loc[grp["error"] != "", "error"]
-        if len(errors):
-            failures.setdefault(name, f"{len(errors)} of {len(grp)} evaluations failed in "
-                                      f"repetition {rep}, e.g. {errors.iloc[0]}")
+        if (grp["error"].fillna("").astype(str) != "").any():
             continue
         rows.append({"metric": name, "repetition": rep, **compute(grp)})
-    return pd.DataFrame(rows, columns=columns), failures
+    return pd.DataFrame(rows, columns=columns), failure_summary(distances)

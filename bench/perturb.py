@@ -32,6 +32,7 @@ from omegaconf import DictConfig, ListConfig
 from bench import __version__
 from bench.config import data_locations, metric_seed, repetition_seed, selected_metrics
 from bench.corpora import load_pair
+from bench.failures import failure_summary, write_failures_csv
 from bench.engine import CorpusStore, Job, engine_options, params_digest, result_log_for, run_jobs
 from bench.errors import ConfigError, DataError
 from bench.perturbations import get_perturbation
@@ -41,7 +42,7 @@ log = logging.getLogger(__name__)
 
 SAME, OTHER = "same", "other"  # conditions (a) and (c); (b) is named by its perturbation
 PERTURB_STREAM = 2  # seed stream of the perturbations (0: samples, 1: metrics)
-DISTANCE_COLUMNS = ["metric", "repetition", "condition", "distance", "seconds", "error"]
+DISTANCE_COLUMNS = ["metric", "repetition", "condition", "distance", "seconds", "error", "attempts"]
 MEASURE_COLUMNS = ["metric", "perturbation", "repetition", "d_same", "d_perturbed", "d_other", "gap", "shift"]
 SUMMARY_COLUMNS = ["metric", "perturbation", "mean", "std", "n", "ci_low", "ci_high", "repetitions",
                    "gap_not_positive", "gap_cv", "d_same", "d_perturbed", "d_other"]
@@ -105,11 +106,8 @@ def relative_shift(d_same: float, d_perturbed: float, d_other: float) -> float:
 def perturbation_measures(distances: pd.DataFrame,
                           perturbations: list[str]) -> tuple[pd.DataFrame, dict[str, str]]:
     """One row per (metric, perturbation, repetition) with the three distances, the gap and the shift."""
-    rows, failures = [], {}
+    rows, failures = [], failure_summary(distances)
     for name, grp in distances.groupby("metric", sort=False):
-        errors = grp.loc[grp["error"] != "", "error"]
-        if len(errors):
-            failures[name] = f"{len(errors)} of {len(grp)} evaluations failed, e.g. {errors.iloc[0]}"
         for r, rep in grp.groupby("repetition", sort=True):
             d = rep.set_index("condition")["distance"]
             a, c = float(d.get(SAME, math.nan)), float(d.get(OTHER, math.nan))
@@ -180,7 +178,7 @@ def run_perturb(cfg: DictConfig, out_dir: Path | str) -> PerturbResult:
                    "embedder": embedder.model_id}
     outcomes = run_jobs(jobs, store, {m.name: (m, params) for m, params in metrics}, desc="evaluations",
                         result_log=result_log_for(cfg, out_dir, fingerprint), **engine_options(cfg))
-    distances = pd.DataFrame([(job.metric, job.key[2], job.key[3], o.distance, o.seconds, o.error)
+    distances = pd.DataFrame([(job.metric, job.key[2], job.key[3], o.distance, o.seconds, o.error, o.attempts)
                               for job in jobs for o in [outcomes[job.key]]], columns=DISTANCE_COLUMNS)
     measures, failures = perturbation_measures(distances, perturbations)
     summary = summarise_shifts(measures)
@@ -212,6 +210,8 @@ def write_outputs(distances, measures, summary, failures, info, out_dir: Path, *
              "perturbation": out_dir / "perturbation.csv", "run": out_dir / "run.json",
              "perturbation_md": out_dir / "perturbation.md"}
     distances.to_csv(files["distances"], index=False)
+    if (failed := write_failures_csv(distances, out_dir)) is not None:
+        files["failures"] = failed
     measures.to_csv(files["measures"], index=False)
     summary.to_csv(files["perturbation"], index=False)
     files["run"].write_text(json.dumps(info, indent=2, default=str))

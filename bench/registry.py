@@ -11,11 +11,12 @@ decorated function).
 from __future__ import annotations
 
 import difflib
+import functools
 import inspect
 import logging
 from dataclasses import dataclass, field
 from importlib import import_module, metadata
-from typing import Any, Callable, Literal
+from typing import Any, Callable, Literal, Mapping
 
 from bench.errors import ConfigError
 
@@ -39,6 +40,7 @@ class MetricInfo:
     params: dict[str, Any] = field(default_factory=dict)
     opt_in: bool = False
     prepare: Callable[..., None] | None = None
+    version: str = ""
 
     def __call__(self, p, q, *, seed: int = 0, **params) -> float:
         return self.fn(p, q, seed=seed, **params)
@@ -66,6 +68,7 @@ def metric(
     higher_is_more_different: bool = True,
     opt_in: bool = False,
     prepare: Callable[..., None] | None = None,
+    version: str = "1",
 ) -> Callable[[Callable[..., float]], Callable[..., float]]:
     """Register ``fn`` as metric ``name``; the function is returned unchanged.
 
@@ -74,6 +77,9 @@ def metric(
     ``prepare(texts, **params)``, if given, is called once per run with every text the metric
     will see, before any pair is evaluated, so per-text work (an LM pass) can be batched and
     cached up front instead of corpus by corpus; it must not change any result.
+    ``version``: bump it when the metric's results change; with the installing package's version
+    and a digest of the module's source it forms ``MetricInfo.version``, and a resumed run
+    recomputes the evaluations a metric of another version made.
     """
     if inputs not in ("texts", "embeddings"):
         raise ValueError(f"metric {name!r}: inputs must be 'texts' or 'embeddings', not {inputs!r}")
@@ -91,6 +97,7 @@ def metric(
             params=params,
             opt_in=opt_in,
             prepare=prepare,
+            version=_metric_version(fn, version),
         )
         existing = _REGISTRY.get(name)
         if existing is not None and (existing.module, existing.fn.__qualname__) != (
@@ -106,6 +113,33 @@ def metric(
         return fn
 
     return register
+
+
+@functools.lru_cache(maxsize=1)
+def _distributions() -> Mapping[str, list[str]]:
+    return metadata.packages_distributions()
+
+
+def _metric_version(fn: Callable[..., float], declared: str) -> str:
+    """``declared`` + the version of the distribution that ships the module + its source digest."""
+    import hashlib
+    import sys
+
+    top = fn.__module__.split(".")[0]
+    if top in ("metrics", "bench"):
+        from bench import __version__ as shipped
+    else:
+        try:
+            dists = _distributions().get(top) or []
+            shipped = metadata.version(dists[0]) if dists else "unpackaged"
+        except Exception:
+            shipped = "unknown"
+    try:
+        source = inspect.getsource(sys.modules[fn.__module__])
+        digest = hashlib.sha256(source.encode()).hexdigest()[:10]
+    except (KeyError, OSError, TypeError):
+        digest = "nosource"
+    return f"{declared}+{shipped}+{digest}"
 
 
 def _keyword_params(name: str, fn: Callable[..., float]) -> dict[str, Any]:

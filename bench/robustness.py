@@ -28,12 +28,13 @@ from bench.corpora import load_pair
 from bench.robustness_measures import (CURVES, RobustnessGrid, asymptotic_distance, draw_sample_pair,
                                        feasible_grid, imbalance_robustness, sample_seed, size_robustness,
                                        validate_robustness_parameters)
+from bench.failures import failure_summary, write_failures_csv
 from bench.engine import CorpusStore, Job, engine_options, params_digest, result_log_for, run_jobs
 from bench.runner import build_embedder
 
 log = logging.getLogger(__name__)
 
-CURVE_COLUMNS = ["metric", "curve", "s", "repetition", "distance", "seconds", "error"]
+CURVE_COLUMNS = ["metric", "curve", "s", "repetition", "distance", "seconds", "error", "attempts"]
 MEASURE_COLUMNS = ["metric", "repetition", "S", "I"]
 
 
@@ -115,7 +116,7 @@ def run_robustness(cfg: DictConfig, out_dir: Path | str) -> RobustnessResult:
                    "embedder": embedder.model_id if embedder else None}
     outcomes = run_jobs(jobs, store, {m.name: (m, params) for m, params in metrics}, desc="evaluations",
                         result_log=result_log_for(cfg, out_dir, fingerprint), **engine_options(cfg))
-    rows = [(job.metric, *job.key[2:], o.distance, o.seconds, o.error)
+    rows = [(job.metric, *job.key[2:], o.distance, o.seconds, o.error, o.attempts)
             for job in jobs for o in [outcomes[job.key]]]
 
     curves = pd.DataFrame(rows, columns=CURVE_COLUMNS)
@@ -146,11 +147,8 @@ def robustness_measures(curves: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, f
     every single d(a_s, b_s) as in 004 eq. 8, and only then averaged over s and, in the
     table, over repetitions. A repetition with a failed evaluation gets NaN for that curve.
     """
-    rows, asymptotic, failures = [], {}, {}
+    rows, asymptotic, failures = [], {}, failure_summary(curves)
     for name, grp in curves.groupby("metric", sort=False):
-        errors = grp.loc[grp["error"] != "", "error"]
-        if len(errors):
-            failures[name] = f"{len(errors)} of {len(grp)} evaluations failed, e.g. {errors.iloc[0]}"
         d_inf = asymptotic_distance(grp.loc[grp["curve"] == "asymptotic", "distance"])
         if not np.isfinite(d_inf) or d_inf == 0:
             failures.setdefault(name, f"asymptotic distance d(A, B) is {d_inf}; S and I are undefined")
@@ -174,10 +172,13 @@ def write_outputs(curves, measures, failures, info, out_dir: Path, *, title: str
 
     files = {"curves": out_dir / "curves.csv", "measures": out_dir / "measures.csv", "run": out_dir / "run.json"}
     curves.to_csv(files["curves"], index=False)
+    if (failed := write_failures_csv(curves, out_dir)) is not None:
+        files["failures"] = failed
     measures.to_csv(files["measures"], index=False)
     files["run"].write_text(json.dumps(info, indent=2, default=str))
     if not measures.empty:
-        files.update(write_tables(measures, out_dir, title=title, failures=failures))
+        files.update(write_tables(measures, out_dir, title=title, failures=failures,
+                                  repetitions=info["repetitions"]))
         with files["table3_md"].open("a", encoding="utf-8") as md:
             md.write(_grid_section(info))
     else:

@@ -22,7 +22,8 @@ from bench.config import data_locations, metric_seed, repetition_seed, selected_
 from bench.corpora import load_pair
 from bench.embedding import Embedder, custom_embedder, sentence_transformer
 from bench.engine import CorpusStore, Job, engine_options, params_digest, result_log_for, run_jobs
-from bench.engine import evaluate  # noqa: F401  (re-exported: plugins and tasks may import it from here)
+
+from bench.failures import write_failures_csv
 from bench.errors import ConfigError
 from bench.ksc import corpus_pairs, known_similarity_corpora, validate_ksc_parameters
 from bench.measures import collection_measures, per_repetition, zscore
@@ -30,7 +31,7 @@ from bench.registry import MetricInfo
 
 log = logging.getLogger(__name__)
 
-DISTANCE_COLUMNS = ["metric", "repetition", "i", "j", "ell", "distance", "z", "seconds", "error"]
+DISTANCE_COLUMNS = ["metric", "repetition", "i", "j", "ell", "distance", "z", "seconds", "error", "attempts"]
 MEASURE_COLUMNS = ["metric", "repetition", "rho", "omega2", "L", "A", "Aw", "T"]
 
 
@@ -102,7 +103,7 @@ def run_ksc(cfg: DictConfig, out_dir: Path | str) -> KSCResult:
     outcomes = run_jobs(jobs, store, {m.name: (m, params) for m, params in metrics},
                         result_log=result_log_for(cfg, out_dir, fingerprint), **engine_options(cfg))
     rows = [(job.metric, job.key[2], job.key[3], job.key[4], job.key[4] - job.key[3], o.distance,
-             o.seconds, o.error) for job in jobs for o in [outcomes[job.key]]]
+             o.seconds, o.error, o.attempts) for job in jobs for o in [outcomes[job.key]]]
 
     distances = pd.DataFrame(rows, columns=[c for c in DISTANCE_COLUMNS if c != "z"])
     distances["z"] = distances.groupby(["metric", "repetition"])["distance"].transform(zscore)
@@ -140,12 +141,15 @@ def write_outputs(distances, measures, failures, info, out_dir: Path, *, title: 
     files = {"distances": out_dir / "distances.csv", "measures": out_dir / "measures.csv",
              "run": out_dir / "run.json"}
     distances.to_csv(files["distances"], index=False)
+    if (failed := write_failures_csv(distances, out_dir)) is not None:
+        files["failures"] = failed
     measures.to_csv(files["measures"], index=False)
     files["run"].write_text(json.dumps(info, indent=2, default=str))
     if measures.empty:
         log.error("no metric produced measures; see %s", files["distances"])
         return files
-    files.update(write_tables(measures, out_dir, title=title, failures=failures))
+    files.update(write_tables(measures, out_dir, title=title, failures=failures,
+                              repetitions=info.get("repetitions")))
     summary = summarise_measures(measures)
     try:
         for path in radar_chart(summary, out_dir / "radar", title=title):

@@ -1,9 +1,12 @@
-"""Per-text values cached on disk as immutable shard files, safe under parallel jobs.
+"""Per-text values cached on disk as immutable shard files, safe under any number of parallel jobs.
 
-One directory per producer (an embedding model, a language model and what it computes),
-holding ``.npz`` shards of (sha256 key of a text, value). A job only ever writes new shards,
-each to a temporary name and then ``os.replace``d into place, so processes and cluster nodes
-sharing the directory never see a partial file and never overwrite each other. A shard that
+One directory per producer (an embedding model, a language model and what it computes), holding
+``.npz`` shards of (sha256 key of a text, value). Shards are only ever added, each written under a
+hidden temporary name that the shard pattern does not match and then renamed into place
+(``bench.files``), so readers never see a partial file and need no lock. Writers take the
+directory's file lock (``.lock``) for one chunk at a time: look again at the shards, compute one chunk
+of what is still missing, write it, let go. So a value is computed by one job while the others wait
+for it, never twice, and an interrupted or failing job keeps every chunk it wrote. A shard that
 cannot be read is set aside (renamed ``*.corrupt``) and its texts are computed again.
 
 Two layouts: ``VectorCache`` holds one fixed-length vector per text (embeddings);
@@ -14,17 +17,20 @@ one log-probability per masked span).
 from __future__ import annotations
 
 import hashlib
+import io
 import logging
-import os
 import re
-import tempfile
 import uuid
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
+from bench.files import atomic_write, held_lock, make_dirs, remove_stale_temporaries
+
 log = logging.getLogger(__name__)
+
+LOCK_FILE = ".lock"
 
 
 def text_key(text: str) -> str:
@@ -38,14 +44,19 @@ def slug(producer_id: str) -> str:
     return f"{readable}-{hashlib.sha256(producer_id.encode()).hexdigest()[:12]}"
 
 
+def shard_files(directory: Path) -> list[Path]:
+    """The finished shards in ``directory`` (hidden names are temporaries of writers, never shards)."""
+    return sorted(p for p in Path(directory).glob("*.npz") if not p.name.startswith("."))
+
+
 class _ShardCache:
     """Shared machinery; subclasses say how a shard's arrays map to per-text values."""
 
     def __init__(self, directory: Path | str):
-        self.dir = Path(directory).expanduser()
-        self.dir.mkdir(parents=True, exist_ok=True)
+        self.dir = make_dirs(directory, "the cache")
         self._index: dict[str, np.ndarray] = {}
         self._seen: set[str] = set()
+        self._swept = False  # stale temporaries removed once per process
 
     def _decode(self, shard) -> tuple[list[str], list[np.ndarray]]:
         raise NotImplementedError
@@ -55,7 +66,7 @@ class _ShardCache:
 
     def _refresh(self) -> None:
         """Read shards written since the last look (by this or another job)."""
-        for path in sorted(self.dir.glob("*.npz")):
+        for path in shard_files(self.dir):
             if path.name in self._seen:
                 continue
             self._seen.add(path.name)
@@ -77,21 +88,48 @@ class _ShardCache:
         return {k: self._index[k] for k in keys if k in self._index}
 
     def put(self, keys: Sequence[str], values: Sequence[np.ndarray]) -> Path:
-        """Write one new shard atomically."""
+        """Write one new shard atomically (checked first: a shard that would not load is never written)."""
+        keys = np.array(list(keys), dtype="U64")
         arrays = self._encode(values)
-        fd, tmp = tempfile.mkstemp(dir=self.dir, prefix=".tmp-", suffix=".npz")
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                np.savez(fh, keys=np.array(list(keys), dtype="U64"), **arrays)
-            final = self.dir / f"{uuid.uuid4().hex}.npz"
-            os.replace(tmp, final)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        _, decoded = self._decode({"keys": keys, **arrays})
+        buffer = io.BytesIO()
+        np.savez(buffer, keys=keys, **arrays)
+        final = atomic_write(self.dir / f"{uuid.uuid4().hex}.npz", buffer.getbuffer(),
+                             what=f"a cache shard of {len(keys)} texts")
         self._seen.add(final.name)
-        _, decoded = self._decode({"keys": np.array(list(keys), dtype="U64"), **arrays})
-        self._index.update(zip(keys, decoded))
+        self._index.update(zip(keys.tolist(), decoded))
         return final
+
+    def get_or_compute(self, keys: Sequence[str], items: Sequence, compute: Callable[[list], Sequence],
+                       *, chunk: int, label: str = "values") -> dict[str, np.ndarray]:
+        """The values of ``keys``; missing ones are ``compute(items)``d one chunk at a time, in the given order.
+
+        Each chunk is computed and written while holding the directory's lock, after looking at the
+        shards once more, so a text another job is computing is waited for, not computed again. A
+        fully cached request never takes the lock (a read-only shared cache works).
+        """
+        wanted = dict(zip(keys, items))
+        found = self.get(list(wanted))
+        missing = [k for k in wanted if k not in found]
+        total = len(missing)
+        while missing:
+            with held_lock(self.dir / LOCK_FILE, f"computing {label} into {self.dir}"):
+                if not self._swept:
+                    remove_stale_temporaries(self.dir)
+                    self._swept = True
+                self._refresh()
+                missing = [k for k in missing if k not in self._index]
+                batch = missing[:chunk]
+                if batch:
+                    values = list(compute([wanted[k] for k in batch]))
+                    if len(values) != len(batch):
+                        raise RuntimeError(f"computing {label} gave {len(values)} values for {len(batch)} texts")
+                    self.put(batch, values)
+            missing = missing[len(batch):]
+            if batch and total > chunk:
+                log.info("%s: %d of %d texts done", label, total - len(missing), total)
+        found.update((k, self._index[k]) for k in wanted if k not in found)
+        return found
 
     def __len__(self) -> int:
         self._refresh()

@@ -161,7 +161,7 @@ def _section_html(title: str, runs: list[Run], fig_dir: Path, slug: str, out_dir
             parts.append(f"<p class=note>No radar chart: {html.escape(str(exc))}</p>")
         parts.append(_figure(measure_boxplots(measures, fig_dir / f"boxplots_{slug}.png"), CAPTIONS["boxplots"]))
     if failures:
-        items = "".join(f"<li><b>{html.escape(m)}</b>: {html.escape(str(e))[:300]}</li>" for m, e in failures.items())
+        items = "".join(f"<li><b>{html.escape(m)}</b>: {html.escape(str(e)[:4000])}</li>" for m, e in failures.items())
         parts.append(f"<div class=failures><h3>Failed metrics</h3><ul>{items}</ul></div>")
     for run in runs:
         if run.task == "ksc" and run.distances is not None and not run.distances.empty:

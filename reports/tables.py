@@ -156,16 +156,32 @@ def failures_from_distances(distances: pd.DataFrame) -> dict[str, str]:
     return failed
 
 
-def _markdown_text(summary: pd.DataFrame, title: str, failures: Mapping[str, str] | None) -> str:
+def repetitions_text(summary: pd.DataFrame, planned: int | None) -> tuple[str, pd.Series | None]:
+    """How many repetitions the cells average: "5", or "k of N" per metric when some failed.
+
+    Returns the sentence fragment and, when counts differ from ``planned``, a per-metric column.
+    """
+    reps = summary.groupby("metric")["n"].max().astype(int)
+    planned = int(planned) if planned else int(reps.max())
+    if (reps == planned).all():
+        return f"{planned} repetitions", None
+    column = reps.map(lambda k: f"{k} of {planned}")
+    return (f"the repetitions counted in column *reps* (k of {planned}: the others failed, see "
+            "\"Failed metrics\")"), column
+
+
+def _markdown_text(summary: pd.DataFrame, title: str, failures: Mapping[str, str] | None,
+                   repetitions: int | None = None) -> str:
     lines = [f"# {title}", ""]
     cells = table3_markdown_cells(summary) if not summary.empty else pd.DataFrame()
     if not cells.empty:
-        reps = summary.groupby("metric")["n"].max()
-        n_text = str(int(reps.max())) if reps.min() == reps.max() else f"{int(reps.min())}–{int(reps.max())}"
-        explained = "; ".join(MEASURE_LABELS[m] for m in cells.columns)
+        n_text, per_metric = repetitions_text(summary, repetitions)
+        if per_metric is not None:
+            cells.insert(0, "reps", per_metric.reindex(cells.index).fillna(f"0 of {repetitions}"))
+        explained = "; ".join(MEASURE_LABELS[m] for m in cells.columns if m in MEASURE_LABELS)
         lines += [
             f"Measures: {explained}. Higher is better for all. Cells: mean [95% t-interval] over "
-            f"{n_text} repetitions; bold = column best and those within {BOLD_TOLERANCE:g} of it.",
+            f"{n_text}; bold = column best and those within {BOLD_TOLERANCE:g} of it.",
             "",
             markdown_table(cells.rename_axis("metric").reset_index()),
             "",
@@ -177,13 +193,13 @@ def _markdown_text(summary: pd.DataFrame, title: str, failures: Mapping[str, str
 
 
 def failures_markdown(failures: Mapping[str, str] | None) -> list[str]:
-    """A "Failed metrics" section (first line of each error), or nothing when none failed."""
+    """A "Failed metrics" section (every failing repetition and its reasons), or nothing when none failed."""
     if not failures:
         return []
     lines = ["## Failed metrics", ""]
     for metric, error in sorted(failures.items()):
         first = str(error).strip().splitlines()[0] if str(error).strip() else "unknown error"
-        lines.append(f"- `{metric}`: {first[:300]}")
+        lines.append(f"- `{metric}`: {first[:4000]}")
     return lines + [""]
 
 
@@ -193,8 +209,12 @@ def write_tables(
     *,
     title: str | None = None,
     failures: Mapping[str, str] | None = None,
+    repetitions: int | None = None,
 ) -> dict[str, Path]:
-    """Write ``summary.csv``, ``table3.csv`` and ``table3.md`` into ``out_dir``; return their paths."""
+    """Write ``summary.csv``, ``table3.csv`` and ``table3.md`` into ``out_dir``; return their paths.
+
+    ``repetitions``: how many the run planned, so a metric with failed repetitions reads "k of N".
+    """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     summary = summarise_measures(measures)
@@ -206,6 +226,6 @@ def write_tables(
     summary.to_csv(paths["summary"], index=False)
     wide = table3(summary, with_ci=True) if not summary.empty else pd.DataFrame()
     wide.rename_axis("metric").to_csv(paths["table3_csv"])
-    text = _markdown_text(summary, title or "Metric robustness scores (004 Table 3)", failures)
+    text = _markdown_text(summary, title or "Metric robustness scores (004 Table 3)", failures, repetitions)
     paths["table3_md"].write_text(text, encoding="utf-8")
     return paths

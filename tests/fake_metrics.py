@@ -36,11 +36,22 @@ def fake_reads_context(p, q, *, seed: int = 0) -> float:
     return float(len(current_context().cache_dir))
 
 
-PREPARED: list[tuple[list[str], dict]] = []  # calls of fake_prepared's prepare hook (in this process)
+PREPARED_FILE = "FAKE_PREPARED_FILE"  # env var: a JSON-lines file where fake_prepared's hook logs its calls
 
 
 def _record_prepare(texts, *, scale: float = 1.0) -> None:
-    PREPARED.append((list(texts), {"scale": scale}))
+    """Logs each call to the file named by $FAKE_PREPARED_FILE (hooks run in worker processes)."""
+    import json
+
+    with open(os.environ[PREPARED_FILE], "a") as fh:
+        fh.write(json.dumps({"texts": list(texts), "params": {"scale": scale}}) + "\n")
+
+
+def prepared_calls(path) -> list[tuple[list[str], dict]]:
+    import json
+
+    with open(path) as fh:
+        return [(row["texts"], row["params"]) for row in map(json.loads, fh)]
 
 
 def fake_prepared(p, q, *, seed: int = 0, scale: float = 1.0) -> float:

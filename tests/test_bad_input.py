@@ -5,6 +5,9 @@ Every case of the issue's list, and where its test lives:
 | bad input | test |
 |---|---|
 | empty corpus | test_corpora.py::test_empty_corpus_after_normalisation_is_an_error; the "empty input raises" check of test_metric_contract.py |
+| empty, headerless or malformed CSV/JSONL file | here (file, line and field named) |
+| card whose parser options cannot work | here (delimiter, encoding, named column without header) |
+| bad config values (seed, engine.*, devices, batch sizes, directories, ...) | test_config_validation.py, in-process and through the CLI |
 | corpus smaller than k·n needs | test_ksc.py::test_too_small_source_says_how_many_texts_are_needed; test_end_to_end.py::test_bad_configuration_fails_fast_with_a_clear_message[n=5000] |
 | robustness grid larger than the sources | test_robustness.py::test_small_sources_truncate_the_grid_and_say_so; here through the CLI |
 | texts that are not strings | here (a card whose text field holds numbers; a metric given numbers) |
@@ -39,7 +42,7 @@ from bench import corpora
 from bench.cards import CardFile, PairCard, corpus_card
 from bench.config import CONF_DIR
 from bench.corpora import load_corpus, load_pair, sha256_hex
-from bench.errors import DataError, EmbeddingError, MetricError
+from bench.errors import ConfigError, DataError, EmbeddingError, MetricError
 from bench.registry import get_metric
 from bench.runner import run_ksc
 from test_end_to_end import run_bench
@@ -49,12 +52,19 @@ from test_end_to_end import run_bench
 
 def fake_jsonl_card(tmp_path: Path, name: str, records: list[dict], monkeypatch) -> Path:
     """A jsonl corpus card `name` (news_category's parser and normalisation) over ``records`` in a mirror."""
+    data = "".join(json.dumps(r) + "\n" for r in records).encode()
+    return fake_card(tmp_path, name, "texts.jsonl", data, "news_category", monkeypatch)
+
+
+def fake_card(tmp_path: Path, name: str, file_name: str, data: bytes, like: str, monkeypatch, **parser) -> Path:
+    """A corpus card `name` with corpus `like`'s parser (options changed by ``parser``) over one file in a mirror."""
     mirror = tmp_path / "mirror"
     (mirror / name).mkdir(parents=True, exist_ok=True)
-    data = "".join(json.dumps(r) + "\n" for r in records).encode()
-    (mirror / name / "texts.jsonl").write_bytes(data)
-    card = dataclasses.replace(corpus_card("news_category"), name=name, files=(
-        CardFile(path="texts.jsonl", sha256=sha256_hex(data), url="https://example.org/texts.jsonl"),))
+    (mirror / name / file_name).write_bytes(data)
+    base = corpus_card(like)
+    card = dataclasses.replace(base, name=name, files=(
+        CardFile(path=file_name, sha256=sha256_hex(data), url=f"https://example.org/{file_name}"),),
+        parser=dataclasses.replace(base.parser, options={**base.parser.options, **parser}))
     cards = getattr(corpora.corpus_card, "fake_cards", None)
     if cards is None:
         real = corpora.corpus_card
@@ -78,6 +88,54 @@ def test_a_text_field_holding_no_text_names_the_corpus_field_and_line(value, tmp
     message = str(err.value)
     for part in ("'fake_numbers'", "texts.jsonl", "line 2", "'headline'", "not a text", "parser section"):
         assert part in message, message
+
+
+CSV_WITH_HEADER = "banking77"  # header `text,category`
+JSONL = "news_category"         # one object a line, text in `headline`
+
+
+@pytest.mark.parametrize("file_name,data,like,parser,parts", [
+    ("texts.csv", b"", CSV_WITH_HEADER, {}, ["texts.csv is empty", "put texts in it"]),
+    ("texts.jsonl", b"\n  \n", JSONL, {}, ["texts.jsonl is empty"]),
+    ("texts.csv", b"text,category\n", CSV_WITH_HEADER, {}, ["holds no record", "only a header"]),
+    ("texts.csv", b"utterance,category\nhello there,greet\n", CSV_WITH_HEADER, {},
+     ["line 1 (the header)", "['utterance', 'category']", "no 'text'", "parser.text_column", "parser.header"]),
+    ("texts.csv", b"hello there,greet\nhow are you,greet\n", CSV_WITH_HEADER, {"header": False, "text_column": 2},
+     ["line 1 has 2 column(s), no column 2", "parser.text_column"]),
+    ("texts.csv", b"text,category\nfine,a\ncaf\xe9 au lait,b\n", CSV_WITH_HEADER, {},
+     ["line 3 is not valid utf-8", "parser.encoding"]),
+    ("texts.jsonl", b'{"headline": "one"}\n{"headline": "two"\n', JSONL, {}, ["line 2 is not valid JSON"]),
+    ("texts.jsonl", b'{"title": "one"}\n', JSONL, {}, ["line 1 has no field 'headline'", "['title']",
+                                                       "parser.text_field"]),
+    ("texts.jsonl", b'["one", "two"]\n', JSONL, {}, ["line 1 holds a JSON list, not an object"]),
+], ids=["empty-csv", "blank-jsonl", "csv-header-only", "csv-without-text-column", "csv-row-too-short",
+        "csv-not-utf8", "jsonl-broken-line", "jsonl-without-field", "jsonl-not-objects"])
+def test_an_empty_or_malformed_corpus_file_names_the_file_the_line_and_the_fix(
+        file_name, data, like, parser, parts, tmp_path, monkeypatch):
+    mirror = fake_card(tmp_path, "fake_own", file_name, data, like, monkeypatch, **parser)
+    with pytest.raises(DataError) as err:
+        load_corpus("fake_own", cache_dir=tmp_path / "cache", mirror=mirror)
+    message = str(err.value)
+    assert message.startswith("corpus 'fake_own': file ") and str(tmp_path / "cache") in message, message
+    for part in parts:
+        assert part in message, message
+    assert "\n" not in message
+
+
+@pytest.mark.parametrize("edit,field", [
+    (lambda text: text.replace("format: csv", "format: csv\n  delimiter: ';;'"), "parser.delimiter"),
+    (lambda text: text.replace("format: csv", "format: csv\n  encoding: utf-99"), "parser.encoding"),
+    (lambda text: text.replace("header: true", "header: false"), "parser.text_column"),
+    (lambda text: text.replace("header: true", "header: 'yes'"), "parser.header"),
+], ids=["two-character-delimiter", "unknown-encoding", "named-column-without-header", "header-not-a-flag"])
+def test_a_card_with_impossible_parser_options_is_rejected_when_read(edit, field, tmp_path):
+    from bench.cards import DATASETS_DIR, read_corpus_card
+
+    path = tmp_path / "banking77.yaml"
+    path.write_text(edit((DATASETS_DIR / "corpora" / "banking77.yaml").read_text(encoding="utf-8")), encoding="utf-8")
+    with pytest.raises(ConfigError) as err:
+        read_corpus_card(path)
+    assert str(path) in str(err.value) and field in str(err.value)
 
 
 def test_a_metric_given_numbers_instead_of_texts_says_so():

@@ -59,3 +59,8 @@ def test_unknown_metric_name_suggests_the_closest():
 def test_unknown_metric_parameter_is_rejected():
     with pytest.raises(ConfigError, match="no parameter"):
         selected_metrics(compose_with("metrics=[chi]", "+metric.chi.topp=10"))
+
+
+def test_engine_defaults_are_the_documented_ones():
+    engine = compose_with().engine
+    assert (engine.timeout, engine.start_timeout, engine.retry_failed, engine.resume) == (600, 120, True, True)

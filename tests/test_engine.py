@@ -114,15 +114,16 @@ def test_per_corpus_results_are_shared_only_inside_a_scope():
     assert len(calls) == 4 and memo.hits == 1 and np.array_equal(first, second)
 
 
-def test_prepare_hooks_see_every_text_of_the_run_once(store):
-    from fake_metrics import PREPARED
+def test_prepare_hooks_see_every_text_of_the_run_once(store, tmp_path, monkeypatch):
+    from fake_metrics import PREPARED_FILE, prepared_calls
 
-    PREPARED.clear()
+    monkeypatch.setenv(PREPARED_FILE, str(tmp_path / "prepared.jsonl"))
     with registered("fake_prepared") as infos:
         metrics = {"fake_prepared": (infos["fake_prepared"], {"scale": 2.0})}
-        out = run_jobs(jobs_for(metrics, corpora=("a1", "b1", "b2")), store, metrics, progress=False)
-    assert len(PREPARED) == 1
-    texts, params = PREPARED[0]
+        out = run_jobs(jobs_for(metrics, corpora=("a1", "b1", "b2")), store, metrics, workers=2, progress=False)
+    calls = prepared_calls(tmp_path / "prepared.jsonl")
+    assert len(calls) == 1
+    texts, params = calls[0]
     expected = {t for cid in ("a1", "b1", "b2") for t in store.inputs(infos["fake_prepared"], cid)}
     assert set(texts) == expected and len(texts) == len(expected) and params == {"scale": 2.0}
     assert all(o.distance == 2.0 * 80 for o in out.values())

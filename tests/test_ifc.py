@@ -99,12 +99,14 @@ def test_a_rerun_regenerates_only_the_deleted_corpus(tiny_run):
     gen = out / "generated"
     stamps = {i: (gen / f"iter_{i}.jsonl").stat().st_mtime_ns for i in range(2)}
     weights = (gen / "checkpoint" / "model.safetensors").stat().st_mtime_ns
+    before_loss = json.loads((gen / "iter_2.json").read_text())["train_loss"]
+    assert isinstance(before_loss, float)
     (gen / "iter_2.jsonl").unlink()
     result = run_ifc(cfg, out)
     assert result.info["generated_now"] == [2]
     assert {i: (gen / f"iter_{i}.jsonl").stat().st_mtime_ns for i in range(2)} == stamps
     assert (gen / "checkpoint" / "model.safetensors").stat().st_mtime_ns == weights  # no step was retrained
-    assert json.loads((gen / "iter_2.json").read_text())["train_loss"] is None
+    assert json.loads((gen / "iter_2.json").read_text())["train_loss"] == before_loss  # as recorded by step 2
     assert len((gen / "iter_2.jsonl").read_text().splitlines()) == 24
 
 

@@ -1,0 +1,25 @@
+"""The evaluation engine: many (metric, corpus pair) evaluations, resumable, isolated and parallel.
+
+Every task reduces to a list of ``Job``s over corpora held in one ``CorpusStore``.
+- Isolation: every evaluation runs in a worker process (``bench.engine.pool``, on pebble) with a
+  time limit (``engine.timeout``, 600 s by default); a metric that raises or returns no finite
+  number, exceeds the limit, or kills its worker is recorded as a failure with its reason, the
+  worker is replaced, and the run goes on.
+- Resume and retry: each attempt is appended to the run directory's log (``result_log``) as soon
+  as it exists; a rerun skips what is done, and retries what failed.
+- Parallelism: ``workers`` processes evaluate jobs concurrently. Every job carries its own seed,
+  so results do not depend on the number of workers or their order.
+- Start: workers open the store from disk (``store``), memory-mapped, in seconds.
+- Shared work: per-corpus statistics (``bench.corpus_cache``) are reused across pairs in a worker,
+  and a metric's ``prepare`` hook sees every text of the run once, before any pair (an LM pass).
+"""
+
+from bench.engine.jobs import CRASH, ERROR, OK, TIMEOUT, Job, Outcome, evaluate, params_digest
+from bench.engine.result_log import ResultLog
+from bench.engine.run import (DEFAULT_START_TIMEOUT, DEFAULT_TIMEOUT, engine_options, prepare_metric,
+                              result_log_for, run_jobs)
+from bench.engine.store import CorpusStore
+
+__all__ = ["CRASH", "ERROR", "OK", "TIMEOUT", "CorpusStore", "DEFAULT_START_TIMEOUT", "DEFAULT_TIMEOUT", "Job",
+           "Outcome", "ResultLog", "engine_options", "evaluate", "params_digest", "prepare_metric",
+           "result_log_for", "run_jobs"]

@@ -1,0 +1,136 @@
+"""Evaluation worker processes: pebble's ProcessPool, with a time limit per task and a
+replacement for every worker that hangs, crashes or is killed.
+
+pebble is made for exactly this (per-task timeouts that kill and replace the worker,
+``ProcessExpired`` for a worker that died); loky's executor replaces workers too but has no
+per-task time limit, and the standard library's pool breaks as a whole when a worker dies.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import logging
+import multiprocessing as mp
+import pickle
+import signal
+from typing import Callable, Iterator, Mapping
+
+from pebble import ProcessExpired, ProcessPool
+
+from bench.context import current_context
+from bench.engine import worker
+from bench.engine.jobs import CRASH, ERROR, TIMEOUT, Outcome, failure
+from bench.errors import BenchError
+
+log = logging.getLogger(__name__)
+
+
+class WorkerStartError(BenchError):
+    """The evaluation worker processes could not start."""
+
+
+def _pickled(metrics: Mapping) -> dict[str, bytes]:
+    out = {}
+    for name, pair in metrics.items():
+        try:
+            out[name] = pickle.dumps(pair)
+        except Exception as exc:  # e.g. a metric defined inside a function: the worker reports it per job
+            out[name] = pickle.dumps(_Unpicklable(name, f"{type(exc).__name__}: {exc}"))
+    return out
+
+
+class _Unpicklable:
+    """Stands for a metric that could not be sent to workers; loading it raises that error."""
+
+    def __init__(self, name: str, error: str):
+        self.name, self.error = name, error
+
+    def __reduce__(self):
+        return (_raise_unpicklable, (self.name, self.error))
+
+
+def _raise_unpicklable(name, error):
+    raise TypeError(f"metric {name!r} cannot be sent to a worker process ({error}); define it at module level")
+
+
+class EvaluationPool:
+    """``size`` spawned workers holding the store at ``store_dir`` and the run's metrics."""
+
+    def __init__(self, size: int, store_dir, metrics: Mapping, *, blas_threads: int, timeout: float | None,
+                 start_timeout: float):
+        self.timeout = timeout
+        self._restore_start_method = _standard_start_method()
+        self.pool = ProcessPool(max_workers=size, initializer=worker.initialize, context=mp.get_context("spawn"),
+                                initargs=(str(store_dir) if store_dir else None, _pickled(metrics), blas_threads,
+                                          current_context(), timeout))
+        pings = [self.pool.schedule(worker.ping) for _ in range(size)]
+        done, waiting = cf.wait(pings, timeout=start_timeout)
+        if waiting:
+            self.stop()
+            raise WorkerStartError(
+                f"{len(waiting)} of {size} evaluation worker processes did not start within {start_timeout:g} s "
+                "(engine.start_timeout); a metric plugin that hangs on import, or a machine out of memory, "
+                "can cause this: raise engine.start_timeout or check the plugins")
+        for future in done:
+            try:
+                _, error = future.result()
+            except Exception as exc:
+                error = f"{type(exc).__name__}: {exc}"
+            if error:
+                self.stop()
+                raise WorkerStartError(f"an evaluation worker process could not start: {error}")
+
+    def submit(self, fn: Callable, *args, timeout: float | None = None) -> cf.Future:
+        return self.pool.schedule(fn, args=args, timeout=timeout)
+
+    def outcomes(self, futures: Mapping[cf.Future, object]) -> Iterator[tuple[object, Outcome]]:
+        """(tag, outcome) of each future as it completes; a timeout or a dead worker becomes an outcome."""
+        for future in cf.as_completed(futures):
+            yield futures[future], outcome_of(future, self.timeout)
+
+    def close(self) -> None:
+        self.pool.close()
+        self.pool.join()
+        self._restore_start_method()
+
+    def stop(self) -> None:
+        self.pool.stop()
+        self.pool.join()
+        self._restore_start_method()
+
+
+def _standard_start_method() -> Callable[[], None]:
+    """Inside a joblib/loky worker the default start method is 'loky', which a spawned child
+    cannot set up ("cannot find context for 'loky'"); use 'spawn' while the pool lives.
+    Returns the function that restores the previous method."""
+    method = mp.get_start_method(allow_none=True)
+    if method in (None, "fork", "spawn", "forkserver"):
+        return lambda: None
+    mp.set_start_method("spawn", force=True)
+    return lambda: mp.set_start_method(method, force=True)
+
+
+def outcome_of(future: cf.Future, timeout: float | None) -> Outcome:
+    """The future's Outcome, or the failure that ended it (time limit, dead worker, pool error)."""
+    try:
+        result = future.result()
+    except TimeoutError:
+        return failure(TIMEOUT, f"timed out after {timeout:g} s; its worker process was killed and replaced",
+                       float(timeout or 0.0))
+    except ProcessExpired as exc:
+        return failure(CRASH, f"worker process died ({describe_exit(exc.exitcode)}); it was replaced")
+    except Exception as exc:
+        return failure(ERROR, f"{type(exc).__name__}: {exc}")
+    return result
+
+
+def describe_exit(code: int | None) -> str:
+    """'exit code 3', or 'killed by SIGKILL (out of memory?)' for a negative exit code."""
+    if code is None or code >= 0:
+        return f"exit code {code}"
+    try:
+        name = signal.Signals(-code).name
+    except ValueError:
+        name = f"signal {-code}"
+    hint = " (out of memory?)" if name == "SIGKILL" else ""
+    return f"killed by {name}{hint}"

@@ -1,0 +1,124 @@
+"""The run directory's append-only log of evaluations: resume, retries and metric versions.
+
+The first line fingerprints the run (task, corpora, seed, embedder, project version); a log
+of another configuration is refused. Every later line is one attempt at one job, flushed and
+fsynced as soon as it exists, so a run killed even by SIGKILL loses nothing it finished.
+Lines carry the metric's version: on resume, attempts of a metric whose version changed are
+set aside (and recomputed), and failed attempts are retried; earlier attempts stay in the file.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import logging
+import math
+import os
+from collections import Counter
+from pathlib import Path
+from typing import Mapping
+
+from bench import __version__
+from bench.engine.jobs import CRASH, ERROR, OK, TIMEOUT, Outcome
+from bench.errors import ConfigError, StorageError
+
+log = logging.getLogger(__name__)
+
+
+class ResultLog:
+    """``<run dir>/evaluations.jsonl``: what ``load`` finds done, what ``append`` adds."""
+
+    def __init__(self, path: Path | str, fingerprint: Mapping):
+        self.path = Path(path)
+        self.fingerprint = json.loads(json.dumps({**fingerprint, "version": __version__}, default=str))
+        self._fh = None
+
+    def load(self, versions: Mapping[str, str] | None = None) -> dict[tuple, Outcome]:
+        """The latest attempt per job key (with the number of attempts), ignoring attempts made
+        by another version of their metric (``versions``: metric name -> version)."""
+        if not self.path.exists():
+            return {}
+        lines = self.path.read_text().splitlines()
+        if not lines:
+            return {}
+        header = json.loads(lines[0]).get("fingerprint")
+        if header != self.fingerprint:
+            changed = {k: (header.get(k) if header else None, v) for k, v in self.fingerprint.items()
+                       if not header or header.get(k) != v}
+            raise ConfigError(
+                f"{self.path} holds evaluations of another configuration ({changed}); resume only "
+                "with the same settings, or use a new run directory (hydra.run.dir=...)")
+        latest: dict[tuple, Outcome] = {}
+        attempts: Counter = Counter()
+        stale: Counter = Counter()
+        for line in lines[1:]:
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError:  # a line cut short by a kill: recompute it
+                continue
+            key = tuple(row["key"])
+            metric = str(key[0])
+            if versions is not None and metric in versions and row.get("metric_version") != versions[metric]:
+                stale[(metric, row.get("metric_version"))] += 1
+                continue
+            attempts[key] += 1
+            distance = row["distance"] if row["distance"] is not None else math.nan
+            status = row.get("status") or (ERROR if row["error"] else OK)
+            latest[key] = Outcome(distance, row["seconds"], row["error"], status, attempts[key])
+        for (metric, old), count in stale.items():
+            log.warning("metric %s changed (version %s, now %s): its %d logged evaluations are recomputed",
+                        metric, old, versions[metric], count)
+        return latest
+
+    def open(self) -> "ResultLog":
+        try:
+            if self.path.exists():  # drop a last line cut short by a kill, so appends start clean
+                data = self.path.read_bytes()
+                if data and not data.endswith(b"\n"):
+                    with self.path.open("r+b") as fh:
+                        fh.truncate(data.rfind(b"\n") + 1)
+            new = not self.path.exists() or self.path.stat().st_size == 0
+            self._fh = self.path.open("a")
+            if new:
+                self._write({"fingerprint": self.fingerprint})
+        except OSError as exc:
+            raise _storage_error(exc, self.path) from exc
+        return self
+
+    def append(self, key: tuple, outcome: Outcome, metric_version: str = "") -> None:
+        distance = outcome.distance if math.isfinite(outcome.distance) else None
+        self._write({"key": list(key), "distance": distance, "seconds": outcome.seconds, "error": outcome.error,
+                     "status": outcome.status, "metric_version": metric_version})
+
+    def _write(self, row: dict) -> None:
+        line = json.dumps(row) + "\n"
+        try:
+            self._fh.write(line)
+            self._fh.flush()
+            os.fsync(self._fh.fileno())
+        except OSError as exc:
+            raise _storage_error(exc, self.path, len(line)) from exc
+
+    def close(self) -> None:
+        if self._fh is not None:
+            try:
+                self._fh.close()
+            except OSError:  # the data already failed to reach the disk and was reported
+                pass
+            self._fh = None
+
+
+def retry_wanted(outcome: Outcome, retry_failed: bool) -> bool:
+    """Whether a logged outcome is evaluated again: timeouts and crashes always, errors if asked."""
+    return outcome.status in (TIMEOUT, CRASH) or (outcome.status == ERROR and retry_failed)
+
+
+def _storage_error(exc: OSError, path: Path, size: int = 0) -> StorageError:
+    need = f" ({size} bytes to write)" if size else ""
+    if exc.errno == errno.ENOSPC:
+        return StorageError(f"no space left on the device of {path.parent} writing {path.name}{need}; every "
+                            "evaluation logged so far is kept: free space and run the same command again to resume")
+    if exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
+        return StorageError(f"cannot write {path} ({os.strerror(exc.errno)}); choose a writable run directory "
+                            "with hydra.run.dir=...")
+    return StorageError(f"cannot write {path}: {exc}")

@@ -1,0 +1,174 @@
+"""``run_jobs``: evaluate every job of a run that is not already done, in isolated workers."""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import Iterable, Mapping, Sequence
+
+from tqdm.auto import tqdm
+
+from bench.engine import worker
+from bench.engine.jobs import ERROR, Job, Outcome
+from bench.engine.pool import EvaluationPool
+from bench.engine.result_log import ResultLog, retry_wanted
+from bench.engine.store import CorpusStore
+from bench.registry import MetricInfo
+
+log = logging.getLogger(__name__)
+
+#: Defaults of the ``engine`` config block (conf/config.yaml), also used by direct callers.
+DEFAULT_TIMEOUT = 600.0
+DEFAULT_START_TIMEOUT = 120.0
+DEFAULT_PREPARE_TIMEOUT = 7200.0
+
+
+def engine_options(cfg) -> dict:
+    """run_jobs keyword arguments from the ``engine`` config block (and ``progress``)."""
+    engine = cfg.get("engine") or {}
+    workers = engine.get("workers", 1)
+    workers = (os.cpu_count() or 1) if workers == "auto" else int(workers)
+
+    def seconds(key, default):
+        value = engine.get(key, default)
+        return float(value) if value is not None else None
+
+    return {"workers": workers, "timeout": seconds("timeout", DEFAULT_TIMEOUT),
+            "start_timeout": seconds("start_timeout", DEFAULT_START_TIMEOUT),
+            "prepare_timeout": seconds("prepare_timeout", DEFAULT_PREPARE_TIMEOUT),
+            "retry_failed": bool(engine.get("retry_failed", True)),
+            "blas_threads": int(engine.get("blas_threads", 1)), "progress": bool(cfg.get("progress", True))}
+
+
+def result_log_for(cfg, out_dir: Path | str, fingerprint: Mapping) -> "ResultLog | None":
+    """The run directory's evaluation log, unless ``engine.resume`` is false."""
+    engine = cfg.get("engine") or {}
+    if not engine.get("resume", True):
+        return None
+    return ResultLog(Path(out_dir) / "evaluations.jsonl", fingerprint)
+
+
+def run_jobs(
+    jobs: Iterable[Job],
+    store: CorpusStore,
+    metrics: Mapping[str, tuple[MetricInfo, dict]],
+    *,
+    result_log: ResultLog | None = None,
+    workers: int = 1,
+    timeout: float | None = DEFAULT_TIMEOUT,
+    start_timeout: float = DEFAULT_START_TIMEOUT,
+    prepare_timeout: float | None = DEFAULT_PREPARE_TIMEOUT,
+    retry_failed: bool = True,
+    blas_threads: int = 1,
+    progress: bool = True,
+    desc: str = "pair evaluations",
+) -> dict[tuple, Outcome]:
+    """Evaluate every job not already done in ``result_log``; return the latest outcome per key.
+
+    Each evaluation runs in one of ``workers`` worker processes and is killed after ``timeout``
+    seconds (None: no limit). A logged evaluation that timed out or crashed is tried again, one
+    that raised too unless ``retry_failed`` is false.
+    """
+    jobs = list(jobs)
+    versions = {name: info.version for name, (info, _) in metrics.items()}
+    done = result_log.load(versions) if result_log is not None else {}
+    todo = [j for j in jobs if j.key not in done or retry_wanted(done[j.key], retry_failed)]
+    retried = sum(j.key in done for j in todo)
+    if done:
+        log.info("resuming: %d of %d evaluations already done%s", len(jobs) - len(todo), len(jobs),
+                 f"; retrying {retried} that failed" if retried else "")
+    bar = tqdm(total=len(jobs), initial=len(jobs) - len(todo), desc=desc, unit="pair", disable=not progress)
+    if result_log is not None and todo:
+        result_log.open()
+
+    def record(job: Job, outcome: Outcome) -> None:
+        previous = done[job.key].attempts if job.key in done else 0
+        outcome = outcome.attempt(previous + 1)
+        done[job.key] = outcome
+        if result_log is not None:
+            result_log.append(job.key, outcome, versions[job.metric])
+        if outcome.failed:
+            log.warning("metric %s failed on %s (attempt %d): %s", job.metric, job.key, outcome.attempts,
+                        outcome.error)
+        bar.update()
+
+    try:
+        if todo:
+            _evaluate(todo, store, metrics, record, workers=workers, timeout=timeout, start_timeout=start_timeout,
+                      prepare_timeout=prepare_timeout, blas_threads=blas_threads)
+    finally:
+        bar.close()
+        if result_log is not None:
+            result_log.close()
+    return {j.key: done[j.key] for j in jobs}
+
+
+def _evaluate(todo: Sequence[Job], store, metrics, record, *, workers, timeout, start_timeout, prepare_timeout,
+              blas_threads) -> None:
+    """Save the store for the workers, run the metrics' prepare steps, then every job."""
+    used = {name: metrics[name] for name in dict.fromkeys(j.metric for j in todo)}
+    store_dir = Path(tempfile.mkdtemp(prefix="textmetric-store-"))
+    pool = None
+    try:
+        store.save(store_dir)
+        pool = EvaluationPool(max(1, min(workers, len(todo))), store_dir, used, blas_threads=blas_threads,
+                              timeout=timeout, start_timeout=start_timeout)
+        unprepared = _prepare(pool, todo, used, prepare_timeout)
+        futures = {}
+        for job in todo:
+            if job.metric in unprepared:
+                record(job, unprepared[job.metric])
+            else:
+                futures[pool.submit(worker.run_evaluation, job, timeout=timeout)] = job
+        for job, outcome in pool.outcomes(futures):
+            record(job, outcome)
+        pool.close()
+        pool = None
+    finally:
+        if pool is not None:
+            pool.stop()
+        shutil.rmtree(store_dir, ignore_errors=True)
+
+
+def _prepare(pool: EvaluationPool, todo: Sequence[Job], metrics, prepare_timeout) -> dict[str, Outcome]:
+    """Run each ``prepare`` hook in a worker; the failure outcome of each metric whose hook failed."""
+    hooked = [name for name, (info, _) in metrics.items() if info.prepare is not None]
+    futures = {}
+    for name in hooked:
+        cids = sorted({cid for j in todo if j.metric == name for cid in (j.p, j.q)})
+        futures[pool.submit(worker.run_prepare, name, cids, timeout=prepare_timeout)] = name
+    failed = {}
+    for name, outcome in pool.outcomes(futures):
+        if outcome.failed:
+            log.warning("metric %s: its prepare step failed (%s); its evaluations are recorded as failed",
+                        name, outcome.error)
+            failed[name] = Outcome(outcome.distance, 0.0, f"prepare step failed: {outcome.error}", outcome.status)
+        else:
+            log.info("metric %s: prepared its texts in %.1f s", name, outcome.seconds)
+    return failed
+
+
+def prepare_metric(info: MetricInfo, params: dict, texts: Sequence[str]) -> float:
+    """Call ``info.prepare`` once in this process on every text the metric will see; seconds taken.
+
+    For callers outside the engine (IFC scoring). A failing hook is logged and skipped: the
+    metric's own evaluations then meet the same problem and record it.
+    """
+    if info.prepare is None:
+        return 0.0
+    start = time.perf_counter()
+    try:
+        info.prepare(list(texts), **params)
+    except Exception as exc:
+        log.warning("metric %s: preparing its %d texts failed (%s: %s); its evaluations will report it",
+                    info.name, len(texts), type(exc).__name__, exc)
+    seconds = time.perf_counter() - start
+    log.info("metric %s: prepared %d texts in %.1f s", info.name, len(texts), seconds)
+    return seconds
+
+
+__all__ = ["ERROR", "engine_options", "prepare_metric", "result_log_for", "run_jobs"]

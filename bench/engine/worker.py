@@ -1,0 +1,87 @@
+"""What runs inside an evaluation worker process (spawned by ``bench.engine.pool``).
+
+The initializer opens the run's corpus store from disk and unpickles each metric on its own,
+so a plugin that cannot be imported in a worker fails its own evaluations, not the pool.
+The first evaluation of each metric in a worker is repeated when it was quick, so one-time
+costs (lazy imports, thread pools) do not count in the metric's time (T); a slow first
+call (over ``WARM_UP_SECONDS``, or a quarter of the time limit) is kept as it is, since a
+repetition would cost too much and one-time costs are small beside it.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+from contextlib import ExitStack
+
+from bench.engine.jobs import ERROR, Job, Outcome, evaluate, failure
+from bench.engine.store import CorpusStore
+
+WARM_UP_SECONDS = 2.0
+
+_state: dict = {}
+
+
+def initialize(store_dir, pickled_metrics: dict, blas_threads: int, context, timeout) -> None:
+    """Pool initializer: never raises (a raising initializer would make the pool respawn forever)."""
+    from threadpoolctl import threadpool_limits
+
+    from bench.context import use_context
+    from bench.corpus_cache import sharing
+
+    _state.clear()
+    _state.update(metrics={}, broken={}, warm=set(), timeout=timeout)
+    try:
+        scope = ExitStack()
+        scope.enter_context(use_context(context))
+        scope.enter_context(threadpool_limits(blas_threads, user_api="blas"))
+        scope.enter_context(sharing())
+        _state["scope"] = scope  # lives as long as the worker
+        _state["store"] = CorpusStore.open(store_dir) if store_dir is not None else None
+    except BaseException as exc:  # reported by ping(), which the parent calls first
+        _state["init_error"] = f"{type(exc).__name__}: {exc}"
+        return
+    for name, blob in pickled_metrics.items():
+        try:
+            _state["metrics"][name] = pickle.loads(blob)
+        except BaseException as exc:
+            _state["broken"][name] = f"cannot load metric {name!r} in a worker process: {type(exc).__name__}: {exc}"
+
+
+def ping() -> tuple[int, str]:
+    """(pid, start error or ""): the parent's check that workers started."""
+    return os.getpid(), _state.get("init_error", "")
+
+
+def run_evaluation(job: Job) -> Outcome:
+    """Evaluate one job on the worker's store (see the module docstring for the warm-up)."""
+    if job.metric in _state["broken"]:
+        return failure(ERROR, _state["broken"][job.metric])
+    info, params = _state["metrics"][job.metric]
+    try:
+        p, q = _state["store"].inputs(info, job.p), _state["store"].inputs(info, job.q)
+    except Exception as exc:
+        return failure(ERROR, f"{type(exc).__name__}: {exc}")
+    outcome = evaluate(info, params, p, q, seed=job.seed)
+    if job.metric not in _state["warm"]:
+        _state["warm"].add(job.metric)
+        timeout = _state["timeout"]
+        limit = min(WARM_UP_SECONDS, timeout / 4) if timeout else WARM_UP_SECONDS
+        if not outcome.failed and outcome.seconds < limit:
+            outcome = evaluate(info, params, p, q, seed=job.seed)
+    return outcome
+
+
+def run_prepare(metric_name: str, cids: list[str]) -> Outcome:
+    """Call the metric's ``prepare`` hook on every distinct text of corpora ``cids`` (distance 0 when done)."""
+    import time
+
+    if metric_name in _state["broken"]:
+        return failure(ERROR, _state["broken"][metric_name])
+    info, params = _state["metrics"][metric_name]
+    start = time.perf_counter()
+    try:
+        info.prepare(_state["store"].texts_of(cids), **params)
+    except Exception as exc:
+        return failure(ERROR, f"{type(exc).__name__}: {exc}", time.perf_counter() - start)
+    return Outcome(0.0, time.perf_counter() - start)

@@ -1,0 +1,48 @@
+"""Failed evaluations, reported honestly: every failing (metric, repetition) with its reasons."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+REASON_CHARS = 200
+
+
+def _reason(error: str) -> str:
+    text = str(error).strip().splitlines()[0] if str(error).strip() else "unknown error"
+    return text if len(text) <= REASON_CHARS else text[:REASON_CHARS] + "…"
+
+
+def failure_summary(evaluations: pd.DataFrame, by: str = "repetition") -> dict[str, str]:
+    """metric -> one line naming every ``by`` group (repetition) with failures, their count and reasons.
+
+    ``evaluations`` has columns metric, ``by``, error ("" when it succeeded) and optionally attempts.
+    """
+    out = {}
+    if evaluations.empty:
+        return out
+    failed = evaluations[evaluations["error"].fillna("").astype(str) != ""]
+    totals = evaluations.groupby("metric").size()
+    for metric, grp in failed.groupby("metric", sort=True):
+        parts = []
+        for group, rows in grp.groupby(by, sort=True):
+            reasons = rows["error"].map(_reason).value_counts()
+            listed = "; ".join(f"{n} × {reason}" if n > 1 else reason for reason, n in reasons.items())
+            parts.append(f"{by} {group}: {listed}")
+        tries = ""
+        if "attempts" in grp.columns and grp["attempts"].max() > 1:
+            tries = f" (latest of up to {int(grp['attempts'].max())} attempts)"
+        out[str(metric)] = (f"{len(grp)} of {int(totals[metric])} evaluations failed{tries} in "
+                            f"{grp[by].nunique()} {by}s: " + " | ".join(parts))
+    return out
+
+
+def write_failures_csv(evaluations: pd.DataFrame, out_dir) -> "Path | None":
+    """``failures.csv``: every failed evaluation with its reason and attempt count; None when none failed."""
+    failed = evaluations[evaluations["error"].fillna("").astype(str) != ""]
+    if failed.empty:
+        return None
+    path = Path(out_dir) / "failures.csv"
+    failed.to_csv(path, index=False)
+    return path

