@@ -6,16 +6,38 @@ so they never join `metrics=all` runs or the contract tests.
 
 import contextlib
 import os
+import signal
 import time
 
 from bench.registry import metric, unregister
 
 
 def fake_sleeps(p, q, *, seed: int = 0, seconds: float = 30.0) -> float:
-    """Hangs when the second corpus is the one named 'slow'; otherwise returns its size."""
+    """Hangs on 7-text corpora ($FAKE_SLEEP_SECONDS, else ``seconds``); otherwise returns their size."""
     if len(q) == 7:
-        time.sleep(seconds)
+        time.sleep(float(os.environ.get("FAKE_SLEEP_SECONDS", seconds)))
     return float(len(p) + len(q))
+
+
+def fake_kills_itself(p, q, *, seed: int = 0) -> float:
+    """Sends SIGKILL to its own process on 7-text corpora, as the kernel's out-of-memory killer would."""
+    if len(q) == 7:
+        os.kill(os.getpid(), signal.SIGKILL)
+    return float(len(p) + len(q))
+
+
+def fake_raises_when_told(p, q, *, seed: int = 0) -> float:
+    """Raises while $FAKE_RAISE is "1" (a transient fault); otherwise returns the corpora's size."""
+    if os.environ.get("FAKE_RAISE") == "1":
+        raise OSError("fake transient fault")
+    return float(len(p) + len(q))
+
+
+class SlowToUnpickle:
+    """A parameter value whose unpickling hangs: a worker process that receives it never starts."""
+
+    def __reduce__(self):
+        return (time.sleep, (3600,))
 
 
 def fake_crashes(p, q, *, seed: int = 0) -> float:
@@ -58,7 +80,8 @@ def fake_prepared(p, q, *, seed: int = 0, scale: float = 1.0) -> float:
     return scale * (len(p) + len(q))
 
 
-FAKES = {"fake_sleeps": fake_sleeps, "fake_crashes": fake_crashes, "fake_raises": fake_raises,
+FAKES = {"fake_sleeps": fake_sleeps, "fake_kills_itself": fake_kills_itself,
+         "fake_raises_when_told": fake_raises_when_told, "fake_crashes": fake_crashes, "fake_raises": fake_raises,
          "fake_reads_context": fake_reads_context, "fake_prepared": fake_prepared}
 PREPARE_HOOKS = {"fake_prepared": _record_prepare}
 

@@ -1,0 +1,130 @@
+"""The engine under faults: hangs, self-kills, transient errors, retries, changed metrics, stuck worker start."""
+
+import dataclasses
+import json
+import logging
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from bench.engine import CorpusStore, Job, ResultLog, run_jobs
+from bench.engine.pool import EvaluationPool, WorkerStartError
+from bench.failures import failure_summary
+from bench.registry import get_metric
+from fake_metrics import SlowToUnpickle, registered
+from reports.tables import write_tables
+
+
+@pytest.fixture(scope="module")
+def store():
+    """Fake-metric corpora: only their sizes matter (7 texts trigger the fakes' faults)."""
+    words = [f"text number {i}" for i in range(60)]
+    return CorpusStore.from_corpora({"a": words[:20], "b": words[20:40], "short": words[40:47]})
+
+
+def jobs_for(names, corpora=("a", "b", "short")):
+    return [Job(key=(m, p, q), metric=m, p=p, q=q, seed=1) for m in names for p in corpora for q in corpora if p < q]
+
+
+def logged_rows(path):
+    return [json.loads(line) for line in path.read_text().splitlines()[1:]]
+
+
+def test_a_plugin_that_sigkills_its_worker_is_recorded_and_the_run_finishes(store):
+    with registered("fake_kills_itself") as infos:
+        metrics = {"fake_kills_itself": (infos["fake_kills_itself"], {})}
+        out = run_jobs(jobs_for(metrics), store, metrics, workers=1, progress=False)
+    killed = {k: o for k, o in out.items() if k[2] == "short"}
+    assert killed and all(o.status == "crash" and "killed by SIGKILL" in o.error for o in killed.values())
+    assert out[("fake_kills_itself", "a", "b")].distance == 40.0
+
+
+def test_a_timed_out_evaluation_is_retried_on_rerun_and_its_attempts_kept(store, tmp_path, monkeypatch):
+    log = ResultLog(tmp_path / "evaluations.jsonl", {"run": "faults"})
+    with registered("fake_sleeps") as infos:
+        metrics = {"fake_sleeps": (infos["fake_sleeps"], {})}
+        monkeypatch.setenv("FAKE_SLEEP_SECONDS", "60")
+        first = run_jobs(jobs_for(metrics), store, metrics, result_log=log, timeout=2, progress=False)
+        monkeypatch.setenv("FAKE_SLEEP_SECONDS", "0")
+        second = run_jobs(jobs_for(metrics), store, metrics, result_log=log, timeout=2, progress=False)
+    hung = ("fake_sleeps", "a", "short")
+    assert first[hung].status == "timeout" and "timed out after 2 s" in first[hung].error
+    assert second[hung].status == "ok" and second[hung].distance == 27.0 and second[hung].attempts == 2
+    assert second[("fake_sleeps", "a", "b")].attempts == 1  # done the first time: not evaluated again
+    statuses = [r["status"] for r in logged_rows(tmp_path / "evaluations.jsonl") if tuple(r["key"]) == hung]
+    assert statuses == ["timeout", "ok"]
+
+
+def test_raised_errors_are_retried_unless_retry_failed_is_false(store, tmp_path, monkeypatch):
+    log = ResultLog(tmp_path / "evaluations.jsonl", {"run": "faults"})
+    with registered("fake_raises_when_told") as infos:
+        metrics = {"fake_raises_when_told": (infos["fake_raises_when_told"], {})}
+        monkeypatch.setenv("FAKE_RAISE", "1")
+        first = run_jobs(jobs_for(metrics), store, metrics, result_log=log, progress=False)
+        monkeypatch.setenv("FAKE_RAISE", "0")
+        kept = run_jobs(jobs_for(metrics), store, metrics, result_log=log, retry_failed=False, progress=False)
+        retried = run_jobs(jobs_for(metrics), store, metrics, result_log=log, progress=False)
+    assert all(o.status == "error" and "fake transient fault" in o.error for o in first.values())
+    assert {(o.status, o.attempts) for o in kept.values()} == {("error", 1)}
+    assert {(o.status, o.attempts) for o in retried.values()} == {("ok", 2)}
+    assert len(logged_rows(tmp_path / "evaluations.jsonl")) == 2 * len(first)
+
+
+def test_a_changed_metric_version_is_recomputed_with_a_message(store, tmp_path, caplog):
+    log = ResultLog(tmp_path / "evaluations.jsonl", {"run": "faults"})
+    chi = get_metric("chi")
+    jobs = jobs_for(["chi"], corpora=("a", "b"))
+    run_jobs(jobs, store, {"chi": (chi, {})}, result_log=log, progress=False)
+    changed = dataclasses.replace(chi, version=chi.version + "-edited")
+    with caplog.at_level(logging.WARNING):
+        out = run_jobs(jobs, store, {"chi": (changed, {})}, result_log=log, progress=False)
+    assert "metric chi changed" in caplog.text and "recomputed" in caplog.text
+    rows = logged_rows(tmp_path / "evaluations.jsonl")
+    assert [r["metric_version"] for r in rows] == [chi.version, changed.version]
+    assert out[jobs[0].key].attempts == 1  # the old version's attempt does not count
+
+
+def test_a_result_log_of_another_project_version_is_refused(store, tmp_path, monkeypatch):
+    from bench.errors import ConfigError
+
+    path = tmp_path / "evaluations.jsonl"
+    run_jobs(jobs_for(["chi"], ("a", "b")), store, {"chi": (get_metric("chi"), {})},
+             result_log=ResultLog(path, {"run": 1}), progress=False)
+    monkeypatch.setattr("bench.engine.result_log.__version__", "99.0")
+    with pytest.raises(ConfigError, match="version"):
+        ResultLog(path, {"run": 1}).load()
+
+
+def test_workers_that_cannot_start_in_time_give_a_clear_error(store, tmp_path):
+    with registered("fake_sleeps") as infos:
+        metrics = {"fake_sleeps": (infos["fake_sleeps"], {"seconds": SlowToUnpickle()})}
+        with pytest.raises(WorkerStartError, match=r"did not start within 3 s \(engine.start_timeout\)"):
+            EvaluationPool(1, None, metrics, blas_threads=1, timeout=10, start_timeout=3)
+
+
+def test_the_store_reaches_workers_from_disk_memory_mapped(store, tmp_path):
+    texts = store.all_texts + [f"extra {i}" for i in range(3)]
+    vectors = np.random.default_rng(0).normal(size=(len(texts), 8)).astype(np.float32)
+    big = CorpusStore(texts, vectors, {"x": [0, 5, len(texts) - 1], "y": [1, 2]})
+    opened = CorpusStore.open(big.save(tmp_path / "store"))
+    assert isinstance(opened.all_vectors, np.memmap)
+    fid = get_metric("fid")
+    for cid in ("x", "y"):
+        assert np.array_equal(opened.inputs(fid, cid), big.inputs(fid, cid))
+        assert opened.inputs(get_metric("chi"), cid) == big.inputs(get_metric("chi"), cid)
+
+
+def test_every_failing_repetition_is_named_and_tables_say_k_of_n(tmp_path):
+    evaluations = pd.DataFrame({
+        "metric": ["m"] * 6 + ["ok"] * 6, "repetition": [0, 0, 1, 1, 2, 2] * 2,
+        "error": ["", "timed out after 600 s", "", "", "ValueError: bad", "ValueError: bad"] + [""] * 6,
+        "attempts": [1, 2, 1, 1, 1, 1] + [1] * 6})
+    text = failure_summary(evaluations)["m"]
+    assert text.startswith("3 of 6 evaluations failed (latest of up to 2 attempts) in 2 repetitions")
+    assert "repetition 0: timed out after 600 s" in text and "repetition 2: 2 × ValueError: bad" in text
+    assert "ok" not in failure_summary(evaluations)
+    measures = pd.DataFrame({"metric": ["m", "ok", "ok", "ok"], "repetition": [1, 0, 1, 2], "A": [.9, .8, .7, .6]})
+    md = write_tables(measures, tmp_path, failures=failure_summary(evaluations), repetitions=3)["table3_md"]
+    body = md.read_text()
+    assert "| m | 1 of 3 |" in body and "| ok | 3 of 3 |" in body and "repetition 2: 2 × ValueError" in body
