@@ -116,10 +116,10 @@ def run_ifc(cfg: DictConfig, out_dir: Path | str) -> IFCResult:
         embedder = build_embedder(cfg)
     start = time.perf_counter()
     fingerprint = {"task": "ifc", "source": plan.source, "plan": plan.fingerprint(), "seed": seed,
-                   "reference_share": float(cfg.ifc.reference_share),
-                   "embedder": embedder.model_id if embedder else None}
+                   "reference_share": float(cfg.ifc.reference_share)}
     distances = score_corpora(metrics, generated, reference_pool, samples, seed=seed,
                               embed=embedder.embed if embedder else None,
+                              embedder_id=embedder.model_id if embedder else None,
                               result_log=result_log_for(cfg, out_dir, fingerprint), **engine_options(cfg))
     scoring_seconds = time.perf_counter() - start
     measures, failures = ifc_measures(distances)

@@ -75,7 +75,8 @@ def reference_samples(pool_size: int, size: int, repetitions: int, seed: int) ->
 def score_corpora(metrics: Sequence[tuple[MetricInfo, dict]], generated: Mapping[int, Sequence[str]],
                   reference_pool: Sequence[str], samples: Sequence[tuple[np.ndarray, np.ndarray]], *,
                   seed: int, embed: Callable[[list[str]], np.ndarray] | None = None,
-                  progress: bool = True, result_log: ResultLog | None = None, **engine) -> pd.DataFrame:
+                  progress: bool = True, result_log: ResultLog | None = None, embedder_id: str | None = None,
+                  **engine) -> pd.DataFrame:
     """Every d(reference_r, g_i) and self-distance d(reference_r, other_r) as rows of DISTANCE_COLUMNS.
 
     A g_i smaller than the reference sample is compared with the same number of reference texts,
@@ -101,7 +102,7 @@ def score_corpora(metrics: Sequence[tuple[MetricInfo, dict]], generated: Mapping
     jobs = [Job(key=(m.name, params_digest(params), kind, i, r), metric=m.name, p=p, q=q, seed=metric_seed(seed, r))
             for kind, i, r, p, q in plan for m, params in metrics]
     outcomes = run_jobs(jobs, store, {m.name: (m, params) for m, params in metrics}, result_log=result_log,
-                        progress=progress, desc="IFC distances", **engine)
+                        embedder_id=embedder_id, progress=progress, desc="IFC distances", **engine)
     rows = [(job.metric, *job.key[2:], o.distance, o.seconds, o.error, o.attempts)
             for job in jobs for o in [outcomes[job.key]]]
     return pd.DataFrame(rows, columns=DISTANCE_COLUMNS)

@@ -174,9 +174,9 @@ def run_perturb(cfg: DictConfig, out_dir: Path | str) -> PerturbResult:
     jobs = [Job(key=(m.name, params_digest(params), r, c), metric=m.name, p=f"r{r}/reference", q=f"r{r}/{c}",
                 seed=metric_seed(seed, r))
             for r in range(reps) for m, params in metrics for c in conditions]
-    fingerprint = {"task": "perturb", "pair": str(cfg.pair.name), "n": n, "seed": seed,
-                   "embedder": embedder.model_id}
+    fingerprint = {"task": "perturb", "pair": str(cfg.pair.name), "n": n, "seed": seed}
     outcomes = run_jobs(jobs, store, {m.name: (m, params) for m, params in metrics}, desc="evaluations",
+                        embedder_id=embedder.model_id,
                         result_log=result_log_for(cfg, out_dir, fingerprint), **engine_options(cfg))
     distances = pd.DataFrame([(job.metric, job.key[2], job.key[3], o.distance, o.seconds, o.error, o.attempts)
                               for job in jobs for o in [outcomes[job.key]]], columns=DISTANCE_COLUMNS)

@@ -112,9 +112,9 @@ def run_robustness(cfg: DictConfig, out_dir: Path | str) -> RobustnessResult:
                 seed=metric_seed(seed, pair.repetition))
             for pair in plan for m, params in metrics]  # per sample, so PR and DC share radii
     fingerprint = {"task": "robustness", "pair": str(cfg.pair.name), "seed": seed, "n_ref": grid.n_ref,
-                   "imbalance_total": grid.imbalance_total,
-                   "embedder": embedder.model_id if embedder else None}
+                   "imbalance_total": grid.imbalance_total}
     outcomes = run_jobs(jobs, store, {m.name: (m, params) for m, params in metrics}, desc="evaluations",
+                        embedder_id=embedder.model_id if embedder else None,
                         result_log=result_log_for(cfg, out_dir, fingerprint), **engine_options(cfg))
     rows = [(job.metric, *job.key[2:], o.distance, o.seconds, o.error, o.attempts)
             for job in jobs for o in [outcomes[job.key]]]

@@ -98,9 +98,8 @@ def run_ksc(cfg: DictConfig, out_dir: Path | str) -> KSCResult:
     jobs = [Job(key=(m.name, params_digest(params), r, i, j), metric=m.name, p=f"r{r}c{i}", q=f"r{r}c{j}",
                 seed=metric_seed(seed, r))
             for r in range(reps) for m, params in metrics for i, j in pairs]
-    fingerprint = {"task": "ksc", "pair": str(cfg.pair.name), "k": k, "n": n, "seed": seed,
-                   "embedder": embedder.model_id}
-    outcomes = run_jobs(jobs, store, {m.name: (m, params) for m, params in metrics},
+    fingerprint = {"task": "ksc", "pair": str(cfg.pair.name), "k": k, "n": n, "seed": seed}
+    outcomes = run_jobs(jobs, store, {m.name: (m, params) for m, params in metrics}, embedder_id=embedder.model_id,
                         result_log=result_log_for(cfg, out_dir, fingerprint), **engine_options(cfg))
     rows = [(job.metric, job.key[2], job.key[3], job.key[4], job.key[4] - job.key[3], o.distance,
              o.seconds, o.error, o.attempts) for job in jobs for o in [outcomes[job.key]]]

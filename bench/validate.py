@@ -90,6 +90,7 @@ COMMON_RULES = (
     Rule("engine.workers", either(whole(1), lambda v: v == "auto"), "a whole number >= 1 or 'auto'", "2"),
     Rule("engine.timeout", either(number(0), null), f"{SECONDS}, or null for no limit", "600"),
     Rule("engine.start_timeout", number(0), SECONDS, "120"),
+    Rule("engine.prepare_timeout", either(number(0), null), f"{SECONDS}, or null for no limit", "7200"),
     Rule("engine.retry_failed", boolean, FLAG, "false"),
     Rule("engine.resume", boolean, FLAG, "false"),
     Rule("engine.blas_threads", whole(1), "a whole number >= 1", "1"),

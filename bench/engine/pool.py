@@ -30,10 +30,14 @@ class WorkerStartError(BenchError):
 
 
 def _pickled(metrics: Mapping) -> dict[str, bytes]:
+    """Each (MetricInfo, params) pickled on its own; cloudpickle sends functions defined in a
+    notebook, a script's ``__main__`` or inside another function by value."""
+    import cloudpickle
+
     out = {}
     for name, pair in metrics.items():
         try:
-            out[name] = pickle.dumps(pair)
+            out[name] = cloudpickle.dumps(pair)
         except Exception as exc:  # e.g. a metric defined inside a function: the worker reports it per job
             out[name] = pickle.dumps(_Unpicklable(name, f"{type(exc).__name__}: {exc}"))
     return out

@@ -66,15 +66,18 @@ def run_jobs(
     blas_threads: int = 1,
     progress: bool = True,
     desc: str = "pair evaluations",
+    embedder_id: str | None = None,
 ) -> dict[tuple, Outcome]:
     """Evaluate every job not already done in ``result_log``; return the latest outcome per key.
 
     Each evaluation runs in one of ``workers`` worker processes and is killed after ``timeout``
     seconds (None: no limit). A logged evaluation that timed out or crashed is tried again, one
-    that raised too unless ``retry_failed`` is false.
+    that raised too unless ``retry_failed`` is false. A metric's logged attempts count only
+    for its current version (``MetricInfo.version``, plus ``embedder_id`` for metrics of embeddings).
     """
     jobs = list(jobs)
-    versions = {name: info.version for name, (info, _) in metrics.items()}
+    versions = {name: info.version + (f"|{embedder_id}" if info.inputs == "embeddings" and embedder_id else "")
+                for name, (info, _) in metrics.items()}
     done = result_log.load(versions) if result_log is not None else {}
     todo = [j for j in jobs if j.key not in done or retry_wanted(done[j.key], retry_failed)]
     retried = sum(j.key in done for j in todo)
