@@ -33,8 +33,9 @@ def failure_summary(evaluations: pd.DataFrame, by: str = "repetition") -> dict[s
         tries = ""
         if "attempts" in grp.columns and grp["attempts"].max() > 1:
             tries = f" (latest of up to {int(grp['attempts'].max())} attempts)"
+        groups = grp[by].nunique()
         out[str(metric)] = (f"{len(grp)} of {int(totals[metric])} evaluations failed{tries} in "
-                            f"{grp[by].nunique()} {by}s: " + " | ".join(parts))
+                            f"{groups} {by}{'s' if groups != 1 else ''}: " + " | ".join(parts))
     return out
 
 

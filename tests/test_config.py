@@ -1,7 +1,5 @@
 """Every config group composes; conf/metric/ mirrors the registry; bad names fail early."""
 
-from pathlib import Path
-
 import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf

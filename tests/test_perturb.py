@@ -162,7 +162,7 @@ def test_a_failed_evaluation_is_recorded_and_costs_only_its_shift():
     assert "boom" in failures["good"]
     assert measures.loc[measures["metric"] == "good", "shift"].isna().tolist() == [True, False, False]
     text = perturbation_markdown(summarise_shifts(measures), {}, title="t", failures=failures)
-    assert "## Failed metrics" in text and "- `good`: 1 of 9 evaluations failed, e.g. RuntimeError: boom" in text
+    assert "## Failed metrics" in text and "- `good`: 1 of 9 evaluations failed in 1 repetition: repetition 0: RuntimeError: boom" in text
 
 
 def test_end_to_end_perturbation_run_on_the_embedded_pair(tmp_path, cache_dir):
