@@ -165,3 +165,31 @@ def test_written_files_get_the_usual_permissions(tmp_path, umask_022, mirror_dir
     os.umask(0o002)  # the umask decides, not the code
     files.atomic_write(tmp_path / "group.json", "{}", what="a test file")
     assert _mode(tmp_path / "group.json") == 0o664
+
+
+def test_a_run_directory_filling_up_keeps_the_logged_evaluations_and_resumes(small_disk):
+    """The evaluation log on a full disk: a StorageError naming the directory, nothing logged lost, and a
+    rerun after space is freed evaluates only what is missing."""
+    import json
+
+    from bench.engine import CorpusStore, Job, ResultLog, run_jobs
+    from bench.errors import StorageError
+    from bench.registry import get_metric
+
+    run_dir = small_disk("64k")
+    texts = [f"sample text {i} about {'cats' if i % 2 else 'dogs'}" for i in range(40)]
+    store = CorpusStore.from_corpora({f"c{i}": texts[4 * i:4 * i + 4] for i in range(10)})
+    jobs = [Job(key=("chi", f"c{i}", f"c{j}", r), metric="chi", p=f"c{i}", q=f"c{j}", seed=r)
+            for r in range(6) for i in range(10) for j in range(i + 1, 10)]
+    metrics = {"chi": (get_metric("chi"), {})}
+    filler = run_dir / "filler"
+    filler.write_bytes(b"\0" * (64 * 1024 - 12 * 1024))  # room for the header and some 60 evaluations
+    with pytest.raises(StorageError, match=f"no space left .* in {run_dir}"):
+        run_jobs(jobs, store, metrics, result_log=ResultLog(run_dir / "evaluations.jsonl", {"t": 1}), progress=False)
+    kept = (run_dir / "evaluations.jsonl").read_text().splitlines()
+    assert 10 < len(kept) < len(jobs)
+    filler.unlink()
+    out = run_jobs(jobs, store, metrics, result_log=ResultLog(run_dir / "evaluations.jsonl", {"t": 1}), progress=False)
+    rows = [json.loads(line) for line in (run_dir / "evaluations.jsonl").read_text().splitlines()[1:] if line]
+    assert len({tuple(r["key"]) for r in rows}) == len(jobs) and all(o.attempts == 1 for o in out.values())
+    assert all(o.error == "" for o in out.values())

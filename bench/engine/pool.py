@@ -136,5 +136,5 @@ def describe_exit(code: int | None) -> str:
         name = signal.Signals(-code).name
     except ValueError:
         name = f"signal {-code}"
-    hint = " (out of memory?)" if name == "SIGKILL" else ""
+    hint = ", perhaps by the out-of-memory killer" if name == "SIGKILL" else ""
     return f"killed by {name}{hint}"

@@ -9,7 +9,6 @@ set aside (and recomputed), and failed attempts are retried; earlier attempts st
 
 from __future__ import annotations
 
-import errno
 import json
 import logging
 import math
@@ -20,7 +19,8 @@ from typing import Mapping
 
 from bench import __version__
 from bench.engine.jobs import CRASH, ERROR, OK, TIMEOUT, Outcome
-from bench.errors import ConfigError, StorageError
+from bench.errors import BenchError, ConfigError, StorageError
+from bench.files import storage_error
 
 log = logging.getLogger(__name__)
 
@@ -113,12 +113,6 @@ def retry_wanted(outcome: Outcome, retry_failed: bool) -> bool:
     return outcome.status in (TIMEOUT, CRASH) or (outcome.status == ERROR and retry_failed)
 
 
-def _storage_error(exc: OSError, path: Path, size: int = 0) -> StorageError:
-    need = f" ({size} bytes to write)" if size else ""
-    if exc.errno == errno.ENOSPC:
-        return StorageError(f"no space left on the device of {path.parent} writing {path.name}{need}; every "
-                            "evaluation logged so far is kept: free space and run the same command again to resume")
-    if exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
-        return StorageError(f"cannot write {path} ({os.strerror(exc.errno)}); choose a writable run directory "
-                            "with hydra.run.dir=...")
-    return StorageError(f"cannot write {path}: {exc}")
+def _storage_error(exc: OSError, path: Path, size: int | None = None) -> BenchError:
+    what = f"the evaluation log {path.name} (every evaluation logged so far is kept)"
+    return storage_error(exc, path.parent, what, size) or StorageError(f"cannot write {path}: {exc}")
