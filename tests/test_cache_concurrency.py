@@ -142,6 +142,7 @@ def test_eight_jobs_with_random_kills_crash_never_corrupt_nothing_and_embed_each
     _chaos(tmp_path, "hash", n_jobs=8, max_delay=1.0, direct=slow_hash_encoder)
 
 
+@pytest.mark.slow  # 30-40 s; the eight-job test above kills jobs mid-computation and mid-write in the default suite
 def test_four_minilm_jobs_with_random_kills_crash_never_corrupt_nothing_and_embed_each_text_once(tmp_path, embedder):
     _chaos(tmp_path, "minilm", n_jobs=4, max_delay=8.0, direct=embedder.encode)
 
