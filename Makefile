@@ -42,7 +42,7 @@ benchmark: $(STAMP)
 	BENCH_ROBUSTNESS_GRID=$(or $(BENCH_ROBUSTNESS_GRID),full) $(BIN)/python -m pytest -p no:cacheprovider -q \
 		-m benchmark --benchmark-enable --benchmark-columns=min,median,max,rounds \
 		--benchmark-json=outputs/benchmark/pytest-benchmark.json \
-		tests/benchmarks/test_metric_speed.py tests/benchmarks/test_experiments.py
+		tests/benchmarks/test_metric_speed.py tests/benchmarks/test_experiments.py tests/benchmarks/test_memory.py
 
 clean:
 	rm -rf $(VENV) outputs multirun

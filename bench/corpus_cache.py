@@ -15,6 +15,8 @@ from __future__ import annotations
 import contextlib
 import functools
 import hashlib
+import sys
+import types
 from collections import OrderedDict
 from typing import Callable, Iterator, TypeVar
 
@@ -25,15 +27,25 @@ T = TypeVar("T")
 _scopes: list["_Memo"] = []
 
 
-def _size(value) -> int:
-    """Rough bytes held by a cached value (arrays counted exactly, mappings by entries)."""
+def _size(value, seen: set[int] | None = None) -> int:
+    """Bytes a cached value keeps alive, each object counted once: an array's whole buffer (a view
+    keeps its base alive: a k-NN radius column sliced from an n x n matrix holds all n x n), and
+    every object inside tuples, lists, dicts, sets and attribute dictionaries (token tuples,
+    n-gram models), so the ``sharing()`` bound holds for what is really held."""
+    seen = set() if seen is None else seen
+    if id(value) in seen:
+        return 0
+    seen.add(id(value))
     if isinstance(value, np.ndarray):
-        return value.nbytes
-    if isinstance(value, (tuple, list)):
-        return sum(_size(v) for v in value) + 64
+        return value.nbytes if value.base is None else _size(value.base, seen)
+    size = sys.getsizeof(value)
     if isinstance(value, dict):
-        return 120 * len(value) + 64
-    return 64
+        return size + sum(_size(k, seen) + _size(v, seen) for k, v in value.items())
+    if isinstance(value, (tuple, list, set, frozenset)):
+        return size + sum(_size(v, seen) for v in value)
+    if hasattr(value, "__dict__") and not isinstance(value, (type, types.ModuleType)):
+        return size + _size(vars(value), seen)
+    return size
 
 
 class _Memo:

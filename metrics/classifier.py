@@ -30,10 +30,14 @@ The values are libsvm's up to the last bits of the dot products (BLAS gemm inste
 and each training text's distance to itself is exactly 0, as in libsvm; on real corpora the
 decision values agree within 3e-13 and the predictions are identical (tests/test_classifier.py).
 A fold's two blocks hold 0.8 n x n doubles, 220 MiB at n = 6000 (the size experiment's largest
-pair); a fold whose blocks would exceed ``max_kernel_mb`` MiB falls back to libsvm's own kernel.
+pair); the test block is built only once training has freed the training block, so at most
+0.64 n x n doubles (176 MiB) are held at once. A fold whose blocks would exceed ``max_kernel_mb``
+MiB falls back to libsvm's own kernel.
 """
 
 from __future__ import annotations
+
+from typing import Callable
 
 import numpy as np
 
@@ -66,13 +70,21 @@ def _fold_predictions(train: np.ndarray, labels: np.ndarray, test: np.ndarray, *
     if len(train) * (len(train) + len(test)) * 8 > max_kernel_mb * 2**20:  # both blocks, bytes
         svm = SVC(kernel="rbf", C=C, gamma="scale", class_weight="balanced")
         return svm.fit(train, labels).predict(test)
-    k_train, k_test = rbf_kernel_blocks(train, test)
-    svm = SVC(kernel="precomputed", C=C, class_weight="balanced")
-    return svm.fit(k_train, labels).predict(k_test)
+    k_train, against_train = rbf_train_kernel(train)
+    svm = SVC(kernel="precomputed", C=C, class_weight="balanced").fit(k_train, labels)
+    del k_train  # the test block is built only now, so the two never take memory at once
+    return svm.predict(against_train(test))
 
 
 def rbf_kernel_blocks(train: np.ndarray, test: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The RBF kernel of ``SVC(gamma="scale")`` fitted on ``train``: (train x train, test x train).
+    """The RBF kernel of ``SVC(gamma="scale")`` fitted on ``train``: (train x train, test x train)."""
+    k_train, against_train = rbf_train_kernel(train)
+    return k_train, against_train(test)
+
+
+def rbf_train_kernel(train: np.ndarray) -> tuple[np.ndarray, Callable[[np.ndarray], np.ndarray]]:
+    """The RBF kernel of ``SVC(gamma="scale")`` on ``train`` (train x train), and a function giving
+    the kernel of other rows against ``train`` with the same gamma and training norms.
 
     gamma = 1 / (dims * var(train)) as scikit-learn computes it (1 if the variance is 0), and
     K = exp(-gamma * (|a|^2 + |b|^2 - 2 a.b)) as libsvm's training kernel computes it. The
@@ -85,9 +97,11 @@ def rbf_kernel_blocks(train: np.ndarray, test: np.ndarray) -> tuple[np.ndarray, 
     gamma = 1.0 / (train.shape[1] * variance) if variance != 0 else 1.0
     gram = train @ train.T
     train_sq = np.diagonal(gram).copy()
-    test_sq = np.einsum("ij,ij->i", test, test)
-    return (_rbf_in_place(gram, train_sq, train_sq, gamma),
-            _rbf_in_place(test @ train.T, test_sq, train_sq, gamma))
+
+    def against_train(rows: np.ndarray) -> np.ndarray:
+        return _rbf_in_place(rows @ train.T, np.einsum("ij,ij->i", rows, rows), train_sq, gamma)
+
+    return _rbf_in_place(gram, train_sq, train_sq, gamma), against_train
 
 
 def _rbf_in_place(dots: np.ndarray, a_sq: np.ndarray, b_sq: np.ndarray, gamma: float) -> np.ndarray:

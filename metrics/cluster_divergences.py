@@ -30,18 +30,15 @@ from bench.inputs import as_embeddings, canonical_pair, same_dims
 from bench.registry import metric
 from metrics.divergences import Frontier, auc, exp_kl, histogram_frontier, js, kl_backward, \
     kl_forward, laplace_histogram
-from metrics.mauve import one_faiss_thread
+from metrics.mauve import mauve_text, one_faiss_thread
 
 
 @per_pair
 def cluster_counts(x: np.ndarray, y: np.ndarray, *, num_buckets: int, kmeans_explained_var: float,
                    kmeans_num_redo: int, kmeans_max_iter: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     """Texts of ``x`` and of ``y`` in each of the ``num_buckets`` joint k-means clusters."""
-    # Deferred: mauve-text imports torch and transformers (seconds), which other metrics never need.
-    from mauve.compute_mauve import cluster_feats
-
     with one_faiss_thread():
-        hist_x, hist_y, _, _ = cluster_feats(
+        hist_x, hist_y, _, _ = mauve_text().cluster_feats(
             x, y, num_clusters=num_buckets, norm="l2", whiten=False, pca_max_data=-1,
             explained_variance=kmeans_explained_var, num_redo=kmeans_num_redo,
             max_iter=kmeans_max_iter, seed=int(seed) % (2**31 - 8))  # faiss adds 2, takes a C int

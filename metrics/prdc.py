@@ -41,7 +41,8 @@ from bench.registry import metric
 def kth_neighbour_radii(x: np.ndarray, *, k: int) -> np.ndarray:
     """Distance from each row of ``x`` to its k-th nearest other row (the row itself is 0th)."""
     d = euclidean_distances(x)
-    return np.partition(d, k, axis=1)[:, k]
+    d.partition(k, axis=1)  # in place: np.partition would copy the n x n matrix
+    return d[:, k].copy()  # not a view, which would keep the n x n matrix alive in the shared memo
 
 
 def precision_recall_density_coverage(real, fake, *, nearest_k: int = 5) -> dict[str, float]:

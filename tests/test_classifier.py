@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from bench.inputs import canonical_pair
-from metrics.classifier import classifier, held_out_predictions, rbf_kernel_blocks
+from metrics.classifier import classifier, held_out_predictions, rbf_kernel_blocks, rbf_train_kernel
 
 SEEDS = range(30)
 
@@ -81,8 +81,8 @@ def test_fallback_size_is_the_kernel_memory(pairs, monkeypatch):
 
     p, q = pairs["across-100v100"]  # 160 training texts x 200 texts x 8 bytes = 0.244 MiB per fold
     calls = []
-    monkeypatch.setattr(module, "rbf_kernel_blocks",
-                        lambda a, b: calls.append(len(a)) or rbf_kernel_blocks(a, b))
+    monkeypatch.setattr(module, "rbf_train_kernel",
+                        lambda a: calls.append(len(a)) or rbf_train_kernel(a))
     classifier(p, q, max_kernel_mb=0.25)
     assert calls == [160] * 5
     calls.clear()

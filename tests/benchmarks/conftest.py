@@ -4,8 +4,10 @@ Memory of an experiment is the peak resident set size of its whole process tree 
 experiment process plus our engine's worker processes), summed over processes and sampled
 every 0.1 s with psutil: unlike tracemalloc it includes native allocations (BLAS, libsvm,
 faiss) and concurrent workers. Shared library pages are counted once per process, so the
-parallel figure is an upper bound. ``rss_before`` is the experiment process after imports and
-inputs, before the first evaluation.
+summed RSS is an upper bound; where the OS reports them, the summed PSS (shared pages split
+between their processes) and USS (pages of one process only) are sampled too, every 0.5 s
+(reading them walks each process's page tables: ~15 ms a process). ``rss_before`` is the
+experiment process after imports and inputs, before the first evaluation.
 """
 
 from __future__ import annotations
@@ -28,42 +30,84 @@ METRIC_TIMES: dict[tuple, float] = {}  # (metric, size, impl) -> median seconds 
 MEMORY: dict[tuple, float] = {}        # (metric, size, impl) -> tracemalloc peak MB
 
 
-def _tree_rss(proc) -> int:
-    import psutil
+class TreeMemory:
+    """Peaks of a process tree's memory, summed over its processes: RSS at every ``sample()``,
+    PSS and USS (where psutil reports them) at every ``full_every``-th; and each process's peak RSS
+    by role (``main``, ``worker``, ``tracker``: multiprocessing's resource tracker)."""
 
-    total = 0
-    try:
-        for p in [proc, *proc.children(recursive=True)]:
+    def __init__(self, pid: int, full_every: int = 5):
+        import psutil
+
+        self.root, self.full_every, self.ticks = psutil.Process(pid), full_every, 0
+        self.peak = {"rss": 0, "pss": 0, "uss": 0}
+        self.per_process: dict[int, tuple[str, int]] = {}  # pid -> (role, peak RSS)
+
+    def _role(self, proc) -> str:
+        if proc.pid == self.root.pid:
+            return "main"
+        try:
+            return "tracker" if "resource_tracker" in " ".join(proc.cmdline()) else "worker"
+        except Exception:
+            return "worker"
+
+    def sample(self) -> None:
+        import psutil
+
+        full = self.ticks % self.full_every == 0
+        self.ticks += 1
+        total = dict.fromkeys(self.peak, 0)
+        try:
+            procs = [self.root, *self.root.children(recursive=True)]
+        except psutil.Error:
+            return
+        for proc in procs:
             try:
-                total += p.memory_info().rss
+                mem = proc.memory_full_info() if full else proc.memory_info()
             except psutil.Error:
-                pass
-    except psutil.Error:
-        pass
-    return total
+                continue
+            for key in total:
+                total[key] += getattr(mem, key, 0) or 0
+            role, peak = self.per_process.get(proc.pid) or (self._role(proc), 0)
+            self.per_process[proc.pid] = (role, max(peak, mem.rss))
+        for key in ("rss", "pss", "uss") if full else ("rss",):
+            self.peak[key] = max(self.peak[key], total[key])
+
+    def record(self) -> dict:
+        """The peaks in MiB: ``peak_tree_rss_mb``, ``peak_tree_pss_mb`` and ``peak_tree_uss_mb``
+        (None where not reported), and ``peak_process_rss_mb`` (role -> peak of each such process)."""
+        out = {f"peak_tree_{k}_mb": (v / 2**20 if v else None) for k, v in self.peak.items()}
+        roles: dict[str, list[float]] = {}
+        for role, peak in self.per_process.values():
+            roles.setdefault(role, []).append(round(peak / 2**20, 1))
+        out["peak_process_rss_mb"] = {role: sorted(peaks, reverse=True) for role, peaks in roles.items()}
+        return out
 
 
-def run_experiment(experiment: str, impl: str, workers: int = 1, *, label: str | None = None) -> dict:
-    """Run ``timed_experiments.py`` in a fresh process; return its record with the tree's peak RSS."""
-    import psutil
-
-    cmd = [sys.executable, str(HERE / "timed_experiments.py"), experiment, impl, f"--workers={workers}"]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    peak, handle = [0], psutil.Process(proc.pid)
+def run_measured(cmd: list[str], **popen) -> tuple[subprocess.CompletedProcess, dict]:
+    """Run ``cmd`` to its end while sampling its process tree every 0.1 s; (result, memory record)."""
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **popen)
+    memory = TreeMemory(proc.pid)
 
     def sample():
         while proc.poll() is None:
-            peak[0] = max(peak[0], _tree_rss(handle))
+            memory.sample()
             time.sleep(0.1)
 
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
     out, err = proc.communicate()
     sampler.join()
-    if proc.returncode != 0:
-        raise AssertionError(f"{' '.join(cmd)} failed ({proc.returncode}):\n{err[-3000:]}")
-    record = json.loads(out.strip().splitlines()[-1])
-    record["peak_tree_rss_mb"] = peak[0] / 2**20
+    return subprocess.CompletedProcess(cmd, proc.returncode, out, err), memory.record()
+
+
+def run_experiment(experiment: str, impl: str, workers: int = 1, *, label: str | None = None) -> dict:
+    """Run ``timed_experiments.py`` in a fresh process; return its record with the tree's peak memory."""
+    cmd = [sys.executable, str(HERE / "timed_experiments.py"), experiment, impl, f"--workers={workers}"]
+    done, memory = run_measured(cmd)
+    if done.returncode != 0:
+        raise AssertionError(f"{' '.join(cmd)} failed ({done.returncode}):\n{done.stderr[-3000:]}")
+    record = json.loads(done.stdout.strip().splitlines()[-1])
+    record.update(memory)
     if label:
         RESULTS[label] = record
         keep(label, {k: v for k, v in record.items() if k != "distances"})
@@ -113,12 +157,32 @@ def pytest_terminal_summary(terminalreporter):
                               f"  errors {r.get('n_errors', 0)}")
                 per = r.get("seconds_per_metric", {})
                 tr.write_line("    " + ", ".join(f"{m} {s:.1f}" for m, s in sorted(per.items())))
+    memory = {label: r for label, r in RESULTS.items() if label.startswith("memory/")}
+    if memory:
+        tr.section("peak memory of the process tree, MiB summed over its processes")
+        for label, r in memory.items():
+            tr.write_line(f"{label:<32} RSS {r['peak_tree_rss_mb']:>7.0f}  PSS {_mb(r.get('peak_tree_pss_mb'))}"
+                          f"  USS {_mb(r.get('peak_tree_uss_mb'))}  (goal: RSS <= {r.get('goal_mb', '-')})"
+                          f"  in {r.get('seconds', 0):.0f} s")
+            tr.write_line("    peak RSS per process: " + ", ".join(
+                f"{role} {'/'.join(f'{v:.0f}' for v in peaks)}" for role, peaks in r["peak_process_rss_mb"].items()))
+
+
+def _mb(value) -> str:
+    return f"{value:>7.0f}" if value else "      -"
 
 
 @pytest.fixture(scope="session")
 def experiment(prepared_inputs):
     """``experiment(name, impl, workers, label=...)`` runs one timed experiment (see ``run_experiment``)."""
     return run_experiment
+
+
+@pytest.fixture(scope="session")
+def measured_run():
+    """``measured_run(cmd, **popen)`` runs a command while sampling its process tree's memory
+    (see ``run_measured``)."""
+    return run_measured
 
 
 @pytest.fixture(scope="session")
