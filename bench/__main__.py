@@ -12,7 +12,7 @@ import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
-import bench.config  # noqa: F401  (registers the ${project_root:} resolver)
+from bench.config import CONF_DIR  # importing bench.config also registers the ${project_root:} resolver
 from bench.errors import BenchError, ConfigError
 
 log = logging.getLogger("bench")
@@ -45,7 +45,9 @@ def run_task(cfg: DictConfig, out_dir: Path):
         return getattr(import_module(module), func)(cfg, out_dir)
 
 
-@hydra.main(version_base="1.3", config_path="../conf", config_name="config")
+# An absolute path: "../conf" is resolved against the calling module, which the console script
+# `textmetric-bench` makes a package ("pkg://conf", not found), unlike `python -m bench`.
+@hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name="config")
 def app(cfg: DictConfig) -> None:
     out_dir = Path(HydraConfig.get().runtime.output_dir)
     try:

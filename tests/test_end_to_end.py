@@ -4,6 +4,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -115,3 +116,12 @@ def test_a_run_killed_mid_way_resumes_to_the_same_tables(tmp_path, cache_dir):
     pd.testing.assert_frame_equal(a.drop(columns="seconds"), b.drop(columns="seconds"))
     ma, mb = pd.read_csv(killed / "measures.csv"), pd.read_csv(tmp_path / "straight" / "measures.csv")
     pd.testing.assert_frame_equal(ma.drop(columns="T"), mb.drop(columns="T"))
+
+
+def test_the_console_script_finds_its_configs_from_another_directory(tmp_path):
+    script = Path(sys.executable).parent / "textmetric-bench"
+    if not script.exists():
+        pytest.skip(f"{script} is not installed in this environment")
+    proc = subprocess.run([str(script), "--cfg", "job"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "name: ksc" in proc.stdout and "pair:" in proc.stdout
