@@ -42,7 +42,7 @@ from bench import corpora
 from bench.cards import CardFile, PairCard, corpus_card
 from bench.config import CONF_DIR
 from bench.corpora import load_corpus, load_pair, sha256_hex
-from bench.errors import ConfigError, DataError, EmbeddingError, MetricError
+from bench.errors import DataError, EmbeddingError, MetricError
 from bench.registry import get_metric
 from bench.runner import run_ksc
 from test_end_to_end import run_bench
@@ -120,22 +120,6 @@ def test_an_empty_or_malformed_corpus_file_names_the_file_the_line_and_the_fix(
     for part in parts:
         assert part in message, message
     assert "\n" not in message
-
-
-@pytest.mark.parametrize("edit,field", [
-    (lambda text: text.replace("format: csv", "format: csv\n  delimiter: ';;'"), "parser.delimiter"),
-    (lambda text: text.replace("format: csv", "format: csv\n  encoding: utf-99"), "parser.encoding"),
-    (lambda text: text.replace("header: true", "header: false"), "parser.text_column"),
-    (lambda text: text.replace("header: true", "header: 'yes'"), "parser.header"),
-], ids=["two-character-delimiter", "unknown-encoding", "named-column-without-header", "header-not-a-flag"])
-def test_a_card_with_impossible_parser_options_is_rejected_when_read(edit, field, tmp_path):
-    from bench.cards import DATASETS_DIR, read_corpus_card
-
-    path = tmp_path / "banking77.yaml"
-    path.write_text(edit((DATASETS_DIR / "corpora" / "banking77.yaml").read_text(encoding="utf-8")), encoding="utf-8")
-    with pytest.raises(ConfigError) as err:
-        read_corpus_card(path)
-    assert str(path) in str(err.value) and field in str(err.value)
 
 
 def test_a_metric_given_numbers_instead_of_texts_says_so():

@@ -82,17 +82,22 @@ def test_unknown_name_suggests_a_card(call, name, suggestion):
     assert "Available:" in str(err.value)
 
 
-@pytest.mark.parametrize("edit, field", [
-    (lambda text: drop_line(text, "sha256:"), "files[0].sha256"),
-    (lambda text: text.replace("sha256: 4e41", "sha256: 4E41"), "files[0].sha256"),
-    (lambda text: text.replace("format: csv", "format: excel"), "parser.format"),
-    (lambda text: drop_line(text, "text_column:"), "parser.text_column"),
-    (lambda text: text.replace("licence:", "license:"), "license"),
-    (lambda text: text.replace("name: atis", "name: atis2"), "name"),
+@pytest.mark.parametrize("card, edit, field", [
+    ("atis", lambda text: drop_line(text, "sha256:"), "files[0].sha256"),
+    ("atis", lambda text: text.replace("sha256: 4e41", "sha256: 4E41"), "files[0].sha256"),
+    ("atis", lambda text: text.replace("format: csv", "format: excel"), "parser.format"),
+    ("atis", lambda text: drop_line(text, "text_column:"), "parser.text_column"),
+    ("atis", lambda text: text.replace("licence:", "license:"), "license"),
+    ("atis", lambda text: text.replace("name: atis", "name: atis2"), "name"),
+    # impossible parser options are rejected when the card is read, not when the file is parsed
+    ("banking77", lambda text: text.replace("format: csv", "format: csv\n  delimiter: ';;'"), "parser.delimiter"),
+    ("banking77", lambda text: text.replace("format: csv", "format: csv\n  encoding: utf-99"), "parser.encoding"),
+    ("banking77", lambda text: text.replace("header: true", "header: false"), "parser.text_column"),
+    ("banking77", lambda text: text.replace("header: true", "header: 'yes'"), "parser.header"),
 ])
-def test_malformed_card_names_file_and_field(tmp_path, edit, field):
-    path = tmp_path / "atis.yaml"
-    path.write_text(edit((DATASETS_DIR / "corpora" / "atis.yaml").read_text(encoding="utf-8")), encoding="utf-8")
+def test_malformed_card_names_file_and_field(tmp_path, card, edit, field):
+    path = tmp_path / f"{card}.yaml"
+    path.write_text(edit((DATASETS_DIR / "corpora" / f"{card}.yaml").read_text(encoding="utf-8")), encoding="utf-8")
     with pytest.raises(ConfigError) as err:
         read_corpus_card(path)
     assert str(path) in str(err.value) and field in str(err.value)

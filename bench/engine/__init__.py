@@ -16,10 +16,10 @@ Every task reduces to a list of ``Job``s over corpora held in one ``CorpusStore`
 
 from bench.engine.jobs import CRASH, ERROR, OK, TIMEOUT, Job, Outcome, evaluate, params_digest
 from bench.engine.result_log import ResultLog
-from bench.engine.run import (DEFAULT_START_TIMEOUT, DEFAULT_TIMEOUT, engine_options, prepare_metric,
-                              result_log_for, run_jobs)
+from bench.engine.run import (DEFAULT_START_TIMEOUT, DEFAULT_TIMEOUT, engine_options, result_log_for,
+                              run_jobs)
 from bench.engine.store import CorpusStore
 
 __all__ = ["CRASH", "ERROR", "OK", "TIMEOUT", "CorpusStore", "DEFAULT_START_TIMEOUT", "DEFAULT_TIMEOUT", "Job",
-           "Outcome", "ResultLog", "engine_options", "evaluate", "params_digest", "prepare_metric",
-           "result_log_for", "run_jobs"]
+           "Outcome", "ResultLog", "engine_options", "evaluate", "params_digest", "result_log_for",
+           "run_jobs"]

@@ -6,14 +6,13 @@ import logging
 import os
 import shutil
 import tempfile
-import time
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
 from tqdm.auto import tqdm
 
 from bench.engine import worker
-from bench.engine.jobs import ERROR, Job, Outcome
+from bench.engine.jobs import Job, Outcome
 from bench.engine.pool import EvaluationPool
 from bench.engine.result_log import ResultLog, retry_wanted
 from bench.engine.store import CorpusStore
@@ -153,25 +152,3 @@ def _prepare(pool: EvaluationPool, todo: Sequence[Job], metrics, prepare_timeout
         else:
             log.info("metric %s: prepared its texts in %.1f s", name, outcome.seconds)
     return failed
-
-
-def prepare_metric(info: MetricInfo, params: dict, texts: Sequence[str]) -> float:
-    """Call ``info.prepare`` once in this process on every text the metric will see; seconds taken.
-
-    For callers outside the engine (IFC scoring). A failing hook is logged and skipped: the
-    metric's own evaluations then meet the same problem and record it.
-    """
-    if info.prepare is None:
-        return 0.0
-    start = time.perf_counter()
-    try:
-        info.prepare(list(texts), **params)
-    except Exception as exc:
-        log.warning("metric %s: preparing its %d texts failed (%s: %s); its evaluations will report it",
-                    info.name, len(texts), type(exc).__name__, exc)
-    seconds = time.perf_counter() - start
-    log.info("metric %s: prepared %d texts in %.1f s", info.name, len(texts), seconds)
-    return seconds
-
-
-__all__ = ["ERROR", "engine_options", "prepare_metric", "result_log_for", "run_jobs"]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import time
 from contextlib import ExitStack
 
 from bench.engine.jobs import ERROR, Job, Outcome, evaluate, failure
@@ -74,8 +75,6 @@ def run_evaluation(job: Job) -> Outcome:
 
 def run_prepare(metric_name: str, cids: list[str]) -> Outcome:
     """Call the metric's ``prepare`` hook on every distinct text of corpora ``cids`` (distance 0 when done)."""
-    import time
-
     if metric_name in _state["broken"]:
         return failure(ERROR, _state["broken"][metric_name])
     info, params = _state["metrics"][metric_name]
