@@ -12,8 +12,10 @@ import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
-from bench.config import CONF_DIR  # importing bench.config also registers the ${project_root:} resolver
 from bench.errors import BenchError, ConfigError
+from bench.tasks.config import (
+    CONF_DIR,  # importing bench.tasks.config also registers the ${project_root:} resolver
+)
 
 log = logging.getLogger("bench")
 
@@ -21,11 +23,11 @@ log = logging.getLogger("bench")
 # `files` (name -> Path; "table3_md" or "perturbation_md" is printed when present) and `failures`
 # (metric -> error).
 TASKS = {
-    "ksc": "bench.runner:run_ksc",
-    "robustness": "bench.robustness:run_robustness",
-    "ifc": "bench.ifc:run_ifc",
-    "check": "bench.check:run_check",
-    "perturb": "bench.perturb:run_perturb",
+    "ksc": "bench.tasks.ksc:run_ksc",
+    "robustness": "bench.tasks.robustness:run_robustness",
+    "ifc": "bench.tasks.ifc:run_ifc",
+    "check": "bench.tasks.check:run_check",
+    "perturb": "bench.tasks.perturb:run_perturb",
 }
 
 
@@ -33,15 +35,16 @@ def run_task(cfg: DictConfig, out_dir: Path):
     """Dispatch to the task named by ``cfg.task.name``, within the run's context (cache, LM)."""
     from importlib import import_module
 
-    from bench.context import RunContext, use_context
-    from bench.validate import validate_config
+    from bench.api.context import use_context
+    from bench.tasks.config import run_context
+    from bench.tasks.validate import validate_config
 
     name = cfg.task.name
     if name not in TASKS:
         raise ConfigError(f"unknown task {name!r}; available: {', '.join(TASKS)}")
     validate_config(cfg, out_dir)  # every value, before a corpus, a model or a text is touched
     module, func = TASKS[name].split(":")
-    with use_context(RunContext.from_cfg(cfg)):
+    with use_context(run_context(cfg)):
         return getattr(import_module(module), func)(cfg, out_dir)
 
 
@@ -94,8 +97,8 @@ def log_traceback_to_file(exc: BaseException) -> None:
 
 def os_error_message(exc: OSError, cfg: DictConfig, out_dir: Path) -> str:
     """One line for an OSError that escaped a task: the problem, the path, and which setting moves it elsewhere."""
-    from bench.config import data_locations
-    from bench.validate import os_problem, run_dir_key
+    from bench.tasks.config import data_locations
+    from bench.tasks.validate import os_problem, run_dir_key
 
     cache_dir = data_locations(cfg)[0].absolute()
     where = Path(str(exc.filename)).expanduser().absolute() if exc.filename else None
@@ -122,8 +125,8 @@ def run_dir_problem(argv: list[str]) -> str | None:
     from hydra.core.override_parser.overrides_parser import OverridesParser
     from omegaconf import OmegaConf
 
-    from bench.config import CONF_DIR
-    from bench.validate import RUN_DIR_EXAMPLES, directory_problem
+    from bench.tasks.config import CONF_DIR
+    from bench.tasks.validate import RUN_DIR_EXAMPLES, directory_problem
 
     try:
         args, _ = get_args_parser().parse_known_args(argv)

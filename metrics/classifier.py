@@ -19,7 +19,7 @@ A text found in both corpora is predicted as the other corpus by its twin in the
 folds, which pushes the accuracy below 0.5 (0.085 for a corpus against itself); KSC corpora
 are disjoint, so this does not arise there.
 
-Rows and corpora are put in a canonical order first (``bench.inputs.canonical_pair``), so
+Rows and corpora are put in a canonical order first (``bench.api.inputs.canonical_pair``), so
 the value depends only on the two corpora as sets and the seed, and is symmetric.
 
 Speed (issue 10): libsvm would compute every kernel value itself, dot product by dot product,
@@ -41,9 +41,9 @@ from typing import Callable
 
 import numpy as np
 
+from bench.api.inputs import as_embeddings, canonical_pair, same_dims, unit_rows
+from bench.api.registry import metric
 from bench.errors import MetricError
-from bench.inputs import as_embeddings, canonical_pair, same_dims, unit_rows
-from bench.registry import metric
 
 
 def held_out_predictions(x: np.ndarray, labels: np.ndarray, *, folds: int, C: float,

@@ -24,12 +24,20 @@ from __future__ import annotations
 
 import numpy as np
 
-from bench.corpus_cache import per_pair
+from bench.api.inputs import as_embeddings, canonical_pair, same_dims
+from bench.api.registry import metric
+from bench.api.sharing import per_pair
 from bench.errors import MetricError
-from bench.inputs import as_embeddings, canonical_pair, same_dims
-from bench.registry import metric
-from metrics.divergences import Frontier, auc, exp_kl, histogram_frontier, js, kl_backward, \
-    kl_forward, laplace_histogram
+from metrics.divergences import (
+    Frontier,
+    auc,
+    exp_kl,
+    histogram_frontier,
+    js,
+    kl_backward,
+    kl_forward,
+    laplace_histogram,
+)
 from metrics.mauve import mauve_text, one_faiss_thread
 
 

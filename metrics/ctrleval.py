@@ -21,7 +21,7 @@ not fit:
   sentences, so a long text costs at most ``max_masks`` LM passes; texts are scored on their
   first ``max_words`` words.
 
-Coherence is a per-text score; ``bench.per_text`` lifts it to a corpus distance, the
+Coherence is a per-text score; ``bench.api.per_text`` lifts it to a corpus distance, the
 1-Wasserstein distance between the two corpora's coherence distributions. The LM
 log-probabilities of every masked part are cached per text (they do not depend on the pair);
 only the NISF weights do.
@@ -34,10 +34,10 @@ from collections import Counter
 
 import numpy as np
 
+from bench.api.context import lm_scorer
+from bench.api.per_text import per_text_metric
+from bench.api.tokens import tokenize
 from bench.errors import MetricError
-from bench.lm_scores import scorer
-from bench.per_text import per_text_metric
-from bench.tokens import tokenize
 
 PROMPT = "Text with a gap: {masked}\nThe same text with the gap filled in:{left}"
 BLANK = "___"
@@ -78,7 +78,7 @@ def infill_logprobs(texts, *, spans: int, max_masks: int, max_words: int) -> lis
     if min(options.values()) < 1:
         raise MetricError(f"ctrleval: spans, max_masks and max_words must be at least 1, got {options}")
     kind = "infill|" + PROMPT.replace("\n", "\\n") + "|" + ",".join(f"{k}={v}" for k, v in options.items())
-    lm = scorer()
+    lm = lm_scorer()
 
     def compute(batch: list[str]) -> list[np.ndarray]:
         requests = [infill_prompts(masked_parts(t, **options)) for t in batch]

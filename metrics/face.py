@@ -1,6 +1,6 @@
 """FACE: Fourier analysis of per-token cross-entropy (Yang et al. 2023, paper 003 §2).
 
-Each text is scored by the run's causal LM (``bench.lm_scores``; SmolLM2 by default, any
+Each text is scored by the run's causal LM (``bench.api.context.lm_scorer``; SmolLM2 by default, any
 local causal LM through ``lm.path``): its cross-entropy sequence c_1..c_N is
 -log p(token_t | preceding tokens). Its spectrum is the real part of the discrete Fourier
 transform (003 §2.2), taken over the non-negative frequencies k/N, k = 0..N/2 (for a real
@@ -44,11 +44,11 @@ import numpy as np
 from scipy import stats
 from scipy.spatial.distance import cdist
 
-from bench.corpus_cache import per_corpus
+from bench.api.context import lm_scorer
+from bench.api.inputs import as_texts, canonical_pair
+from bench.api.registry import metric
+from bench.api.sharing import per_corpus
 from bench.errors import MetricError
-from bench.inputs import as_texts, canonical_pair
-from bench.lm_scores import scorer
-from bench.registry import metric
 
 
 def cross_entropy_spectrum(cross_entropy: np.ndarray, *, include_dc: bool = False) -> tuple[np.ndarray, np.ndarray]:
@@ -72,7 +72,7 @@ def text_spectra(texts, *, max_tokens: int, grid_points: int, include_dc: bool, 
     ``lm`` names the scoring model only so that the shared result is keyed by it too.
     """
     rows = []
-    for logprobs in scorer().token_logprobs(texts, max_tokens=max_tokens):
+    for logprobs in lm_scorer().token_logprobs(texts, max_tokens=max_tokens):
         freqs, values = cross_entropy_spectrum(-logprobs, include_dc=include_dc)
         if len(values):  # one token gives no non-zero frequency
             rows.append(on_grid(freqs, values, grid_points))
@@ -145,7 +145,7 @@ def face_distance(p, q, similarity: str, max_tokens: int, grid_points: int, incl
     if grid_points < 2:
         raise MetricError(f"FACE: grid_points must be at least 2, got {grid_points}")
     options = dict(max_tokens=int(max_tokens), grid_points=int(grid_points), include_dc=bool(include_dc),
-                   lm=scorer().model_id)
+                   lm=lm_scorer().model_id)
     x = text_spectra(as_texts(p, role="first corpus"), **options)
     y = text_spectra(as_texts(q, role="second corpus"), **options)
     return centred_distance(x, y, similarity)
@@ -161,7 +161,7 @@ def centred_distance(x: np.ndarray, y: np.ndarray, similarity: str) -> float:
 
 def score_texts(texts, *, max_tokens: int = 256, grid_points: int = 64, include_dc: bool = False) -> None:
     """The engine's ``prepare`` hook: one batched LM pass over every text of the run, cached."""
-    scorer().token_logprobs(texts, max_tokens=int(max_tokens))
+    lm_scorer().token_logprobs(texts, max_tokens=int(max_tokens))
 
 
 FACE = dict(inputs="texts", symmetric=True, opt_in=True, prepare=score_texts)

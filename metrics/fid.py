@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from bench.corpus_cache import per_corpus
-from bench.inputs import as_embeddings, same_dims
-from bench.registry import metric
+from bench.api.inputs import as_embeddings, same_dims
+from bench.api.registry import metric
+from bench.api.sharing import per_corpus
 
 
 @per_corpus

@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from bench.inputs import as_embeddings, same_dims, unit_rows
-from bench.registry import metric
+from bench.api.inputs import as_embeddings, same_dims, unit_rows
+from bench.api.registry import metric
 from metrics.prdc import f1_distance
 
 

@@ -26,9 +26,9 @@ from typing import Iterator
 
 import numpy as np
 
+from bench.api.inputs import as_embeddings, canonical_pair, same_dims
+from bench.api.registry import metric
 from bench.errors import MetricError
-from bench.inputs import as_embeddings, canonical_pair, same_dims
-from bench.registry import metric
 
 
 @contextlib.contextmanager

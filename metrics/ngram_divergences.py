@@ -3,7 +3,7 @@
 A Kneser-Ney smoothed n-gram model p̂ is fitted on each corpus (000 §5 used KenLM 5-grams); each
 divergence of ``metrics.divergences`` is then estimated by Monte Carlo on the corpora's own texts
 (000 eqs. 10, 12, 13), from log p̂ and log q̂ of every text of p and of q. A text is its
-``bench.tokens`` tokens and an end symbol ``</s>``, each predicted from the previous ``order`` - 1
+``bench.api.tokens`` tokens and an end symbol ``</s>``, each predicted from the previous ``order`` - 1
 tokens (the start padded with ``<s>``); log-probabilities are in nats.
 
 ``unit`` says what a Monte Carlo sample is:
@@ -63,12 +63,20 @@ from typing import NamedTuple, Sequence
 
 import numpy as np
 
-from bench.corpus_cache import per_corpus, per_pair
+from bench.api.inputs import as_texts
+from bench.api.registry import metric
+from bench.api.sharing import per_corpus, per_pair
+from bench.api.tokens import tokenize
 from bench.errors import MetricError
-from bench.inputs import as_texts
-from bench.registry import metric
-from bench.tokens import tokenize
-from metrics.divergences import Frontier, auc, exp_kl, js, kl_backward, kl_forward, sample_frontier
+from metrics.divergences import (
+    Frontier,
+    auc,
+    exp_kl,
+    js,
+    kl_backward,
+    kl_forward,
+    sample_frontier,
+)
 
 START, END, UNK = "<s>", "</s>", "<unk>"
 
@@ -141,7 +149,7 @@ def fit_kneser_ney(sentences: Sequence[Sequence[str]], *, order: int, discount: 
 
 @per_corpus
 def tokenised(texts: Sequence[str]) -> tuple[tuple[str, ...], ...]:
-    """Every text as its ``bench.tokens`` tokens."""
+    """Every text as its ``bench.api.tokens`` tokens."""
     return tuple(tuple(tokenize(t)) for t in texts)
 
 

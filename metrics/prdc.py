@@ -31,10 +31,10 @@ from __future__ import annotations
 import numpy as np
 from sklearn.metrics.pairwise import euclidean_distances
 
-from bench.corpus_cache import per_corpus
+from bench.api.inputs import as_embeddings, same_dims
+from bench.api.registry import metric
+from bench.api.sharing import per_corpus
 from bench.errors import MetricError
-from bench.inputs import as_embeddings, same_dims
-from bench.registry import metric
 
 
 @per_corpus

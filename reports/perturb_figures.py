@@ -1,6 +1,6 @@
 """Perturbation-sensitivity report: the table and heatmap of relative shifts (metric × perturbation).
 
-The shift (``bench.perturb``) places d(R, p(S)) on the scale from d(R, S), another sample of
+The shift (``bench.tasks.perturb``) places d(R, p(S)) on the scale from d(R, S), another sample of
 the same source (0%), to d(R, O), a sample of the other source (100%). 000 Figure 4 shows the
 raw distances of the same experiment; those are in the second table.
 """

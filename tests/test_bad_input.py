@@ -37,15 +37,15 @@ import numpy as np
 import pandas as pd
 import pytest
 from hydra import compose, initialize_config_dir
-
-from bench import corpora
-from bench.cards import CardFile, PairCard, corpus_card
-from bench.config import CONF_DIR
-from bench.corpora import load_corpus, load_pair, sha256_hex
-from bench.errors import DataError, EmbeddingError, MetricError
-from bench.registry import get_metric
-from bench.runner import run_ksc
 from test_end_to_end import run_bench
+
+from bench.api.registry import get_metric
+from bench.data import corpora
+from bench.data.cards import CardFile, PairCard, corpus_card
+from bench.data.corpora import load_corpus, load_pair, sha256_hex
+from bench.errors import DataError, EmbeddingError, MetricError
+from bench.tasks.config import CONF_DIR
+from bench.tasks.ksc import run_ksc
 
 # --- corpora the cards describe wrongly ----------------------------------------------------------
 
@@ -192,7 +192,7 @@ def test_corrupted_embedding_shards_are_set_aside_and_the_run_gives_the_same_tab
     shards[0].write_bytes(b"PK\x03\x04 truncated")
     for other in shards[1:]:
         other.write_bytes(b"")
-    with caplog.at_level(logging.WARNING, logger="bench.embedding"):
+    with caplog.at_level(logging.WARNING, logger="bench.features.embedding"):
         second = run_ksc(ksc_config(cache, "metrics=[fid]"), tmp_path / "second")
     assert shards[0].name in caplog.text and "setting it aside" in caplog.text
     assert second.info["embedding"]["encoded"] == first.info["embedding"]["encoded"] > 0

@@ -7,10 +7,10 @@ import pandas as pd
 import pytest
 from hydra import compose, initialize_config_dir
 
-from bench.check import compare, run_check
-from bench.config import CONF_DIR
+from bench.api.registry import metric, unregister
 from bench.errors import ConfigError
-from bench.registry import metric, unregister
+from bench.tasks.check import compare, run_check
+from bench.tasks.config import CONF_DIR
 from metrics.chi import chi
 
 

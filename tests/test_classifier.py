@@ -13,8 +13,13 @@ over 30 seeds on each real pair below, so the metric's value is the reference's.
 import numpy as np
 import pytest
 
-from bench.inputs import canonical_pair
-from metrics.classifier import classifier, held_out_predictions, rbf_kernel_blocks, rbf_train_kernel
+from bench.api.inputs import canonical_pair
+from metrics.classifier import (
+    classifier,
+    held_out_predictions,
+    rbf_kernel_blocks,
+    rbf_train_kernel,
+)
 
 SEEDS = range(30)
 

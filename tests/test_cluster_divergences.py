@@ -5,10 +5,10 @@ import time
 import numpy as np
 import pytest
 
-from bench.corpus_cache import sharing
+from bench.api.inputs import canonical_pair
+from bench.api.registry import get_metric
+from bench.api.sharing import sharing
 from bench.errors import MetricError
-from bench.inputs import canonical_pair
-from bench.registry import get_metric
 from metrics.cluster_divergences import cluster_counts
 from metrics.divergences import DIVERGENCES, histogram_frontier, laplace_histogram
 from metrics.mauve import mauve

@@ -4,9 +4,9 @@ import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
-from bench.config import CONF_DIR, selected_metrics
+from bench.api.registry import builtin_metrics, get_metric
 from bench.errors import ConfigError
-from bench.registry import builtin_metrics, get_metric
+from bench.tasks.config import CONF_DIR, selected_metrics
 
 GROUPS = sorted(p.name for p in CONF_DIR.iterdir() if p.is_dir() and p.name != "hydra")
 

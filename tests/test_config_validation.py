@@ -17,9 +17,9 @@ import pytest
 from hydra import compose, initialize_config_dir
 
 from bench import PROJECT_ROOT
-from bench.config import CONF_DIR
 from bench.errors import ConfigError
-from bench.validate import validate_config
+from bench.tasks.config import CONF_DIR
+from bench.tasks.validate import validate_config
 
 TESTS_DIR = Path(__file__).parent
 
@@ -201,7 +201,7 @@ def test_the_command_line_refuses_a_directory_on_a_read_only_file_system(key, tm
 
 def fake_run_ksc_out_of_space(cfg, out_dir):
     """Stands in for the KSC task when its shard write meets a full disk."""
-    from bench.config import data_locations
+    from bench.tasks.config import data_locations
 
     cache_dir, _ = data_locations(cfg)
     raise OSError(errno.ENOSPC, "No space left on device", str(cache_dir / "embeddings" / "m" / "shard.npz"))
@@ -209,8 +209,8 @@ def fake_run_ksc_out_of_space(cfg, out_dir):
 
 def test_an_os_error_escaping_a_task_is_one_line_and_its_traceback_goes_to_the_log(tmp_path):
     # `python -m bench` with the task swapped for the fake (`python -m` runs bench/__main__.py as __main__).
-    code = ("import runpy, bench.runner, test_config_validation as t; "
-            "bench.runner.run_ksc = t.fake_run_ksc_out_of_space; runpy.run_module('bench', run_name='__main__')")
+    code = ("import runpy, bench.tasks.ksc, test_config_validation as t; "
+            "bench.tasks.ksc.run_ksc = t.fake_run_ksc_out_of_space; runpy.run_module('bench', run_name='__main__')")
     run_dir = tmp_path / "run"
     proc = run_cli(tmp_path, f"hydra.run.dir={run_dir}", code=code)
     assert proc.returncode != 0

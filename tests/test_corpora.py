@@ -15,10 +15,28 @@ from pathlib import Path
 
 import pytest
 
-from bench import corpora
-from bench.cards import (DATASETS_DIR, Normalisation, corpus_card, corpus_names, pair_card, pair_names, read_corpus_card)
-from bench.corpora import (Source, load_corpus, load_pair, normalise_text, normalise_texts, parse_csv, parse_fortune,
-                           resolve_cache_dir, scoped_bytes, sha256_hex)
+from bench.data import corpora
+from bench.data.cards import (
+    DATASETS_DIR,
+    Normalisation,
+    corpus_card,
+    corpus_names,
+    pair_card,
+    pair_names,
+    read_corpus_card,
+)
+from bench.data.corpora import (
+    Source,
+    load_corpus,
+    load_pair,
+    normalise_text,
+    normalise_texts,
+    parse_csv,
+    parse_fortune,
+    resolve_cache_dir,
+    scoped_bytes,
+    sha256_hex,
+)
 from bench.errors import ConfigError, DataError
 
 MIRRORED_MIN_SIZE = {"clinc150": 20_000, "banking77": 9_000, "atis": 4_000, "news_category": 9_000}
@@ -213,7 +231,7 @@ def test_news_file_cut_short_is_rejected(mirror_dir, tmp_path):
 
 
 def test_fortune_pair_is_large_clean_and_disjoint(caplog):
-    with caplog.at_level(logging.INFO, logger="bench.corpora"):
+    with caplog.at_level(logging.INFO, logger="bench.data.corpora"):
         a, b = load_pair("fortune_computing_people", mirror=None)
     assert isinstance(a, Source) and (a.name, b.name) == ("fortune_computing", "fortune_people")
     for side in (a, b):

@@ -7,9 +7,16 @@ import numpy as np
 import pytest
 from scipy.stats import wasserstein_distance
 
-from bench.lm_scores import scorer
-from bench.registry import get_metric
-from metrics.ctrleval import coherence, infill_logprobs, infill_prompts, masked_parts, nisf_weights, sentences
+from bench.api.context import lm_scorer
+from bench.api.registry import get_metric
+from metrics.ctrleval import (
+    coherence,
+    infill_logprobs,
+    infill_prompts,
+    masked_parts,
+    nisf_weights,
+    sentences,
+)
 
 
 def test_sentences_and_masked_parts():
@@ -61,7 +68,7 @@ def test_true_span_is_more_likely_than_a_random_one(lm_context, intent_texts):
         true.append(span)
         other.append(" " + same_length[rng.integers(len(same_length))])
     assert len(prompts) >= 16
-    lm = scorer()
+    lm = lm_scorer()
     right = lm.continuation_logprobs(prompts, true)
     wrong = lm.continuation_logprobs(prompts, other)
     assert np.mean(right > wrong) >= 0.75
@@ -77,6 +84,6 @@ def test_coherence_metric_is_w1_of_per_text_scores(lm_context, intent_texts):
     assert m(a, b, seed=0) == pytest.approx(expected, rel=1e-12)
     assert m(b, a, seed=0) == pytest.approx(expected, rel=1e-12)
     assert m(a, a, seed=0) == 0.0
-    before = scorer().scored
+    before = lm_scorer().scored
     infill_logprobs(a + b, spans=3, max_masks=4, max_words=128)
-    assert scorer().scored == before  # every masked part was scored once and cached
+    assert lm_scorer().scored == before  # every masked part was scored once and cached

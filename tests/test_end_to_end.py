@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from bench import PROJECT_ROOT
-from bench.registry import default_metrics
+from bench.api.registry import default_metrics
 
 PAPER_METRICS = ["chi", "classifier", "dc", "fid", "irpr", "mauve", "pr", "zipf"]  # 004 §2
 

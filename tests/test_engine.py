@@ -4,12 +4,12 @@ import json
 
 import numpy as np
 import pytest
+from fake_metrics import registered
 
-from bench.corpus_cache import per_corpus, sharing
+from bench.api.registry import get_metric
+from bench.api.sharing import per_corpus, sharing
 from bench.engine import CorpusStore, Job, ResultLog, run_jobs
 from bench.errors import ConfigError
-from bench.registry import get_metric
-from fake_metrics import registered
 
 
 @pytest.fixture(scope="module")
@@ -130,7 +130,7 @@ def test_prepare_hooks_see_every_text_of_the_run_once(store, tmp_path, monkeypat
 
 
 def test_worker_processes_see_the_run_context(store, tmp_path):
-    from bench.context import RunContext, use_context
+    from bench.api.context import RunContext, use_context
 
     context = RunContext(str(tmp_path / "a-cache-dir-of-some-length"), {})
     with registered("fake_reads_context") as infos, use_context(context):

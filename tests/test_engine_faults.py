@@ -7,12 +7,12 @@ import logging
 import numpy as np
 import pandas as pd
 import pytest
+from fake_metrics import SlowToUnpickle, registered
 
+from bench.api.registry import get_metric
 from bench.engine import CorpusStore, Job, ResultLog, run_jobs
 from bench.engine.pool import EvaluationPool, WorkerStartError
-from bench.failures import failure_summary
-from bench.registry import get_metric
-from fake_metrics import SlowToUnpickle, registered
+from bench.measures.failures import failure_summary
 from reports.tables import write_tables
 
 

@@ -5,10 +5,19 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from bench.lm_scores import scorer
-from bench.registry import get_metric
-from metrics.face import (centred_distance, cross_entropy_spectrum, dissimilarities, on_grid, pearson,
-                          spearman, spectral_angle, spectral_overlap, text_spectra)
+from bench.api.context import lm_scorer
+from bench.api.registry import get_metric
+from metrics.face import (
+    centred_distance,
+    cross_entropy_spectrum,
+    dissimilarities,
+    on_grid,
+    pearson,
+    spearman,
+    spectral_angle,
+    spectral_overlap,
+    text_spectra,
+)
 
 FACE = ["face_so", "face_sam", "face_corr", "face_spear"]
 
@@ -103,7 +112,7 @@ def test_face_metrics_on_real_texts(lm_context, corpora):
 
 
 def test_cross_entropies_are_cached_per_text(lm_context, corpora):
-    lm = scorer()
+    lm = lm_scorer()
     first = lm.token_logprobs(corpora["a1"])
     before = lm.scored
     again = lm.token_logprobs(list(reversed(corpora["a1"])))
@@ -111,7 +120,7 @@ def test_cross_entropies_are_cached_per_text(lm_context, corpora):
     for x, y in zip(first, reversed(again)):
         np.testing.assert_array_equal(x, y)
     # The cached log-probabilities are the model's own: the same as scoring the text directly.
-    from bench.lm import token_logprobs
+    from bench.features.lm import token_logprobs
 
     model, tok = lm._loaded()
     direct = token_logprobs(model, tok, corpora["a1"][:3])
@@ -122,6 +131,6 @@ def test_cross_entropies_are_cached_per_text(lm_context, corpora):
 def test_text_spectra_follow_the_cached_cross_entropies(lm_context, corpora):
     texts = corpora["b1"][:5]
     rows = text_spectra(texts, max_tokens=256, grid_points=16, include_dc=False)
-    for row, logprobs in zip(rows, scorer().token_logprobs(texts)):
+    for row, logprobs in zip(rows, lm_scorer().token_logprobs(texts)):
         freqs, values = cross_entropy_spectrum(-logprobs)
         np.testing.assert_allclose(row, on_grid(freqs, values, 16))

@@ -7,8 +7,8 @@ import subprocess
 import pytest
 from hydra import compose, initialize_config_dir
 
-from bench.config import CONF_DIR
-from bench.runner import run_ksc
+from bench.tasks.config import CONF_DIR
+from bench.tasks.ksc import run_ksc
 from reports.__main__ import main as report_main
 from reports.html import build_report
 

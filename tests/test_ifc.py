@@ -10,10 +10,15 @@ import pandas as pd
 import pytest
 from hydra import compose, initialize_config_dir
 
-from bench.config import CONF_DIR
 from bench.errors import ConfigError, DataError
-from bench.ifc import run_ifc, split_source
-from bench.ifc_score import gap_closed, ifc_score, reference_samples, type_token_ratio
+from bench.tasks.config import CONF_DIR
+from bench.tasks.ifc import run_ifc, split_source
+from bench.tasks.ifc_score import (
+    gap_closed,
+    ifc_score,
+    reference_samples,
+    type_token_ratio,
+)
 
 
 def test_ifc_score_is_one_when_the_distance_falls_at_every_step():

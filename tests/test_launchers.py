@@ -25,7 +25,7 @@ import pytest
 from hydra import compose, initialize_config_dir
 
 from bench import PROJECT_ROOT
-from bench.config import CONF_DIR
+from bench.tasks.config import CONF_DIR
 
 SWEEP = ["k=3,4", "n=12", "repetitions=1", "metrics=[chi,fid]", "progress=false"]
 LAUNCHERS = sorted(p.stem for p in (CONF_DIR / "hydra" / "launcher").glob("*.yaml"))

@@ -4,10 +4,10 @@ hook, engine workers), IFC scoring in-process; each distinct text is scored by t
 import json
 
 import pandas as pd
-
-from bench.ifc_score import reference_samples, score_corpora
-from bench.registry import get_metric
 from test_end_to_end import run_bench
+
+from bench.api.registry import get_metric
+from bench.tasks.ifc_score import reference_samples, score_corpora
 
 LM_METRICS = "metrics=[face_so,face_spear,ctrleval_coherence]"
 

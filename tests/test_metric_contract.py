@@ -11,7 +11,7 @@ built-ins on 004's clinc150/banking77 pair.
 import numpy as np
 import pytest
 
-from bench.registry import available_metrics, get_metric
+from bench.api.registry import available_metrics, get_metric
 
 
 def check_returns_finite_float(m, s):

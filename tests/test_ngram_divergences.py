@@ -6,12 +6,18 @@ import time
 import numpy as np
 import pytest
 
-from bench.corpus_cache import sharing
+from bench.api.registry import get_metric
+from bench.api.sharing import sharing
+from bench.api.tokens import tokenize
 from bench.errors import MetricError
-from bench.registry import get_metric
-from bench.tokens import tokenize
-from metrics.ngram_divergences import UNK, _discount, fit_kneser_ney, ngram_frontier, pair_log_probs
 from metrics.divergences import kl_forward
+from metrics.ngram_divergences import (
+    UNK,
+    _discount,
+    fit_kneser_ney,
+    ngram_frontier,
+    pair_log_probs,
+)
 
 NAMES = ["ngram_kl_forward", "ngram_kl_backward", "ngram_exp_kl", "ngram_js", "ngram_auc"]
 

@@ -1,12 +1,12 @@
-"""The per-text score -> corpus distance adapter (bench.per_text): registration, W1, pool and seed, errors."""
+"""The per-text score -> corpus distance adapter (bench.api.per_text): registration, W1, pool and seed, errors."""
 
 import numpy as np
 import pytest
 from scipy.stats import wasserstein_distance
 
+from bench.api.per_text import per_text_metric
+from bench.api.registry import get_metric, unregister
 from bench.errors import MetricError
-from bench.per_text import per_text_metric
-from bench.registry import get_metric, unregister
 
 
 @pytest.fixture

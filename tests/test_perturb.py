@@ -6,14 +6,33 @@ import numpy as np
 import pandas as pd
 import pytest
 from scipy import stats
-
-from bench.errors import ConfigError, DataError
-from bench.perturb import (draw_samples, perturbation_measures, perturbation_rng, relative_shift,
-                           summarise_shifts, validate_perturb_parameters)
-from bench.perturbations import (PERTURBATIONS, get_perturbation, perturb_corpus, remove_articles,
-                                 remove_stopwords, shuffle_words, split_core, swap_first_halves, truncate)
-from reports.perturb_figures import perturbation_cells, perturbation_heatmap, perturbation_markdown
 from test_end_to_end import run_bench  # the Hydra app as a user starts it
+
+from bench.collections.perturbations import (
+    PERTURBATIONS,
+    get_perturbation,
+    perturb_corpus,
+    remove_articles,
+    remove_stopwords,
+    shuffle_words,
+    split_core,
+    swap_first_halves,
+    truncate,
+)
+from bench.errors import ConfigError, DataError
+from bench.tasks.perturb import (
+    draw_samples,
+    perturbation_measures,
+    perturbation_rng,
+    relative_shift,
+    summarise_shifts,
+    validate_perturb_parameters,
+)
+from reports.perturb_figures import (
+    perturbation_cells,
+    perturbation_heatmap,
+    perturbation_markdown,
+)
 
 TEXT = "The cat saw an owl and A hawk (the one) in theory."
 
@@ -195,8 +214,8 @@ def test_end_to_end_perturbation_run_on_the_embedded_pair(tmp_path, cache_dir):
     from hydra import compose, initialize_config_dir
     from omegaconf import OmegaConf
 
-    from bench.config import CONF_DIR
-    from bench.runner import run_ksc
+    from bench.tasks.config import CONF_DIR
+    from bench.tasks.ksc import run_ksc
     from reports.html import build_report
 
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):

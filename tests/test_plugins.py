@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 
 from bench import PROJECT_ROOT
+from bench.api.registry import get_metric, metric, unregister
 from bench.errors import ConfigError
-from bench.registry import get_metric, metric, unregister
 
 EXAMPLE = Path(__file__).parent / "plugin_example"
 

@@ -11,11 +11,11 @@ import pytest
 from scipy import linalg, stats
 from scipy.spatial.distance import cdist
 
-from bench.corpora import load_pair
+from bench.api.inputs import canonical_pair
+from bench.api.registry import builtin_metrics, get_metric
+from bench.api.tokens import token_counts, top_tokens
+from bench.data.corpora import load_pair
 from bench.errors import MetricError
-from bench.inputs import canonical_pair
-from bench.registry import builtin_metrics, get_metric
-from bench.tokens import token_counts, top_tokens
 from metrics.chi import chi
 from metrics.classifier import classifier
 from metrics.fid import fid

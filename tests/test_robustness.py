@@ -6,14 +6,23 @@ import numpy as np
 import pandas as pd
 import pytest
 from hydra import compose, initialize_config_dir
-
-from bench.config import CONF_DIR
-from bench.errors import ConfigError, DataError
-from bench.registry import metric, unregister
-from bench.robustness import run_robustness
-from bench.robustness_measures import (feasible_grid, imbalance_robustness, robustness_score, sample_seed,
-                                       draw_sample_pair, size_robustness, validate_robustness_parameters)
 from test_end_to_end import run_bench  # the Hydra app as a user starts it
+
+from bench.api.registry import metric, unregister
+from bench.collections.size_imbalance import (
+    draw_sample_pair,
+    feasible_grid,
+    sample_seed,
+    validate_robustness_parameters,
+)
+from bench.errors import ConfigError, DataError
+from bench.measures.robustness import (
+    imbalance_robustness,
+    robustness_score,
+    size_robustness,
+)
+from bench.tasks.config import CONF_DIR
+from bench.tasks.robustness import run_robustness
 
 SMALL = ["sizes=[20,40,80]", "n_ref=100", "imbalance_total=100", "repetitions=2"]
 
@@ -123,9 +132,9 @@ def test_known_convergence_gives_the_hand_computed_s_and_i(tmp_path, cache_dir, 
 
 
 def test_s_and_i_join_a_ksc_run_on_one_radar(tmp_path, cache_dir):
+    from bench.tasks.ksc import run_ksc
     from reports.figures import radar_chart
     from reports.tables import summarise_measures
-    from bench.runner import run_ksc
 
     rob = run_robustness(robustness_config(cache_dir, "metrics=[chi]"), tmp_path / "rob")
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):

@@ -6,9 +6,9 @@ import pandas as pd
 import pytest
 from hydra import compose, initialize_config_dir
 
-from bench.config import CONF_DIR
-from bench.registry import metric, unregister
-from bench.runner import run_ksc
+from bench.api.registry import metric, unregister
+from bench.tasks.config import CONF_DIR
+from bench.tasks.ksc import run_ksc
 
 
 @pytest.fixture

@@ -5,10 +5,10 @@ import itertools
 import numpy as np
 import pytest
 
-from bench.corpus_cache import sharing
+from bench.api.registry import builtin_metrics, get_metric
+from bench.api.sharing import sharing
+from bench.collections.ksc import known_similarity_corpora
 from bench.engine import CorpusStore, Job, run_jobs
-from bench.ksc import known_similarity_corpora
-from bench.registry import builtin_metrics, get_metric
 
 
 @pytest.fixture(scope="module")
@@ -44,7 +44,7 @@ def test_each_corpus_statistic_is_computed_once(names, helpers, collection):
 
 
 def test_memory_bound_evicts_least_recently_used():
-    from bench.corpus_cache import per_corpus
+    from bench.api.sharing import per_corpus
 
     @per_corpus
     def double(x):

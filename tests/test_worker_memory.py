@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 
 from bench import PROJECT_ROOT
-from bench.corpus_cache import per_corpus, sharing
-from bench.registry import get_metric
+from bench.api.registry import get_metric
+from bench.api.sharing import per_corpus, sharing
 
 
 def test_memo_counts_the_matrix_that_a_view_keeps_alive():
@@ -69,7 +69,7 @@ def test_mauve_metrics_run_without_loading_torch(real_samples, tmp_path):
     np.savez(tmp_path / "pair.npz", p=vectors["a1"], q=vectors["b1"])
     code = (
         "import json, sys, numpy as np\n"
-        "from bench.registry import get_metric\n"
+        "from bench.api.registry import get_metric\n"
         f"pair = np.load({str(tmp_path / 'pair.npz')!r})\n"
         "values = [get_metric(m)(pair['p'], pair['q'], seed=3) for m in ('mauve', 'cluster_js')]\n"
         "print(json.dumps({'values': values, 'torch': 'torch' in sys.modules}))\n"

@@ -10,14 +10,28 @@ Every task reduces to a list of ``Job``s over corpora held in one ``CorpusStore`
 - Parallelism: ``workers`` processes evaluate jobs concurrently. Every job carries its own seed,
   so results do not depend on the number of workers or their order.
 - Start: workers open the store from disk (``store``), memory-mapped, in seconds.
-- Shared work: per-corpus statistics (``bench.corpus_cache``) are reused across pairs in a worker,
+- Shared work: per-corpus statistics (``bench.api.sharing``) are reused across pairs in a worker,
   and a metric's ``prepare`` hook sees every text of the run once, before any pair (an LM pass).
 """
 
-from bench.engine.jobs import CRASH, ERROR, OK, TIMEOUT, Job, Outcome, evaluate, params_digest
+from bench.engine.jobs import (
+                              CRASH,
+                              ERROR,
+                              OK,
+                              TIMEOUT,
+                              Job,
+                              Outcome,
+                              evaluate,
+                              params_digest,
+)
 from bench.engine.result_log import ResultLog
-from bench.engine.run import (DEFAULT_START_TIMEOUT, DEFAULT_TIMEOUT, engine_options, result_log_for,
-                              run_jobs)
+from bench.engine.run import (
+                              DEFAULT_START_TIMEOUT,
+                              DEFAULT_TIMEOUT,
+                              engine_options,
+                              result_log_for,
+                              run_jobs,
+)
 from bench.engine.store import CorpusStore
 
 __all__ = ["CRASH", "ERROR", "OK", "TIMEOUT", "CorpusStore", "DEFAULT_START_TIMEOUT", "DEFAULT_TIMEOUT", "Job",

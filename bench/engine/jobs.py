@@ -11,7 +11,7 @@ from typing import Mapping
 
 import numpy as np
 
-from bench.registry import MetricInfo
+from bench.api.registry import MetricInfo
 
 #: Outcome statuses. ``error``: the metric raised or returned no finite number; ``timeout``: it
 #: exceeded the time limit and its worker was killed; ``crash``: its worker process died.

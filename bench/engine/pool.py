@@ -17,7 +17,7 @@ from typing import Callable, Iterator, Mapping
 
 from pebble import ProcessExpired, ProcessPool
 
-from bench.context import current_context
+from bench.api.context import current_context
 from bench.engine import worker
 from bench.engine.jobs import CRASH, ERROR, TIMEOUT, Outcome, failure
 from bench.errors import BenchError

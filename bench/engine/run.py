@@ -11,12 +11,12 @@ from typing import Iterable, Mapping, Sequence
 
 from tqdm.auto import tqdm
 
+from bench.api.registry import MetricInfo
 from bench.engine import worker
 from bench.engine.jobs import Job, Outcome
 from bench.engine.pool import EvaluationPool
 from bench.engine.result_log import ResultLog, retry_wanted
 from bench.engine.store import CorpusStore
-from bench.registry import MetricInfo
 
 log = logging.getLogger(__name__)
 

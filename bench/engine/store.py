@@ -14,8 +14,8 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
+from bench.api.registry import MetricInfo
 from bench.errors import ConfigError
-from bench.registry import MetricInfo
 
 
 class CorpusStore:

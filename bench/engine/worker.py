@@ -27,8 +27,8 @@ def initialize(store_dir, pickled_metrics: dict, blas_threads: int, context, tim
     """Pool initializer: never raises (a raising initializer would make the pool respawn forever)."""
     from threadpoolctl import threadpool_limits
 
-    from bench.context import use_context
-    from bench.corpus_cache import sharing
+    from bench.api.context import use_context
+    from bench.api.sharing import sharing
 
     _state.clear()
     _state.update(metrics={}, broken={}, warm=set(), timeout=timeout)

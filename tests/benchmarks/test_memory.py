@@ -6,7 +6,7 @@ tree (the CLI process, its workers and multiprocessing's resource tracker): peak
 PSS and USS, and each process's peak RSS, go to the benchmark's extra_info and the summary.
 The embedding cache is warm (``prepared_inputs``), as in the timed experiments, so the main
 process never loads the sentence encoder. Before the fixes of issue 15 this run peaked at
-9-12 GB: the per-corpus memo kept every PR/DC distance matrix alive (see bench/corpus_cache.py).
+9-12 GB: the per-corpus memo kept every PR/DC distance matrix alive (see bench/api/sharing.py).
 """
 
 from __future__ import annotations

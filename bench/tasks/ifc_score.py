@@ -21,19 +21,19 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from bench.config import metric_seed, repetition_seed
-from bench.errors import DataError
-from bench.measures import per_repetition
-from bench.registry import MetricInfo
+from bench.api.registry import MetricInfo
+from bench.api.tokens import tokenize
+from bench.collections.seeds import metric_seed, repetition_seed
 from bench.engine import CorpusStore, Job, ResultLog, params_digest, run_jobs
-from bench.tokens import tokenize
+from bench.errors import DataError
+from bench.measures.ksc import per_repetition
 
 DISTANCE_COLUMNS = ["metric", "kind", "iteration", "repetition", "distance", "seconds", "error", "attempts"]
 MEASURE_COLUMNS = ["metric", "repetition", "IFC"]
 
 
 def type_token_ratio(texts: Sequence[str]) -> float:
-    """TTR: distinct word tokens over all word tokens of a corpus (004 §5), with ``bench.tokens``."""
+    """TTR: distinct word tokens over all word tokens of a corpus (004 §5), with ``bench.api.tokens``."""
     tokens = [tok for text in texts for tok in tokenize(text)]
     return len(set(tokens)) / len(tokens) if tokens else float("nan")
 

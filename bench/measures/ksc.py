@@ -118,9 +118,9 @@ def per_repetition(distances: pd.DataFrame, compute, columns: list[str]) -> tupl
     """Apply ``compute(group) -> dict`` to each (metric, repetition) of an evaluation table.
 
     A repetition with any failed evaluation gets no measures; the failures of each metric are
-    returned as one text naming every failing repetition and its reasons (``bench.failures``).
+    returned as one text naming every failing repetition and its reasons (``bench.measures.failures``).
     """
-    from bench.failures import failure_summary
+    from bench.measures.failures import failure_summary
 
     rows = []
     for (name, rep), grp in distances.groupby(["metric", "repetition"], sort=True):

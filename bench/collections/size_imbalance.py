@@ -1,10 +1,8 @@
-"""Size and imbalance robustness (004 §4.6-4.7): the sample grid, the samples, and S and I.
+"""The samples of the size and imbalance study (004 §4.6-4.7): the grid of sample sizes and the sample pairs.
 
-A metric's distance between samples a_s of A and b_s of B should approach the
-asymptotic distance d(A, B) quickly as s grows (size robustness S), and should not
-drift when the two samples differ in size, a_s against b_{N-s} (imbalance robustness I).
-Both scores are 1 minus the mean absolute error of the curve against d(A, B),
-normalised by d(A, B) (004 eq. 8).
+For d(A, B) pairs of n_ref texts; for the size curve pairs (a_s, b_s); for the imbalance curve
+pairs (a_s, b_(N-s)). Each pair is drawn on its own seed, so the grid and the repetitions can
+change without moving the other samples. The measures S and I are in ``bench.measures.robustness``.
 """
 
 from __future__ import annotations
@@ -14,7 +12,7 @@ from typing import Sequence
 
 import numpy as np
 
-from bench.config import repetition_seed
+from bench.collections.seeds import repetition_seed
 from bench.errors import ConfigError, DataError
 
 #: Seed stream of each curve (streams 0 and 1 are the KSC collection and the metric seeds).
@@ -100,34 +98,3 @@ def draw_sample_pair(n_a: int, n_b: int, size_a: int, size_b: int,
     """Indices of a_s (size_a texts of A) and b (size_b texts of B), each drawn without replacement."""
     rng = np.random.default_rng(seed)
     return rng.choice(n_a, size_a, replace=False), rng.choice(n_b, size_b, replace=False)
-
-
-def asymptotic_distance(distances) -> float:
-    """d(A, B): the mean of the repeated distances between samples of n_ref texts (004 §4.6)."""
-    d = np.asarray(distances, float)
-    return float(d.mean()) if d.size and np.isfinite(d).all() else float("nan")
-
-
-def robustness_score(distances, asymptotic: float) -> float:
-    """1 - mean_s |d_s - d(A, B)| / |d(A, B)| over the points of one curve (004 eq. 8).
-
-    Eq. 8 writes a sum over s while its text says "mean absolute error"; the mean is used,
-    so the score does not depend on the number of grid points. 1 means every sample
-    distance equals d(A, B); the score is unbounded below. NaN when d(A, B) is 0 or
-    any distance is missing.
-    """
-    d = np.asarray(distances, float)
-    if not d.size or not np.isfinite(d).all() or not np.isfinite(asymptotic) or asymptotic == 0:
-        return float("nan")
-    return float(1.0 - np.mean(np.abs(d - asymptotic)) / abs(asymptotic))
-
-
-def size_robustness(distances, asymptotic: float) -> float:
-    """S(d) from the size curve d(a_s, b_s), s in the grid (004 eq. 8)."""
-    return robustness_score(distances, asymptotic)
-
-
-def imbalance_robustness(distances, asymptotic: float) -> float:
-    """I(d) from the imbalance curve d(a_s, b_{N-s}), normalised by d(A, B) like S (004 §4.7;
-    the authors' code left I unnormalised)."""
-    return robustness_score(distances, asymptotic)

@@ -1,7 +1,7 @@
 """Source corpora: fetch each card's files once into a local cache, verify their sha256, parse, normalise.
 
 Files come from a mirror directory laid out `<corpus>/<file>` when one is set, else from the card's URL;
-cards whose origin is an installed package are read in place. Everything is driven by `bench.cards`.
+cards whose origin is an installed package are read in place. Everything is driven by `bench.data.cards`.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.cards import CardFile, CorpusCard, Normalisation, corpus_card, pair_card
+from bench.data.cards import CardFile, CorpusCard, Normalisation, corpus_card, pair_card
 from bench.errors import DataError
 from bench.files import NO_SPACE, NOT_WRITABLE, atomic_path
 
@@ -245,7 +245,7 @@ def parse_fortune(data: bytes, *, separator: str, encoding: str, fallback_encodi
     return entries
 
 
-#: Card `parser.format` -> parser; their options are declared in `bench.cards.PARSER_OPTIONS`.
+#: Card `parser.format` -> parser; their options are declared in `bench.data.cards.PARSER_OPTIONS`.
 PARSERS: dict[str, Any] = {
     "json_splits": parse_json_splits, "jsonl": parse_jsonl, "csv": parse_csv, "fortune": parse_fortune,
 }

@@ -7,6 +7,10 @@ beside the embeddings. Which LM and which cache directory are choices of the run
 ``RunContext``: the CLI enters one for the whole task, the evaluation engine hands it to its
 worker processes, and code outside a run (tests, notebooks) gets the default one: the
 ``conf/lm/smollm2.yaml`` model and ``$BENCH_CACHE_DIR`` (else ``~/.cache/textmetric-bench``).
+
+``lm_scorer()`` gives a metric the context's per-text LM scores. Its implementation lives in
+``bench.features.lm_scores``, a lower layer; the API names it (``LM_SCORER``) and imports it at the
+first call, as the registry imports plugins, so the API imports nothing of the application.
 """
 
 from __future__ import annotations
@@ -14,12 +18,16 @@ from __future__ import annotations
 import contextlib
 import os
 from dataclasses import dataclass, field
+from importlib import import_module
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any, Iterator, Mapping, Protocol, Sequence
 
 from bench import PROJECT_ROOT
 
 _active: list["RunContext"] = []
+
+#: "module:function" returning the ``LMScores`` of a context: the application's implementation.
+LM_SCORER = "bench.features.lm_scores:scorer"
 
 
 @dataclass(frozen=True)
@@ -27,16 +35,6 @@ class RunContext:
     cache_dir: str
     lm: Mapping[str, Any] = field(default_factory=dict)
 
-    @classmethod
-    def from_cfg(cls, cfg) -> "RunContext":
-        """The context a Hydra run config describes (``data.cache_dir`` and ``lm``)."""
-        from omegaconf import OmegaConf
-
-        from bench.config import data_locations
-
-        cache_dir, _ = data_locations(cfg)
-        lm = OmegaConf.to_container(cfg.lm, resolve=True) if cfg.get("lm") is not None else default_lm()
-        return cls(str(cache_dir), dict(lm))
 
 
 def default_lm() -> dict:
@@ -67,3 +65,19 @@ def use_context(context: RunContext | None) -> Iterator[RunContext]:
         yield context
     finally:
         _active.remove(context)
+
+
+class LMScores(Protocol):
+    """Per-text scores from the run's causal LM (``lm_scorer()``), cached per text."""
+
+    model_id: str
+
+    def token_logprobs(self, texts: Sequence[str], *, max_tokens: int = 256) -> list: ...
+
+    def continuation_logprobs(self, prompts: Sequence[str], continuations: Sequence[str]): ...
+
+
+def lm_scorer(context: RunContext | None = None) -> LMScores:
+    """The LM scorer of ``context`` (default: the current one), loaded on first use."""
+    module, name = LM_SCORER.split(":")
+    return getattr(import_module(module), name)(context or current_context())

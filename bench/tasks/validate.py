@@ -131,7 +131,7 @@ TASK_RULES["check"] = TASK_RULES["ksc"] + (
 
 def gated_measures() -> list[str]:
     """What the regression gate can compare: run_ksc's measures but T, which depends on the machine."""
-    from bench.runner import MEASURE_COLUMNS
+    from bench.tasks.ksc import MEASURE_COLUMNS
 
     return [m for m in MEASURE_COLUMNS[2:] if m != "T"]
 
@@ -176,7 +176,7 @@ def rule_problem(cfg: DictConfig, rule: Rule) -> str | None:
 def _pair_cards(cfg: DictConfig, bad: set[str]) -> None:
     if OmegaConf.select(cfg, "pair.name") is None or OmegaConf.select(cfg, "task.name") == "ifc":
         return
-    from bench.cards import corpus_card, pair_card
+    from bench.data.cards import corpus_card, pair_card
 
     pair = pair_card(str(cfg.pair.name))
     for side in (pair.a, pair.b):
@@ -184,14 +184,14 @@ def _pair_cards(cfg: DictConfig, bad: set[str]) -> None:
 
 
 def _metrics(cfg: DictConfig, bad: set[str]) -> None:
-    from bench.config import selected_metrics
+    from bench.tasks.config import selected_metrics
 
     selected_metrics(cfg)
 
 
 def _ksc(cfg: DictConfig, bad: set[str]) -> None:
     if not bad & {"k", "n", "repetitions"}:
-        from bench.runner import check_run_config
+        from bench.tasks.ksc import check_run_config
 
         check_run_config(cfg)
 
@@ -206,27 +206,27 @@ def _check_baseline(cfg: DictConfig, bad: set[str]) -> None:
 
 def _robustness(cfg: DictConfig, bad: set[str]) -> None:
     if not bad & {"n_ref", "sizes", "imbalance_total", "repetitions"}:
-        from bench.robustness_measures import validate_robustness_parameters
+        from bench.collections.size_imbalance import validate_robustness_parameters
 
         validate_robustness_parameters(cfg.n_ref, cfg.sizes, cfg.imbalance_total, cfg.repetitions)
 
 
 def _perturb(cfg: DictConfig, bad: set[str]) -> None:
     if not bad & {"n", "repetitions"}:
-        from bench.perturb import validate_perturb_parameters
+        from bench.tasks.perturb import validate_perturb_parameters
 
         validate_perturb_parameters(cfg.n, cfg.repetitions, cfg.perturbations)
 
 
 def _ifc_source(cfg: DictConfig, bad: set[str]) -> None:
-    from bench.cards import corpus_card
+    from bench.data.cards import corpus_card
 
     corpus_card(str(cfg.ifc.source))
 
 
 def _ifc_plan(cfg: DictConfig, bad: set[str]) -> None:
     if not any(key.startswith("ifc.") for key in bad):
-        from bench.ifc import generation_plan, split_source
+        from bench.tasks.ifc import generation_plan, split_source
 
         generation_plan(cfg)
         split_source([], float(cfg.ifc.reference_share), 0)
@@ -243,7 +243,7 @@ TASK_CHECKS: dict[str, tuple[Callable[[DictConfig, set[str]], None], ...]] = {
 
 
 def _directory_problems(cfg: DictConfig, out_dir: Path | str | None) -> list[str]:
-    from bench.config import data_locations
+    from bench.tasks.config import data_locations
 
     problems = []
     try:

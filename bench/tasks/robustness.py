@@ -23,14 +23,32 @@ import pandas as pd
 from omegaconf import DictConfig
 
 from bench import __version__
-from bench.config import data_locations, metric_seed, selected_metrics
-from bench.corpora import load_pair
-from bench.robustness_measures import (CURVES, RobustnessGrid, asymptotic_distance, draw_sample_pair,
-                                       feasible_grid, imbalance_robustness, sample_seed, size_robustness,
-                                       validate_robustness_parameters)
-from bench.failures import failure_summary, write_failures_csv
-from bench.engine import CorpusStore, Job, engine_options, params_digest, result_log_for, run_jobs
-from bench.runner import build_embedder
+from bench.collections.seeds import metric_seed
+from bench.collections.size_imbalance import (
+    CURVES,
+    RobustnessGrid,
+    draw_sample_pair,
+    feasible_grid,
+    sample_seed,
+    validate_robustness_parameters,
+)
+from bench.data.corpora import load_pair
+from bench.engine import (
+    CorpusStore,
+    Job,
+    engine_options,
+    params_digest,
+    result_log_for,
+    run_jobs,
+)
+from bench.measures.failures import failure_summary, write_failures_csv
+from bench.measures.robustness import (
+    asymptotic_distance,
+    imbalance_robustness,
+    size_robustness,
+)
+from bench.tasks.config import data_locations, selected_metrics
+from bench.tasks.ksc import build_embedder
 
 log = logging.getLogger(__name__)
 

@@ -23,10 +23,16 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from bench.embedding import resolve_device
 from bench.errors import ConfigError
-from bench.files import atomic_directory, atomic_write, held_lock, make_dirs, remove_stale_temporaries
-from bench.shard_cache import slug
+from bench.features.embedding import resolve_device
+from bench.features.shard_cache import slug
+from bench.files import (
+    atomic_directory,
+    atomic_write,
+    held_lock,
+    make_dirs,
+    remove_stale_temporaries,
+)
 
 log = logging.getLogger(__name__)
 

@@ -121,7 +121,7 @@ def per_pair(fn: Callable[..., T]) -> Callable[..., T]:
     family (e.g. five divergences on one clustering of the pair) share its result in a run.
 
     The key is the ordered pair: callers that want (p, q) and (q, p) to share put the pair in
-    a canonical order first (``bench.inputs.canonical_pair``).
+    a canonical order first (``bench.api.inputs.canonical_pair``).
     """
 
     @functools.wraps(fn)

@@ -1,7 +1,7 @@
 """Per-text scores from the run's causal LM, batched and cached like embeddings.
 
 Metrics that read a language model (FACE's cross-entropy spectra, the infilling score) ask
-the ``LMScorer`` of the current run context (``bench.context``) for per-text arrays. Each
+the ``LMScorer`` of the current run context (``bench.api.context``) for per-text arrays. Each
 kind of score lives in its own shard cache under ``<cache_dir>/lm_scores/<model + device + kind>/``,
 keyed by the text, so a run scores every distinct text once, later runs and parallel jobs
 reuse it, and a KSC run costs one LM pass over its texts, not one per pair. Sequences are
@@ -15,10 +15,15 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from bench.context import RunContext, current_context
-from bench.embedding import model_files_digest, resolve_device
-from bench.lm import load_causal_lm, model_id, sequence_logprobs, token_logprobs
-from bench.shard_cache import RaggedCache, slug, text_key
+from bench.api.context import RunContext, current_context
+from bench.features.embedding import model_files_digest, resolve_device
+from bench.features.lm import (
+    load_causal_lm,
+    model_id,
+    sequence_logprobs,
+    token_logprobs,
+)
+from bench.features.shard_cache import RaggedCache, slug, text_key
 
 _scorers: dict[tuple, "LMScorer"] = {}
 CHUNK = 512  # texts scored between two cache writes
@@ -66,7 +71,7 @@ class LMScorer:
                compute: Callable[[list[str]], list[np.ndarray]]) -> list[np.ndarray]:
         """``compute(texts)`` per text, cached under ``kind`` (which must name every setting of it).
 
-        Missing texts are scored shortest first, a shard per chunk (``bench.shard_cache``): an
+        Missing texts are scored shortest first, a shard per chunk (``bench.features.shard_cache``): an
         interrupted pass keeps its work, and parallel jobs score each text once between them.
         """
         texts = list(texts)

@@ -2,8 +2,8 @@
 
 The source is split once (seeded) into a training pool, from which each fine-tuning step draws
 its m texts, and a disjoint reference pool, from which the reference samples are drawn; so no
-reference text was ever trained on. Generation (``bench.ifc_generate``) resumes from what is on
-disk in ``<out_dir>/generated``; scoring (``bench.ifc_score``) always re-reads the corpora from
+reference text was ever trained on. Generation (``bench.collections.ifc_generate``) resumes from what is on
+disk in ``<out_dir>/generated``; scoring (``bench.tasks.ifc_score``) always re-reads the corpora from
 there, so a re-run with new metrics and ``ifc.generate=false`` never loads the language model.
 """
 
@@ -22,15 +22,26 @@ import pandas as pd
 from omegaconf import DictConfig, OmegaConf
 
 from bench import __version__
-from bench.cards import corpus_card
-from bench.config import data_locations, repetition_seed, selected_metrics
-from bench.corpora import load_corpus
+from bench.collections.ifc_generate import (
+    GenerationPlan,
+    finished_iterations,
+    generate_ifc,
+    read_corpus,
+)
+from bench.collections.seeds import repetition_seed
+from bench.data.cards import corpus_card
+from bench.data.corpora import load_corpus
 from bench.engine import engine_options, result_log_for
-from bench.failures import write_failures_csv
 from bench.errors import ConfigError, DataError
-from bench.ifc_generate import GenerationPlan, finished_iterations, generate_ifc, read_corpus
-from bench.ifc_score import (ifc_measures, ifc_summary, reference_samples, score_corpora,
-                             type_token_ratio)
+from bench.measures.failures import write_failures_csv
+from bench.tasks.config import data_locations, selected_metrics
+from bench.tasks.ifc_score import (
+    ifc_measures,
+    ifc_summary,
+    reference_samples,
+    score_corpora,
+    type_token_ratio,
+)
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +71,7 @@ def split_source(texts, reference_share: float, seed: int) -> tuple[list[str], l
 
 def generation_plan(cfg: DictConfig) -> GenerationPlan:
     """The generation settings of ``cfg.ifc`` and ``cfg.lm``, validated."""
-    from bench.lm import model_id
+    from bench.features.lm import model_id
 
     g, s = cfg.ifc, cfg.ifc.sampling
     plan = GenerationPlan(
@@ -111,7 +122,7 @@ def run_ifc(cfg: DictConfig, out_dir: Path | str) -> IFCResult:
 
     embedder = None
     if any(m.inputs == "embeddings" for m, _ in metrics):
-        from bench.runner import build_embedder
+        from bench.tasks.ksc import build_embedder
 
         embedder = build_embedder(cfg)
     start = time.perf_counter()
@@ -143,7 +154,7 @@ def run_ifc(cfg: DictConfig, out_dir: Path | str) -> IFCResult:
 
 def _generate(cfg, plan: GenerationPlan, gen_dir: Path, training_pool, cache_dir, progress) -> list[int]:
     """Generate what is missing, loading the language model only when something is."""
-    from bench.lm import checkpoint_path, load_causal_lm, text_token_ids
+    from bench.features.lm import checkpoint_path, load_causal_lm, text_token_ids
 
     done = finished_iterations(gen_dir, plan) if gen_dir.is_dir() else []
     if set(range(plan.iterations + 1)) <= set(done):

@@ -30,13 +30,21 @@ import pandas as pd
 from omegaconf import DictConfig, ListConfig
 
 from bench import __version__
-from bench.config import data_locations, metric_seed, repetition_seed, selected_metrics
-from bench.corpora import load_pair
-from bench.failures import failure_summary, write_failures_csv
-from bench.engine import CorpusStore, Job, engine_options, params_digest, result_log_for, run_jobs
+from bench.collections.perturbations import get_perturbation
+from bench.collections.seeds import metric_seed, repetition_seed
+from bench.data.corpora import load_pair
+from bench.engine import (
+    CorpusStore,
+    Job,
+    engine_options,
+    params_digest,
+    result_log_for,
+    run_jobs,
+)
 from bench.errors import ConfigError, DataError
-from bench.perturbations import get_perturbation
-from bench.runner import build_embedder
+from bench.measures.failures import failure_summary, write_failures_csv
+from bench.tasks.config import data_locations, selected_metrics
+from bench.tasks.ksc import build_embedder
 
 log = logging.getLogger(__name__)
 

@@ -1,7 +1,7 @@
 """Declarative data cards: read and validate `datasets/corpora/*.yaml` and `datasets/pairs/*.yaml`.
 
 A card describes a source corpus (origin, checksum, licence, how to parse and normalise it) or a
-pair of corpora; the generic loader in `bench.corpora` does the rest (the MTEB `TaskMetadata` idea).
+pair of corpora; the generic loader in `bench.data.corpora` does the rest (the MTEB `TaskMetadata` idea).
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ class PackageOrigin:
 
 @dataclass(frozen=True)
 class Normalisation:
-    """How raw texts become corpus texts; applied in this order by `bench.corpora.normalise_text`."""
+    """How raw texts become corpus texts; applied in this order by `bench.data.corpora.normalise_text`."""
 
     remove_overstrike: bool = False
     remove_control: bool = True

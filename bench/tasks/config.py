@@ -5,12 +5,17 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import numpy as np
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from bench import PROJECT_ROOT
+from bench.api.context import RunContext, default_lm
+from bench.api.registry import (
+    MetricInfo,
+    available_metrics,
+    default_metrics,
+    get_metric,
+)
 from bench.errors import ConfigError
-from bench.registry import MetricInfo, available_metrics, default_metrics, get_metric
 
 CONF_DIR = PROJECT_ROOT / "conf"
 
@@ -41,6 +46,13 @@ def selected_metrics(cfg: DictConfig) -> list[tuple[MetricInfo, dict]]:
     return out
 
 
+def run_context(cfg: DictConfig) -> RunContext:
+    """The run context a Hydra run config describes (``data.cache_dir`` and ``lm``)."""
+    cache_dir, _ = data_locations(cfg)
+    lm = OmegaConf.to_container(cfg.lm, resolve=True) if cfg.get("lm") is not None else default_lm()
+    return RunContext(str(cache_dir), dict(lm))
+
+
 def data_locations(cfg: DictConfig) -> tuple[Path, Path | None]:
     """(cache directory, mirror or None) from ``cfg.data``."""
     data = cfg.data
@@ -52,16 +64,3 @@ def data_locations(cfg: DictConfig) -> tuple[Path, Path | None]:
         if path.is_dir():
             return cache_dir, path
     return cache_dir, None
-
-
-def repetition_seed(seed: int, repetition: int, stream: int) -> np.random.SeedSequence:
-    """Independent seed of one repetition; stream 0 draws the collection, stream 1 seeds metrics.
-
-    Depends only on (seed, repetition), so adding repetitions never changes earlier ones.
-    """
-    return np.random.SeedSequence([int(seed), int(repetition), int(stream)])
-
-
-def metric_seed(seed: int, repetition: int) -> int:
-    """The integer seed handed to every metric call in one repetition."""
-    return int(repetition_seed(seed, repetition, 1).generate_state(1)[0])

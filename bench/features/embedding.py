@@ -1,6 +1,6 @@
 """Sentence embeddings and their persistent cache, keyed by (model id, text).
 
-The cache is a directory of immutable shard files per model id (``bench.shard_cache``), which
+The cache is a directory of immutable shard files per model id (``bench.features.shard_cache``), which
 names the model's files and the device as well as its name: parallel jobs sharing it never see
 a partial file, embed each text once between them, and keep every chunk of 1024 texts they
 finished; a shard that cannot be read is set aside and its texts are embedded again.
@@ -18,7 +18,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from bench.errors import EmbeddingError
-from bench.shard_cache import VectorCache, slug, text_key
+from bench.features.shard_cache import VectorCache, slug, text_key
 
 log = logging.getLogger(__name__)
 

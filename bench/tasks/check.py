@@ -22,7 +22,7 @@ import pandas as pd
 from omegaconf import DictConfig, OmegaConf
 
 from bench.errors import ConfigError
-from bench.runner import run_ksc
+from bench.tasks.ksc import run_ksc
 from reports.tables import markdown_table
 
 log = logging.getLogger(__name__)

@@ -12,7 +12,7 @@ import re
 from collections import Counter
 from typing import Iterable
 
-from bench.corpus_cache import per_corpus
+from bench.api.sharing import per_corpus
 
 _TOKEN = re.compile(r"[^\W_]+(?:'[^\W_]+)*")
 

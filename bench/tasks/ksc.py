@@ -18,16 +18,27 @@ import pandas as pd
 from omegaconf import DictConfig, OmegaConf
 
 from bench import __version__
-from bench.config import data_locations, metric_seed, repetition_seed, selected_metrics
-from bench.corpora import load_pair
-from bench.embedding import Embedder, custom_embedder, sentence_transformer
-from bench.engine import CorpusStore, Job, engine_options, params_digest, result_log_for, run_jobs
-
-from bench.failures import write_failures_csv
+from bench.api.registry import MetricInfo
+from bench.collections.ksc import (
+    corpus_pairs,
+    known_similarity_corpora,
+    validate_ksc_parameters,
+)
+from bench.collections.seeds import metric_seed, repetition_seed
+from bench.data.corpora import load_pair
+from bench.engine import (
+    CorpusStore,
+    Job,
+    engine_options,
+    params_digest,
+    result_log_for,
+    run_jobs,
+)
 from bench.errors import ConfigError
-from bench.ksc import corpus_pairs, known_similarity_corpora, validate_ksc_parameters
-from bench.measures import collection_measures, per_repetition, zscore
-from bench.registry import MetricInfo
+from bench.features.embedding import Embedder, custom_embedder, sentence_transformer
+from bench.measures.failures import write_failures_csv
+from bench.measures.ksc import collection_measures, per_repetition, zscore
+from bench.tasks.config import data_locations, selected_metrics
 
 log = logging.getLogger(__name__)
 

@@ -32,12 +32,12 @@ from typing import Callable, Sequence
 import numpy as np
 from tqdm.auto import tqdm
 
-from bench.cards import Normalisation
-from bench.config import repetition_seed
-from bench.corpora import normalise_texts
+from bench.collections.seeds import repetition_seed
+from bench.data.cards import Normalisation
+from bench.data.corpora import normalise_texts
 from bench.errors import ConfigError
+from bench.features.lm import padded_batch, save_causal_lm, text_token_ids
 from bench.files import atomic_write, make_dirs, remove_stale_temporaries
-from bench.lm import padded_batch, save_causal_lm, text_token_ids
 
 log = logging.getLogger(__name__)
 

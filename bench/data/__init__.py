@@ -1,0 +1,1 @@
+"""Corpus and pair cards, fetching and verifying sources, parsing them into texts."""

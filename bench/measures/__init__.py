@@ -1,0 +1,1 @@
+"""Scores of a metric computed from its distances: rho, omega^2, L, A, A^w, T (004 §4), S and I, failures per repetition."""
