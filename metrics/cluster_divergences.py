@@ -28,16 +28,8 @@ from bench.api.inputs import as_embeddings, canonical_pair, same_dims
 from bench.api.registry import metric
 from bench.api.sharing import per_pair
 from bench.errors import MetricError
-from metrics.divergences import (
-    Frontier,
-    auc,
-    exp_kl,
-    histogram_frontier,
-    js,
-    kl_backward,
-    kl_forward,
-    laplace_histogram,
-)
+from metrics.divergences import (Frontier, auc, exp_kl, histogram_frontier, js, kl_backward, kl_forward,
+                                 laplace_histogram)
 from metrics.mauve import mauve_text, one_faiss_thread
 
 

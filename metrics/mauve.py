@@ -24,8 +24,6 @@ import contextlib
 import sys
 from typing import Iterator
 
-import numpy as np
-
 from bench.api.inputs import as_embeddings, canonical_pair, same_dims
 from bench.api.registry import metric
 from bench.errors import MetricError

@@ -68,15 +68,7 @@ from bench.api.registry import metric
 from bench.api.sharing import per_corpus, per_pair
 from bench.api.tokens import tokenize
 from bench.errors import MetricError
-from metrics.divergences import (
-    Frontier,
-    auc,
-    exp_kl,
-    js,
-    kl_backward,
-    kl_forward,
-    sample_frontier,
-)
+from metrics.divergences import Frontier, auc, exp_kl, js, kl_backward, kl_forward, sample_frontier
 
 START, END, UNK = "<s>", "</s>", "<unk>"
 

@@ -16,9 +16,7 @@ import pandas as pd
 import yaml
 from omegaconf import DictConfig, OmegaConf
 
-from reports.tables import (
-    BOLD_TOLERANCE, TABLE3_ORDER, best_mask, format_score, markdown_table, summarise_measures,
-)
+from reports.tables import BOLD_TOLERANCE, TABLE3_ORDER, best_mask, format_score, markdown_table, summarise_measures
 
 CONFIG_KEYS = ("pair", "task", "k", "n", "repetitions", "seed")
 #: ``n`` is the KSC corpus size from the config; ``n_reps`` counts the repetitions behind a mean.

@@ -40,9 +40,10 @@ from hydra import compose, initialize_config_dir
 from test_end_to_end import run_bench
 
 from bench.api.registry import get_metric
-from bench.data import corpora
+from bench.data import corpora, fetch
 from bench.data.cards import CardFile, PairCard, corpus_card
-from bench.data.corpora import load_corpus, load_pair, sha256_hex
+from bench.data.corpora import load_corpus, load_pair
+from bench.data.fetch import sha256_hex
 from bench.errors import DataError, EmbeddingError, MetricError
 from bench.tasks.config import CONF_DIR
 from bench.tasks.ksc import run_ksc
@@ -156,7 +157,7 @@ def fake_fetch_url_unreachable(url: str, dest: Path) -> None:
 
 def test_a_download_with_the_wrong_checksum_is_rejected_and_not_cached(tmp_path, monkeypatch):
     monkeypatch.delenv("BENCH_DATA_MIRROR", raising=False)
-    monkeypatch.setattr(corpora, "_fetch_url", fake_fetch_url_tampered)
+    monkeypatch.setattr(fetch, "_fetch_url", fake_fetch_url_tampered)
     with pytest.raises(DataError) as err:
         load_corpus("atis", cache_dir=tmp_path)
     message = str(err.value)
@@ -168,7 +169,7 @@ def test_a_download_with_the_wrong_checksum_is_rejected_and_not_cached(tmp_path,
 
 def test_a_corrupted_cached_corpus_without_mirror_or_network_says_how_to_get_it(tmp_path, monkeypatch):
     monkeypatch.delenv("BENCH_DATA_MIRROR", raising=False)
-    monkeypatch.setattr(corpora, "_fetch_url", fake_fetch_url_unreachable)
+    monkeypatch.setattr(fetch, "_fetch_url", fake_fetch_url_unreachable)
     cached = tmp_path / "corpora" / "atis" / corpus_card("atis").files[0].path
     cached.parent.mkdir(parents=True)
     cached.write_bytes(b"\x00\x01 half a file")

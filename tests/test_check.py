@@ -41,12 +41,12 @@ def test_gate_passes_unchanged_and_fails_on_degradation(tmp_path, cache_dir, fak
     assert set(baseline["measures"]) == {"chi", fake_degradable_chi}
 
     same = run_check(check_config(tmp_path, cache_dir, metrics), tmp_path / "same")
-    assert same.passed and (same.comparison["change"].abs() < 1e-12).all()
+    assert same.passed and (same.summary["change"].abs() < 1e-12).all()
 
     worse = run_check(check_config(tmp_path, cache_dir, metrics, f"+metric.{fake_degradable_chi}.noise=0.5"),
                       tmp_path / "worse")
     assert not worse.passed
-    dropped = worse.comparison[worse.comparison["status"] == "DROPPED"]
+    dropped = worse.summary[worse.summary["status"] == "DROPPED"]
     assert set(dropped["metric"]) == {fake_degradable_chi}
     report = (tmp_path / "worse" / "check.md").read_text()
     assert f"REGRESSION: metric {fake_degradable_chi} measure" in report
@@ -54,7 +54,7 @@ def test_gate_passes_unchanged_and_fails_on_degradation(tmp_path, cache_dir, fak
 
     gone = run_check(check_config(tmp_path, cache_dir, "metrics=[chi]"), tmp_path / "gone")
     assert not gone.passed
-    assert set(gone.comparison.loc[gone.comparison["status"] == "MISSING", "metric"]) == {fake_degradable_chi}
+    assert set(gone.summary.loc[gone.summary["status"] == "MISSING", "metric"]) == {fake_degradable_chi}
 
 
 def test_gate_refuses_to_compare_different_settings(tmp_path, cache_dir):

@@ -14,12 +14,7 @@ import numpy as np
 import pytest
 
 from bench.api.inputs import canonical_pair
-from metrics.classifier import (
-    classifier,
-    held_out_predictions,
-    rbf_kernel_blocks,
-    rbf_train_kernel,
-)
+from metrics.classifier import classifier, held_out_predictions, rbf_kernel_blocks, rbf_train_kernel
 
 SEEDS = range(30)
 

@@ -15,28 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from bench.data import corpora
-from bench.data.cards import (
-    DATASETS_DIR,
-    Normalisation,
-    corpus_card,
-    corpus_names,
-    pair_card,
-    pair_names,
-    read_corpus_card,
-)
-from bench.data.corpora import (
-    Source,
-    load_corpus,
-    load_pair,
-    normalise_text,
-    normalise_texts,
-    parse_csv,
-    parse_fortune,
-    resolve_cache_dir,
-    scoped_bytes,
-    sha256_hex,
-)
+from bench.data import corpora, fetch
+from bench.data.cards import (DATASETS_DIR, Normalisation, corpus_card, corpus_names, pair_card, pair_names,
+                              read_corpus_card)
+from bench.data.corpora import Source, load_corpus, load_pair, normalise_text, normalise_texts
+from bench.data.fetch import resolve_cache_dir, scoped_bytes, sha256_hex
+from bench.data.parsing import parse_csv, parse_fortune
 from bench.errors import ConfigError, DataError
 
 MIRRORED_MIN_SIZE = {"clinc150": 20_000, "banking77": 9_000, "atis": 4_000, "news_category": 9_000}
@@ -136,7 +120,7 @@ def test_mirrored_corpus_loads(name, mirror_dir, cache_dir):
 @pytest.mark.parametrize("name", sorted(MIRRORED_MIN_SIZE))
 def test_second_load_comes_from_cache_without_mirror(name, mirror_dir, cache_dir, no_env_mirror, monkeypatch):
     first = load_corpus(name, cache_dir=cache_dir, mirror=mirror_dir)
-    monkeypatch.setattr(corpora, "_fetch_url", fake_fetch_url_forbidden)
+    monkeypatch.setattr(fetch, "_fetch_url", fake_fetch_url_forbidden)
     assert load_corpus(name, cache_dir=cache_dir) == first
 
 
@@ -168,7 +152,7 @@ def test_cached_file_with_wrong_checksum_is_fetched_again(mirror_dir, tmp_path):
 
 
 def test_network_failure_without_mirror_explains_the_mirror(tmp_path, no_env_mirror, monkeypatch):
-    monkeypatch.setattr(corpora, "_fetch_url", fake_fetch_url_unreachable)
+    monkeypatch.setattr(fetch, "_fetch_url", fake_fetch_url_unreachable)
     with pytest.raises(DataError) as err:
         load_corpus("clinc150", cache_dir=tmp_path)
     message = str(err.value)

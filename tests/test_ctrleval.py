@@ -9,14 +9,7 @@ from scipy.stats import wasserstein_distance
 
 from bench.api.context import lm_scorer
 from bench.api.registry import get_metric
-from metrics.ctrleval import (
-    coherence,
-    infill_logprobs,
-    infill_prompts,
-    masked_parts,
-    nisf_weights,
-    sentences,
-)
+from metrics.ctrleval import coherence, infill_logprobs, infill_prompts, masked_parts, nisf_weights, sentences
 
 
 def test_sentences_and_masked_parts():

@@ -7,17 +7,8 @@ from scipy import stats
 
 from bench.api.context import lm_scorer
 from bench.api.registry import get_metric
-from metrics.face import (
-    centred_distance,
-    cross_entropy_spectrum,
-    dissimilarities,
-    on_grid,
-    pearson,
-    spearman,
-    spectral_angle,
-    spectral_overlap,
-    text_spectra,
-)
+from metrics.face import (centred_distance, cross_entropy_spectrum, dissimilarities, on_grid, pearson, spearman,
+                          spectral_angle, spectral_overlap, text_spectra)
 
 FACE = ["face_so", "face_sam", "face_corr", "face_spear"]
 

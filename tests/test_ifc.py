@@ -10,15 +10,11 @@ import pandas as pd
 import pytest
 from hydra import compose, initialize_config_dir
 
+from bench.collections.ifc import reference_samples, split_source
 from bench.errors import ConfigError, DataError
+from bench.measures.ifc import gap_closed, ifc_score, type_token_ratio
 from bench.tasks.config import CONF_DIR
-from bench.tasks.ifc import run_ifc, split_source
-from bench.tasks.ifc_score import (
-    gap_closed,
-    ifc_score,
-    reference_samples,
-    type_token_ratio,
-)
+from bench.tasks.ifc import run_ifc
 
 
 def test_ifc_score_is_one_when_the_distance_falls_at_every_step():
@@ -134,8 +130,17 @@ def test_a_deleted_middle_corpus_is_rebuilt_by_replaying_its_seeded_step(tiny_ru
 def test_scoring_again_with_another_metric_needs_no_generation(tiny_run, cache_dir, mirror_dir):
     _, out, _ = tiny_run
     cfg = ifc_config(cache_dir, mirror_dir, "ifc.generate=false", "metrics=[chi]")
+    before = pd.read_csv(out / "ifc_distances.csv")
+    figures = sorted(p.name for p in out.glob("*.png"))
     result = run_ifc(cfg, out)
-    assert result.info["generated_now"] == [] and set(result.measures["metric"]) == {"chi"}
+    assert result.info["generated_now"] == [] and result.info["metrics_this_run"] == ["chi"]
+    # Results add up: fid, scored by the earlier run only, keeps every row, and every figure is still drawn.
+    after = pd.read_csv(out / "ifc_distances.csv")
+    assert set(result.measures["metric"]) == {"fid", "chi"} and len(after) == len(before)
+    key = ["metric", "kind", "iteration", "repetition"]
+    pd.testing.assert_frame_equal(after.sort_values(key).drop(columns=["seconds", "attempts"]).reset_index(drop=True),
+                                  before.sort_values(key).drop(columns=["seconds", "attempts"]).reset_index(drop=True))
+    assert sorted(p.name for p in out.glob("*.png")) == figures
 
 
 def test_changed_generation_settings_are_refused_in_a_used_directory(tiny_run, cache_dir, mirror_dir):

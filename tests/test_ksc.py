@@ -2,12 +2,7 @@
 
 import pytest
 
-from bench.collections.ksc import (
-    corpus_pairs,
-    known_similarity_corpora,
-    mixture_counts,
-    texts_needed,
-)
+from bench.collections.ksc import corpus_pairs, known_similarity_corpora, mixture_counts, texts_needed
 from bench.errors import ConfigError, DataError
 
 A = [f"a{i}" for i in range(2000)]

@@ -8,14 +8,8 @@ import numpy as np
 import pytest
 
 from bench.errors import ConfigError
-from bench.features.lm import (
-    checkpoint_path,
-    converted_checkpoint,
-    load_causal_lm,
-    model_id,
-    package_gguf,
-    token_logprobs,
-)
+from bench.features.lm import (checkpoint_path, converted_checkpoint, load_causal_lm, model_id, package_gguf,
+                               token_logprobs)
 
 
 def test_the_gguf_is_found_in_the_package_without_importing_it():

@@ -7,7 +7,8 @@ import pandas as pd
 from test_end_to_end import run_bench
 
 from bench.api.registry import get_metric
-from bench.tasks.ifc_score import reference_samples, score_corpora
+from bench.collections.ifc import ifc_pairs, reference_samples
+from bench.engine import CorpusStore, Job, run_jobs
 
 LM_METRICS = "metrics=[face_so,face_spear,ctrleval_coherence]"
 
@@ -51,7 +52,9 @@ def test_ifc_scoring_with_an_lm_metric(lm_context, intent_texts):
     a, b = intent_texts["a"], intent_texts["b"]
     pool = a[:40]
     samples = reference_samples(len(pool), 8, 2, seed=0)
-    out = score_corpora([(get_metric("face_sam"), {})], {0: b[:8], 1: a[100:108]}, pool, samples,
-                        seed=0, progress=False)
-    assert (out.error == "").all() and len(out) == 2 * 3 and (out.distance > 0).all()
-    assert sorted(out.kind.unique()) == ["generated", "self"]
+    corpora, plan = ifc_pairs({0: b[:8], 1: a[100:108]}, pool, samples)
+    jobs = [Job(key=(kind, i, r), metric="face_sam", p=p, q=q, seed=r) for kind, i, r, p, q in plan]
+    out = run_jobs(jobs, CorpusStore.from_corpora(corpora), {"face_sam": (get_metric("face_sam"), {})},
+                   progress=False)
+    assert len(out) == 2 * 3 and all(not o.failed and o.distance > 0 for o in out.values())
+    assert sorted({key[0] for key in out}) == ["generated", "self"]

@@ -10,15 +10,8 @@ from scipy import stats
 from statsmodels.formula.api import ols
 
 from bench.collections.ksc import corpus_pairs, mixture_counts
-from bench.measures.ksc import (
-    collection_measures,
-    judgement_accuracy,
-    judgement_set,
-    linearity,
-    monotonicity,
-    omega_squared,
-    zscore,
-)
+from bench.measures.ksc import (collection_measures, judgement_accuracy, judgement_set, linearity, monotonicity,
+                                omega_squared, zscore)
 
 
 def brute_force_judgements(k):

@@ -11,13 +11,7 @@ from bench.api.sharing import sharing
 from bench.api.tokens import tokenize
 from bench.errors import MetricError
 from metrics.divergences import kl_forward
-from metrics.ngram_divergences import (
-    UNK,
-    _discount,
-    fit_kneser_ney,
-    ngram_frontier,
-    pair_log_probs,
-)
+from metrics.ngram_divergences import UNK, _discount, fit_kneser_ney, ngram_frontier, pair_log_probs
 
 NAMES = ["ngram_kl_forward", "ngram_kl_backward", "ngram_exp_kl", "ngram_js", "ngram_auc"]
 

@@ -8,31 +8,13 @@ import pytest
 from scipy import stats
 from test_end_to_end import run_bench  # the Hydra app as a user starts it
 
-from bench.collections.perturbations import (
-    PERTURBATIONS,
-    get_perturbation,
-    perturb_corpus,
-    remove_articles,
-    remove_stopwords,
-    shuffle_words,
-    split_core,
-    swap_first_halves,
-    truncate,
-)
+from bench.collections.perturbation_samples import draw_samples, perturbation_rng, validate_perturb_parameters
+from bench.collections.perturbations import (PERTURBATIONS, get_perturbation, perturb_corpus, remove_articles,
+                                             remove_stopwords, shuffle_words, split_core, swap_first_halves, truncate)
 from bench.errors import ConfigError, DataError
-from bench.tasks.perturb import (
-    draw_samples,
-    perturbation_measures,
-    perturbation_rng,
-    relative_shift,
-    summarise_shifts,
-    validate_perturb_parameters,
-)
-from reports.perturb_figures import (
-    perturbation_cells,
-    perturbation_heatmap,
-    perturbation_markdown,
-)
+from bench.measures.perturbation import perturbation_measures, relative_shift
+from bench.tasks.perturb import summarise_shifts
+from reports.perturb_figures import perturbation_cells, perturbation_heatmap, perturbation_markdown
 
 TEXT = "The cat saw an owl and A hawk (the one) in theory."
 

@@ -15,14 +15,8 @@ from scipy import stats
 
 from reports.aggregate import aggregate_sweep, main, write_sweep_tables
 from reports.figures import distance_scatter, radar_chart
-from reports.tables import (
-    failures_from_distances,
-    format_score,
-    summarise_measures,
-    table3,
-    table3_markdown_cells,
-    write_tables,
-)
+from reports.tables import (failures_from_distances, format_score, summarise_measures, table3, table3_markdown_cells,
+                            write_tables)
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 K, REPETITIONS = 6, 4

@@ -9,18 +9,10 @@ from hydra import compose, initialize_config_dir
 from test_end_to_end import run_bench  # the Hydra app as a user starts it
 
 from bench.api.registry import metric, unregister
-from bench.collections.size_imbalance import (
-    draw_sample_pair,
-    feasible_grid,
-    sample_seed,
-    validate_robustness_parameters,
-)
+from bench.collections.size_imbalance import (draw_sample_pair, feasible_grid, sample_seed,
+                                              validate_robustness_parameters)
 from bench.errors import ConfigError, DataError
-from bench.measures.robustness import (
-    imbalance_robustness,
-    robustness_score,
-    size_robustness,
-)
+from bench.measures.robustness import imbalance_robustness, robustness_score, size_robustness
 from bench.tasks.config import CONF_DIR
 from bench.tasks.robustness import run_robustness
 
@@ -128,7 +120,7 @@ def test_known_convergence_gives_the_hand_computed_s_and_i(tmp_path, cache_dir, 
         assert (tmp_path / f"robustness_{name}.png").stat().st_size > 10_000
     # Same config and seed, same samples: chi's curves repeat exactly.
     again = run_robustness(cfg, tmp_path / "again")
-    pd.testing.assert_frame_equal(result.curves.drop(columns="seconds"), again.curves.drop(columns="seconds"))
+    pd.testing.assert_frame_equal(result.distances.drop(columns="seconds"), again.distances.drop(columns="seconds"))
 
 
 def test_s_and_i_join_a_ksc_run_on_one_radar(tmp_path, cache_dir):

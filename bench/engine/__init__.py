@@ -14,24 +14,9 @@ Every task reduces to a list of ``Job``s over corpora held in one ``CorpusStore`
   and a metric's ``prepare`` hook sees every text of the run once, before any pair (an LM pass).
 """
 
-from bench.engine.jobs import (
-                              CRASH,
-                              ERROR,
-                              OK,
-                              TIMEOUT,
-                              Job,
-                              Outcome,
-                              evaluate,
-                              params_digest,
-)
+from bench.engine.jobs import CRASH, ERROR, OK, TIMEOUT, Job, Outcome, evaluate, params_digest
 from bench.engine.result_log import ResultLog
-from bench.engine.run import (
-                              DEFAULT_START_TIMEOUT,
-                              DEFAULT_TIMEOUT,
-                              engine_options,
-                              result_log_for,
-                              run_jobs,
-)
+from bench.engine.run import DEFAULT_START_TIMEOUT, DEFAULT_TIMEOUT, engine_options, result_log_for, run_jobs
 from bench.engine.store import CorpusStore
 
 __all__ = ["CRASH", "ERROR", "OK", "TIMEOUT", "CorpusStore", "DEFAULT_START_TIMEOUT", "DEFAULT_TIMEOUT", "Job",

@@ -36,11 +36,40 @@ class ResultLog:
     def load(self, versions: Mapping[str, str] | None = None) -> dict[tuple, Outcome]:
         """The latest attempt per job key (with the number of attempts), ignoring attempts made
         by another version of their metric (``versions``: metric name -> version)."""
+        latest: dict[tuple, Outcome] = {}
+        attempts: Counter = Counter()
+        stale: Counter = Counter()
+        for key, row in self._rows():
+            metric = str(key[0])
+            if versions is not None and metric in versions and row.get("metric_version") != versions[metric]:
+                stale[(metric, row.get("metric_version"))] += 1
+                continue
+            attempts[key] += 1
+            latest[key] = _outcome(row, attempts[key])
+        for (metric, old), count in stale.items():
+            log.warning("metric %s changed (version %s, now %s): its %d logged evaluations are recomputed",
+                        metric, old, versions[metric], count)
+        return latest
+
+    def latest_per_metric(self) -> dict[tuple, Outcome]:
+        """The latest attempt per job key, for each metric only with the parameters (key[1]) it was
+        last evaluated with: what a run that does not select the metric reports of it."""
+        latest: dict[tuple, Outcome] = {}
+        attempts: Counter = Counter()
+        params: dict[str, object] = {}
+        for key, row in self._rows():
+            attempts[key] += 1
+            latest[key] = _outcome(row, attempts[key])
+            params[key[0]] = key[1]
+        return {key: o for key, o in latest.items() if params[key[0]] == key[1]}
+
+    def _rows(self):
+        """(key, row) of every complete line after the header, which must match this run's fingerprint."""
         if not self.path.exists():
-            return {}
+            return
         lines = self.path.read_text().splitlines()
         if not lines:
-            return {}
+            return
         header = json.loads(lines[0]).get("fingerprint")
         if header != self.fingerprint:
             changed = {k: (header.get(k) if header else None, v) for k, v in self.fingerprint.items()
@@ -48,27 +77,12 @@ class ResultLog:
             raise ConfigError(
                 f"{self.path} holds evaluations of another configuration ({changed}); resume only "
                 "with the same settings, or use a new run directory (hydra.run.dir=...)")
-        latest: dict[tuple, Outcome] = {}
-        attempts: Counter = Counter()
-        stale: Counter = Counter()
         for line in lines[1:]:
             try:
                 row = json.loads(line)
             except json.JSONDecodeError:  # a line cut short by a kill: recompute it
                 continue
-            key = tuple(row["key"])
-            metric = str(key[0])
-            if versions is not None and metric in versions and row.get("metric_version") != versions[metric]:
-                stale[(metric, row.get("metric_version"))] += 1
-                continue
-            attempts[key] += 1
-            distance = row["distance"] if row["distance"] is not None else math.nan
-            status = row.get("status") or (ERROR if row["error"] else OK)
-            latest[key] = Outcome(distance, row["seconds"], row["error"], status, attempts[key])
-        for (metric, old), count in stale.items():
-            log.warning("metric %s changed (version %s, now %s): its %d logged evaluations are recomputed",
-                        metric, old, versions[metric], count)
-        return latest
+            yield tuple(row["key"]), row
 
     def open(self) -> "ResultLog":
         try:
@@ -106,6 +120,12 @@ class ResultLog:
             except OSError:  # the data already failed to reach the disk and was reported
                 pass
             self._fh = None
+
+
+def _outcome(row: dict, attempts: int) -> Outcome:
+    distance = row["distance"] if row["distance"] is not None else math.nan
+    status = row.get("status") or (ERROR if row["error"] else OK)
+    return Outcome(distance, row["seconds"], row["error"], status, attempts)
 
 
 def retry_wanted(outcome: Outcome, retry_failed: bool) -> bool:

@@ -26,13 +26,7 @@ import numpy as np
 from bench.errors import ConfigError
 from bench.features.embedding import resolve_device
 from bench.features.shard_cache import slug
-from bench.files import (
-    atomic_directory,
-    atomic_write,
-    held_lock,
-    make_dirs,
-    remove_stale_temporaries,
-)
+from bench.files import atomic_directory, atomic_write, held_lock, make_dirs, remove_stale_temporaries
 
 log = logging.getLogger(__name__)
 

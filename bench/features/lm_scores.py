@@ -17,12 +17,7 @@ import numpy as np
 
 from bench.api.context import RunContext, current_context
 from bench.features.embedding import model_files_digest, resolve_device
-from bench.features.lm import (
-    load_causal_lm,
-    model_id,
-    sequence_logprobs,
-    token_logprobs,
-)
+from bench.features.lm import load_causal_lm, model_id, sequence_logprobs, token_logprobs
 from bench.features.shard_cache import RaggedCache, slug, text_key
 
 _scorers: dict[tuple, "LMScorer"] = {}

@@ -47,3 +47,17 @@ def write_failures_csv(evaluations: pd.DataFrame, out_dir) -> "Path | None":
     path = Path(out_dir) / "failures.csv"
     failed.to_csv(path, index=False)
     return path
+
+
+def per_repetition(distances: pd.DataFrame, compute, columns: list[str]) -> tuple[pd.DataFrame, dict[str, str]]:
+    """Apply ``compute(group) -> dict`` to each (metric, repetition) of an evaluation table.
+
+    A repetition with any failed evaluation gets no measures; the failures of each metric are
+    returned as one text naming every failing repetition and its reasons (``bench.measures.failures``).
+    """
+    rows = []
+    for (name, rep), grp in distances.groupby(["metric", "repetition"], sort=True):
+        if (grp["error"].fillna("").astype(str) != "").any():
+            continue
+        rows.append({"metric": name, "repetition": rep, **compute(grp)})
+    return pd.DataFrame(rows, columns=columns), failure_summary(distances)

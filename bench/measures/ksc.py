@@ -112,19 +112,3 @@ def collection_measures(i, j, distance, seconds, k: int) -> dict[str, float]:
         "Aw": judgement_accuracy(i, j, distance, k, weighted=True),
         "T": len(distance) / total if total > 0 else float("nan"),
     }
-
-
-def per_repetition(distances: pd.DataFrame, compute, columns: list[str]) -> tuple[pd.DataFrame, dict[str, str]]:
-    """Apply ``compute(group) -> dict`` to each (metric, repetition) of an evaluation table.
-
-    A repetition with any failed evaluation gets no measures; the failures of each metric are
-    returned as one text naming every failing repetition and its reasons (``bench.measures.failures``).
-    """
-    from bench.measures.failures import failure_summary
-
-    rows = []
-    for (name, rep), grp in distances.groupby(["metric", "repetition"], sort=True):
-        if (grp["error"].fillna("").astype(str) != "").any():
-            continue
-        rows.append({"metric": name, "repetition": rep, **compute(grp)})
-    return pd.DataFrame(rows, columns=columns), failure_summary(distances)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import logging
 import math
-from dataclasses import dataclass, field
+from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
@@ -23,19 +23,12 @@ from omegaconf import DictConfig, OmegaConf
 
 from bench.errors import ConfigError
 from bench.tasks.ksc import run_ksc
+from bench.tasks.skeleton import TaskResult
 from reports.tables import markdown_table
 
 log = logging.getLogger(__name__)
 
 SETTINGS = ("pair", "k", "n", "repetitions", "seed")
-
-
-@dataclass
-class CheckResult:
-    passed: bool
-    comparison: pd.DataFrame
-    files: dict[str, Path] = field(default_factory=dict)
-    failures: dict[str, str] = field(default_factory=dict)
 
 
 def _settings(cfg: DictConfig) -> dict:
@@ -82,8 +75,11 @@ def compare(baseline: dict, measures: pd.DataFrame, *, z: float, min_tolerance: 
     return pd.DataFrame(rows, columns=["metric", "measure", "baseline", "new", "change", "tolerance", "status"])
 
 
-def run_check(cfg: DictConfig, out_dir: Path | str) -> CheckResult:
-    """Run the gate (or write a new baseline with ``update=true``)."""
+def run_check(cfg: DictConfig, out_dir: Path | str) -> TaskResult:
+    """Run the gate (or write a new baseline with ``update=true``): the KSC task, then the comparison.
+
+    The result's ``summary`` is the comparison table (one row per metric and measure) and ``passed``
+    says whether the gate holds."""
     out_dir = Path(out_dir)
     check = cfg.check
     path = Path(str(check.baseline)).expanduser()
@@ -108,7 +104,7 @@ def run_check(cfg: DictConfig, out_dir: Path | str) -> CheckResult:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(baseline_from_measures(result.measures, settings, gated, extra), indent=2) + "\n")
         log.info("wrote baseline %s", path)
-        return CheckResult(True, pd.DataFrame(), {**files, "baseline": path}, result.failures)
+        return replace(result, summary=pd.DataFrame(), files={**files, "baseline": path})
 
     if baseline.get("embedding_model") not in (None, result.info["embedding"]["model"]):
         log.warning("embedding model changed: baseline %s, now %s",
@@ -130,4 +126,5 @@ def run_check(cfg: DictConfig, out_dir: Path | str) -> CheckResult:
             f"dropped from {row['baseline']:.4f} to {row['new']:.4f} (tolerance {row['tolerance']:.4f})"
         text += f"\nREGRESSION: metric {row['metric']} measure {row['measure']} {what}"
     (out_dir / "check.md").write_text(text + "\n")
-    return CheckResult(failed.empty, table, {**files, "check_md": out_dir / "check.md"}, result.failures)
+    return replace(result, task="check", summary=table, files={**files, "check_md": out_dir / "check.md"},
+                   passed=failed.empty)

@@ -9,13 +9,9 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from bench import PROJECT_ROOT
 from bench.api.context import RunContext, default_lm
-from bench.api.registry import (
-    MetricInfo,
-    available_metrics,
-    default_metrics,
-    get_metric,
-)
+from bench.api.registry import MetricInfo, available_metrics, default_metrics, get_metric
 from bench.errors import ConfigError
+from bench.features.embedding import Embedder, custom_embedder, sentence_transformer
 
 CONF_DIR = PROJECT_ROOT / "conf"
 
@@ -64,3 +60,17 @@ def data_locations(cfg: DictConfig) -> tuple[Path, Path | None]:
         if path.is_dir():
             return cache_dir, path
     return cache_dir, None
+
+
+def build_embedder(cfg: DictConfig) -> Embedder:
+    """The configured embedder with its cache under ``data.cache_dir``; ``embedder.factory``
+    ("package.module:function", options in ``embedder.options``) plugs in a user's own."""
+    cache_dir, _ = data_locations(cfg)
+    e = cfg.embedder
+    if e.get("factory"):
+        options = OmegaConf.to_container(e.options, resolve=True) if e.get("options") is not None else {}
+        return custom_embedder(str(e.factory), options=options, cache_dir=cache_dir)  # type: ignore[arg-type]
+    return sentence_transformer(
+        model=e.model, package=e.get("package"), path=e.get("path"), device=e.get("device", "auto"),
+        batch_size=int(e.get("batch_size", 64)), cache_dir=cache_dir,
+    )

@@ -213,7 +213,7 @@ def _robustness(cfg: DictConfig, bad: set[str]) -> None:
 
 def _perturb(cfg: DictConfig, bad: set[str]) -> None:
     if not bad & {"n", "repetitions"}:
-        from bench.tasks.perturb import validate_perturb_parameters
+        from bench.collections.perturbation_samples import validate_perturb_parameters
 
         validate_perturb_parameters(cfg.n, cfg.repetitions, cfg.perturbations)
 

@@ -1,0 +1,219 @@
+"""The one skeleton every task runs on: build collections → evaluate on the engine → measures → artifacts.
+
+A task (``bench.tasks.ksc``, ``robustness``, ``perturb``, ``ifc``; ``check`` runs the KSC task and
+compares) says only what is particular to it, as a ``Task``:
+
+- ``build(cfg)`` draws its corpora and lists the ``Evaluation``s (pairs of corpora, each named by the
+  task's ``fields``, e.g. repetition, i, j) that every metric gets;
+- ``score(distances, collections)`` turns the distance table into measures (and a summary);
+- ``write(result, out_dir)`` writes the task's own tables and figures.
+
+The skeleton does the rest the same way for all: it checks the metrics, embeds the texts once (only
+when a metric takes embeddings), runs every (metric, evaluation) job on the engine (isolated workers,
+time limits, resume from the run directory's ``evaluations.jsonl``), and writes ``run.json``, the
+distance and measure tables, and ``failures.csv``.
+
+Results add up. A run directory keeps the evaluations of every metric ever scored in it (its
+evaluation log); scoring more or fewer metrics there again adds the new ones to the tables, report
+and figures and keeps the others as they were (a metric run again with new parameters replaces its
+earlier rows). Files a previous run wrote that this run does not are removed, so no figure goes stale.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import platform
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Mapping, Protocol, Sequence
+
+import pandas as pd
+from omegaconf import DictConfig
+
+from bench import __version__
+from bench.collections.seeds import metric_seed
+from bench.engine import CorpusStore, Job, Outcome, engine_options, params_digest, result_log_for, run_jobs
+from bench.measures.failures import write_failures_csv
+from bench.tasks.config import build_embedder, data_locations, selected_metrics
+
+log = logging.getLogger(__name__)
+
+#: Columns of every distance table after the metric and the task's fields.
+OUTCOME_COLUMNS = ["distance", "seconds", "error", "attempts"]
+#: Files the skeleton writes into every run directory; a task adds its own.
+MANIFEST = "run.json"
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """One pair of corpora every metric is evaluated on; ``fields`` are its values of ``Task.fields``."""
+
+    fields: tuple
+    p: str
+    q: str
+    repetition: int
+
+
+@dataclass
+class Collections:
+    """What a task's ``build`` returns: the corpora by id, the evaluations, and what identifies the run.
+
+    ``fingerprint`` names everything the corpora depend on (the evaluation log refuses another);
+    ``info`` is the task's part of ``run.json``; ``extra`` carries what ``score`` and ``write`` need.
+    """
+
+    corpora: Mapping[str, Sequence[str]]
+    evaluations: list[Evaluation]
+    fingerprint: dict
+    info: dict = field(default_factory=dict)
+    extra: dict = field(default_factory=dict)
+
+
+@dataclass
+class TaskResult:
+    """What a task produced: the one result type of every task."""
+
+    task: str
+    distances: pd.DataFrame
+    measures: pd.DataFrame
+    summary: pd.DataFrame | None = None
+    failures: dict[str, str] = field(default_factory=dict)
+    files: dict[str, Path] = field(default_factory=dict)
+    info: dict = field(default_factory=dict)
+    passed: bool = True
+
+
+@dataclass
+class Scores:
+    """What a task's ``score`` returns."""
+
+    measures: pd.DataFrame
+    failures: dict[str, str]
+    distances: pd.DataFrame | None = None  # the distance table with derived columns, if the task adds any
+    summary: pd.DataFrame | None = None
+    info: dict = field(default_factory=dict)
+
+
+class Task(Protocol):
+    name: str
+    fields: tuple[str, ...]
+    distances_file: str
+
+    def build(self, cfg: DictConfig, out_dir: Path) -> Collections: ...
+
+    def score(self, distances: pd.DataFrame, collections: Collections) -> Scores: ...
+
+    def write(self, result: TaskResult, out_dir: Path) -> dict[str, Path]: ...
+
+    def title(self, cfg: DictConfig, collections: Collections) -> str: ...
+
+
+def run_task(task: Task, cfg: DictConfig, out_dir: Path | str) -> TaskResult:
+    """Run ``task`` as ``cfg`` describes and write everything into ``out_dir``."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    metrics = selected_metrics(cfg)
+    collections = task.build(cfg, out_dir)
+
+    embedder, embed_seconds = None, 0.0
+    if any(m.inputs == "embeddings" for m, _ in metrics):
+        embedder = build_embedder(cfg)  # the model loads only if a text is not in the embedding cache
+    start = time.perf_counter()
+    store = CorpusStore.from_corpora(collections.corpora, embed=embedder.embed if embedder else None)
+    embed_seconds = time.perf_counter() - start
+
+    result_log = result_log_for(cfg, out_dir, collections.fingerprint)
+    content = {ev: pair_digest(collections.corpora[ev.p], collections.corpora[ev.q]) for ev in collections.evaluations}
+    jobs = [Job(key=(m.name, params_digest(params), *ev.fields, content[ev]), metric=m.name, p=ev.p, q=ev.q,
+                seed=metric_seed(int(cfg.seed), ev.repetition))
+            for ev in collections.evaluations for m, params in metrics]
+    outcomes = run_jobs(jobs, store, {m.name: (m, params) for m, params in metrics}, result_log=result_log,
+                        embedder_id=embedder.model_id if embedder else None, desc=f"{task.name} evaluations",
+                        **engine_options(cfg))
+    earlier = earlier_outcomes(result_log, content, {m.name for m, _ in metrics})
+    distances = distance_table(task.fields, [*outcomes.items(), *earlier.items()])
+    scores = task.score(distances, collections)
+    distances = scores.distances if scores.distances is not None else distances
+
+    cache_dir, mirror = data_locations(cfg)
+    names = list(dict.fromkeys(distances["metric"]))
+    info = {
+        "task": task.name, **collections.info, "seed": int(cfg.seed), "metrics": names,
+        "metrics_this_run": [m.name for m, _ in metrics], "earlier_metrics": sorted(set(names) - {m.name for m, _ in metrics}),
+        "failures": scores.failures, **scores.info,
+        "seconds_per_metric": distances.groupby("metric", sort=False)["seconds"].sum().round(3).to_dict(),
+        "embedding": {"model": embedder.model_id if embedder else None, "seconds": round(embed_seconds, 3),
+                      **(embedder.stats if embedder else {})},
+        "mirror": str(mirror) if mirror else None, "version": __version__, "python": platform.python_version(),
+    }
+    result = TaskResult(task.name, distances, scores.measures, scores.summary, scores.failures, {}, info)
+    result.files = write_artifacts(task, result, out_dir, title=task.title(cfg, collections))
+    return result
+
+
+def pair_digest(p: Sequence[str], q: Sequence[str]) -> str:
+    """A short digest of both corpora's texts, the last part of a job key: a logged evaluation is reused
+    only on the very same corpora (a regenerated IFC corpus or a changed source is evaluated again)."""
+    h = hashlib.blake2b(digest_size=8)
+    for corpus in (p, q):
+        for text in corpus:
+            h.update(text.encode("utf-8", "surrogatepass") + b"\x00")
+        h.update(b"\x01")
+    return h.hexdigest()
+
+
+def earlier_outcomes(result_log, content: Mapping[Evaluation, str], current: set[str]) -> dict[tuple, Outcome]:
+    """Logged outcomes of metrics this run did not select, on this run's very corpora (latest parameters)."""
+    if result_log is None:
+        return {}
+    wanted = {(*ev.fields, digest) for ev, digest in content.items()}
+    return {key: outcome for key, outcome in result_log.latest_per_metric().items()
+            if key[0] not in current and tuple(key[2:]) in wanted}
+
+
+def distance_table(fields: Sequence[str], outcomes: Sequence[tuple[tuple, Outcome]]) -> pd.DataFrame:
+    """One row per (metric, evaluation) from job keys (metric, parameter digest, *fields, corpora digest)."""
+    rows = [(key[0], *key[2:-1], o.distance, o.seconds, o.error, o.attempts) for key, o in outcomes]
+    return pd.DataFrame(rows, columns=["metric", *fields, *OUTCOME_COLUMNS])
+
+
+def write_artifacts(task: Task, result: TaskResult, out_dir: Path, *, title: str) -> dict[str, Path]:
+    """The common files, then the task's own; files an earlier run wrote and this one did not are removed."""
+    previous = _previous_files(out_dir)
+    files = {"distances": out_dir / task.distances_file, "measures": out_dir / "measures.csv",
+             "run": out_dir / MANIFEST}
+    result.distances.to_csv(files["distances"], index=False)
+    result.measures.to_csv(files["measures"], index=False)
+    if (failed := write_failures_csv(result.distances, out_dir)) is not None:
+        files["failures"] = failed
+    result.info["title"] = title
+    files.update(task.write(result, out_dir))
+    result.info["files"] = sorted(str(p.relative_to(out_dir)) for p in files.values() if p.is_relative_to(out_dir))
+    files["run"].write_text(json.dumps(result.info, indent=2, default=str))
+    for stale in previous - set(result.info["files"]):
+        path = out_dir / stale
+        if path.is_file() and path.name != "evaluations.jsonl":
+            path.unlink()
+            log.info("removed %s, written by an earlier run and not by this one", path)
+    return files
+
+
+def _previous_files(out_dir: Path) -> set[str]:
+    try:
+        return set(json.loads((out_dir / MANIFEST).read_text()).get("files") or [])
+    except (OSError, ValueError, AttributeError):
+        return set()
+
+
+def task_runner(task: Task) -> Callable[[DictConfig, Path | str], TaskResult]:
+    """``fn(cfg, out_dir)`` running ``task``: what ``bench.__main__`` dispatches to."""
+    def run(cfg: DictConfig, out_dir: Path | str) -> TaskResult:
+        return run_task(task, cfg, out_dir)
+
+    run.__name__ = f"run_{task.name}"
+    run.__doc__ = f"Run the {task.name} task described by ``cfg``; write its outputs to ``out_dir``."
+    return run
+
