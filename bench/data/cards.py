@@ -11,7 +11,7 @@ import difflib
 import functools
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import yaml
 
@@ -45,8 +45,7 @@ class CardFile:
     lines: int | None = None
 
 
-@dataclass(frozen=True)
-class PackageOrigin:
+class PackageOrigin(NamedTuple):
     """Files shipped inside an installed Python distribution rather than downloaded."""
 
     name: str

@@ -24,7 +24,7 @@ from bench.data.corpora import load_corpus
 from bench.errors import ConfigError, DataError
 from bench.measures.ifc import gap_closed, ifc_measures, type_token_ratio
 from bench.tasks.config import data_locations
-from bench.tasks.skeleton import Collections, Evaluation, Scores, TaskResult, task_runner
+from bench.tasks.skeleton import Collections, Evaluation, Scores, Task, TaskResult, task_runner
 
 log = logging.getLogger(__name__)
 
@@ -50,10 +50,8 @@ def generation_plan(cfg: DictConfig) -> GenerationPlan:
     return plan
 
 
-class IFCTask:
-    name = "ifc"
-    fields = ("kind", "iteration", "repetition")
-    distances_file = "ifc_distances.csv"
+class IFCTask(Task, name="ifc", fields=("kind", "iteration", "repetition"),
+              distances_file="ifc_distances.csv"):
 
     def build(self, cfg: DictConfig, out_dir: Path) -> Collections:
         """Generate (or resume) g_0..g_T from ``cfg.ifc.source``; score them against held-out reference samples."""

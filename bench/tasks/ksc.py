@@ -16,7 +16,7 @@ from bench.errors import ConfigError
 from bench.measures.failures import per_repetition
 from bench.measures.ksc import collection_measures, zscore
 from bench.tasks.config import data_locations, selected_metrics
-from bench.tasks.skeleton import Collections, Evaluation, Scores, TaskResult, task_runner
+from bench.tasks.skeleton import Collections, Evaluation, Scores, Task, TaskResult, task_runner
 
 log = logging.getLogger(__name__)
 
@@ -36,10 +36,7 @@ def check_run_config(cfg: DictConfig) -> list[tuple[MetricInfo, dict]]:
     return selected_metrics(cfg)
 
 
-class KSCTask:
-    name = "ksc"
-    fields = ("repetition", "i", "j")
-    distances_file = "distances.csv"
+class KSCTask(Task, name="ksc", fields=("repetition", "i", "j")):
 
     def build(self, cfg: DictConfig, out_dir: Path) -> Collections:
         check_run_config(cfg)

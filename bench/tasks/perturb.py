@@ -29,7 +29,7 @@ from bench.collections.perturbations import get_perturbation
 from bench.data.corpora import load_pair
 from bench.measures.perturbation import perturbation_measures
 from bench.tasks.config import data_locations
-from bench.tasks.skeleton import Collections, Evaluation, Scores, TaskResult, task_runner
+from bench.tasks.skeleton import Collections, Evaluation, Scores, Task, TaskResult, task_runner
 
 log = logging.getLogger(__name__)
 
@@ -53,10 +53,7 @@ def summarise_shifts(measures: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
 
 
-class PerturbTask:
-    name = "perturb"
-    fields = ("repetition", "condition")
-    distances_file = "distances.csv"
+class PerturbTask(Task, name="perturb", fields=("repetition", "condition")):
 
     def build(self, cfg: DictConfig, out_dir: Path) -> Collections:
         n, reps, perturbations = validate_perturb_parameters(cfg.n, cfg.repetitions, cfg.perturbations)

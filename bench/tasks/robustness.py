@@ -25,7 +25,7 @@ from bench.data.corpora import load_pair
 from bench.measures.failures import failure_summary
 from bench.measures.robustness import asymptotic_distance, imbalance_robustness, size_robustness
 from bench.tasks.config import data_locations
-from bench.tasks.skeleton import Collections, Evaluation, Scores, TaskResult, task_runner
+from bench.tasks.skeleton import Collections, Evaluation, Scores, Task, TaskResult, task_runner
 
 log = logging.getLogger(__name__)
 
@@ -55,10 +55,8 @@ def sample_plan(grid: RobustnessGrid, n_a: int, n_b: int, repetitions: int, seed
     return plan
 
 
-class RobustnessTask:
-    name = "robustness"
-    fields = ("curve", "s", "repetition")
-    distances_file = "curves.csv"
+class RobustnessTask(Task, name="robustness", fields=("curve", "s", "repetition"),
+                     distances_file="curves.csv"):
 
     def build(self, cfg: DictConfig, out_dir: Path) -> Collections:
         n_ref, sizes, total, reps = validate_robustness_parameters(

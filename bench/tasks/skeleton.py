@@ -28,7 +28,7 @@ import platform
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Mapping, Protocol, Sequence
+from typing import Callable, Mapping, Sequence
 
 import pandas as pd
 from omegaconf import DictConfig
@@ -97,18 +97,36 @@ class Scores:
     info: dict = field(default_factory=dict)
 
 
-class Task(Protocol):
+class Task:
+    """What a task says about itself: subclass it as ``class KSCTask(Task, name="ksc", fields=(...))``.
+
+    ``fields`` name the columns that identify an evaluation in the distance table (after ``metric``);
+    ``distances_file`` is that table's file name in the run directory.
+    """
+
     name: str
     fields: tuple[str, ...]
     distances_file: str
 
-    def build(self, cfg: DictConfig, out_dir: Path) -> Collections: ...
+    def __init_subclass__(cls, *, name: str, fields: tuple[str, ...], distances_file: str = "distances.csv",
+                          **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.name, cls.fields, cls.distances_file = name, tuple(fields), distances_file
 
-    def score(self, distances: pd.DataFrame, collections: Collections) -> Scores: ...
+    def build(self, cfg: DictConfig, out_dir: Path) -> Collections:
+        """Draw the corpora and list the evaluations."""
+        raise NotImplementedError
 
-    def write(self, result: TaskResult, out_dir: Path) -> dict[str, Path]: ...
+    def score(self, distances: pd.DataFrame, collections: Collections) -> Scores:
+        """Measures (and a summary) from the distance table of every metric."""
+        raise NotImplementedError
 
-    def title(self, cfg: DictConfig, collections: Collections) -> str: ...
+    def write(self, result: TaskResult, out_dir: Path) -> dict[str, Path]:
+        """The task's own tables and figures; returns them by name."""
+        raise NotImplementedError
+
+    def title(self, cfg: DictConfig, collections: Collections) -> str:
+        raise NotImplementedError
 
 
 def run_task(task: Task, cfg: DictConfig, out_dir: Path | str) -> TaskResult:
