@@ -26,10 +26,11 @@ def test_memo_counts_the_matrix_that_a_view_keeps_alive():
 
     rng = np.random.default_rng(0)
     matrix_bytes = 300 * 300 * 8
-    with sharing(max_bytes=2 * matrix_bytes) as memo:
+    records = 2**11  # each entry's cost record (bench.api.sharing), counted too
+    with sharing(max_bytes=2 * (matrix_bytes + records)) as memo:
         for _ in range(4):
             first_column(rng.normal(size=(300, 8)))
-        assert len(memo.store) == 2 and memo.bytes == 2 * matrix_bytes
+        assert len(memo.store) == 2 and 2 * matrix_bytes < memo.bytes <= 2 * (matrix_bytes + records)
 
 
 @pytest.mark.parametrize("name", ["ngram_js", "pr", "fid"])

@@ -1,13 +1,23 @@
-"""Per-corpus statistics computed once and shared by every pair the corpus takes part in.
+"""Per-corpus statistics computed once, shared by every pair the corpus takes part in, and charged to each.
 
 A KSC collection evaluates each corpus in k - 1 pairs, a robustness study in many more;
 much of a metric's work (FID's mean, covariance and its square root, the k-NN radii of
-PR/DC, token counts) depends on one corpus only. A metric marks such a helper with
-``@per_corpus``; inside an active ``sharing()`` scope (the evaluation engine opens one
-for a run) its result is memoised by the corpus's content and the helper's arguments.
-``@per_pair`` does the same for work on a pair that several metrics share (one clustering
-for the five cluster divergences).
-Outside a scope nothing is cached, so a plain call computes exactly the same thing.
+PR/DC, token counts) depends on one corpus only. Marking such a helper ``@per_corpus`` is
+how a metric declares a preparation step; inside an active ``sharing()`` scope (the
+evaluation engine opens one for a run) its result is memoised by the corpus's content and
+the helper's arguments. ``@per_pair`` declares work on a pair that several metrics share
+(one clustering for the five cluster divergences). Outside a scope nothing is cached, so a
+plain call computes exactly the same thing.
+
+Fair time (T, 004 §4.4). Each memoised result keeps what it cost: the seconds of its own
+computation and, for every piece of prepared work it used (nested helpers, LM scores), that
+piece's seconds, by key. An evaluation runs in a ``charged_time()`` account: reusing a
+result adds the cost of each piece the evaluation has not used yet, once per piece; work
+done within the evaluation is already in its wall time. So an evaluation's time is its own
+compute plus the full cost of the preparations it used, whichever metric ran first and
+however many workers share the run; sharing still saves wall time. The memo's own bookkeeping
+(fingerprints, sizes) is left out, as a plain call does none. A result evicted by the memo's
+bound is computed again, and then its cost is wall time.
 """
 
 from __future__ import annotations
@@ -16,15 +26,17 @@ import contextlib
 import functools
 import hashlib
 import sys
+import time
 import types
 from collections import OrderedDict
-from typing import Callable, Iterator, TypeVar
+from typing import Callable, Hashable, Iterable, Iterator, Mapping, TypeVar
 
 import numpy as np
 
 T = TypeVar("T")
 
 _scopes: list["_Memo"] = []
+_accounts: list["Account"] = []
 
 
 def _size(value, seen: set[int] | None = None) -> int:
@@ -48,28 +60,103 @@ def _size(value, seen: set[int] | None = None) -> int:
     return size
 
 
+class Account:
+    """The prepared work one evaluation (or one memoised computation) used: seconds per piece, by
+    key, and which pieces ran inside its own wall time (those are not charged again)."""
+
+    def __init__(self):
+        self.used: dict[Hashable, float] = {}
+        self.done_here: set[Hashable] = set()
+        self.bookkeeping = 0.0  # seconds the memo spent on itself (keys, sizes) inside this wall time
+
+    def take(self, pieces: Mapping[Hashable, float], done_here: Iterable[Hashable] = ()) -> None:
+        """Add ``pieces`` (a piece already used keeps its first cost); ``done_here`` ran in this wall time."""
+        for key, seconds in pieces.items():
+            self.used.setdefault(key, seconds)
+        self.done_here.update(done_here)
+
+    @property
+    def seconds(self) -> float:
+        """What to add to the wall time: the pieces used but not computed within it, less the memo's
+        bookkeeping, which is no work of the metric's (a plain call without sharing does none)."""
+        return sum(s for k, s in self.used.items() if k not in self.done_here) - self.bookkeeping
+
+
+def _bookkeeping(seconds: float) -> None:
+    if _accounts:
+        _accounts[-1].bookkeeping += seconds
+
+
+@contextlib.contextmanager
+def charged_time() -> Iterator[Account]:
+    """An evaluation's account: its time is the wall time of this block plus ``account.seconds``."""
+    account = Account()
+    _accounts.append(account)
+    try:
+        yield account
+    finally:
+        _accounts.remove(account)
+
+
+def charge(key: Hashable, seconds: float, *, done_here: bool = False) -> None:
+    """Record that the running evaluation used prepared work ``key`` costing ``seconds`` (e.g. one
+    text's cached LM scores): charged once per evaluation, or never if ``done_here`` (it ran just
+    now, inside the wall time; recorded so that its reuse later is costed right). Outside an
+    evaluation, nothing happens."""
+    if _accounts:
+        _accounts[-1].take({key: float(seconds)}, (key,) if done_here else ())
+
+
 class _Memo:
     def __init__(self, max_bytes: int):
         self.max_bytes = max_bytes
         self.bytes = 0
-        self.store: OrderedDict[tuple, tuple[object, int]] = OrderedDict()
+        self.store: OrderedDict[tuple, tuple[object, int, dict]] = OrderedDict()
         self.hits = 0
         self.misses = 0
 
     def get_or_compute(self, key: tuple, compute: Callable[[], T]) -> T:
+        """The memoised value of ``key``; its cost goes to the running account (module note)."""
         if key in self.store:
             self.hits += 1
             self.store.move_to_end(key)
-            return self.store[key][0]  # type: ignore[return-value]
+            value, _, pieces = self.store[key]
+            if _accounts:
+                _accounts[-1].take(pieces)
+            return value  # type: ignore[return-value]
         self.misses += 1
-        value = compute()
-        size = _size(value)
-        self.store[key] = (value, size)
+        inner = Account()
+        _accounts.append(inner)
+        start = time.perf_counter()
+        try:
+            value = compute()
+        finally:
+            wall = time.perf_counter() - start
+            _accounts.remove(inner)
+            own = max(0.0, wall - inner.bookkeeping - sum(inner.used[k] for k in inner.done_here))
+            pieces = {**inner.used, key: own}
+            if _accounts:
+                _accounts[-1].take(pieces, inner.done_here | {key})
+            _bookkeeping(inner.bookkeeping)
+        start = time.perf_counter()
+        size = _size(value) + _size(pieces)
+        self.store[key] = (value, size, pieces)
         self.bytes += size
         while self.bytes > self.max_bytes and len(self.store) > 1:
-            _, (_, dropped) = self.store.popitem(last=False)
+            _, (_, dropped, _) = self.store.popitem(last=False)
             self.bytes -= dropped
+        _bookkeeping(time.perf_counter() - start)
         return value
+
+    def cost(self, key: tuple) -> float:
+        """Seconds that reusing ``key`` charges to an evaluation that used none of its pieces."""
+        return sum(self.store[key][2].values())
+
+    def forget(self, keys: Iterable[tuple]) -> None:
+        """Drop these entries (the engine's warm-up does, so they are computed again warm)."""
+        for key in keys:
+            if key in self.store:
+                self.bytes -= self.store.pop(key)[1]
 
 
 def corpus_fingerprint(corpus) -> str:
@@ -88,7 +175,7 @@ def corpus_fingerprint(corpus) -> str:
 @contextlib.contextmanager
 def sharing(max_bytes: int = 256 * 2**20) -> Iterator[_Memo]:
     """Within this scope, ``@per_corpus`` helpers reuse their results; beyond ``max_bytes``
-    the least recently used are dropped."""
+    (values and their cost records) the least recently used are dropped."""
     memo = _Memo(max_bytes)
     _scopes.append(memo)
     try:
@@ -103,22 +190,26 @@ def _reusable(corpus):
 
 
 def per_corpus(fn: Callable[..., T]) -> Callable[..., T]:
-    """Mark ``fn(corpus, **params)`` as depending on one corpus only, so runs can share its result."""
+    """Declare ``fn(corpus, **params)`` a preparation step depending on one corpus only: runs share its
+    result, and every evaluation that uses it is charged its cost (module note)."""
 
     @functools.wraps(fn)
     def wrapper(corpus, **params) -> T:
         if not _scopes:
             return fn(corpus, **params)
+        start = time.perf_counter()
         corpus = _reusable(corpus)
         key = (fn.__module__, fn.__qualname__, corpus_fingerprint(corpus), tuple(sorted(params.items())))
+        _bookkeeping(time.perf_counter() - start)
         return _scopes[-1].get_or_compute(key, lambda: fn(corpus, **params))
 
     return wrapper
 
 
 def per_pair(fn: Callable[..., T]) -> Callable[..., T]:
-    """Mark ``fn(p, q, **params)`` as depending on two corpora only, so the metrics of one
-    family (e.g. five divergences on one clustering of the pair) share its result in a run.
+    """Declare ``fn(p, q, **params)`` a preparation step depending on two corpora only, so the metrics
+    of one family (e.g. five divergences on one clustering of the pair) share its result in a run,
+    each charged its cost.
 
     The key is the ordered pair: callers that want (p, q) and (q, p) to share put the pair in
     a canonical order first (``bench.api.inputs.canonical_pair``).
@@ -128,9 +219,11 @@ def per_pair(fn: Callable[..., T]) -> Callable[..., T]:
     def wrapper(p, q, **params) -> T:
         if not _scopes:
             return fn(p, q, **params)
+        start = time.perf_counter()
         p, q = _reusable(p), _reusable(q)
         key = (fn.__module__, fn.__qualname__, corpus_fingerprint(p), corpus_fingerprint(q),
                tuple(sorted(params.items())))
+        _bookkeeping(time.perf_counter() - start)
         return _scopes[-1].get_or_compute(key, lambda: fn(p, q, **params))
 
     return wrapper

@@ -12,6 +12,8 @@ Every task reduces to a list of ``Job``s over corpora held in one ``CorpusStore`
 - Start: workers open the store from disk (``store``), memory-mapped, in seconds.
 - Shared work: per-corpus statistics (``bench.api.sharing``) are reused across pairs in a worker,
   and a metric's ``prepare`` hook sees every text of the run once, before any pair (an LM pass).
+  Reuse saves wall time, not measured time: each evaluation's seconds include the full cost of
+  the preparations it used, so T does not depend on the order of metrics or the number of workers.
 """
 
 from bench.engine.jobs import CRASH, ERROR, OK, TIMEOUT, Job, Outcome, evaluate, params_digest

@@ -12,6 +12,7 @@ from typing import Mapping
 import numpy as np
 
 from bench.api.registry import MetricInfo
+from bench.api.sharing import charged_time
 
 #: Outcome statuses. ``error``: the metric raised or returned no finite number; ``timeout``: it
 #: exceeded the time limit and its worker was killed; ``crash``: its worker process died.
@@ -57,13 +58,20 @@ def params_digest(params: Mapping) -> str:
 
 
 def evaluate(metric: MetricInfo, params: dict, p, q, *, seed: int) -> Outcome:
-    """Call the metric once; a failure (exception, NaN/inf, not a number) is returned, never raised."""
-    start = time.perf_counter()
-    try:
-        value = metric(p, q, seed=seed, **params)
-    except Exception as exc:  # isolate the plugin: record and go on
-        return failure(ERROR, f"{type(exc).__name__}: {exc}", time.perf_counter() - start)
-    seconds = time.perf_counter() - start
+    """Call the metric once; a failure (exception, NaN/inf, not a number) is returned, never raised.
+
+    Its seconds (T, 004 §4.4) are the call's wall time plus the full cost of the shared preparations
+    it reused (``bench.api.sharing.charged_time``), so they do not depend on what ran before it.
+    """
+    with charged_time() as charged:
+        start = time.perf_counter()
+        try:
+            value = metric(p, q, seed=seed, **params)
+        except Exception as exc:  # isolate the plugin: record and go on
+            wall = time.perf_counter() - start
+            return failure(ERROR, f"{type(exc).__name__}: {exc}", wall + charged.seconds)
+        seconds = time.perf_counter() - start
+        seconds += charged.seconds
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.number)):
         return failure(ERROR, f"returned {type(value).__name__}, not a number", seconds)
     value = float(value)

@@ -9,6 +9,10 @@ of what is still missing, write it, let go. So a value is computed by one job wh
 for it, never twice, and an interrupted or failing job keeps every chunk it wrote. A shard that
 cannot be read is set aside (renamed ``*.corrupt``) and its texts are computed again.
 
+A shard written by ``get_or_compute`` also holds the seconds its chunk took to compute
+(``seconds``), so ``seconds_per_value`` tells what a cached value cost: the charge for reusing it
+(``bench.api.sharing``). Shards of older caches lack it and count as of unknown cost.
+
 Two layouts: ``VectorCache`` holds one fixed-length vector per text (embeddings);
 ``RaggedCache`` holds one 1-D array of any length per text (per-token log-probabilities,
 one log-probability per masked span).
@@ -20,6 +24,7 @@ import hashlib
 import io
 import logging
 import re
+import time
 import uuid
 from pathlib import Path
 from typing import Callable, Sequence
@@ -57,6 +62,7 @@ class _ShardCache:
         self._index: dict[str, np.ndarray] = {}
         self._seen: set[str] = set()
         self._swept = False  # stale temporaries removed once per process
+        self._timed = [0.0, 0]  # compute seconds and values over the shards that recorded them
 
     def _decode(self, shard) -> tuple[list[str], list[np.ndarray]]:
         raise NotImplementedError
@@ -73,6 +79,7 @@ class _ShardCache:
             try:
                 with np.load(path, allow_pickle=False) as shard:
                     keys, values = self._decode(shard)
+                    seconds = float(shard["seconds"]) if "seconds" in shard.files else None
             except Exception as exc:  # damaged shard: set aside, recompute its texts
                 log.warning("cache shard %s is unreadable (%s); setting it aside", path, exc)
                 try:
@@ -81,32 +88,51 @@ class _ShardCache:
                     pass
                 continue
             self._index.update(zip(keys, values))
+            self._count_cost(seconds, len(keys))
+
+    def _count_cost(self, seconds: float | None, n_values: int) -> None:
+        if seconds is not None and np.isfinite(seconds) and seconds >= 0:
+            self._timed[0] += seconds
+            self._timed[1] += n_values
+
+    def seconds_per_value(self) -> float | None:
+        """Mean compute seconds of one value over the shards that recorded their cost; None if none did."""
+        self._refresh()
+        seconds, n_values = self._timed
+        return seconds / n_values if n_values else None
 
     def get(self, keys: Sequence[str]) -> dict[str, np.ndarray]:
         """The cached values of those ``keys`` that are present."""
         self._refresh()
         return {k: self._index[k] for k in keys if k in self._index}
 
-    def put(self, keys: Sequence[str], values: Sequence[np.ndarray]) -> Path:
-        """Write one new shard atomically (checked first: a shard that would not load is never written)."""
+    def put(self, keys: Sequence[str], values: Sequence[np.ndarray], *, seconds: float | None = None) -> Path:
+        """Write one new shard atomically (checked first: a shard that would not load is never written);
+        ``seconds``: what computing its values took, if known."""
         keys = np.array(list(keys), dtype="U64")
         arrays = self._encode(values)
         _, decoded = self._decode({"keys": keys, **arrays})
+        if seconds is not None:
+            arrays["seconds"] = np.float64(seconds)
         buffer = io.BytesIO()
         np.savez(buffer, keys=keys, **arrays)
         final = atomic_write(self.dir / f"{uuid.uuid4().hex}.npz", buffer.getbuffer(),
                              what=f"a cache shard of {len(keys)} texts")
         self._seen.add(final.name)
         self._index.update(zip(keys.tolist(), decoded))
+        self._count_cost(seconds, len(keys))
         return final
 
     def get_or_compute(self, keys: Sequence[str], items: Sequence, compute: Callable[[list], Sequence],
-                       *, chunk: int, label: str = "values") -> dict[str, np.ndarray]:
+                       *, chunk: int, label: str = "values",
+                       clock: Callable[[], float] = time.perf_counter) -> dict[str, np.ndarray]:
         """The values of ``keys``; missing ones are ``compute(items)``d one chunk at a time, in the given order.
 
         Each chunk is computed and written while holding the directory's lock, after looking at the
         shards once more, so a text another job is computing is waited for, not computed again. A
-        fully cached request never takes the lock (a read-only shared cache works).
+        fully cached request never takes the lock (a read-only shared cache works). Each shard
+        records its chunk's compute time, read on ``clock`` (one that stops during one-time setup,
+        such as loading a model, keeps that out of the recorded cost).
         """
         wanted = dict(zip(keys, items))
         found = self.get(list(wanted))
@@ -121,10 +147,12 @@ class _ShardCache:
                 missing = [k for k in missing if k not in self._index]
                 batch = missing[:chunk]
                 if batch:
+                    start = clock()
                     values = list(compute([wanted[k] for k in batch]))
+                    seconds = clock() - start
                     if len(values) != len(batch):
                         raise RuntimeError(f"computing {label} gave {len(values)} values for {len(batch)} texts")
-                    self.put(batch, values)
+                    self.put(batch, values, seconds=seconds)
             missing = missing[len(batch):]
             if batch and total > chunk:
                 log.info("%s: %d of %d texts done", label, total - len(missing), total)
