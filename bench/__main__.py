@@ -16,6 +16,7 @@ from bench.errors import BenchError, ConfigError
 from bench.tasks.config import (
     CONF_DIR,  # importing bench.tasks.config also registers the ${project_root:} resolver
 )
+from bench.tasks.metric_configs import metric_override_problems, register_metric_configs
 
 log = logging.getLogger("bench")
 
@@ -120,12 +121,11 @@ def run_dir_problem(argv: list[str]) -> str | None:
     it composes the config as Hydra will (sweep overrides left out) and checks the directory's path.
     Best effort: when the arguments cannot be composed here, Hydra reports them itself.
     """
-    from hydra import compose, initialize_config_dir
     from hydra._internal.utils import get_args_parser
     from hydra.core.override_parser.overrides_parser import OverridesParser
     from omegaconf import OmegaConf
 
-    from bench.tasks.config import CONF_DIR
+    from bench.tasks.config import compose_config
     from bench.tasks.validate import RUN_DIR_EXAMPLES, directory_problem
 
     try:
@@ -135,8 +135,7 @@ def run_dir_problem(argv: list[str]) -> str | None:
             return None  # nothing is written, or the configs come from elsewhere
         overrides = [o.input_line for o in OverridesParser.create().parse_overrides(args.overrides)
                      if not o.is_sweep_override()]
-        with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-            hydra_cfg = compose(config_name="config", overrides=overrides, return_hydra_config=True)
+        hydra_cfg = compose_config(overrides, return_hydra_config=True)
         key = "hydra.sweep.dir" if args.multirun else "hydra.run.dir"
         path = Path(str(OmegaConf.select(hydra_cfg, key)))
     except Exception as exc:  # noqa: BLE001 - Hydra itself will report what is wrong with the arguments
@@ -145,10 +144,20 @@ def run_dir_problem(argv: list[str]) -> str | None:
     return directory_problem(key, path, RUN_DIR_EXAMPLES[key])
 
 
+def hydra_overrides(argv: list[str]) -> list[str]:
+    """The overrides among Hydra's command-line arguments (flags such as ``-m`` left out)."""
+    from hydra._internal.utils import get_args_parser
+
+    return get_args_parser().parse_known_args(argv)[0].overrides
+
+
 def main() -> None:
-    problem = run_dir_problem(sys.argv[1:])
-    if problem is not None:
-        raise SystemExit(f"error: {problem}")
+    register_metric_configs()  # Hydra composes `metric` from the registry's signatures
+    problems = metric_override_problems(hydra_overrides(sys.argv[1:]))
+    if not problems:
+        problems = [p for p in [run_dir_problem(sys.argv[1:])] if p is not None]
+    if problems:
+        raise SystemExit("\n".join(f"error: {problem}" for problem in problems))
     app()
 
 

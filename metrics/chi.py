@@ -54,7 +54,12 @@ def chi(
     top: int = 5000,
     normalise: Literal["dof", "tokens", "none"] = "dof",
 ) -> float:
-    """Chi-square distance between the token frequencies of two corpora (``seed`` unused)."""
+    """Chi-square distance between the token frequencies of two corpora (``seed`` unused).
+
+    ``top``: how many of the joint corpus's most frequent tokens make the table. ``normalise``: "dof"
+    divides by the table's tokens - 1 (Kilgarriff's CBDF), "tokens" by its total count N (chi^2 / N),
+    "none" keeps the raw statistic (module note).
+    """
     counts_p = token_counts(as_texts(p, role="first corpus"))
     counts_q = token_counts(as_texts(q, role="second corpus"))
     if not counts_p or not counts_q:

@@ -118,7 +118,12 @@ def _rbf_in_place(dots: np.ndarray, a_sq: np.ndarray, b_sq: np.ndarray, gamma: f
         description="Held-out (balanced) accuracy of an RBF SVM telling the two corpora apart")
 def classifier(p, q, *, seed: int = 0, folds: int = 5, C: float = 1.0,
                max_kernel_mb: float = 512.0) -> float:
-    """Cross-validated balanced accuracy of an SVM separating ``p`` from ``q`` (0.5 = same)."""
+    """Cross-validated balanced accuracy of an SVM separating ``p`` from ``q`` (0.5 = same).
+
+    ``folds``: stratified folds; every text is held out once (5 folds = 80/20 splits). ``C``: the SVM's
+    regularisation (1.0 is scikit-learn's default). ``max_kernel_mb``: MiB; a fold whose precomputed
+    kernel (train x all texts, doubles) is larger uses libsvm's own kernel (slower); 0 = always.
+    """
     x = as_embeddings(p, role="first corpus")
     y = as_embeddings(q, role="second corpus")
     same_dims(x, y)

@@ -111,7 +111,12 @@ def score_texts(texts, *, spans: int = 3, max_masks: int = 4, max_words: int = 1
 @per_text_metric("ctrleval_coherence", opt_in=True, prepare=score_texts,
                  description="W1 between the corpora's CTRLEval-style infilling coherence scores")
 def coherence(texts, *, pool, spans: int = 3, max_masks: int = 4, max_words: int = 128) -> np.ndarray:
-    """Per-text coherence: NISF-weighted log P(part | rest) over the masked parts (001 eq. 8)."""
+    """Per-text coherence: NISF-weighted log P(part | rest) over the masked parts (001 eq. 8).
+
+    ``spans``: a one-sentence text is cut into this many contiguous word spans, each blanked in turn.
+    ``max_masks``: a text of more sentences is cut into this many contiguous groups of sentences, so it
+    costs at most this many LM passes. ``max_words``: texts are scored on their first max_words words.
+    """
     options = dict(spans=spans, max_masks=max_masks, max_words=max_words)
     pool_sentences = [set(tokenize(s)) for t in pool for s in sentences(t)]
     frequency = Counter(w for words in pool_sentences for w in words)

@@ -40,6 +40,8 @@ Choices that depart from 003, each a parameter:
 
 from __future__ import annotations
 
+import inspect
+
 import numpy as np
 from scipy import stats
 from scipy.spatial.distance import cdist
@@ -165,6 +167,12 @@ def score_texts(texts, *, max_tokens: int = 256, grid_points: int = 64, include_
 
 
 FACE = dict(inputs="texts", symmetric=True, opt_in=True, prepare=score_texts)
+FACE_PARAMETERS = """
+
+``max_tokens``: each text's cross-entropy sequence covers its first max_tokens tokens. ``grid_points``:
+spectra are interpolated onto this many frequencies in [0, 1/2]. ``include_dc``: keep the zero frequency
+(a text's total surprisal, which grows with its length). Opt-in: every text is scored with the run's LM.
+"""
 
 
 @metric("face_so", description="FACE spectral overlap: centred all-pairs 1 - SO of cross-entropy spectra", **FACE)
@@ -189,3 +197,7 @@ def face_corr(p, q, *, seed: int = 0, max_tokens: int = 256, grid_points: int = 
 def face_spear(p, q, *, seed: int = 0, max_tokens: int = 256, grid_points: int = 64, include_dc: bool = False) -> float:
     """Centred mean of 1 - SPEAR over all text pairs (deterministic; ``seed`` unused)."""
     return face_distance(p, q, "spear", max_tokens, grid_points, include_dc)
+
+
+for _face in (face_so, face_sam, face_corr, face_spear):
+    _face.__doc__ = inspect.cleandoc(_face.__doc__) + FACE_PARAMETERS

@@ -75,7 +75,14 @@ def mauve(
     divergence_curve_discretization_size: int = 25,
     mauve_scaling_factor: float = 5.0,
 ) -> float:
-    """1 - MAUVE between two embedded corpora (order-free and symmetric, see the module note)."""
+    """1 - MAUVE between two embedded corpora (order-free and symmetric, see the module note).
+
+    Every default is mauve-text 0.4.0's. ``num_buckets``: k-means buckets; "auto" = max(2, round(min(|p|,
+    |q|) / 10)). ``pca_max_data``: texts used to fit the PCA; -1 = all. ``kmeans_explained_var``: share of
+    variance the PCA keeps before k-means. ``kmeans_num_redo``: k-means restarts (best objective kept).
+    ``divergence_curve_discretization_size``: points on the divergence curve. ``mauve_scaling_factor``: c
+    in exp(-c KL).
+    """
     x = as_embeddings(p, role="first corpus", min_rows=2)
     y = as_embeddings(q, role="second corpus", min_rows=2)
     same_dims(x, y)

@@ -43,7 +43,11 @@ def zipf_coefficient(texts, *, top: int = 5000, log_rank_resolution: int = 0) ->
 @metric("zipf", inputs="texts", symmetric=True,
         description="Gap between the Zipf coefficients of the two corpora's top tokens")
 def zipf(p, q, *, seed: int = 0, top: int = 5000, log_rank_resolution: int = 0) -> float:
-    """|z_P - z_Q| over each corpus's ``top`` tokens (deterministic; ``seed`` unused)."""
+    """|z_P - z_Q| over each corpus's ``top`` tokens (deterministic; ``seed`` unused).
+
+    ``log_rank_resolution``: 0 fits every rank (004 §2); 15 keeps one rank per 1/15 of log rank, thinning
+    the tail as Holtzman et al.'s code does.
+    """
     z_p = zipf_coefficient(as_texts(p, role="first corpus"), top=top,
                            log_rank_resolution=log_rank_resolution)
     z_q = zipf_coefficient(as_texts(q, role="second corpus"), top=top,

@@ -36,7 +36,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from hydra import compose, initialize_config_dir
 from test_end_to_end import run_bench
 
 from bench.api.registry import get_metric
@@ -45,7 +44,7 @@ from bench.data.cards import CardFile, PairCard, corpus_card
 from bench.data.corpora import load_corpus, load_pair
 from bench.data.fetch import sha256_hex
 from bench.errors import DataError, EmbeddingError, MetricError
-from bench.tasks.config import CONF_DIR
+from bench.tasks.config import compose_config
 from bench.tasks.ksc import run_ksc
 
 # --- corpora the cards describe wrongly ----------------------------------------------------------
@@ -180,9 +179,8 @@ def test_a_corrupted_cached_corpus_without_mirror_or_network_says_how_to_get_it(
 
 
 def ksc_config(cache_dir, *overrides):
-    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-        return compose(config_name="config", overrides=[
-            "k=3", "n=12", "repetitions=1", "progress=false", f"data.cache_dir={cache_dir}", *overrides])
+    return compose_config([
+        "k=3", "n=12", "repetitions=1", "progress=false", f"data.cache_dir={cache_dir}", *overrides])
 
 
 def test_corrupted_embedding_shards_are_set_aside_and_the_run_gives_the_same_tables(tmp_path, caplog):

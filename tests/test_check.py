@@ -5,12 +5,11 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
-from hydra import compose, initialize_config_dir
 
 from bench.api.registry import metric, unregister
 from bench.errors import ConfigError
 from bench.tasks.check import compare, run_check
-from bench.tasks.config import CONF_DIR
+from bench.tasks.config import compose_config
 from metrics.chi import chi
 
 
@@ -28,10 +27,9 @@ def fake_degradable_chi():
 
 
 def check_config(tmp_path, cache_dir, *overrides):
-    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-        return compose(config_name="config", overrides=[
-            "task=check", "k=4", "n=60", "repetitions=3", "progress=false",
-            f"data.cache_dir={cache_dir}", f"check.baseline={tmp_path / 'baseline.json'}", *overrides])
+    return compose_config([
+        "task=check", "k=4", "n=60", "repetitions=3", "progress=false",
+        f"data.cache_dir={cache_dir}", f"check.baseline={tmp_path / 'baseline.json'}", *overrides])
 
 
 def test_gate_passes_unchanged_and_fails_on_degradation(tmp_path, cache_dir, fake_degradable_chi):
@@ -43,7 +41,7 @@ def test_gate_passes_unchanged_and_fails_on_degradation(tmp_path, cache_dir, fak
     same = run_check(check_config(tmp_path, cache_dir, metrics), tmp_path / "same")
     assert same.passed and (same.summary["change"].abs() < 1e-12).all()
 
-    worse = run_check(check_config(tmp_path, cache_dir, metrics, f"+metric.{fake_degradable_chi}.noise=0.5"),
+    worse = run_check(check_config(tmp_path, cache_dir, metrics, f"metric.{fake_degradable_chi}.noise=0.5"),
                       tmp_path / "worse")
     assert not worse.passed
     dropped = worse.summary[worse.summary["status"] == "DROPPED"]
@@ -79,8 +77,7 @@ def test_tolerance_by_hand():
 
 
 def test_committed_baseline_matches_the_check_config():
-    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-        cfg = compose(config_name="config", overrides=["task=check"])
+    cfg = compose_config(["task=check"])
     baseline = json.loads(open(cfg.check.baseline).read())
     assert baseline["settings"] == {"pair": cfg.pair.name, "k": cfg.k, "n": cfg.n,
                                     "repetitions": cfg.repetitions, "seed": cfg.seed}

@@ -14,19 +14,17 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from hydra import compose, initialize_config_dir
 
 from bench import PROJECT_ROOT
 from bench.errors import ConfigError
-from bench.tasks.config import CONF_DIR
+from bench.tasks.config import compose_config
 from bench.tasks.validate import validate_config
 
 TESTS_DIR = Path(__file__).parent
 
 
 def compose_with(*overrides: str):
-    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-        return compose(config_name="config", overrides=list(overrides))
+    return compose_config(list(overrides))
 
 
 def problems(tmp_path: Path, *overrides: str) -> list[str]:
@@ -140,11 +138,11 @@ def test_a_cache_on_a_read_only_file_system_is_refused(tmp_path, monkeypatch):
 
 def run_cli(tmp_path: Path, *args: str, code: str | None = None,
             prefix: tuple[str, ...] | list[str] = (sys.executable,)) -> subprocess.CompletedProcess:
-    """`python -m bench ARGS` (or `python -c CODE ARGS`) run in a scratch directory with a fresh cache;
-    ``prefix`` is the command that runs Python."""
+    """`python -m bench ARGS` (or `python -c CODE ARGS`) of this checkout, run in a scratch directory with a
+    fresh cache; ``prefix`` is the command that runs Python."""
     mirror = os.environ.get("BENCH_DATA_MIRROR") or str(PROJECT_ROOT.parent / "shared" / "datasets")
     env = {**os.environ, "BENCH_CACHE_DIR": str(tmp_path / "cache"), "BENCH_DATA_MIRROR": mirror,
-           "PYTHONPATH": os.pathsep.join([str(TESTS_DIR), os.environ.get("PYTHONPATH", "")])}
+           "PYTHONPATH": os.pathsep.join([str(TESTS_DIR), str(PROJECT_ROOT), os.environ.get("PYTHONPATH", "")])}
     work = tmp_path / "work"
     work.mkdir(exist_ok=True)
     command = [*prefix, "-m", "bench"] if code is None else [*prefix, "-c", code]

@@ -122,6 +122,9 @@ def test_the_console_script_finds_its_configs_from_another_directory(tmp_path):
     script = Path(sys.executable).parent / "textmetric-bench"
     if not script.exists():
         pytest.skip(f"{script} is not installed in this environment")
-    proc = subprocess.run([str(script), "--cfg", "job"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(PROJECT_ROOT), os.environ.get("PYTHONPATH", "")])}
+    proc = subprocess.run([str(script), "--cfg", "job"], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=120)  # this checkout's code, as an editable install of it runs
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "name: ksc" in proc.stdout and "pair:" in proc.stdout
+    assert "  chi:\n    top: 5000\n" in proc.stdout  # the metrics' nodes, generated from their signatures

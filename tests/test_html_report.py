@@ -5,9 +5,8 @@ import shutil
 import subprocess
 
 import pytest
-from hydra import compose, initialize_config_dir
 
-from bench.tasks.config import CONF_DIR
+from bench.tasks.config import compose_config
 from bench.tasks.ksc import run_ksc
 from reports.__main__ import main as report_main
 from reports.html import build_report
@@ -16,10 +15,9 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 
 def small_run(cache_dir, out_dir, *overrides):
-    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-        cfg = compose(config_name="config", overrides=[
-            "k=4", "n=12", "repetitions=3", "progress=false", "metrics=[chi]",
-            f"data.cache_dir={cache_dir}", *overrides])
+    cfg = compose_config([
+        "k=4", "n=12", "repetitions=3", "progress=false", "metrics=[chi]",
+        f"data.cache_dir={cache_dir}", *overrides])
     run_ksc(cfg, out_dir)
     (out_dir / ".hydra").mkdir(exist_ok=True)
     from omegaconf import OmegaConf

@@ -8,12 +8,11 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
-from hydra import compose, initialize_config_dir
 
 from bench.collections.ifc import reference_samples, split_source
 from bench.errors import ConfigError, DataError
 from bench.measures.ifc import gap_closed, ifc_score, type_token_ratio
-from bench.tasks.config import CONF_DIR
+from bench.tasks.config import compose_config
 from bench.tasks.ifc import run_ifc
 
 
@@ -48,11 +47,10 @@ def test_training_and_reference_pools_are_disjoint_and_samples_are_halves():
 
 
 def ifc_config(cache_dir, mirror_dir, *overrides):
-    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-        return compose(config_name="config", overrides=[
-            "task=ifc", "ifc.iterations=2", "ifc.train_per_step=16", "ifc.corpus_size=24", "ifc.repetitions=2",
-            "ifc.sampling.batch_size=32", "metrics=[fid,chi]", "progress=false", "lm.device=cpu",
-            f"data.cache_dir={cache_dir}", f"data.mirror={mirror_dir}", *overrides])
+    return compose_config([
+        "task=ifc", "ifc.iterations=2", "ifc.train_per_step=16", "ifc.corpus_size=24", "ifc.repetitions=2",
+        "ifc.sampling.batch_size=32", "metrics=[fid,chi]", "progress=false", "lm.device=cpu",
+        f"data.cache_dir={cache_dir}", f"data.mirror={mirror_dir}", *overrides])
 
 
 @pytest.fixture(scope="module")

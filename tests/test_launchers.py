@@ -22,10 +22,9 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from hydra import compose, initialize_config_dir
 
 from bench import PROJECT_ROOT
-from bench.tasks.config import CONF_DIR
+from bench.tasks.config import CONF_DIR, compose_config
 
 SWEEP = ["k=3,4", "n=12", "repetitions=1", "metrics=[chi,fid]", "progress=false"]
 LAUNCHERS = sorted(p.stem for p in (CONF_DIR / "hydra" / "launcher").glob("*.yaml"))
@@ -86,8 +85,7 @@ def test_every_launcher_config_composes_on_its_plugin(launcher):
     if not plugin_available("hydra_plugins.hydra_ray_launcher" if launcher.startswith("ray")
                             else "hydra_plugins.hydra_submitit_launcher"):
         pytest.skip("launcher plugin not installed")
-    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-        cfg = compose(config_name="config", overrides=[f"hydra/launcher={launcher}"], return_hydra_config=True)
+    cfg = compose_config([f"hydra/launcher={launcher}"], return_hydra_config=True)
     target = cfg.hydra.launcher._target_
     if launcher.startswith("ray"):
         assert target.endswith("RayLauncher") and "address" in cfg.hydra.launcher.ray.init

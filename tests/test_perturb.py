@@ -193,16 +193,14 @@ def test_end_to_end_perturbation_run_on_the_embedded_pair(tmp_path, cache_dir):
     assert "Perturbation sensitivity (000 §6.2)" in report and report.count("<img") >= 1
 
     # With a KSC run of the same pair, the shift table joins that pair's section, beside Table 3.
-    from hydra import compose, initialize_config_dir
     from omegaconf import OmegaConf
 
-    from bench.tasks.config import CONF_DIR
+    from bench.tasks.config import compose_config
     from bench.tasks.ksc import run_ksc
     from reports.html import build_report
 
-    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-        ksc_cfg = compose(config_name="config", overrides=[
-            "k=4", "n=12", "repetitions=2", "metrics=[chi]", "progress=false", f"data.cache_dir={cache_dir}"])
+    ksc_cfg = compose_config([
+        "k=4", "n=12", "repetitions=2", "metrics=[chi]", "progress=false", f"data.cache_dir={cache_dir}"])
     run_ksc(ksc_cfg, tmp_path / "ksc")
     (tmp_path / "ksc" / ".hydra").mkdir()
     OmegaConf.save(ksc_cfg, tmp_path / "ksc" / ".hydra" / "config.yaml")  # as the Hydra app leaves it

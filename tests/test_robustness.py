@@ -5,7 +5,6 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
-from hydra import compose, initialize_config_dir
 from test_end_to_end import run_bench  # the Hydra app as a user starts it
 
 from bench.api.registry import metric, unregister
@@ -13,7 +12,7 @@ from bench.collections.size_imbalance import (draw_sample_pair, feasible_grid, s
                                               validate_robustness_parameters)
 from bench.errors import ConfigError, DataError
 from bench.measures.robustness import imbalance_robustness, robustness_score, size_robustness
-from bench.tasks.config import CONF_DIR
+from bench.tasks.config import compose_config
 from bench.tasks.robustness import run_robustness
 
 SMALL = ["sizes=[20,40,80]", "n_ref=100", "imbalance_total=100", "repetitions=2"]
@@ -92,9 +91,8 @@ def fake_constructed_metrics():
 
 
 def robustness_config(cache_dir, *overrides):
-    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-        return compose(config_name="config", overrides=[
-            "task=robustness", *SMALL, "progress=false", f"data.cache_dir={cache_dir}", *overrides])
+    return compose_config([
+        "task=robustness", *SMALL, "progress=false", f"data.cache_dir={cache_dir}", *overrides])
 
 
 def test_known_convergence_gives_the_hand_computed_s_and_i(tmp_path, cache_dir, fake_constructed_metrics):
@@ -129,9 +127,8 @@ def test_s_and_i_join_a_ksc_run_on_one_radar(tmp_path, cache_dir):
     from reports.tables import summarise_measures
 
     rob = run_robustness(robustness_config(cache_dir, "metrics=[chi]"), tmp_path / "rob")
-    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-        ksc_cfg = compose(config_name="config", overrides=[
-            "k=4", "n=12", "repetitions=2", "metrics=[chi]", "progress=false", f"data.cache_dir={cache_dir}"])
+    ksc_cfg = compose_config([
+        "k=4", "n=12", "repetitions=2", "metrics=[chi]", "progress=false", f"data.cache_dir={cache_dir}"])
     ksc = run_ksc(ksc_cfg, tmp_path / "ksc")
     merged = ksc.measures.merge(rob.measures, on=["metric", "repetition"], how="outer")
     png, svg = radar_chart(summarise_measures(merged), tmp_path / "radar")

@@ -4,10 +4,9 @@ import math
 
 import pandas as pd
 import pytest
-from hydra import compose, initialize_config_dir
 
 from bench.api.registry import metric, unregister
-from bench.tasks.config import CONF_DIR
+from bench.tasks.config import compose_config
 from bench.tasks.ksc import run_ksc
 
 
@@ -33,9 +32,8 @@ def fake_failing_metrics():
 
 
 def ksc_config(cache_dir, *overrides):
-    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-        return compose(config_name="config", overrides=[
-            "k=4", "n=12", "repetitions=2", "progress=false", f"data.cache_dir={cache_dir}", *overrides])
+    return compose_config([
+        "k=4", "n=12", "repetitions=2", "progress=false", f"data.cache_dir={cache_dir}", *overrides])
 
 
 def test_failing_plugins_are_recorded_and_the_others_finish(tmp_path, cache_dir, fake_failing_metrics):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
 from omegaconf import DictConfig, ListConfig, OmegaConf
@@ -17,6 +18,20 @@ CONF_DIR = PROJECT_ROOT / "conf"
 
 if not OmegaConf.has_resolver("project_root"):
     OmegaConf.register_new_resolver("project_root", lambda: str(PROJECT_ROOT))
+
+
+def compose_config(overrides: Sequence[str] = (), *, return_hydra_config: bool = False) -> DictConfig:
+    """The config ``python -m bench <overrides>`` runs with, composed outside the app (tests, checks).
+
+    Registers the metrics' generated nodes first (``bench.tasks.metric_configs``), as ``main`` does.
+    """
+    from hydra import compose, initialize_config_dir
+
+    from bench.tasks.metric_configs import register_metric_configs
+
+    register_metric_configs()
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        return compose(config_name="config", overrides=list(overrides), return_hydra_config=return_hydra_config)
 
 
 def selected_metrics(cfg: DictConfig) -> list[tuple[MetricInfo, dict]]:

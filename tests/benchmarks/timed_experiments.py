@@ -53,12 +53,10 @@ class _Captured(Exception):
 
 def capture(overrides: list[str]) -> dict:
     """The (jobs, store, metrics) the task would hand to ``run_jobs`` under ``overrides``."""
-    from hydra import compose, initialize_config_dir
 
-    from bench.tasks.config import CONF_DIR
+    from bench.tasks.config import compose_config
 
-    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-        cfg = compose(config_name="config", overrides=overrides)
+    cfg = compose_config(overrides)
     task = {"ksc": ("bench.tasks.ksc", "run_ksc"), "robustness": ("bench.tasks.robustness", "run_robustness")}
     module = importlib.import_module(task[cfg.task.name][0])
     got: dict = {}
