@@ -30,8 +30,7 @@ from bench.api.inputs import as_embeddings, canonical_pair, same_dims
 from bench.api.registry import metric
 from bench.api.sharing import per_pair
 from bench.errors import MetricError
-from metrics.divergences import (Frontier, auc, exp_kl, histogram_frontier, js, kl_backward, kl_forward,
-                                 laplace_histogram)
+from metrics.divergences import Frontier, auc, histogram_frontier, laplace_histogram, register_divergences
 from metrics.mauve import mauve_text, one_faiss_thread
 
 
@@ -47,8 +46,8 @@ def cluster_counts(x: np.ndarray, y: np.ndarray, *, num_buckets: int, kmeans_exp
     return np.rint(hist_x * len(x)).astype(np.int64), np.rint(hist_y * len(y)).astype(np.int64)
 
 
-def cluster_frontier(p, q, *, seed: int, num_buckets: int | str, kmeans_explained_var: float,
-                     kmeans_num_redo: int, kmeans_max_iter: int, laplace_alpha: float) -> Frontier:
+def cluster_frontier(p, q, *, seed: int = 0, num_buckets: int | str = "auto", kmeans_explained_var: float = 0.9,
+                     kmeans_num_redo: int = 5, kmeans_max_iter: int = 500, laplace_alpha: float = 1.0) -> Frontier:
     """The divergence frontier of the smoothed cluster histograms of p and q (in that order)."""
     x = as_embeddings(p, role="first corpus", min_rows=2)
     y = as_embeddings(q, role="second corpus", min_rows=2)
@@ -83,31 +82,11 @@ parameters equal, or each pair is clustered once per distinct setting.
 """
 
 
-def _register(name: str, divergence, symmetric: bool, description: str, **extra):
-    """Register one cluster divergence; every one takes the same clustering parameters."""
-
-    def cluster_divergence(p, q, *, seed: int = 0, num_buckets: int | str = "auto",
-                           kmeans_explained_var: float = 0.9, kmeans_num_redo: int = 5,
-                           kmeans_max_iter: int = 500, laplace_alpha: float = 1.0) -> float:
-        frontier = cluster_frontier(p, q, seed=seed, num_buckets=num_buckets,
-                                    kmeans_explained_var=kmeans_explained_var,
-                                    kmeans_num_redo=kmeans_num_redo, kmeans_max_iter=kmeans_max_iter,
-                                    laplace_alpha=laplace_alpha)
-        return divergence(frontier)
-
-    cluster_divergence.__name__ = cluster_divergence.__qualname__ = name
-    cluster_divergence.__doc__ = description + CLUSTERING_PARAMETERS
-    return metric(name, inputs="embeddings", symmetric=symmetric, description=description)(cluster_divergence)
-
-
-cluster_kl_forward = _register("cluster_kl_forward", kl_forward, False,
-                               "KL(p ‖ q) of the smoothed k-means cluster histograms (000 eq. 5, §4)")
-cluster_kl_backward = _register("cluster_kl_backward", kl_backward, False,
-                                "KL(q ‖ p) of the smoothed k-means cluster histograms (000 eq. 6, §4)")
-cluster_exp_kl = _register("cluster_exp_kl", exp_kl, False,
-                           "e^KL(p ‖ q) - 1 of the smoothed cluster histograms (000 eq. 7, §4)")
-cluster_js = _register("cluster_js", js, True,
-                       "Jensen-Shannon divergence of the smoothed cluster histograms (000 eq. 8, §4)")
+register_divergences("cluster", cluster_frontier, inputs="embeddings", notes=CLUSTERING_PARAMETERS, descriptions={
+    "kl_forward": "KL(p ‖ q) of the smoothed k-means cluster histograms (000 eq. 5, §4)",
+    "kl_backward": "KL(q ‖ p) of the smoothed k-means cluster histograms (000 eq. 6, §4)",
+    "exp_kl": "e^KL(p ‖ q) - 1 of the smoothed cluster histograms (000 eq. 7, §4)",
+    "js": "Jensen-Shannon divergence of the smoothed cluster histograms (000 eq. 8, §4)"})
 
 
 @metric("cluster_auc", inputs="embeddings", symmetric=True,

@@ -29,12 +29,16 @@ a negative estimate is sampling noise that a floor would turn into ties.
 
 from __future__ import annotations
 
+import inspect
+import sys
+
 from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
 from scipy.special import rel_entr
 
+from bench.api.registry import metric
 from bench.errors import MetricError
 
 
@@ -157,3 +161,38 @@ def auc(frontier: Frontier, *, scaling: float = 5.0, points: int = 25) -> float:
 DIVERGENCES: dict[str, Callable[..., float]] = {
     "kl_forward": kl_forward, "kl_backward": kl_backward, "exp_kl": exp_kl, "js": js, "auc": auc,
 }
+
+
+def register_divergences(prefix: str, frontier: Callable[..., Frontier], *, inputs: str,
+                         descriptions: dict[str, str], notes: str = "", more: dict[str, str] | None = None) -> None:
+    """Register ``<prefix>_kl_forward``, ``_kl_backward``, ``_exp_kl`` and ``_js``: each the divergence of
+    ``frontier(p, q, *, seed, **params)``, taking the frontier's keyword parameters with their defaults.
+
+    ``descriptions`` maps each suffix to its one-line description; ``notes`` (the parameters' meaning)
+    ends every docstring, after what ``more`` says of that suffix. Each metric is published in the frontier's module under its name, so worker
+    processes find it there.
+    """
+    module = sys.modules[frontier.__module__]
+    params = [p for p in inspect.signature(frontier).parameters.values() if p.kind is p.KEYWORD_ONLY]
+    P = inspect.Parameter
+    signature = inspect.Signature([P("p", P.POSITIONAL_OR_KEYWORD), P("q", P.POSITIONAL_OR_KEYWORD), *params])
+    for suffix, (divergence, symmetric) in FRONTIER_DIVERGENCES.items():
+        name = f"{prefix}_{suffix}"
+        fn = _divergence_metric(frontier, divergence)
+        fn.__signature__ = signature  # type: ignore[attr-defined]
+        fn.__name__ = fn.__qualname__ = name
+        fn.__module__ = frontier.__module__
+        fn.__doc__ = descriptions[suffix] + (more or {}).get(suffix, "") + notes
+        setattr(module, name, metric(name, inputs=inputs, symmetric=symmetric, description=descriptions[suffix])(fn))
+
+
+#: The divergences a frontier family registers, with whether each is symmetric (``auc`` has its own parameters).
+FRONTIER_DIVERGENCES = {"kl_forward": (kl_forward, False), "kl_backward": (kl_backward, False),
+                        "exp_kl": (exp_kl, False), "js": (js, True)}
+
+
+def _divergence_metric(frontier: Callable[..., Frontier], divergence: Callable[[Frontier], float]):
+    def divergence_metric(p, q, *, seed: int = 0, **params) -> float:
+        return divergence(frontier(p, q, seed=seed, **params))
+
+    return divergence_metric

@@ -40,7 +40,6 @@ Choices that depart from 003, each a parameter:
 
 from __future__ import annotations
 
-import inspect
 
 import numpy as np
 from scipy import stats
@@ -175,29 +174,22 @@ spectra are interpolated onto this many frequencies in [0, 1/2]. ``include_dc``:
 """
 
 
-@metric("face_so", description="FACE spectral overlap: centred all-pairs 1 - SO of cross-entropy spectra", **FACE)
-def face_so(p, q, *, seed: int = 0, max_tokens: int = 256, grid_points: int = 64, include_dc: bool = False) -> float:
-    """Centred mean of 1 - SO over all text pairs (deterministic; ``seed`` unused)."""
-    return face_distance(p, q, "so", max_tokens, grid_points, include_dc)
+def _face_metric(name: str, similarity: str, label: str, what: str):
+    """Register the FACE metric ``name`` on one spectrum dissimilarity; all four take the same parameters."""
+
+    def face_metric(p, q, *, seed: int = 0, max_tokens: int = 256, grid_points: int = 64,
+                    include_dc: bool = False) -> float:
+        return face_distance(p, q, similarity, max_tokens, grid_points, include_dc)
+
+    face_metric.__name__ = face_metric.__qualname__ = name
+    face_metric.__doc__ = f"Centred mean of {what} over all text pairs (deterministic; ``seed`` unused)." + FACE_PARAMETERS
+    description = f"FACE {label}: centred all-pairs {what} of cross-entropy spectra"
+    return metric(name, description=description, **FACE)(face_metric)
 
 
-@metric("face_sam", description="FACE spectrum angle: centred all-pairs angle between cross-entropy spectra", **FACE)
-def face_sam(p, q, *, seed: int = 0, max_tokens: int = 256, grid_points: int = 64, include_dc: bool = False) -> float:
-    """Centred mean spectral angle over all text pairs, in radians (deterministic; ``seed`` unused)."""
-    return face_distance(p, q, "sam", max_tokens, grid_points, include_dc)
-
-
-@metric("face_corr", description="FACE CORR: centred all-pairs 1 - Pearson correlation of cross-entropy spectra", **FACE)
-def face_corr(p, q, *, seed: int = 0, max_tokens: int = 256, grid_points: int = 64, include_dc: bool = False) -> float:
-    """Centred mean of 1 - CORR over all text pairs (deterministic; ``seed`` unused)."""
-    return face_distance(p, q, "corr", max_tokens, grid_points, include_dc)
-
-
-@metric("face_spear", description="FACE SPEAR: centred all-pairs 1 - Spearman correlation of cross-entropy spectra", **FACE)
-def face_spear(p, q, *, seed: int = 0, max_tokens: int = 256, grid_points: int = 64, include_dc: bool = False) -> float:
-    """Centred mean of 1 - SPEAR over all text pairs (deterministic; ``seed`` unused)."""
-    return face_distance(p, q, "spear", max_tokens, grid_points, include_dc)
-
-
-for _face in (face_so, face_sam, face_corr, face_spear):
-    _face.__doc__ = inspect.cleandoc(_face.__doc__) + FACE_PARAMETERS
+#: name: (spectrum dissimilarity, label, what is averaged over text pairs)
+FACE_METRICS = {"face_so": ("so", "spectral overlap", "1 - SO"),
+                "face_sam": ("sam", "spectrum angle", "angle (radians)"),
+                "face_corr": ("corr", "CORR", "1 - Pearson correlation"),
+                "face_spear": ("spear", "SPEAR", "1 - Spearman correlation")}
+face_so, face_sam, face_corr, face_spear = (_face_metric(name, *row) for name, row in FACE_METRICS.items())

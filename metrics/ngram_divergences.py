@@ -69,7 +69,7 @@ from bench.api.registry import metric
 from bench.api.sharing import per_corpus, per_pair
 from bench.api.tokens import tokenize
 from bench.errors import MetricError
-from metrics.divergences import Frontier, auc, exp_kl, js, kl_backward, kl_forward, sample_frontier
+from metrics.divergences import Frontier, auc, register_divergences, sample_frontier
 
 START, END, UNK = "<s>", "</s>", "<unk>"
 
@@ -162,8 +162,10 @@ def pair_log_probs(p: list[str], q: list[str], *, order: int, discount: float | 
     return score(model_p, on_p), score(model_q, on_p), score(model_p, on_q), score(model_q, on_q)
 
 
-def ngram_frontier(p, q, *, order: int, discount: float | str, unit: str) -> Frontier:
-    """The Monte Carlo divergence frontier of the two corpora's n-gram models, over texts or tokens."""
+def ngram_frontier(p, q, *, seed: int = 0, order: int = 1, discount: float | str = "auto",
+                   unit: str = "token") -> Frontier:
+    """The Monte Carlo divergence frontier of the two corpora's n-gram models, over texts or tokens
+    (``seed`` unused: nothing is random)."""
     p, q = as_texts(p, role="first corpus"), as_texts(q, role="second corpus")
     if unit == "token":
         samples = np.concatenate
@@ -183,26 +185,13 @@ or a number in (0, 1]. ``unit``: a Monte Carlo sample is a "token" (nats per tok
 """
 
 
-def _register(name: str, divergence, symmetric: bool, description: str):
-    """Register one n-gram divergence; every one takes the same model parameters."""
-
-    def ngram_divergence(p, q, *, seed: int = 0, order: int = 1, discount: float | str = "auto",
-                         unit: str = "token") -> float:
-        return divergence(ngram_frontier(p, q, order=order, discount=discount, unit=unit))
-
-    ngram_divergence.__name__ = ngram_divergence.__qualname__ = name
-    ngram_divergence.__doc__ = description + " (``seed`` unused: nothing is random)" + MODEL_PARAMETERS
-    return metric(name, inputs="texts", symmetric=symmetric, description=description)(ngram_divergence)
-
-
-ngram_kl_forward = _register("ngram_kl_forward", kl_forward, False,
-                             "Monte Carlo KL(p̂ ‖ q̂) of Kneser-Ney n-gram models (000 eqs. 5, 13)")
-ngram_kl_backward = _register("ngram_kl_backward", kl_backward, False,
-                              "Monte Carlo KL(q̂ ‖ p̂) of Kneser-Ney n-gram models (000 eqs. 6, 12)")
-ngram_exp_kl = _register("ngram_exp_kl", exp_kl, False,
-                         "e^KL(p̂ ‖ q̂) - 1 of Kneser-Ney n-gram models, Monte Carlo (000 eq. 7, §3.2)")
-ngram_js = _register("ngram_js", js, True,
-                     "Monte Carlo Jensen-Shannon divergence of Kneser-Ney n-gram models (000 eq. 8, §3.2)")
+register_divergences("ngram", ngram_frontier, inputs="texts", notes=MODEL_PARAMETERS, descriptions={
+    "kl_forward": "Monte Carlo KL(p̂ ‖ q̂) of Kneser-Ney n-gram models (000 eqs. 5, 13)",
+    "kl_backward": "Monte Carlo KL(q̂ ‖ p̂) of Kneser-Ney n-gram models (000 eqs. 6, 12)",
+    "exp_kl": "e^KL(p̂ ‖ q̂) - 1 of Kneser-Ney n-gram models, Monte Carlo (000 eq. 7, §3.2)",
+    "js": "Monte Carlo Jensen-Shannon divergence of Kneser-Ney n-gram models (000 eq. 8, §3.2)"},
+    more={"exp_kl": ("\nPer token it is the perplexity ratio - 1; per text (unit=text) it raises an error once "
+                     "KL passes 709 nats, where e^KL overflows.\n")})
 
 
 @metric("ngram_auc", inputs="texts", symmetric=True,
@@ -219,5 +208,3 @@ def ngram_auc(p, q, *, seed: int = 0, order: int = 1, discount: float | str = "a
 
 
 ngram_auc.__doc__ = inspect.cleandoc(ngram_auc.__doc__) + MODEL_PARAMETERS
-ngram_exp_kl.__doc__ += ("\nPer token it is the perplexity ratio - 1; per text (unit=text) it raises an error once "
-                         "KL passes 709 nats, where e^KL overflows.\n")

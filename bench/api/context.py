@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Iterator, Mapping, Protocol, Sequence
 
 from bench import PROJECT_ROOT
+from bench.api.scopes import pushed
 
 _active: list["RunContext"] = []
 
@@ -60,11 +61,8 @@ def use_context(context: RunContext | None) -> Iterator[RunContext]:
     if context is None:
         yield current_context()
         return
-    _active.append(context)
-    try:
+    with pushed(_active, context):
         yield context
-    finally:
-        _active.remove(context)
 
 
 class LMScores(Protocol):

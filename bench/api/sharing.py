@@ -33,6 +33,8 @@ from typing import Callable, Hashable, Iterable, Iterator, Mapping, TypeVar
 
 import numpy as np
 
+from bench.api.scopes import pushed
+
 T = TypeVar("T")
 
 _scopes: list["_Memo"] = []
@@ -90,12 +92,8 @@ def _bookkeeping(seconds: float) -> None:
 @contextlib.contextmanager
 def charged_time() -> Iterator[Account]:
     """An evaluation's account: its time is the wall time of this block plus ``account.seconds``."""
-    account = Account()
-    _accounts.append(account)
-    try:
+    with pushed(_accounts, Account()) as account:
         yield account
-    finally:
-        _accounts.remove(account)
 
 
 def charge(key: Hashable, seconds: float, *, done_here: bool = False) -> None:
@@ -176,12 +174,8 @@ def corpus_fingerprint(corpus) -> str:
 def sharing(max_bytes: int = 256 * 2**20) -> Iterator[_Memo]:
     """Within this scope, ``@per_corpus`` helpers reuse their results; beyond ``max_bytes``
     (values and their cost records) the least recently used are dropped."""
-    memo = _Memo(max_bytes)
-    _scopes.append(memo)
-    try:
+    with pushed(_scopes, _Memo(max_bytes)) as memo:
         yield memo
-    finally:
-        _scopes.remove(memo)
 
 
 def _reusable(corpus):
