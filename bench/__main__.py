@@ -99,7 +99,7 @@ def log_traceback_to_file(exc: BaseException) -> None:
 def os_error_message(exc: OSError, cfg: DictConfig, out_dir: Path) -> str:
     """One line for an OSError that escaped a task: the problem, the path, and which setting moves it elsewhere."""
     from bench.tasks.config import data_locations
-    from bench.tasks.validate import os_problem, run_dir_key
+    from bench.tasks.directories import os_problem, run_dir_key
 
     cache_dir = data_locations(cfg)[0].absolute()
     where = Path(str(exc.filename)).expanduser().absolute() if exc.filename else None
@@ -126,7 +126,7 @@ def run_dir_problem(argv: list[str]) -> str | None:
     from omegaconf import OmegaConf
 
     from bench.tasks.config import compose_config
-    from bench.tasks.validate import RUN_DIR_EXAMPLES, directory_problem
+    from bench.tasks.directories import RUN_DIR_EXAMPLES, directory_problem
 
     try:
         args, _ = get_args_parser().parse_known_args(argv)

@@ -40,7 +40,6 @@ Choices that depart from 003, each a parameter:
 
 from __future__ import annotations
 
-
 import numpy as np
 from scipy import stats
 from scipy.spatial.distance import cdist

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
@@ -89,3 +90,16 @@ def build_embedder(cfg: DictConfig) -> Embedder:
         model=e.model, package=e.get("package"), path=e.get("path"), device=e.get("device", "auto"),
         batch_size=int(e.get("batch_size", 64)), cache_dir=cache_dir,
     )
+
+
+def shown(value: Any) -> str:
+    """A config value as a user writes it on the command line."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, str):
+        return repr(value)
+    if isinstance(value, (DictConfig, ListConfig)):
+        return str(OmegaConf.to_container(value, resolve=False))
+    return str(value)

@@ -33,7 +33,7 @@ from omegaconf.errors import ValidationError
 
 from bench.api.registry import MetricInfo, available_metrics, get_metric
 from bench.errors import ConfigError
-from bench.tasks.validate import shown
+from bench.tasks.config import shown
 
 log = logging.getLogger(__name__)
 

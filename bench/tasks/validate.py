@@ -7,11 +7,8 @@ stay with the task; this module calls them, after checking the types they assume
 
 from __future__ import annotations
 
-import errno
 import math
-import os
 import re
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -19,22 +16,11 @@ from typing import Any, Callable
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from bench.errors import ConfigError
+from bench.tasks.config import shown
+from bench.tasks.directories import directory_problems
 
 _ABSENT = object()
 _DEVICE = re.compile(r"auto|cpu|mps|cuda(:\d+)?")
-
-
-def shown(value: Any) -> str:
-    """A config value as a user writes it on the command line."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return str(value).lower()
-    if isinstance(value, str):
-        return repr(value)
-    if isinstance(value, (DictConfig, ListConfig)):
-        return str(OmegaConf.to_container(value, resolve=False))
-    return str(value)
 
 
 def whole(minimum: int | None = None) -> Callable[[Any], bool]:
@@ -154,7 +140,7 @@ def validate_config(cfg: DictConfig, out_dir: Path | str | None = None) -> None:
             problems.append(f"{key} is missing: give it a value (its default is in conf/)" if key else
                             f"the {task} settings cannot be checked ({type(exc).__name__}: "
                             f"{' '.join(str(exc).split())}); compare them with conf/task/{task}.yaml")
-    problems += _directory_problems(cfg, out_dir)
+    problems += directory_problems(cfg, out_dir)
     if problems:
         raise ConfigError("\n".join(dict.fromkeys(problems)))
 
@@ -237,66 +223,3 @@ TASK_CHECKS: dict[str, tuple[Callable[[DictConfig, set[str]], None], ...]] = {
     "ksc": (_ksc,), "check": (_ksc, _check_baseline), "robustness": (_robustness,), "perturb": (_perturb,),
     "ifc": (_ifc_source, _ifc_plan),
 }
-
-
-# --- directories: the cache and the run directory must be creatable and writable -------------------
-
-
-def _directory_problems(cfg: DictConfig, out_dir: Path | str | None) -> list[str]:
-    from bench.tasks.config import data_locations
-
-    problems = []
-    try:
-        cache_dir, mirror = data_locations(cfg)
-    except Exception as exc:
-        return [f"data.cache_dir cannot be read: {exc}; give a writable directory, e.g. data.cache_dir=/tmp/cache"]
-    from_env = os.environ.get("BENCH_CACHE_DIR") and Path(os.environ["BENCH_CACHE_DIR"]).expanduser() == cache_dir
-    problems += filter(None, [directory_problem("data.cache_dir", cache_dir, "~/.cache/textmetric-bench",
-                                                origin=" (set by BENCH_CACHE_DIR)" if from_env else "")])
-    if mirror is not None and OmegaConf.select(cfg, "data.mirror") and not mirror.is_dir():
-        problems.append(f"data.mirror={shown(str(mirror))} is not valid: no such directory; give a directory "
-                        f"laid out <corpus>/<file>, e.g. data.mirror=/data/mirror, or unset it to download")
-    if out_dir is not None:
-        key = run_dir_key()
-        problems += filter(None, [directory_problem(key, Path(out_dir), RUN_DIR_EXAMPLES[key])])
-    return problems
-
-
-RUN_DIR_EXAMPLES = {"hydra.run.dir": "outputs/my_run", "hydra.sweep.dir": "multirun/my_sweep"}
-
-
-def run_dir_key() -> str:
-    """The Hydra key that set this job's output directory: hydra.sweep.dir in a multirun, else hydra.run.dir."""
-    from hydra.core.hydra_config import HydraConfig
-    from hydra.types import RunMode
-
-    if HydraConfig.initialized() and HydraConfig.get().mode == RunMode.MULTIRUN:
-        return "hydra.sweep.dir"
-    return "hydra.run.dir"
-
-
-def directory_problem(key: str, path: Path, example: str, *, origin: str = "") -> str | None:
-    """Why ``path`` cannot be created and written, or None: no regular file on its way, and a probe file can be
-    written in it (or, if it does not exist yet, in its nearest existing ancestor, which is left unchanged)."""
-    path = Path(path).expanduser()
-    existing = path
-    while not existing.exists() and existing != existing.parent:
-        existing = existing.parent
-    stated, remedy = f"{key}={shown(str(path))}{origin}", f"give a directory you can write, e.g. {key}={example}"
-    if not existing.is_dir():
-        return f"{stated} is not valid: {existing} is a file, not a directory; {remedy}"
-    try:
-        fd, probe = tempfile.mkstemp(dir=existing, prefix=".textmetric-bench-probe-")
-        os.close(fd)
-        os.unlink(probe)
-    except OSError as exc:
-        return f"{stated} is not valid: cannot write in {existing} ({os_problem(exc)}); {remedy}"
-    return None
-
-
-def os_problem(exc: OSError) -> str:
-    """A short lower-case phrase for an OSError: 'read-only file system', 'no space left on device', ..."""
-    names = {errno.EROFS: "read-only file system", errno.ENOSPC: "no space left on device",
-             errno.EACCES: "permission denied", errno.EPERM: "permission denied", errno.EDQUOT: "disk quota exceeded",
-             errno.ENOTDIR: "a part of the path is a file, not a directory", errno.EEXIST: "a file is in the way"}
-    return names.get(exc.errno, (exc.strerror or type(exc).__name__).lower())
