@@ -1,1 +1,23 @@
-"""The plugin API: all a metric author imports (registry decorator, corpus checks, per-text adapter, shared per-corpus work, run context, tokens). It imports nothing of the application."""
+"""The plugin API: all a metric author imports, and nothing of the application.
+
+    from bench.api import as_texts, metric
+
+- ``metric`` registers a function of two corpora as a metric (``MetricInfo`` describes it);
+- ``as_texts``, ``as_embeddings``, ``same_dims`` check a metric's inputs with clear errors;
+- ``per_corpus``/``per_pair`` declare work a run shares across pairs and metrics (its cost is
+  charged to every evaluation that uses it, so T stays fair);
+- ``per_text_metric`` lifts a per-text score to a corpus distance;
+- ``lm_scorer`` gives the run's causal-LM scores per text; ``tokenize``/``token_counts`` the shared tokeniser;
+- ``MetricError`` is what to raise on input the metric cannot work with.
+"""
+
+from bench.api.context import lm_scorer
+from bench.api.inputs import as_embeddings, as_texts, same_dims
+from bench.api.per_text import per_text_metric
+from bench.api.registry import MetricInfo, metric
+from bench.api.sharing import per_corpus, per_pair
+from bench.api.tokens import token_counts, tokenize
+from bench.errors import MetricError
+
+__all__ = ["MetricError", "MetricInfo", "as_embeddings", "as_texts", "lm_scorer", "metric", "per_corpus",
+           "per_pair", "per_text_metric", "same_dims", "token_counts", "tokenize"]

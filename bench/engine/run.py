@@ -80,7 +80,7 @@ def run_jobs(
     done = result_log.load(versions) if result_log is not None else {}
     todo = [j for j in jobs if j.key not in done or retry_wanted(done[j.key], retry_failed)]
     retried = sum(j.key in done for j in todo)
-    if done:
+    if len(jobs) > len(todo) or retried:
         log.info("resuming: %d of %d evaluations already done%s", len(jobs) - len(todo), len(jobs),
                  f"; retrying {retried} that failed" if retried else "")
     bar = tqdm(total=len(jobs), initial=len(jobs) - len(todo), desc=desc, unit="pair", disable=not progress)
