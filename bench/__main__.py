@@ -14,7 +14,7 @@ from omegaconf import DictConfig
 
 from bench.errors import BenchError, ConfigError
 from bench.tasks.config import (
-    CONF_DIR,  # importing bench.tasks.config also registers the ${project_root:} resolver
+    CONF_DIR,  # importing bench.tasks.config also registers the ${shipped:} and ${checkout:} resolvers
 )
 from bench.tasks.metric_configs import metric_override_problems, register_metric_configs
 
@@ -49,8 +49,8 @@ def run_task(cfg: DictConfig, out_dir: Path):
         return getattr(import_module(module), func)(cfg, out_dir)
 
 
-# An absolute path: "../conf" is resolved against the calling module, which the console script
-# `textmetric-bench` makes a package ("pkg://conf", not found), unlike `python -m bench`.
+# An absolute path, the checkout's conf/ or the installed package's copy (bench.shipped_path): "../conf" is resolved
+# against the calling module, which the console script `textmetric-bench` makes a package ("pkg://conf", not found).
 @hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name="config")
 def app(cfg: DictConfig) -> None:
     out_dir = Path(HydraConfig.get().runtime.output_dir)

@@ -4,7 +4,6 @@ import json
 import os
 import pickle
 import re
-import shutil
 import subprocess
 import sys
 import textwrap
@@ -12,6 +11,7 @@ from typing import Any, Literal, Optional
 
 import pandas as pd
 import pytest
+from conftest import copy_checkout
 from hydra.errors import ConfigCompositionException
 from omegaconf import OmegaConf
 
@@ -157,6 +157,14 @@ def test_metric_params_of_the_check_baseline_are_plain_json():
     assert json.loads(json.dumps(params)) == {n: get_metric(n).params for n in available_metrics()}
 
 
+def test_from_the_checkout_the_team_mirror_and_the_baseline_are_beside_it():
+    """The installed wheel's counterparts (no mirror, the shipped baseline) are in tests/test_installed_wheel.py."""
+    cfg = compose_with("task=check")
+    assert cfg.data.mirror_fallbacks == [str(PROJECT_ROOT / "../shared/datasets")]
+    assert cfg.check.baseline == str(PROJECT_ROOT / "reports/baselines/ksc_fortune_computing_people.json")
+    assert CONF_DIR == PROJECT_ROOT / "conf"
+
+
 def test_a_composed_config_unpickles_in_a_fresh_process(tmp_path):
     """Launchers (joblib, Ray, submitit) send the config to processes that have not registered the nodes."""
     (tmp_path / "cfg.pkl").write_bytes(pickle.dumps(compose_with("metric.chi.top=7")))
@@ -191,10 +199,7 @@ def length_offset(p, q, *, seed: int = 0, offset: float = 0.0) -> float:
 
 
 def test_a_new_file_in_metrics_is_a_metric_with_parameters_on_the_command_line(tmp_path, cache_dir):
-    copy = tmp_path / "checkout"
-    for part in ("bench", "metrics", "conf", "datasets", "reports"):
-        shutil.copytree(PROJECT_ROOT / part, copy / part, ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copy(PROJECT_ROOT / "pyproject.toml", copy)
+    copy = copy_checkout(tmp_path / "checkout")
     (copy / "metrics" / "length_offset.py").write_text(textwrap.dedent(NEW_METRIC))
     out = tmp_path / "run"
     env = {**os.environ, "PYTHONPATH": str(copy), "BENCH_CACHE_DIR": str(cache_dir)}

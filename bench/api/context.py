@@ -22,7 +22,7 @@ from importlib import import_module
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Protocol, Sequence
 
-from bench import PROJECT_ROOT
+from bench import shipped_path
 from bench.api.scopes import pushed
 
 _active: list["RunContext"] = []
@@ -42,7 +42,7 @@ def default_lm() -> dict:
     """The LM config a run uses unless told otherwise (conf/lm/smollm2.yaml)."""
     import yaml
 
-    return yaml.safe_load((PROJECT_ROOT / "conf" / "lm" / "smollm2.yaml").read_text())
+    return yaml.safe_load(shipped_path("conf/lm/smollm2.yaml").read_text())
 
 
 def default_context() -> RunContext:

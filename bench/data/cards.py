@@ -15,10 +15,10 @@ from typing import Any, NamedTuple
 
 import yaml
 
-from bench import PROJECT_ROOT
+from bench import shipped_path
 from bench.errors import ConfigError
 
-DATASETS_DIR = PROJECT_ROOT / "datasets"
+DATASETS_DIR = shipped_path("datasets")
 
 #: Parser formats the loader knows: required options, and optional ones with their defaults.
 PARSER_OPTIONS: dict[str, tuple[frozenset[str], dict[str, Any]]] = {

@@ -9,16 +9,21 @@ from typing import Any
 
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
-from bench import PROJECT_ROOT
+from bench import checkout_path, shipped_path
 from bench.api.context import RunContext, default_lm
 from bench.api.registry import MetricInfo, available_metrics, default_metrics, get_metric
 from bench.errors import ConfigError
 from bench.features.embedding import Embedder, custom_embedder, sentence_transformer
 
-CONF_DIR = PROJECT_ROOT / "conf"
+CONF_DIR = shipped_path("conf")
 
-if not OmegaConf.has_resolver("project_root"):
-    OmegaConf.register_new_resolver("project_root", lambda: str(PROJECT_ROOT))
+# ${shipped:reports/baselines/x.json}: a repository file where it is at run time (checkout or installed wheel);
+# ${checkout:../shared/datasets}: a path beside the checkout, null when installed (bench.shipped_path, checkout_path).
+if not OmegaConf.has_resolver("shipped"):
+    OmegaConf.register_new_resolver("shipped", lambda relative: str(shipped_path(relative)))
+if not OmegaConf.has_resolver("checkout"):
+    OmegaConf.register_new_resolver("checkout", lambda relative: None if checkout_path(relative) is None
+                                    else str(checkout_path(relative)))
 
 
 def compose_config(overrides: Sequence[str] = (), *, return_hydra_config: bool = False) -> DictConfig:
@@ -72,6 +77,8 @@ def data_locations(cfg: DictConfig) -> tuple[Path, Path | None]:
     if data.get("mirror"):
         return cache_dir, Path(os.path.expanduser(str(data.mirror)))
     for candidate in data.get("mirror_fallbacks") or []:
+        if candidate is None:  # ${checkout:...} when not running from a checkout
+            continue
         path = Path(os.path.expanduser(str(candidate))).resolve()
         if path.is_dir():
             return cache_dir, path

@@ -1,0 +1,127 @@
+"""The installed tool works anywhere: a wheel built from the checkout, installed into a fresh virtual environment,
+runs from an empty directory with the configs and cards it ships, and writes its outputs there.
+
+No network: the wheel is built with this venv's setuptools, and the new venv sees this venv's dependencies through
+a .pth line. A directory added that way has its own .pth files left unprocessed, so the project's editable install
+(a .pth file here) stays off and ``bench`` comes from the wheel.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import sysconfig
+import zipfile
+from pathlib import Path
+
+import pytest
+import yaml
+from conftest import copy_checkout
+
+from bench import PACKAGED_AS, PROJECT_ROOT
+
+
+def run(cmd: list, cwd: Path, **env: str) -> subprocess.CompletedProcess:
+    """``cmd`` from ``cwd`` as a user starts it: no PYTHONPATH, no mirror, offline, failing with its output."""
+    clean = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "BENCH_DATA_MIRROR")}
+    proc = subprocess.run([str(c) for c in cmd], cwd=cwd, env={**clean, "HF_HUB_OFFLINE": "1", **env},
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, f"{' '.join(map(str, cmd))} failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}"
+    return proc
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory) -> Path:
+    """The wheel built from a copy of the checkout (building writes build/ and *.egg-info into its source)."""
+    tmp = tmp_path_factory.mktemp("wheel")
+    source = copy_checkout(tmp / "source")
+    run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--no-index", "--quiet",
+         "--wheel-dir", tmp / "dist", source], cwd=tmp)
+    (built,) = (tmp / "dist").glob("textmetric_bench-*.whl")
+    return built
+
+
+@pytest.fixture(scope="module")
+def venv(wheel, tmp_path_factory) -> Path:
+    """A fresh venv holding the wheel, with this venv's dependencies visible but not its editable install."""
+    root = tmp_path_factory.mktemp("venv")
+    run([sys.executable, "-m", "venv", "--without-pip", root], cwd=root)
+    python = root / "bin" / "python"
+    site = Path(run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], cwd=root)
+                .stdout.strip())
+    ours = dict.fromkeys(sysconfig.get_paths()[key] for key in ("purelib", "platlib"))
+    (site / "textmetric_bench_dependencies.pth").write_text("\n".join(ours) + "\n")
+    # --ignore-installed: pip sees this venv's editable textmetric-bench through the .pth and must leave it alone
+    run([python, "-m", "pip", "install", "--no-deps", "--no-index", "--ignore-installed", "--quiet", wheel], cwd=root)
+    return root
+
+
+@pytest.fixture(scope="module")
+def ksc_run(venv, tmp_path_factory) -> Path:
+    """An empty directory where the installed `textmetric-bench` ran a small KSC study on the fortune pair."""
+    here = tmp_path_factory.mktemp("anywhere")
+    run([venv / "bin" / "textmetric-bench", "k=3", "n=6", "repetitions=1", "metrics=[chi]", "progress=false"],
+        cwd=here, BENCH_CACHE_DIR=str(here / ".cache"))
+    return here
+
+
+def test_the_wheel_holds_every_module_config_and_card_of_the_checkout(wheel):
+    """A subpackage missing from [tool.setuptools] packages in pyproject.toml would be left out of the wheel."""
+    inside = set(zipfile.ZipFile(wheel).namelist())
+    expected = {p.relative_to(PROJECT_ROOT).as_posix() for top in ("bench", "metrics", "reports")
+                for p in (PROJECT_ROOT / top).rglob("*.py") if "__pycache__" not in p.parts}
+    expected |= {f"bench/{PACKAGED_AS[top]}/{p.relative_to(PROJECT_ROOT / top).as_posix()}"
+                 for top in PACKAGED_AS for p in (PROJECT_ROOT / top).rglob("*.yaml")}
+    expected.add("reports/baselines/ksc_fortune_computing_people.json")
+    missing = sorted(expected - inside)
+    assert missing == [], f"not in the wheel (add their package to [tool.setuptools] packages): {missing}"
+    assert not any(name.startswith(("datasets/", "conf/")) for name in inside)  # no top-level `datasets` package
+
+
+def test_bench_is_imported_from_the_wheel_not_the_checkout(venv, tmp_path):
+    code = "import bench, metrics, reports; print(bench.IN_CHECKOUT); [print(m.__file__) for m in (bench, metrics, " \
+           "reports)]; print(bench.shipped_path('conf')); print(bench.shipped_path('datasets'))"
+    in_checkout, *paths = run([venv / "bin" / "python", "-c", code], cwd=tmp_path).stdout.split()
+    assert in_checkout == "False"
+    assert all(Path(p).is_relative_to(venv) for p in paths), paths
+    assert (Path(paths[-2]) / "config.yaml").is_file() and (Path(paths[-1]) / "pairs").is_dir()
+
+
+def test_the_installed_command_runs_from_any_directory_and_writes_there(ksc_run, venv):
+    (out,) = (ksc_run / "outputs" / "ksc" / "fortune_computing_people").iterdir()
+    for name in ("table3.md", "distances.csv", "report.html", ".hydra/config.yaml", "__main__.log"):
+        assert (out / name).is_file(), name
+    assert "chi" in (out / "table3.md").read_text()
+    hydra = yaml.safe_load((out / ".hydra" / "hydra.yaml").read_text())["hydra"]
+    sources = [s["path"] for s in hydra["runtime"]["config_sources"] if s["provider"] == "main"]
+    assert len(sources) == 1 and Path(sources[0]).is_relative_to(venv), sources  # the wheel's configs
+
+
+def test_every_task_composes_from_the_installed_configs(venv, tmp_path):
+    command = venv / "bin" / "textmetric-bench"
+    assert "name: ksc" in run([command, "--cfg", "job"], cwd=tmp_path).stdout
+    assert "name: robustness" in run([command, "task=robustness", "--cfg", "job"], cwd=tmp_path).stdout
+    code = """if True:
+        from omegaconf import OmegaConf
+        from bench import shipped_path
+        from bench.tasks.config import compose_config, data_locations
+        for task in sorted(p.stem for p in (shipped_path("conf") / "task").glob("*.yaml")):
+            cfg = compose_config([f"task={task}"])
+            OmegaConf.resolve(cfg)
+            print(task, cfg.data.mirror_fallbacks[0], data_locations(cfg)[1], cfg.get("check", {}).get("baseline"))
+    """
+    lines = run([venv / "bin" / "python", "-c", code], cwd=tmp_path).stdout.splitlines()
+    tasks = {line.split()[0]: line.split()[1:] for line in lines}
+    assert set(tasks) == {"check", "ifc", "ksc", "perturb", "robustness"}
+    assert all(fallback == mirror == "None" for fallback, mirror, _ in tasks.values())  # no mirror beside a venv
+    assert Path(tasks["check"][2]).is_file() and Path(tasks["check"][2]).is_relative_to(venv)  # the shipped baseline
+    assert list(tmp_path.iterdir()) == []  # composing writes nothing
+
+
+def test_the_installed_report_commands_read_the_run(ksc_run, venv):
+    bin_dir = venv / "bin"
+    run([bin_dir / "textmetric-bench-report", "outputs/ksc", "--out", "report"], cwd=ksc_run)
+    assert (ksc_run / "report" / "report.html").stat().st_size > 0
+    run([bin_dir / "textmetric-bench-aggregate", "outputs/ksc", "--out", "sweep"], cwd=ksc_run)
+    assert "chi" in (ksc_run / "sweep" / "sweep_table.md").read_text()
