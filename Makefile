@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 export HF_HUB_OFFLINE ?= 1
 export TRANSFORMERS_OFFLINE ?= 1
 
-.PHONY: run test test-slow check report venv clean benchmark
+.PHONY: run test test-slow check report venv clean benchmark reference
 
 venv: $(STAMP)
 
@@ -29,6 +29,13 @@ test: $(STAMP)
 # Regression gate against reports/baselines/ (see README, "Regression gate").
 check: $(STAMP)
 	$(BIN)/python -m bench task=check progress=false
+
+# Reference results of the default metrics on the shipped pairs (README, "Reference rows"): real runs, then the files.
+reference: $(STAMP)
+	for pair in fortune_computing_people clinc150_banking77 atis_news; do \
+		$(BIN)/python -m bench pair=$$pair engine.workers=auto progress=false hydra.run.dir=outputs/reference/$$pair \
+		&& $(BIN)/python -m bench.tasks.reference outputs/reference/$$pair || exit 1; \
+	done
 
 test-slow: $(STAMP)
 	$(BIN)/python -m pytest -q -m slow

@@ -16,6 +16,7 @@ from matplotlib import rc_context
 from matplotlib.figure import Figure
 from scipy import stats
 
+from reports.reference_rows import is_reference
 from reports.tables import QUALITY_MEASURES, format_score
 
 #: Axis labels for the radar chart, in the paper's notation.
@@ -62,7 +63,8 @@ def radar_chart(summary: pd.DataFrame, out_stem: Path, *, title: str | None = No
     ax.set_theta_direction(-1)
     for metric, row in values.iterrows():
         radii = np.append(row.to_numpy(), row.to_numpy()[0])
-        (line,) = ax.plot(closed, radii, linewidth=1.5, label=str(metric))
+        style, width = ("--", 1.0) if is_reference(metric) else ("-", 1.5)
+        (line,) = ax.plot(closed, radii, linewidth=width, linestyle=style, label=str(metric))
         ax.fill(closed, radii, alpha=0.1, color=line.get_color())
     ax.set_xticks(angles)
     ax.set_xticklabels([AXIS_LABELS[m] for m in axes_used])
@@ -74,6 +76,8 @@ def radar_chart(summary: pd.DataFrame, out_stem: Path, *, title: str | None = No
     caption = "Scale 0..1, higher is better; time excluded (004 Figure 4)."
     if clipped:
         caption += " Negative or missing means drawn at 0."
+    if any(map(is_reference, values.index)):
+        caption += " Dashed: reference results, not computed in this run."
     fig.text(0.02, 0.01, caption, fontsize="small")
     out_stem = Path(out_stem)
     return [_save(fig, out_stem.with_name(out_stem.name + ext)) for ext in (".png", ".svg")]

@@ -19,6 +19,7 @@ import pandas as pd
 
 from reports.aggregate import aggregate_sweep, find_run_dirs, read_run_config
 from reports.figures import distance_scatter, radar_chart
+from reports.reference_rows import REFERENCE_NOTE, is_reference, labelled
 from reports.study_figures import measure_boxplots, sweep_trends
 from reports.tables import MEASURE_LABELS, summarise_measures, table3, table3_markdown_cells
 
@@ -141,7 +142,7 @@ def _perturbation_html(run: Run) -> str:
 
 def _section_html(title: str, runs: list[Run], fig_dir: Path, slug: str, out_dir: Path) -> str:
     tables = [r.measures for r in runs if r.task != "perturb"]
-    measures = pd.concat(tables, ignore_index=True) if tables else pd.DataFrame()
+    measures = labelled(pd.concat(tables, ignore_index=True)) if tables else pd.DataFrame()
     parts = [f"<section><h2>{html.escape(title)}</h2>",
              "<p class=runs>Runs: " + ", ".join(html.escape(str(r.path)) for r in runs) + "</p>"]
     failures = {m: e for r in runs for m, e in r.failures.items()}
@@ -152,6 +153,8 @@ def _section_html(title: str, runs: list[Run], fig_dir: Path, slug: str, out_dir
         legend = "; ".join(MEASURE_LABELS[c] for c in cells.columns if c in MEASURE_LABELS)
         parts.append(f"<p class=legend>{html.escape(legend)}. Cells: mean [95% CI] over repetitions; "
                      "bold: best of the column and within .015 of it. Higher is better.</p>")
+        if any(map(is_reference, cells.index)):
+            parts.append(f"<p class=legend>{html.escape(REFERENCE_NOTE)}</p>")
         wide = table3(summary, with_ci=True)
         wide.to_csv(out_dir / f"table3_{slug}.csv")
         try:

@@ -14,6 +14,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from reports.reference_rows import REFERENCE_NOTE, is_reference, labelled
+
 #: Measure columns the runner may write, in the order they are summarised.
 RAW_MEASURES = ("A", "Aw", "T", "rho", "omega2", "L", "S", "I", "IFC")
 #: Column order of 004 Table 3; T100 is T in the paper's unit [100 op/s].
@@ -60,7 +62,7 @@ def summarise_measures(measures: pd.DataFrame) -> pd.DataFrame:
     """
     if "metric" not in measures.columns:
         raise ValueError("measures table needs a 'metric' column; got " + ", ".join(map(str, measures.columns)))
-    frame = measures.copy()
+    frame = labelled(measures).copy()  # reference rows read "<metric> (reference)"
     if "T" in frame.columns:
         frame["T100"] = pd.to_numeric(frame["T"], errors="coerce") / 100.0
     present = [m for m in (*RAW_MEASURES, "T100") if m in frame.columns]
@@ -185,7 +187,7 @@ def _markdown_text(summary: pd.DataFrame, title: str, failures: Mapping[str, str
             "",
             markdown_table(cells.rename_axis("metric").reset_index()),
             "",
-        ]
+        ] + ([REFERENCE_NOTE, ""] if any(map(is_reference, cells.index)) else [])
     else:
         lines += ["No metric produced measures.", ""]
     lines += failures_markdown(failures)

@@ -59,6 +59,8 @@ BAD_VALUES = {
     "k-too-small": (["k=2"], ["k=2"]),
     "n-too-small": (["k=7", "n=5"], ["n=5"]),
     "repetitions-zero": (["repetitions=0"], ["repetitions", "got 0"]),
+    "reference-not-a-directory": (["reference=/nonexistent/refs"], ["reference='/nonexistent/refs'", "auto", "false"]),
+    "reference-true": (["reference=true"], ["reference=true", "e.g. reference=false"]),
     "metric-unknown": (["metrics=[fdi]"], ["'fdi'", "Did you mean fid"]),
     "metric-parameter-unknown": (["metrics=[chi]", "+metric.chi.topp=10"], ["'chi'", "topp"]),
     "pair-unknown": (["pair.name=nosuch"], ["unknown pair 'nosuch'"]),
@@ -95,7 +97,7 @@ def test_every_task_default_config_is_valid(task, tmp_path):
 
 
 @pytest.mark.parametrize("override", ["engine.timeout=null", "engine.workers=auto", "embedder.device=cuda:1",
-                                      "lm.device=mps", "lm.threads=null", "engine.timeout=0.5"])
+                                      "lm.device=mps", "lm.threads=null", "engine.timeout=0.5", "reference=false"])
 def test_valid_alternatives_are_accepted(override, tmp_path):
     assert problems(tmp_path, override) == []
 

@@ -53,14 +53,18 @@ def selected_metrics(cfg: DictConfig) -> list[tuple[MetricInfo, dict]]:
     if not names:
         raise ConfigError("`metrics` selects no metric; use `metrics=default` or name some")
     out = []
-    params_cfg = cfg.get("metric") or {}
     for name in dict.fromkeys(names):
         info = get_metric(name)
-        node = params_cfg.get(name)
-        params = OmegaConf.to_container(node, resolve=True) if node is not None else {}
-        info.check_params(params)
-        out.append((info, params))
+        out.append((info, metric_params(cfg, info)))
     return out
+
+
+def metric_params(cfg: DictConfig, info: MetricInfo) -> dict:
+    """The parameters ``cfg.metric.<name>`` gives metric ``info`` (checked against its signature)."""
+    node = (cfg.get("metric") or {}).get(info.name)
+    params = OmegaConf.to_container(node, resolve=True) if node is not None else {}
+    info.check_params(params)
+    return params
 
 
 def run_context(cfg: DictConfig) -> RunContext:

@@ -16,6 +16,7 @@ from bench.errors import ConfigError
 from bench.measures.failures import per_repetition
 from bench.measures.ksc import collection_measures, zscore
 from bench.tasks.config import data_locations, selected_metrics
+from bench.tasks.reference import merge_reference
 from bench.tasks.skeleton import Collections, Evaluation, Scores, Task, TaskResult, task_runner
 
 log = logging.getLogger(__name__)
@@ -63,6 +64,11 @@ class KSCTask(Task, name="ksc", fields=("repetition", "i", "j")):
         measures, failures = per_repetition(
             distances, lambda g: collection_measures(g["i"], g["j"], g["distance"], g["seconds"], k), MEASURE_COLUMNS)
         return Scores(measures, failures, distances=distances[DISTANCE_COLUMNS])
+
+    def merge_reference(self, cfg: DictConfig, collections: Collections, measures: pd.DataFrame,
+                        computed: set[str]) -> tuple[pd.DataFrame, dict]:
+        """The shipped reference rows of metrics not computed here (``reference: auto``; bench.tasks.reference)."""
+        return merge_reference(cfg, collections, measures, computed)
 
     def title(self, cfg: DictConfig, collections: Collections) -> str:
         return f"KSC on {cfg.pair.name}: k={cfg.k}, n={cfg.n}, {cfg.repetitions} repetitions, seed {cfg.seed}"

@@ -17,6 +17,8 @@ Results add up. A run directory keeps the evaluations of every metric ever score
 evaluation log); scoring more or fewer metrics there again adds the new ones to the tables, report
 and figures and keeps the others as they were (a metric run again with new parameters replaces its
 earlier rows). Files a previous run wrote that this run does not are removed, so no figure goes stale.
+A task may add rows of metrics it did not compute from reference results (``Task.merge_reference``; KSC
+does, from ``reports/reference/``: ``bench.tasks.reference``).
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ import platform
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Mapping, Sequence
+from typing import Callable, Iterable, Mapping, Sequence
 
 import pandas as pd
 from omegaconf import DictConfig
@@ -128,6 +130,11 @@ class Task:
     def title(self, cfg: DictConfig, collections: Collections) -> str:
         raise NotImplementedError
 
+    def merge_reference(self, cfg: DictConfig, collections: Collections, measures: pd.DataFrame,
+                        computed: set[str]) -> tuple[pd.DataFrame, dict]:
+        """Measures of metrics not ``computed`` here, taken from reference results (KSC only), and what was taken."""
+        return measures, {}
+
 
 def run_task(task: Task, cfg: DictConfig, out_dir: Path | str) -> TaskResult:
     """Run ``task`` as ``cfg`` describes and write everything into ``out_dir``."""
@@ -155,19 +162,22 @@ def run_task(task: Task, cfg: DictConfig, out_dir: Path | str) -> TaskResult:
     distances = distance_table(task.fields, [*outcomes.items(), *earlier.items()])
     scores = task.score(distances, collections)
     distances = scores.distances if scores.distances is not None else distances
+    names = list(dict.fromkeys(distances["metric"]))
+    measures, reference = task.merge_reference(cfg, collections, scores.measures, set(names))
 
     cache_dir, mirror = data_locations(cfg)
-    names = list(dict.fromkeys(distances["metric"]))
     info = {
         "task": task.name, **collections.info, "seed": int(cfg.seed), "metrics": names,
         "metrics_this_run": [m.name for m, _ in metrics], "earlier_metrics": sorted(set(names) - {m.name for m, _ in metrics}),
-        "failures": scores.failures, **scores.info,
+        "metric_params": {m.name: params for m, params in metrics},
+        "failures": scores.failures, **scores.info, **({"reference": reference} if reference else {}),
         "seconds_per_metric": distances.groupby("metric", sort=False)["seconds"].sum().round(3).to_dict(),
         "embedding": {"model": embedder.model_id if embedder else None, "seconds": round(embed_seconds, 3),
                       **(embedder.stats if embedder else {})},
+        "corpora_digest": corpora_digest(collections.corpora),
         "mirror": str(mirror) if mirror else None, "version": __version__, "python": platform.python_version(),
     }
-    result = TaskResult(task.name, distances, scores.measures, scores.summary, scores.failures, {}, info)
+    result = TaskResult(task.name, distances, measures, scores.summary, scores.failures, {}, info)
     result.files = write_artifacts(task, result, out_dir, title=task.title(cfg, collections))
     return result
 
@@ -175,8 +185,18 @@ def run_task(task: Task, cfg: DictConfig, out_dir: Path | str) -> TaskResult:
 def pair_digest(p: Sequence[str], q: Sequence[str]) -> str:
     """A short digest of both corpora's texts, the last part of a job key: a logged evaluation is reused
     only on the very same corpora (a regenerated IFC corpus or a changed source is evaluated again)."""
+    return _texts_digest((p, q))
+
+
+def corpora_digest(corpora: Mapping[str, Sequence[str]]) -> str:
+    """A short digest of every corpus of a run, with its id (in ``run.json``): reference results are
+    merged only into a run on the very same corpora."""
+    return _texts_digest(part for cid in sorted(corpora) for part in ([cid], corpora[cid]))
+
+
+def _texts_digest(corpora: Iterable[Sequence[str]]) -> str:
     h = hashlib.blake2b(digest_size=8)
-    for corpus in (p, q):
+    for corpus in corpora:
         for text in corpus:
             h.update(text.encode("utf-8", "surrogatepass") + b"\x00")
         h.update(b"\x01")

@@ -89,7 +89,9 @@ COMMON_RULES = (
 
 TASK_RULES = {
     "ksc": (Rule("k", whole(), WHOLE, "7"), Rule("n", whole(), WHOLE, "100"),
-            Rule("repetitions", whole(), WHOLE, "5")),
+            Rule("repetitions", whole(), WHOLE, "5"),
+            Rule("reference", lambda v: v is False or isinstance(v, str),
+                 "auto, false, or a directory of reference files", "false")),
     "robustness": (Rule("n_ref", whole(), WHOLE, "3000"), Rule("imbalance_total", whole(), WHOLE, "2900"),
                    Rule("repetitions", whole(), WHOLE, "10"),
                    Rule("sizes", lambda v: isinstance(v, ListConfig) and all(whole()(s) for s in v),
@@ -182,6 +184,13 @@ def _ksc(cfg: DictConfig, bad: set[str]) -> None:
         check_run_config(cfg)
 
 
+def _reference(cfg: DictConfig, bad: set[str]) -> None:
+    if "reference" not in bad:
+        from bench.tasks.reference import reference_dir
+
+        reference_dir(cfg)
+
+
 def _check_baseline(cfg: DictConfig, bad: set[str]) -> None:
     if not cfg.get("update", False) and "check.baseline" not in bad:
         path = Path(str(cfg.check.baseline)).expanduser()
@@ -220,6 +229,6 @@ def _ifc_plan(cfg: DictConfig, bad: set[str]) -> None:
 
 #: Per task, the checks it makes itself; each gets the keys already reported, to skip checks that read them.
 TASK_CHECKS: dict[str, tuple[Callable[[DictConfig, set[str]], None], ...]] = {
-    "ksc": (_ksc,), "check": (_ksc, _check_baseline), "robustness": (_robustness,), "perturb": (_perturb,),
-    "ifc": (_ifc_source, _ifc_plan),
+    "ksc": (_ksc, _reference), "check": (_ksc, _reference, _check_baseline), "robustness": (_robustness,),
+    "perturb": (_perturb,), "ifc": (_ifc_source, _ifc_plan),
 }
