@@ -8,6 +8,7 @@ n, ...), so resolutions and corpus pairs can be compared as in 004 Table 3.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import warnings
 from pathlib import Path
@@ -39,7 +40,8 @@ def _config_value(cfg: DictConfig, key: str):
 
 
 def read_run_config(run_dir: Path) -> dict:
-    """The keys of interest from ``.hydra/config.yaml`` and the overrides line, or None where missing."""
+    """The keys of interest from ``.hydra/config.yaml`` (the pair as ``run.json`` names it) and the overrides line,
+    or None where missing."""
     hydra_dir = Path(run_dir) / ".hydra"
     info = dict.fromkeys(CONFIG_KEYS)
     config_path = hydra_dir / "config.yaml"
@@ -48,6 +50,10 @@ def read_run_config(run_dir: Path) -> dict:
         if isinstance(cfg, DictConfig):
             info.update({key: _config_value(cfg, key) for key in CONFIG_KEYS})
             info["source"] = _config_value(cfg, "ifc.source")
+    try:  # the pair as the run names it: two files given without a card (`pair=files`) are named by their paths
+        info["pair"] = json.loads((Path(run_dir) / "run.json").read_text()).get("pair") or info["pair"]
+    except (OSError, ValueError, AttributeError):
+        pass
     overrides_path = hydra_dir / "overrides.yaml"
     overrides = yaml.safe_load(overrides_path.read_text()) if overrides_path.is_file() else None
     info["overrides"] = " ".join(map(str, overrides)) if overrides else ""

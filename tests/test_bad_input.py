@@ -7,6 +7,7 @@ Every case of the issue's list, and where its test lives:
 | empty corpus | test_corpora.py::test_empty_corpus_after_normalisation_is_an_error; the "empty input raises" check of test_metric_contract.py |
 | empty, headerless or malformed CSV/JSONL file | here (file, line and field named) |
 | card whose parser options cannot work | here (delimiter, encoding, named column without header) |
+| your own files and cards (missing file, unknown extension, missing field or column, too few texts, bad card option, cards directory) | test_own_corpora.py::test_a_bad_file_names_itself_the_line_or_field_and_the_fix and its neighbours; test_own_corpora_cli.py through the CLI |
 | bad config values (seed, engine.*, devices, batch sizes, directories, ...) | test_config_validation.py, in-process and through the CLI |
 | corpus smaller than k·n needs | test_ksc.py::test_too_small_source_says_how_many_texts_are_needed; test_end_to_end.py::test_bad_configuration_fails_fast_with_a_clear_message[n=5000] |
 | robustness grid larger than the sources | test_robustness.py::test_small_sources_truncate_the_grid_and_say_so; here through the CLI |
@@ -70,7 +71,7 @@ def fake_card(tmp_path: Path, name: str, file_name: str, data: bytes, like: str,
         real = corpora.corpus_card
         cards = {}
 
-        def fake_corpus_card(requested: str):
+        def fake_corpus_card(requested: str, search_path=None):
             return cards[requested] if requested in cards else real(requested)
 
         fake_corpus_card.fake_cards = cards  # type: ignore[attr-defined]
@@ -86,7 +87,7 @@ def test_a_text_field_holding_no_text_names_the_corpus_field_and_line(value, tmp
     with pytest.raises(DataError) as err:
         load_corpus("fake_numbers", cache_dir=tmp_path / "cache", mirror=mirror)
     message = str(err.value)
-    for part in ("'fake_numbers'", "texts.jsonl", "line 2", "'headline'", "not a text", "parser section"):
+    for part in ("'fake_numbers'", "texts.jsonl", "line 2", "'headline'", "not a text", "parser.text_field"):
         assert part in message, message
 
 
@@ -137,7 +138,7 @@ def test_two_sides_holding_the_same_texts_are_rejected(tmp_path, monkeypatch):
     records = [{"headline": f"headline number {i}"} for i in range(30)]
     mirror = fake_jsonl_card(tmp_path, "fake_a", records, monkeypatch)
     fake_jsonl_card(tmp_path, "fake_b", records[::-1], monkeypatch)
-    monkeypatch.setattr(corpora, "pair_card", lambda name: PairCard(a="fake_a", b="fake_b", name=name,
+    monkeypatch.setattr(corpora, "pair_card", lambda name, cards=None: PairCard(a="fake_a", b="fake_b", name=name,
                                                                      description="fake"))
     with pytest.raises(DataError, match="'fake_a' is empty once the texts it shares with the other side"):
         load_pair("fake_twins", cache_dir=tmp_path / "cache", mirror=mirror)

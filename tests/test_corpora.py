@@ -238,7 +238,7 @@ def test_pair_removes_shared_texts_from_both_sides():
 def test_empty_corpus_after_normalisation_is_an_error(monkeypatch):
     card = corpus_card("fortune_people")
     too_strict = dataclasses.replace(card, normalise=dataclasses.replace(card.normalise, min_words=10_000))
-    monkeypatch.setattr(corpora, "corpus_card", lambda name: too_strict)
+    monkeypatch.setattr(corpora, "corpus_card", lambda name, cards=None: too_strict)
     with pytest.raises(DataError, match="fortune_people.*no text left"):
         load_corpus("fortune_people")
 
@@ -250,7 +250,7 @@ def test_empty_corpus_after_normalisation_is_an_error(monkeypatch):
 def test_package_corpus_errors_say_what_to_do(monkeypatch, change, message):
     card = corpus_card("fortune_people")
     broken = dataclasses.replace(card, **change(card))
-    monkeypatch.setattr(corpora, "corpus_card", lambda name: broken)
+    monkeypatch.setattr(corpora, "corpus_card", lambda name, cards=None: broken)
     with pytest.raises(DataError, match=message):
         load_corpus("fortune_people")
 

@@ -1,189 +1,131 @@
-"""Declarative data cards: read and validate `datasets/corpora/*.yaml` and `datasets/pairs/*.yaml`.
+"""Declarative data cards: find and read corpus cards (`corpora/<name>.yaml`) and pair cards (`pairs/<name>.yaml`).
 
 A card describes a source corpus (origin, checksum, licence, how to parse and normalise it) or a
 pair of corpora; the generic loader in `bench.data.corpora` does the rest (the MTEB `TaskMetadata` idea).
+Cards are looked up in the user's card directories first (`data.cards`, then $BENCH_CARDS_PATH), then in
+the built-in `datasets/`; each directory is laid out like `datasets/`: `corpora/` and `pairs/`.
 """
 
 from __future__ import annotations
 
-import codecs
 import difflib
 import functools
-from dataclasses import dataclass, fields
+import logging
+import os
+from dataclasses import fields
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Sequence
 
 import yaml
 
 from bench import shipped_path
+from bench.data.card_schema import (LICENCE_PLACEHOLDER, ORIGINS, PARSER_OPTIONS, CardFile, CardReader, CorpusCard,
+                                    Normalisation, PackageOrigin, PairCard, Parser, read_parser)
 from bench.errors import ConfigError
+
+__all__ = ["DATASETS_DIR", "CARDS_ENV", "PARSER_OPTIONS", "CardFile", "CorpusCard", "Normalisation", "PackageOrigin",
+           "PairCard", "Parser", "card_dirs", "corpus_names", "pair_names", "corpus_card", "pair_card",
+           "read_corpus_card", "read_pair_card"]
+
+log = logging.getLogger(__name__)
 
 DATASETS_DIR = shipped_path("datasets")
 
-#: Parser formats the loader knows: required options, and optional ones with their defaults.
-PARSER_OPTIONS: dict[str, tuple[frozenset[str], dict[str, Any]]] = {
-    "json_splits": (frozenset({"splits"}), {"text_index": None, "text_field": None, "encoding": "utf-8"}),
-    "jsonl": (frozenset({"text_field"}), {"encoding": "utf-8"}),
-    "csv": (
-        frozenset({"text_column"}),
-        {"header": True, "delimiter": ",", "skip_initial_space": False, "encoding": "utf-8"},
-    ),
-    "fortune": (frozenset(), {"separator": "%", "encoding": "utf-8", "fallback_encoding": None}),
-}
+#: Directories of the user's own cards, os.pathsep-separated, searched before the built-in ones.
+CARDS_ENV = "BENCH_CARDS_PATH"
+
+KINDS = {"corpus": "corpora", "pair": "pairs"}
 
 
-@dataclass(frozen=True)
-class CardFile:
-    """One file of a corpus: its name in the mirror/cache, origin URL and sha256.
-
-    `lines`, when set, scopes the checksum (and what is parsed) to the first `lines` lines.
-    """
-
-    path: str
-    sha256: str
-    url: str | None = None
-    lines: int | None = None
-
-
-class PackageOrigin(NamedTuple):
-    """Files shipped inside an installed Python distribution rather than downloaded."""
-
-    name: str
-    version: str
-    directory: str
+def card_dirs(extra: Sequence[str | Path] = ()) -> tuple[Path, ...]:
+    """Where cards are looked up, first match wins: ``extra`` (the config's `data.cards`), then the directories
+    of $BENCH_CARDS_PATH, then the built-in `datasets/`. A user directory must exist and hold `corpora/` or `pairs/`."""
+    env = [(d, f"${CARDS_ENV}") for d in os.environ.get(CARDS_ENV, "").split(os.pathsep) if d.strip()]
+    dirs = []
+    for value, origin in [(d, "data.cards") for d in extra] + env:
+        path = Path(value).expanduser().absolute()
+        if not path.is_dir():
+            raise ConfigError(f"cards directory {path} (from {origin}) does not exist; give a directory holding "
+                              f"corpora/<name>.yaml and pairs/<name>.yaml, or remove it from {origin}")
+        if not any((path / sub).is_dir() for sub in KINDS.values()):
+            raise ConfigError(f"cards directory {path} (from {origin}) has no corpora/ or pairs/ folder; put corpus "
+                              f"cards in {path}/corpora/<name>.yaml and pair cards in {path}/pairs/<name>.yaml")
+        dirs.append(path)
+    return (*dict.fromkeys(dirs), DATASETS_DIR)
 
 
-@dataclass(frozen=True)
-class Normalisation:
-    """How raw texts become corpus texts; applied in this order by `bench.data.corpora.normalise_text`."""
-
-    remove_overstrike: bool = False
-    remove_control: bool = True
-    strip: bool = True
-    collapse_whitespace: bool = True
-    drop_empty: bool = True
-    deduplicate: bool = True
-    min_words: int | None = None
-    max_words: int | None = None
+def _found(kind: str, cards: Sequence[Path] | None) -> dict[str, Path]:
+    """Card name -> its file, the first directory holding it winning."""
+    found: dict[str, Path] = {}
+    for directory in card_dirs() if cards is None else cards:
+        for path in sorted((Path(directory) / KINDS[kind]).glob("*.yaml")):
+            found.setdefault(path.stem, path)
+    return found
 
 
-@dataclass(frozen=True)
-class Parser:
-    """A generic parser (`format`, a key of `PARSER_OPTIONS`) and its options, defaults filled in."""
-
-    format: str
-    options: dict[str, Any]
+def corpus_names(cards: Sequence[Path] | None = None) -> list[str]:
+    """Names of every corpus card in ``cards`` (default: `card_dirs()`)."""
+    return sorted(_found("corpus", cards))
 
 
-@dataclass(frozen=True)
-class CorpusCard:
-    """One source corpus: where its files come from, their checksums, how to parse and normalise them."""
-
-    name: str
-    description: str
-    licence: str
-    homepage: str
-    files: tuple[CardFile, ...]
-    parser: Parser
-    normalise: Normalisation
-    package: PackageOrigin | None = None
+def pair_names(cards: Sequence[Path] | None = None) -> list[str]:
+    return sorted(_found("pair", cards))
 
 
-@dataclass(frozen=True)
-class PairCard:
-    """Two source corpora (A, B) that a KSC collection mixes (004 §3)."""
-
-    a: str
-    b: str
-    name: str
-    description: str
+def corpus_card(name: str, cards: Sequence[Path] | None = None) -> CorpusCard:
+    """The validated card of corpus `name`, looked up in ``cards`` (default: `card_dirs()`); unknown names raise
+    `ConfigError` with a suggestion."""
+    return read_corpus_card(_card_file(name, "corpus", cards))
 
 
-def corpus_names() -> list[str]:
-    return sorted(p.stem for p in (DATASETS_DIR / "corpora").glob("*.yaml"))
+def pair_card(name: str, cards: Sequence[Path] | None = None) -> PairCard:
+    """The validated card of pair `name`; both sides must name corpus cards found in the same directories."""
+    cards = card_dirs() if cards is None else tuple(cards)
+    return read_pair_card(_card_file(name, "pair", cards), cards)
 
 
-def pair_names() -> list[str]:
-    return sorted(p.stem for p in (DATASETS_DIR / "pairs").glob("*.yaml"))
-
-
-def corpus_card(name: str) -> CorpusCard:
-    """The validated card of corpus `name`; unknown names raise `ConfigError` with a suggestion."""
-    _check_known(name, corpus_names(), "corpus")
-    return read_corpus_card(DATASETS_DIR / "corpora" / f"{name}.yaml")
-
-
-def pair_card(name: str) -> PairCard:
-    """The validated card of pair `name`; both sides must name existing corpus cards."""
-    _check_known(name, pair_names(), "pair")
-    return read_pair_card(DATASETS_DIR / "pairs" / f"{name}.yaml")
-
-
-def _check_known(name: str, known: list[str], kind: str) -> None:
-    if name in known:
-        return
-    close = difflib.get_close_matches(str(name), known, n=1)
+def _card_file(name: str, kind: str, cards: Sequence[Path] | None) -> Path:
+    cards = card_dirs() if cards is None else tuple(cards)
+    found = _found(kind, cards)
+    if name in found:
+        return found[name]
+    close = difflib.get_close_matches(str(name), list(found), n=1)
     hint = f" Did you mean {close[0]!r}?" if close else ""
+    searched = ", ".join(str(Path(d) / KINDS[kind]) for d in cards)
     raise ConfigError(
-        f"unknown {kind} {name!r}.{hint} Available: {', '.join(known) or '(none)'} "
-        f"(cards in {DATASETS_DIR / ('corpora' if kind == 'corpus' else 'pairs')})."
+        f"unknown {kind} {name!r}.{hint} Available: {', '.join(sorted(found)) or '(none)'} (cards in {searched}; "
+        f"add a directory of your own with data.cards=[DIR] or ${CARDS_ENV})."
     )
 
 
-class _Reader:
-    """Typed access to one card's mapping; every error names the card file and the field."""
-
-    def __init__(self, path: Path, data: Any, where: str = ""):
-        if not isinstance(data, dict):
-            raise ConfigError(f"card {path}: {where or 'top level'} must be a mapping, got {type(data).__name__}")
-        self.path, self.data, self.where = path, data, where
-
-    def _field(self, key: str) -> str:
-        return f"{self.where}.{key}" if self.where else key
-
-    def get(self, key: str, kind: type | tuple[type, ...], default: Any = ..., choices: Any = None) -> Any:
-        if key not in self.data:
-            if default is ...:
-                raise ConfigError(f"card {self.path}: missing field {self._field(key)!r}")
-            return default
-        value = self.data[key]
-        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-            raise ConfigError(f"card {self.path}: field {self._field(key)!r} is invalid: {value!r}")
-        if choices is not None and value not in choices:
-            raise ConfigError(
-                f"card {self.path}: field {self._field(key)!r} is invalid: {value!r}; "
-                f"expected one of {sorted(choices)}"
-            )
-        return value
-
-    def sub(self, key: str, data: Any) -> _Reader:
-        return _Reader(self.path, data, self._field(key))
-
-    def reject_unknown(self, allowed: set[str]) -> None:
-        extra = sorted(set(self.data) - allowed)
-        if extra:
-            raise ConfigError(f"card {self.path}: unknown field {self._field(extra[0])!r}; allowed: {sorted(allowed)}")
-
-
-def _load_yaml(path: Path) -> _Reader:
+def _load_yaml(path: Path) -> CardReader:
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except (OSError, yaml.YAMLError) as err:
         raise ConfigError(f"card {path} cannot be read: {err}") from err
-    reader = _Reader(path, data)
+    reader = CardReader(path, data)
     if reader.get("name", str) != path.stem:
-        raise ConfigError(f"card {path}: field 'name' is invalid: {data['name']!r} "
-                          f"must equal the file name {path.stem!r}")
+        raise reader.fail("name", f"{data['name']!r} must equal the file name {path.stem!r}")
     return reader
 
 
 @functools.lru_cache(maxsize=None)
 def read_corpus_card(path: Path) -> CorpusCard:
-    """Parse and validate one corpus card file."""
+    """Parse and validate one corpus card file.
+
+    Its origin is `download` (every file has a url and a sha256), `package` (files of an installed distribution)
+    or `local` (files on disk, absolute or relative to the card's directory; sha256 optional). Without an
+    `origin` section a card whose files have no url is local.
+    """
     top = _load_yaml(path)
-    top.reject_unknown({"name", "description", "licence", "homepage", "origin", "files", "parser", "normalise"})
-    origin = top.sub("origin", top.get("origin", dict, {"kind": "download"}))
-    kind = origin.get("kind", str, choices={"download", "package"})
+    top.reject_unknown({"name", "description", "licence", "homepage", "origin", "files", "parser", "normalise",
+                        "language", "counts"})
+    files_raw = top.get("files", list)
+    if not files_raw:
+        raise top.fail("files", "it lists no file")
+    has_url = any(isinstance(raw, dict) and "url" in raw for raw in files_raw)
+    origin = top.sub("origin", top.get("origin", dict, {"kind": "download" if has_url else "local"}))
+    kind = origin.get("kind", str, choices=set(ORIGINS))
     package = None
     if kind == "package":
         origin.reject_unknown({"kind", "package", "version", "directory"})
@@ -191,96 +133,66 @@ def read_corpus_card(path: Path) -> CorpusCard:
                                 origin.get("directory", str))
     else:
         origin.reject_unknown({"kind"})
-
-    files_raw = top.get("files", list)
-    if not files_raw:
-        raise ConfigError(f"card {path}: field 'files' is invalid: it lists no file")
-    files = []
-    for i, raw in enumerate(files_raw):
-        f = top.sub(f"files[{i}]", raw)
-        f.reject_unknown({"path", "url", "sha256", "checksum_scope"})
-        sha = f.get("sha256", str)
-        if len(sha) != 64 or any(c not in "0123456789abcdef" for c in sha):
-            raise ConfigError(f"card {path}: field 'files[{i}].sha256' is invalid: {sha!r} (64 lower-case hex digits)")
-        url = f.get("url", str, None)
-        if package is None and url is None:
-            raise ConfigError(f"card {path}: missing field 'files[{i}].url' (needed for origin kind 'download')")
-        scope = f.sub("checksum_scope", f.get("checksum_scope", dict, {}))
-        scope.reject_unknown({"lines"})
-        lines = scope.get("lines", int, None)
-        if lines is not None and lines < 1:
-            raise ConfigError(f"card {path}: field 'files[{i}].checksum_scope.lines' is invalid: {lines!r}")
-        files.append(CardFile(path=f.get("path", str), sha256=sha, url=url, lines=lines))
-
-    p = top.sub("parser", top.get("parser", dict))
-    fmt = p.get("format", str, choices=set(PARSER_OPTIONS))
-    required, optional = PARSER_OPTIONS[fmt]
-    p.reject_unknown({"format"} | required | set(optional))
-    for key in sorted(required):
-        p.get(key, object)
-    options = {**optional, **{k: v for k, v in p.data.items() if k != "format"}}
-    _check_parser_options(p, fmt, options)
+    files = tuple(_card_file_entry(top.sub(f"files[{i}]", raw), kind) for i, raw in enumerate(files_raw))
 
     n = top.sub("normalise", top.get("normalise", dict, {}))
     n.reject_unknown({f.name for f in fields(Normalisation)})
     normalise = Normalisation(**{
         f.name: n.get(f.name, int if f.name.endswith("_words") else bool, f.default) for f in fields(Normalisation)
     })
-    return CorpusCard(
+    top.get("language", str, None)
+    counts = top.sub("counts", top.get("counts", dict, {}))
+    for key in counts.data:
+        counts.get(key, int)
+    card = CorpusCard(
         name=top.get("name", str),
         description=top.get("description", str).strip(),
         licence=top.get("licence", str),
-        homepage=top.get("homepage", str),
-        files=tuple(files),
-        parser=Parser(fmt, options),
+        homepage=top.get("homepage", str, ""),
+        files=files,
+        parser=read_parser(top.sub("parser", top.get("parser", dict))),
         normalise=normalise,
         package=package,
+        origin=kind,
+        path=path,
     )
+    if card.licence.strip() == LICENCE_PLACEHOLDER:
+        log.warning("card %s: its licence is still to be filled in", path)
+    return card
 
 
-#: The type each parser option must have (None allowed where its default is None).
-OPTION_TYPES: dict[str, type | tuple[type, ...]] = {
-    "splits": list, "text_index": int, "text_field": str, "encoding": str, "fallback_encoding": str,
-    "text_column": (str, int), "header": bool, "delimiter": str, "skip_initial_space": bool, "separator": str,
-}
+def _card_file_entry(f: CardReader, origin: str) -> CardFile:
+    """One entry of a card's `files`: a url and a sha256 unless the file is local."""
+    f.reject_unknown({"path", "url", "sha256", "checksum_scope"} - ({"url"} if origin == "local" else set()))
+    sha = f.get("sha256", str, None if origin == "local" else ...)
+    if sha is not None and (len(sha) != 64 or any(c not in "0123456789abcdef" for c in sha)):
+        raise f.fail("sha256", f"{sha!r} (64 lower-case hex digits)")
+    url = f.get("url", str, None)
+    if origin == "download" and url is None:
+        raise ConfigError(f"card {f.path}: missing field '{f.where}.url' (needed for origin kind 'download'; "
+                          f"a file on your disk needs origin kind 'local' and no url)")
+    scope = f.sub("checksum_scope", f.get("checksum_scope", dict, {}))
+    scope.reject_unknown({"lines"})
+    lines = scope.get("lines", int, None)
+    if lines is not None and lines < 1:
+        raise scope.fail("lines", repr(lines))
+    return CardFile(path=f.get("path", str), sha256=sha, url=url, lines=lines)
 
 
-def _check_parser_options(p: _Reader, fmt: str, options: dict[str, Any]) -> None:
-    """Option types, encodings and combinations, so a wrong card fails when read, not when its file is parsed."""
-    for key, value in options.items():
-        if not (value is None and key in PARSER_OPTIONS[fmt][1] and PARSER_OPTIONS[fmt][1][key] is None):
-            p.get(key, OPTION_TYPES[key], value)
-    for key in ("encoding", "fallback_encoding"):
-        if options.get(key) is not None:
-            try:
-                codecs.lookup(options[key])
-            except LookupError:
-                raise ConfigError(f"card {p.path}: field 'parser.{key}' is invalid: {options[key]!r} is not a "
-                                  f"known encoding (e.g. utf-8, latin-1)") from None
-    if fmt == "csv":
-        if len(options["delimiter"]) != 1:
-            raise ConfigError(f"card {p.path}: field 'parser.delimiter' is invalid: {options['delimiter']!r} "
-                              f"(one character, e.g. ',' or '\\t')")
-        if not options["header"] and not isinstance(options["text_column"], int):
-            raise ConfigError(f"card {p.path}: field 'parser.text_column' is invalid: {options['text_column']!r} "
-                              f"is a column name but 'header' is false; give a 0-based index, or header: true")
-    if fmt == "json_splits" and options["text_index"] is None and options["text_field"] is None:
-        raise ConfigError(f"card {p.path}: missing field 'parser.text_index' or 'parser.text_field' "
-                          f"(where the text is in each record)")
+def read_pair_card(path: Path, cards: Sequence[Path] | None = None) -> PairCard:
+    """Parse and validate one pair card file; its sides must be corpus cards found in ``cards``."""
+    return _read_pair_card(path, tuple(card_dirs() if cards is None else cards))
 
 
 @functools.lru_cache(maxsize=None)
-def read_pair_card(path: Path) -> PairCard:
-    """Parse and validate one pair card file; its sides must be known corpora."""
+def _read_pair_card(path: Path, cards: tuple[Path, ...]) -> PairCard:
     top = _load_yaml(path)
     top.reject_unknown({"name", "description", "a", "b"})
     a, b = top.get("a", str), top.get("b", str)
+    known = corpus_names(cards)
     for side, corpus in (("a", a), ("b", b)):
-        if corpus not in corpus_names():
-            raise ConfigError(
-                f"card {path}: field {side!r} is invalid: {corpus!r} is not a corpus card "
-                f"(available: {', '.join(corpus_names())})"
-            )
+        if corpus not in known:
+            raise top.fail(side, f"{corpus!r} is not a corpus card (available: {', '.join(known)})")
     if a == b:
-        raise ConfigError(f"card {path}: field 'b' is invalid: both sides are {a!r}")
+        raise top.fail("b", f"both sides are {a!r}")
     return PairCard(a=a, b=b, name=top.get("name", str), description=top.get("description", str).strip())

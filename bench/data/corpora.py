@@ -1,7 +1,9 @@
 """Source corpora: fetch each card's files once into a local cache, verify their sha256, parse, normalise.
 
 Files come from a mirror directory laid out `<corpus>/<file>` when one is set, else from the card's URL;
-cards whose origin is an installed package are read in place. Everything is driven by `bench.data.cards`.
+cards whose origin is an installed package, and local cards, are read in place. Everything is driven by
+`bench.data.cards`; a file given without a card gets one made in memory (`bench.data.local_files`).
+Every source records what it was read from (file, sha256, counts), for the run's `run.json`.
 """
 
 from __future__ import annotations
@@ -9,11 +11,13 @@ from __future__ import annotations
 import logging
 import re
 import unicodedata
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
+from typing import Sequence
 
 from bench.data import fetch
-from bench.data.cards import Normalisation, corpus_card, pair_card
+from bench.data.card_schema import TEXT_OPTION
+from bench.data.cards import CorpusCard, Normalisation, corpus_card, pair_card
 from bench.data.parsing import parse_file
 from bench.errors import DataError
 
@@ -21,49 +25,98 @@ log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
+class SourceFile:
+    """One file a source was read from: where, its sha256 (over the bytes read), and how many raw texts it held."""
+
+    path: str
+    sha256: str
+    raw_texts: int
+    url: str | None = None
+
+
+@dataclass(frozen=True)
 class Source:
-    """One side of a pair: a corpus name and its normalised unique texts."""
+    """One side of a pair: a corpus name, its normalised unique texts, and what they were read from."""
 
     name: str
     texts: tuple[str, ...]
+    files: tuple[SourceFile, ...] = ()
+    card: str | None = None
+    normalise: Normalisation = field(default_factory=Normalisation)
+
+    def record(self) -> dict:
+        """What `run.json` keeps of this source: texts used, the card, and every file with its sha256."""
+        return {"texts": len(self.texts), "raw_texts": sum(f.raw_texts for f in self.files), "card": self.card,
+                "files": [{k: v for k, v in asdict(f).items() if v is not None} for f in self.files]}
 
 
-def load_corpus(name: str, *, cache_dir: str | Path | None = None, mirror: str | Path | None = None) -> list[str]:
-    """The normalised unique texts of corpus `name`, in file order with first occurrences kept."""
-    card = corpus_card(name)
-    cache, mirror_dir = fetch.resolve_cache_dir(cache_dir), (fetch.resolve_mirror(mirror) if card.package is None else None)
+def raw_texts(card: CorpusCard, *, cache_dir: str | Path | None = None,
+              mirror: str | Path | None = None) -> tuple[list[str], tuple[SourceFile, ...]]:
+    """Every raw text of ``card``'s files in file order, and the files they came from."""
+    cache = fetch.resolve_cache_dir(cache_dir)
+    mirror_dir = fetch.resolve_mirror(mirror) if card.origin == "download" else None
     raw: list[str] = []
+    files = []
     for spec in card.files:
         data = fetch.verified_bytes(card, spec, cache, mirror_dir)
-        raw.extend(parse_file(card, spec, data, fetch.file_location(card, spec, cache)))
+        location = fetch.file_location(card, spec, cache)
+        texts = parse_file(card, spec, data, location)
+        raw.extend(texts)
+        files.append(SourceFile(str(location), spec.sha256 or fetch.sha256_hex(data), len(texts), spec.url))
+    return raw, tuple(files)
+
+
+def read_source(card: CorpusCard, *, cache_dir: str | Path | None = None, mirror: str | Path | None = None) -> Source:
+    """The normalised unique texts of ``card``, in file order with first occurrences kept."""
+    raw, files = raw_texts(card, cache_dir=cache_dir, mirror=mirror)
     texts = normalise_texts(raw, card.normalise)
+    section = "the normalise section of its card" if card.path is not None else "the file"
     if not texts:
         raise DataError(f"corpus {card.name!r} has no text left after normalisation "
-                        f"({len(raw)} raw texts); check the normalise section of its card.")
+                        f"({len(raw)} raw texts); check {section}.")
     if len(texts) == 1:
+        option = TEXT_OPTION.get(card.parser.format)
+        check = f", and that {card.setting(option)} names the field or column of the texts" if option else ""
         raise DataError(f"corpus {card.name!r}: its {len(raw)} raw texts are all duplicates of one text "
-                        f"({texts[0][:60]!r}) after normalisation; a corpus needs distinct texts. Check its files, "
-                        f"and that the parser section of its card points at the text column or field.")
+                        f"({texts[0][:60]!r}) after normalisation; a corpus needs distinct texts. Check its "
+                        f"files{check}.")
     log.info("corpus %s: %d texts (%d raw)", card.name, len(texts), len(raw))
-    return texts
+    return Source(card.name, tuple(texts), files, str(card.path) if card.path else None, card.normalise)
+
+
+def load_source(name: str, *, cache_dir: str | Path | None = None, mirror: str | Path | None = None,
+                cards: Sequence[Path] | None = None) -> Source:
+    """Corpus `name`, its card looked up in ``cards`` (default: `bench.data.cards.card_dirs()`)."""
+    return read_source(corpus_card(name, cards), cache_dir=cache_dir, mirror=mirror)
+
+
+def load_corpus(name: str, *, cache_dir: str | Path | None = None, mirror: str | Path | None = None,
+                cards: Sequence[Path] | None = None) -> list[str]:
+    """The normalised unique texts of corpus `name`, in file order with first occurrences kept."""
+    return list(load_source(name, cache_dir=cache_dir, mirror=mirror, cards=cards).texts)
 
 
 def load_pair(
-    name: str, *, cache_dir: str | Path | None = None, mirror: str | Path | None = None
+    name: str, *, cache_dir: str | Path | None = None, mirror: str | Path | None = None,
+    cards: Sequence[Path] | None = None,
 ) -> tuple[Source, Source]:
     """Both corpora of pair `name`, with texts found in both removed from both so KSC corpora stay disjoint."""
-    card = pair_card(name)
-    a = load_corpus(card.a, cache_dir=cache_dir, mirror=mirror)
-    b = load_corpus(card.b, cache_dir=cache_dir, mirror=mirror)
-    shared = set(a) & set(b)
-    log.info("pair %s: removed %d texts found in both %s and %s", card.name, len(shared), card.a, card.b)
-    source_a = Source(card.a, tuple(t for t in a if t not in shared))
-    source_b = Source(card.b, tuple(t for t in b if t not in shared))
-    for source in (source_a, source_b):
+    card = pair_card(name, cards)
+    a = load_source(card.a, cache_dir=cache_dir, mirror=mirror, cards=cards)
+    b = load_source(card.b, cache_dir=cache_dir, mirror=mirror, cards=cards)
+    return disjoint_pair(a, b, f"pair {card.name!r}")
+
+
+def disjoint_pair(a: Source, b: Source, what: str) -> tuple[Source, Source]:
+    """``a`` and ``b`` without the texts found in both; ``what`` names the pair in messages."""
+    shared = set(a.texts) & set(b.texts)
+    log.info("%s: removed %d texts found in both %s and %s", what, len(shared), a.name, b.name)
+    kept = [replace(s, texts=tuple(t for t in s.texts if t not in shared)) for s in (a, b)]
+    for source in kept:
         if not source.texts:
-            raise DataError(f"pair {card.name!r}: corpus {source.name!r} is empty once the texts "
+            raise DataError(f"{what}: corpus {source.name!r} is empty once the texts "
                             f"it shares with the other side are removed.")
-    return source_a, source_b
+    return kept[0], kept[1]
 
 
 # --- normalisation -------------------------------------------------------------------------------

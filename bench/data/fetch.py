@@ -1,5 +1,6 @@
 """Getting a corpus file: from a mirror directory, the card's URL or an installed package, into the cache,
-verified against the card's sha256 (over the checksum-scoped bytes) before anything reads it."""
+verified against the card's sha256 (over the checksum-scoped bytes) before anything reads it; a local card's
+files are read in place (verified when the card gives a sha256)."""
 
 from __future__ import annotations
 
@@ -63,6 +64,13 @@ def resolve_mirror(mirror: str | Path | None = None) -> Path | None:
 
 def verified_bytes(card: CorpusCard, spec: CardFile, cache_dir: Path, mirror: Path | None) -> bytes:
     """The checksum-scoped bytes of one file, fetched into the cache first if needed."""
+    if card.origin == "local":
+        path = local_file(card, spec)
+        data = scoped_bytes(path.read_bytes(), spec.lines)
+        if spec.sha256 is not None:
+            _check(card, spec, data, str(path), f"restore it, or put its new sha256 into the card {card.path} "
+                                                f"(or remove the sha256 to take the file as it is)")
+        return data
     if card.package is not None:
         path = package_file(card, spec)
         data = scoped_bytes(path.read_bytes(), spec.lines)
@@ -123,8 +131,22 @@ def _fetch_url(url: str, dest: Path) -> None:
 
 
 def file_location(card: CorpusCard, spec: CardFile, cache_dir: Path) -> Path:
-    """Where the verified file of ``spec`` is read from: the installed package's file, or the cache."""
+    """Where the verified file of ``spec`` is read from: the local file, the installed package's file, or the cache."""
+    if card.origin == "local":
+        return local_file(card, spec)
     return package_file(card, spec) if card.package is not None else cache_dir / "corpora" / card.name / spec.path
+
+
+def local_file(card: CorpusCard, spec: CardFile) -> Path:
+    """A local card's file, which must exist: its path if absolute, else relative to the card's directory."""
+    path = card.local_path(spec)
+    if not path.is_file():
+        where = (f"paths in card {card.path} are relative to its directory; fix its files' path"
+                 if card.path is not None else f"give the path of an existing file in {card.setting('path')} "
+                                               f"(relative paths start from the directory the command was started in)")
+        problem = "is a directory, not a file" if path.is_dir() else "does not exist"
+        raise DataError(f"corpus {card.name!r}: file {path} {problem}; {where}.")
+    return path
 
 
 def package_file(card: CorpusCard, spec: CardFile) -> Path:

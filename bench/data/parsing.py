@@ -1,6 +1,7 @@
 """Parsers: the bytes of one verified corpus file -> its raw texts, as the card's parser section says.
 
-Formats: ``json_splits``, ``jsonl``, ``csv`` and ``fortune``. Errors name the file, the line or field, and what to do.
+Formats: ``json_splits``, ``jsonl``, ``csv``, ``fortune``, ``txt`` (one text a line) and ``parquet``. Errors name
+the file, the line or field, and what to do, in the terms the user sets the option in (a card, or `pair.a_field`).
 """
 
 from __future__ import annotations
@@ -9,35 +10,46 @@ import csv
 import io
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from bench.data.cards import CardFile, CorpusCard
 from bench.errors import DataError
 
+#: How a message names a parser option: "text_field" -> "the card's parser.text_field" (or "pair.a_field=NAME").
+Setting = Callable[[str], str]
+
 
 class ParseError(ValueError):
-    """A file does not hold what its card's parser expects; the message says where (line, field) and what to do."""
+    """A file does not hold what its parser expects: ``problem`` says where (line, field), ``fix`` what to do,
+    naming the options to change through the setting function it is given."""
+
+    def __init__(self, problem: str, fix: Callable[[Setting], str] | None = None):
+        self.problem, self.fix = problem, fix
+        super().__init__(self.explain(lambda option: f"parser.{option}"))
+
+    def explain(self, setting: Setting) -> str:
+        return f"{self.problem}; {self.fix(setting)}" if self.fix else self.problem
 
 
 def parse_file(card: CorpusCard, spec: CardFile, data: bytes, where: Path) -> list[str]:
     """The raw texts of one verified file (found at ``where``); an empty or malformed file is a `DataError`
     naming it and the line."""
     fmt = card.parser.format
+    remove = "remove it from the card's files" if card.path is not None else "give another file"
     if not data.strip():
-        raise DataError(f"corpus {card.name!r}: file {where} is empty; put texts in it (format {fmt!r}) "
-                        f"or remove it from the card's files.")
+        raise DataError(f"corpus {card.name!r}: file {where} is empty; put texts in it (format {fmt!r}) or {remove}.")
     try:
         texts = PARSERS[fmt](data, **card.parser.options)
     except ParseError as err:
-        raise DataError(f"corpus {card.name!r}: file {where}: {err}.") from err
+        raise DataError(f"corpus {card.name!r}: file {where}: {err.explain(card.setting)}.") from err
     except (KeyError, IndexError, TypeError, ValueError) as err:
         raise DataError(
             f"corpus {card.name!r}: file {spec.path!r} ({where}) cannot be parsed as {fmt!r} "
-            f"with {card.parser.options}: {type(err).__name__}: {err}. Check the parser section of its card."
+            f"with {card.parser.options}: {type(err).__name__}: {err}. Check {card.setting('format')} and its options."
         ) from err
     if not texts:
         raise DataError(f"corpus {card.name!r}: file {where} holds no record for parser {fmt!r} "
-                        f"(only a header, blank lines or separators); put texts in it or remove it from the card.")
+                        f"(only a header, blank lines or separators); put texts in it or {remove}.")
     return texts
 
 
@@ -47,8 +59,8 @@ def _decode(data: bytes, encoding: str, fallback_encoding: str | None = None) ->
     except UnicodeDecodeError as err:
         if fallback_encoding is None:
             line = data[:err.start].count(b"\n") + 1
-            raise ParseError(f"line {line} is not valid {encoding} (byte {err.start}: {err.reason}); set "
-                             f"parser.encoding in the card (e.g. latin-1) or save the file as {encoding}") from err
+            raise ParseError(f"line {line} is not valid {encoding} (byte {err.start}: {err.reason})",
+                             lambda s: f"save the file as {encoding}, or set {s('encoding')} (e.g. latin-1)") from err
         text = data.decode(fallback_encoding)
     return text.removeprefix("\ufeff")  # a byte-order mark is not part of the first header or text
 
@@ -62,12 +74,14 @@ def parse_json_splits(
     if key is None:
         raise ValueError("json_splits needs text_index or text_field")
     if not isinstance(doc, dict):
-        raise ParseError(f"holds a JSON {type(doc).__name__}, not an object of splits; check parser.format in the card")
+        raise ParseError(f"holds a JSON {type(doc).__name__}, not an object of splits",
+                         lambda s: f"check {s('format')}")
     missing = [split for split in splits if split not in doc]
     if missing:
-        raise ParseError(f"has no split {missing[0]!r} (it has {sorted(doc)[:10]}); list existing ones in the "
-                         f"card's parser.splits")
-    return [_text(record[key], f"split {split!r} record {i} [{key!r}]")
+        raise ParseError(f"has no split {missing[0]!r} (it has {sorted(doc)[:10]})",
+                         lambda s: f"list existing ones in {s('splits')}")
+    option = "text_index" if text_index is not None else "text_field"
+    return [_text(record[key], f"split {split!r} record {i} [{key!r}]", option)
             for split in splits for i, record in enumerate(doc[split])]
 
 
@@ -82,9 +96,9 @@ def parse_jsonl(data: bytes, *, text_field: str, encoding: str) -> list[str]:
             raise ParseError(f"line {n} holds a JSON {type(record).__name__}, not an object; each line must be "
                              f"one object with a {text_field!r} field")
         if text_field not in record:
-            raise ParseError(f"line {n} has no field {text_field!r} (its fields: {sorted(record)[:10]}); name the "
-                             f"text field in the card's parser.text_field")
-        texts.append(_text(record[text_field], f"line {n} [{text_field!r}]"))
+            raise ParseError(f"line {n} has no field {text_field!r} (its fields: {sorted(record)[:10]})",
+                             lambda s: f"name the text field in {s('text_field')}")
+        texts.append(_text(record[text_field], f"line {n} [{text_field!r}]", "text_field"))
     return texts
 
 
@@ -92,15 +106,15 @@ def _json(text: str, where: str) -> Any:
     try:
         return json.loads(text)
     except json.JSONDecodeError as err:
-        raise ParseError(f"{where} is not valid JSON ({err.msg} at column {err.colno}); fix the file, "
-                         f"or check parser.format in the card") from err
+        raise ParseError(f"{where} is not valid JSON ({err.msg} at column {err.colno})",
+                         lambda s: f"fix the file, or check {s('format')}") from err
 
 
-def _text(value: Any, where: str) -> str:
-    """A parsed text, which must be a JSON string: numbers or null there mean the card names the wrong field."""
+def _text(value: Any, where: str, option: str) -> str:
+    """A parsed text, which must be a string: numbers or null there mean the wrong field or column is named."""
     if not isinstance(value, str):
-        raise TypeError(f"{where} holds {type(value).__name__} {value!r:.40}, not a text "
-                        f"(does the card name the text field?)")
+        raise ParseError(f"{where} holds {type(value).__name__} {value!r:.40}, not a text",
+                         lambda s: f"check that {s(option)} names the field or column of the texts")
     return value
 
 
@@ -115,22 +129,23 @@ def parse_csv(
         if header:
             names = next(rows, [])
             if text_column not in names:
-                raise ParseError(f"line {rows.line_num} (the header) has columns {names[:10]} but no "
-                                 f"{text_column!r}; name the text column in the card's parser.text_column, or set "
-                                 f"parser.header: false and give its 0-based index if the file has no header")
+                raise ParseError(f"line {rows.line_num} (the header) has columns {names[:10]} but no {text_column!r}",
+                                 lambda s: f"name the text column in {s('text_column')}, or, if the file has no "
+                                           f"header, set {s('header')} to false and give the column's 0-based index")
             text_column = names.index(text_column)
         elif not isinstance(text_column, int):
-            raise ParseError(f"parser.text_column {text_column!r} is a name but parser.header is false; "
-                             f"give the column's 0-based index, or set parser.header: true")
+            raise ParseError(f"the text column {text_column!r} is a name but the file has no header",
+                             lambda s: f"give the column's 0-based index in {s('text_column')}, or set "
+                                       f"{s('header')}: true")
         for row in rows:
             if not row:
                 continue
             if text_column >= len(row):
-                raise ParseError(f"line {rows.line_num} has {len(row)} column(s), no column {text_column} "
-                                 f"(0-based); check parser.text_column and parser.delimiter {delimiter!r} in the card")
+                raise ParseError(f"line {rows.line_num} has {len(row)} column(s), no column {text_column} (0-based)",
+                                 lambda s: f"check {s('text_column')} and {s('delimiter')} ({delimiter!r})")
             texts.append(row[text_column])
     except csv.Error as err:
-        raise ParseError(f"line {rows.line_num} is not valid CSV ({err}); fix the file") from err
+        raise ParseError(f"line {rows.line_num} is not valid CSV ({err})", lambda s: "fix the file") from err
     return texts
 
 
@@ -147,10 +162,33 @@ def parse_fortune(data: bytes, *, separator: str, encoding: str, fallback_encodi
     return entries
 
 
-#: Card `parser.format` -> parser; their options are declared in `bench.data.cards.PARSER_OPTIONS`.
+def parse_txt(data: bytes, *, encoding: str) -> list[str]:
+    """Plain text, one text a line; blank lines are skipped."""
+    return [line for line in _decode(data, encoding).splitlines() if line.strip()]
+
+
+def parse_parquet(data: bytes, *, text_column: str | int) -> list[str]:
+    """A Parquet table; `text_column` is a column name or a 0-based index, each row's value one text."""
+    try:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+    except ImportError as err:  # a dependency of the project; missing only in a broken install
+        raise ParseError("reading Parquet needs pyarrow", lambda s: "pip install pyarrow") from err
+    try:
+        schema = pq.read_schema(pa.BufferReader(data))
+    except (pa.ArrowException, OSError) as err:
+        raise ParseError(f"is not a Parquet file ({err})", lambda s: f"check {s('format')}") from err
+    names = list(schema.names)
+    if (text_column not in names) if isinstance(text_column, str) else not 0 <= text_column < len(names):
+        raise ParseError(f"has columns {names[:10]} but no {text_column!r}",
+                         lambda s: f"name the text column in {s('text_column')}")
+    name = text_column if isinstance(text_column, str) else names[text_column]
+    values = pq.read_table(pa.BufferReader(data), columns=[name]).column(name).to_pylist()
+    return [_text(value, f"row {i} [{name!r}]", "text_column") for i, value in enumerate(values, 1)]
+
+
+#: Card `parser.format` -> parser; their options are declared in `bench.data.card_schema.PARSER_OPTIONS`.
 PARSERS: dict[str, Any] = {
     "json_splits": parse_json_splits, "jsonl": parse_jsonl, "csv": parse_csv, "fortune": parse_fortune,
+    "txt": parse_txt, "parquet": parse_parquet,
 }
-
-
-# --- files: cache, mirror, network, checksum ----------------------------------------------------

@@ -26,6 +26,17 @@ if not OmegaConf.has_resolver("checkout"):
                                     else str(checkout_path(relative)))
 
 
+def corpus_label(source: Any) -> str:
+    """A corpus as the run directory names it: a card's name, or a file's name without its folder and extension."""
+    from bench.data.local_files import is_corpus_file
+
+    return Path(str(source)).stem if is_corpus_file(str(source)) else str(source)
+
+
+if not OmegaConf.has_resolver("corpus_label"):
+    OmegaConf.register_new_resolver("corpus_label", corpus_label)
+
+
 def compose_config(overrides: Sequence[str] = (), *, return_hydra_config: bool = False) -> DictConfig:
     """The config ``python -m bench <overrides>`` runs with, composed outside the app (tests, checks).
 

@@ -19,12 +19,11 @@ from omegaconf import DictConfig, OmegaConf
 
 from bench.collections.ifc import ifc_pairs, reference_samples, split_source
 from bench.collections.ifc_generate import GenerationPlan, finished_iterations, generate_ifc, read_corpus
-from bench.data.cards import corpus_card
-from bench.data.corpora import load_corpus
 from bench.errors import ConfigError, DataError
 from bench.measures.ifc import gap_closed, ifc_measures, type_token_ratio
 from bench.tasks.config import data_locations
 from bench.tasks.skeleton import Collections, Evaluation, Scores, Task, TaskResult, task_runner
+from bench.tasks.sources import ifc_source
 
 log = logging.getLogger(__name__)
 
@@ -59,8 +58,9 @@ class IFCTask(Task, name="ifc", fields=("kind", "iteration", "repetition"),
         seed, reps = int(cfg.seed), int(cfg.ifc.repetitions)
         if reps < 1:
             raise ConfigError(f"ifc.repetitions must be >= 1, got {reps}")
-        cache_dir, mirror = data_locations(cfg)
-        source = load_corpus(plan.source, cache_dir=cache_dir, mirror=mirror)
+        cache_dir, _ = data_locations(cfg)
+        loaded = ifc_source(cfg)
+        source = list(loaded.texts)
         training_pool, reference_pool = split_source(source, float(cfg.ifc.reference_share), seed)
         if plan.train_per_step > len(training_pool):
             raise DataError(f"ifc.train_per_step={plan.train_per_step} exceeds the training pool of "
@@ -70,7 +70,7 @@ class IFCTask(Task, name="ifc", fields=("kind", "iteration", "repetition"),
         gen_dir = out_dir / "generated"
         start = time.perf_counter()
         generate = bool(cfg.ifc.get("generate", True))
-        generated_now = _generate(cfg, plan, gen_dir, training_pool, cache_dir) if generate else []
+        generated_now = _generate(cfg, plan, gen_dir, training_pool, cache_dir, loaded.normalise) if generate else []
         generation_seconds = time.perf_counter() - start
         on_disk = finished_iterations(gen_dir, plan) if gen_dir.is_dir() else []
         iterations = [i for i in on_disk if i <= plan.iterations] if generate else on_disk
@@ -83,9 +83,9 @@ class IFCTask(Task, name="ifc", fields=("kind", "iteration", "repetition"),
             corpora, [Evaluation((kind, i, r), p, q, r) for kind, i, r, p, q in pairs],
             fingerprint={"task": "ifc", "source": plan.source, "plan": plan.fingerprint(), "seed": seed,
                          "reference_share": float(cfg.ifc.reference_share)},
-            info={"source": plan.source, "source_texts": len(source), "training_pool": len(training_pool),
-                  "reference_pool": len(reference_pool), "iterations": iterations, "generated_now": generated_now,
-                  "repetitions": reps, "lm": plan.lm, "plan": plan.fingerprint(),
+            info={"source": plan.source, "source_texts": len(source), "sources": {loaded.name: loaded.record()},
+                  "training_pool": len(training_pool), "reference_pool": len(reference_pool), "iterations": iterations,
+                  "generated_now": generated_now, "repetitions": reps, "lm": plan.lm, "plan": plan.fingerprint(),
                   "seconds": {"generation": round(generation_seconds, 1)}},
             extra={"ttr": corpus_ttr(source, reference_pool, samples, generated)})
 
@@ -115,7 +115,7 @@ class IFCTask(Task, name="ifc", fields=("kind", "iteration", "repetition"),
         return files
 
 
-def _generate(cfg, plan: GenerationPlan, gen_dir: Path, training_pool, cache_dir) -> list[int]:
+def _generate(cfg, plan: GenerationPlan, gen_dir: Path, training_pool, cache_dir, normalisation) -> list[int]:
     """Generate what is missing, loading the language model only when something is."""
     from bench.features.lm import checkpoint_path, load_causal_lm, text_token_ids
 
@@ -128,7 +128,7 @@ def _generate(cfg, plan: GenerationPlan, gen_dir: Path, training_pool, cache_dir
     lengths = [max(1, len(text_token_ids(tokenizer, t, add_eos=False)) - 1) for t in training_pool]
     lm_cfg = OmegaConf.to_container(cfg.lm, resolve=True)
     return generate_ifc(plan, gen_dir, training_pool=training_pool, token_lengths=lengths,
-                        normalisation=corpus_card(plan.source).normalise,
+                        normalisation=normalisation,
                         load_model=lambda path: load_causal_lm(lm_cfg, cache_dir, path=path),
                         progress=bool(cfg.get("progress", True)))
 

@@ -11,13 +11,13 @@ from omegaconf import DictConfig
 from bench.api.registry import MetricInfo
 from bench.collections.ksc import corpus_pairs, known_similarity_corpora, validate_ksc_parameters
 from bench.collections.seeds import repetition_seed
-from bench.data.corpora import load_pair
 from bench.errors import ConfigError
 from bench.measures.failures import per_repetition
 from bench.measures.ksc import collection_measures, zscore
-from bench.tasks.config import data_locations, selected_metrics
+from bench.tasks.config import selected_metrics
 from bench.tasks.reference import merge_reference
 from bench.tasks.skeleton import Collections, Evaluation, Scores, Task, TaskResult, task_runner
+from bench.tasks.sources import pair_sources
 
 log = logging.getLogger(__name__)
 
@@ -42,8 +42,8 @@ class KSCTask(Task, name="ksc", fields=("repetition", "i", "j")):
     def build(self, cfg: DictConfig, out_dir: Path) -> Collections:
         check_run_config(cfg)
         k, n, reps, seed = int(cfg.k), int(cfg.n), int(cfg.repetitions), int(cfg.seed)
-        cache_dir, mirror = data_locations(cfg)
-        a, b = load_pair(cfg.pair.name, cache_dir=cache_dir, mirror=mirror)
+        sources = pair_sources(cfg)
+        a, b = sources.a, sources.b
         collections = [  # raises, naming the source and the count needed, if a source is too small
             known_similarity_corpora(a.texts, b.texts, k=k, n=n, seed=repetition_seed(seed, r, 0),
                                      names=(a.name, b.name))
@@ -52,9 +52,9 @@ class KSCTask(Task, name="ksc", fields=("repetition", "i", "j")):
         evaluations = [Evaluation((r, i, j), f"r{r}c{i}", f"r{r}c{j}", r) for r in range(reps)
                        for i, j in corpus_pairs(k)]
         return Collections(corpora, evaluations,
-                           fingerprint={"task": "ksc", "pair": str(cfg.pair.name), "k": k, "n": n, "seed": seed},
-                           info={"pair": cfg.pair.name, "k": k, "n": n, "repetitions": reps,
-                                 "sources": {a.name: len(a.texts), b.name: len(b.texts)}},
+                           fingerprint={"task": "ksc", "pair": sources.label, "k": k, "n": n, "seed": seed},
+                           info={"pair": sources.label, "k": k, "n": n, "repetitions": reps,
+                                 "sources": sources.record()},
                            extra={"k": k})
 
     def score(self, distances: pd.DataFrame, collections: Collections) -> Scores:
@@ -71,7 +71,8 @@ class KSCTask(Task, name="ksc", fields=("repetition", "i", "j")):
         return merge_reference(cfg, collections, measures, computed)
 
     def title(self, cfg: DictConfig, collections: Collections) -> str:
-        return f"KSC on {cfg.pair.name}: k={cfg.k}, n={cfg.n}, {cfg.repetitions} repetitions, seed {cfg.seed}"
+        pair = collections.info["pair"]
+        return f"KSC on {pair}: k={cfg.k}, n={cfg.n}, {cfg.repetitions} repetitions, seed {cfg.seed}"
 
     def write(self, result: TaskResult, out_dir: Path) -> dict[str, Path]:
         """Table 3, radar chart and scatter plots."""

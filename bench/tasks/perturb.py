@@ -26,10 +26,9 @@ from omegaconf import DictConfig
 
 from bench.collections.perturbation_samples import OTHER, SAME, perturbation_corpora, validate_perturb_parameters
 from bench.collections.perturbations import get_perturbation
-from bench.data.corpora import load_pair
 from bench.measures.perturbation import perturbation_measures
-from bench.tasks.config import data_locations
 from bench.tasks.skeleton import Collections, Evaluation, Scores, Task, TaskResult, task_runner
+from bench.tasks.sources import pair_sources
 
 log = logging.getLogger(__name__)
 
@@ -58,8 +57,8 @@ class PerturbTask(Task, name="perturb", fields=("repetition", "condition")):
     def build(self, cfg: DictConfig, out_dir: Path) -> Collections:
         n, reps, perturbations = validate_perturb_parameters(cfg.n, cfg.repetitions, cfg.perturbations)
         seed = int(cfg.seed)
-        cache_dir, mirror = data_locations(cfg)
-        a, b = load_pair(cfg.pair.name, cache_dir=cache_dir, mirror=mirror)
+        sources = pair_sources(cfg)
+        a, b = sources.a, sources.b
         corpora, stats = perturbation_corpora(a.texts, b.texts, n, reps, seed, perturbations, (a.name, b.name))
         evaluations = [Evaluation((r, c), f"r{r}/reference", f"r{r}/{c}", r)
                        for r in range(reps) for c in [SAME, *perturbations, OTHER]]
@@ -67,9 +66,9 @@ class PerturbTask(Task, name="perturb", fields=("repetition", "condition")):
                          **{k: round(float(np.mean([s[k] for s in stats[p]])), 4) for k in stats[p][0]}}
                      for p in perturbations}
         return Collections(corpora, evaluations,
-                           fingerprint={"task": "perturb", "pair": str(cfg.pair.name), "n": n, "seed": seed},
-                           info={"pair": cfg.pair.name, "n": n, "repetitions": reps, "perturbations": described,
-                                 "sources": {a.name: len(a.texts), b.name: len(b.texts)},
+                           fingerprint={"task": "perturb", "pair": sources.label, "n": n, "seed": seed},
+                           info={"pair": sources.label, "n": n, "repetitions": reps, "perturbations": described,
+                                 "sources": sources.record(),
                                  "reference_source": a.name, "other_source": b.name},
                            extra={"perturbations": perturbations})
 
@@ -79,7 +78,7 @@ class PerturbTask(Task, name="perturb", fields=("repetition", "condition")):
 
     def title(self, cfg: DictConfig, collections: Collections) -> str:
         info = collections.info
-        return (f"Perturbation sensitivity on {cfg.pair.name}: reference {info['reference_source']}, other "
+        return (f"Perturbation sensitivity on {info['pair']}: reference {info['reference_source']}, other "
                 f"{info['other_source']}, n={info['n']}, {info['repetitions']} repetitions, seed {cfg.seed}")
 
     def write(self, result: TaskResult, out_dir: Path) -> dict[str, Path]:

@@ -21,11 +21,10 @@ from omegaconf import DictConfig
 
 from bench.collections.size_imbalance import (CURVES, RobustnessGrid, draw_sample_pair, feasible_grid, sample_seed,
                                               validate_robustness_parameters)
-from bench.data.corpora import load_pair
 from bench.measures.failures import failure_summary
 from bench.measures.robustness import asymptotic_distance, imbalance_robustness, size_robustness
-from bench.tasks.config import data_locations
 from bench.tasks.skeleton import Collections, Evaluation, Scores, Task, TaskResult, task_runner
+from bench.tasks.sources import pair_sources
 
 log = logging.getLogger(__name__)
 
@@ -62,8 +61,8 @@ class RobustnessTask(Task, name="robustness", fields=("curve", "s", "repetition"
         n_ref, sizes, total, reps = validate_robustness_parameters(
             cfg.n_ref, cfg.sizes, cfg.imbalance_total, cfg.repetitions)
         seed = int(cfg.seed)
-        cache_dir, mirror = data_locations(cfg)
-        a, b = load_pair(cfg.pair.name, cache_dir=cache_dir, mirror=mirror)
+        sources = pair_sources(cfg)
+        a, b = sources.a, sources.b
         grid = feasible_grid(n_ref, sizes, total, len(a.texts), len(b.texts), names=(a.name, b.name))
         for note in grid.truncated:
             log.warning("grid truncated: %s", note)
@@ -77,10 +76,10 @@ class RobustnessTask(Task, name="robustness", fields=("curve", "s", "repetition"
         grid_info = {"n_ref": grid.n_ref, "sizes": list(grid.sizes), "imbalance_sizes": list(grid.imbalance_sizes),
                      "imbalance_total": grid.imbalance_total, "truncated": grid.truncated}
         return Collections(corpora, evaluations,
-                           fingerprint={"task": "robustness", "pair": str(cfg.pair.name), "seed": seed,
+                           fingerprint={"task": "robustness", "pair": sources.label, "seed": seed,
                                         "n_ref": grid.n_ref, "imbalance_total": grid.imbalance_total},
-                           info={"pair": cfg.pair.name, "repetitions": reps, "grid": grid_info,
-                                 "sources": {a.name: len(a.texts), b.name: len(b.texts)}})
+                           info={"pair": sources.label, "repetitions": reps, "grid": grid_info,
+                                 "sources": sources.record()})
 
     def score(self, distances: pd.DataFrame, collections: Collections) -> Scores:
         measures, asymptotic, failures = robustness_measures(distances)
@@ -88,7 +87,7 @@ class RobustnessTask(Task, name="robustness", fields=("curve", "s", "repetition"
 
     def title(self, cfg: DictConfig, collections: Collections) -> str:
         grid = collections.info["grid"]
-        return (f"Size and imbalance robustness on {cfg.pair.name}: n_ref={grid['n_ref']}, "
+        return (f"Size and imbalance robustness on {collections.info['pair']}: n_ref={grid['n_ref']}, "
                 f"{len(grid['sizes'])} sizes, N={grid['imbalance_total']}, {collections.info['repetitions']} "
                 f"repetitions, seed {cfg.seed}")
 

@@ -162,13 +162,10 @@ def rule_problem(cfg: DictConfig, rule: Rule) -> str | None:
 
 
 def _pair_cards(cfg: DictConfig, bad: set[str]) -> None:
-    if OmegaConf.select(cfg, "pair.name") is None or OmegaConf.select(cfg, "task.name") == "ifc":
-        return
-    from bench.data.cards import corpus_card, pair_card
+    if OmegaConf.select(cfg, "task.name") != "ifc":
+        from bench.tasks.sources import check_pair
 
-    pair = pair_card(str(cfg.pair.name))
-    for side in (pair.a, pair.b):
-        corpus_card(side)
+        check_pair(cfg)
 
 
 def _metrics(cfg: DictConfig, bad: set[str]) -> None:
@@ -214,9 +211,9 @@ def _perturb(cfg: DictConfig, bad: set[str]) -> None:
 
 
 def _ifc_source(cfg: DictConfig, bad: set[str]) -> None:
-    from bench.data.cards import corpus_card
+    from bench.tasks.sources import check_ifc_source
 
-    corpus_card(str(cfg.ifc.source))
+    check_ifc_source(cfg)
 
 
 def _ifc_plan(cfg: DictConfig, bad: set[str]) -> None:

@@ -1,0 +1,135 @@
+"""`textmetric-bench-card FILE...` (or `python -m bench.data.make_card`): write a corpus card for files on disk.
+
+The card records the file's path and sha256, the parser its extension implies, the counts (raw texts, texts
+after normalisation, duplicates and empty texts dropped) and a guess at the language (`bench.data.language`);
+the licence is left for the author to fill in. With `--out DIR` the cards go to DIR/corpora/<name>.yaml (and,
+given `--pair NAME` and two files, a pair card to DIR/pairs/NAME.yaml); `data.cards=[DIR]` then finds them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+from dataclasses import fields
+from pathlib import Path
+
+from bench.data.card_schema import LICENCE_PLACEHOLDER, CorpusCard, Normalisation
+from bench.data.cards import read_corpus_card, read_pair_card
+from bench.data.corpora import normalise_texts, raw_texts
+from bench.data.language import guess_language
+from bench.data.local_files import file_card
+from bench.errors import BenchError, ConfigError
+
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+
+
+def card_name(path: Path) -> str:
+    """A card name from a file name: its stem, with every run of other characters than letters, digits, `_`,
+    `-` and `.` made one `_`."""
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", path.stem).strip("_.-") or "corpus"
+
+
+def card_text(path: Path, *, name: str, field: str | None, card_dir: Path | None) -> tuple[str, int]:
+    """The YAML of a local card for ``path`` (its path relative to ``card_dir`` when given, else absolute),
+    and the number of texts it yields."""
+    card = file_card(path, name=name, field=field, what="FILE")
+    raw, files = raw_texts(card)
+    undeduplicated = normalise_texts(raw, Normalisation(deduplicate=False))
+    texts = list(dict.fromkeys(undeduplicated))
+    language, why = guess_language(texts)
+    location = Path(os.path.relpath(path, card_dir)) if card_dir is not None else path
+    lines = [
+        f"# Written by textmetric-bench-card from {path}. Check the description and fill in the licence.",
+        f"name: {json.dumps(name)}",
+        f"description: {json.dumps(f'Texts of {path.name}, one corpus of textmetric-bench.')}",
+        f"licence: {json.dumps(LICENCE_PLACEHOLDER)}",
+        'homepage: ""',
+        f"language: {language}   # a guess: {why}; correct it if it is wrong",
+        "counts:                # when this card was written",
+        f"  raw_texts: {len(raw)}",
+        f"  texts: {len(texts)}            # after normalisation and de-duplication",
+        f"  duplicates: {len(undeduplicated) - len(texts)}       # dropped: same text after normalisation",
+        f"  empty: {len(raw) - len(undeduplicated)}            # dropped: empty after normalisation",
+        "origin:",
+        "  kind: local          # read in place; the path is relative to this card's directory unless absolute",
+        "files:",
+        f"  - path: {json.dumps(str(location))}",
+        f"    sha256: {files[0].sha256}",
+        "parser:",
+        *(f"  {key}: {json.dumps(value)}" for key, value in _parser_section(card).items()),
+        "normalise:",
+        *(f"  {f.name}: {json.dumps(f.default)}" for f in fields(Normalisation) if f.default is not None),
+        "  # min_words: 3       # drop texts of fewer words; max_words likewise",
+    ]
+    return "\n".join(lines) + "\n", len(texts)
+
+
+def _parser_section(card: CorpusCard) -> dict:
+    return {"format": card.parser.format, **card.parser.options}
+
+
+def write_cards(files: list[Path], *, name: str | None, field: str | None, out: Path | None, pair: str | None,
+                force: bool) -> list[str]:
+    """Write (or, without ``out``, return for printing) the cards; returns what to print."""
+    if name is not None and len(files) != 1:
+        raise ConfigError("--name names one card; give one FILE, or leave --name out (cards are named after files)")
+    if pair is not None and (len(files) != 2 or out is None):
+        raise ConfigError("--pair writes a pair card of two corpora into a cards directory: give two FILEs, --out DIR")
+    names = [name or card_name(f) for f in files]
+    for given in names + ([pair] if pair else []):
+        if not _NAME.fullmatch(given):
+            raise ConfigError(f"card name {given!r} is not valid: use letters, digits, '_', '-' and '.', "
+                             f"starting with a letter or digit")
+    if len(set(names)) != len(names):
+        raise ConfigError(f"two files give the card name {names[0]!r}; name one with --name (one FILE at a time)")
+    output = []
+    for path, card in zip(files, names):
+        target = out / "corpora" / f"{card}.yaml" if out is not None else None
+        text, count = card_text(path, name=card, field=field, card_dir=target.parent if target else None)
+        if target is None:
+            output.append(text)
+            continue
+        _write(target, text, force)
+        read_corpus_card(target)  # what was written reads back with the normal card reader
+        output.append(f"wrote {target}: {count} texts")
+    if pair is not None and out is not None:
+        target = out / "pairs" / f"{pair}.yaml"
+        _write(target, f"name: {pair}\ndescription: {json.dumps(f'{names[0]} vs {names[1]}')}\n"
+                       f"a: {names[0]}\nb: {names[1]}\n", force)
+        read_pair_card(target, (out.absolute(),))
+        output.append(f"wrote {target}\nrun it: python -m bench data.cards=[{out}] pair.name={pair}")
+    elif out is not None:
+        output.append(f"use them: python -m bench data.cards=[{out}] with a pair card in {out / 'pairs'}, "
+                      f"or ifc.source={names[0]}")
+    return output
+
+
+def _write(target: Path, text: str, force: bool) -> None:
+    if target.exists() and not force:
+        raise ConfigError(f"{target} exists; remove it, or pass --force to replace it")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(text, encoding="utf-8")
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="textmetric-bench-card", description=__doc__.split("\n\n")[0])
+    parser.add_argument("files", nargs="+", type=Path, metavar="FILE",
+                        help=".jsonl, .csv, .tsv, .txt (one text a line) or .parquet")
+    parser.add_argument("--name", help="the card's name (default: the file's name without extension)")
+    parser.add_argument("--field", help="the JSON field or CSV/TSV/Parquet column of the texts (default: text)")
+    parser.add_argument("--out", type=Path, help="a cards directory: writes OUT/corpora/NAME.yaml (default: print)")
+    parser.add_argument("--pair", help="with two FILEs and --out: also write the pair card OUT/pairs/PAIR.yaml")
+    parser.add_argument("--force", action="store_true", help="replace cards that exist")
+    args = parser.parse_args(argv)
+    try:
+        output = write_cards([f.expanduser().absolute() for f in args.files], name=args.name, field=args.field,
+                             out=args.out, pair=args.pair, force=args.force)
+    except BenchError as exc:
+        raise SystemExit(f"error: {exc}") from None
+    print("---\n".join(output) if args.out is None else "\n".join(output))
+
+
+if __name__ == "__main__":
+    main()
