@@ -17,12 +17,13 @@ import pandas as pd
 import yaml
 from omegaconf import DictConfig, OmegaConf
 
-from reports.tables import BOLD_TOLERANCE, TABLE3_ORDER, best_mask, format_score, markdown_table, summarise_measures
+from reports.tables import (BOLD_TOLERANCE, TABLE3_ORDER, best_mask, format_score, markdown_table, metric_labels,
+                            summarise_measures)
 
 CONFIG_KEYS = ("pair", "task", "k", "n", "repetitions", "seed")
 #: ``n`` is the KSC corpus size from the config; ``n_reps`` counts the repetitions behind a mean.
 SWEEP_COLUMNS = [
-    *CONFIG_KEYS, "metric", "measure", "mean", "std", "n_reps", "ci_low", "ci_high", "overrides", "run_dir",
+    *CONFIG_KEYS, "metric", "orientation", "measure", "mean", "std", "n_reps", "ci_low", "ci_high", "overrides", "run_dir",
 ]
 
 
@@ -80,12 +81,13 @@ def aggregate_sweep(sweep_dir: Path) -> pd.DataFrame:
         frames.append(summary)
     if not frames:
         return pd.DataFrame(columns=SWEEP_COLUMNS)
-    return pd.concat(frames, ignore_index=True)[SWEEP_COLUMNS]
+    return pd.concat(frames, ignore_index=True).reindex(columns=SWEEP_COLUMNS)  # older runs lack orientation
 
 
 def sweep_markdown(long: pd.DataFrame, sweep_dir: Path) -> str:
     """One row per metric × (pair, k, n): means to 3 decimals, best per block in bold."""
     frame = long.copy()
+    frame["metric"] = frame["metric"].map(metric_labels(frame))
     keys = ["pair", "k", "n"] + (["task"] if frame["task"].nunique(dropna=False) > 1 else [])
     frame["run"] = [str(Path(p).relative_to(sweep_dir)) if Path(p).is_relative_to(sweep_dir) else p
                     for p in frame["run_dir"]]

@@ -17,7 +17,7 @@ from matplotlib.figure import Figure
 from scipy import stats
 
 from reports.reference_rows import is_reference
-from reports.tables import QUALITY_MEASURES, format_score
+from reports.tables import QUALITY_MEASURES, format_score, metric_labels, similarities
 
 #: Axis labels for the radar chart, in the paper's notation.
 AXIS_LABELS = {"A": "A", "Aw": "Aʷ", "rho": "ρ", "omega2": "ω²", "L": "L", "S": "S", "I": "I"}
@@ -54,6 +54,7 @@ def radar_chart(summary: pd.DataFrame, out_stem: Path, *, title: str | None = No
     values = means[axes_used]
     clipped = bool((values < 0).any().any() or values.isna().any().any())
     values = values.fillna(0.0).clip(lower=0.0, upper=1.0)
+    labels = metric_labels(summary)
 
     angles = np.linspace(0, 2 * np.pi, len(axes_used), endpoint=False)
     closed = np.append(angles, angles[0])
@@ -64,7 +65,7 @@ def radar_chart(summary: pd.DataFrame, out_stem: Path, *, title: str | None = No
     for metric, row in values.iterrows():
         radii = np.append(row.to_numpy(), row.to_numpy()[0])
         style, width = ("--", 1.0) if is_reference(metric) else ("-", 1.5)
-        (line,) = ax.plot(closed, radii, linewidth=width, linestyle=style, label=str(metric))
+        (line,) = ax.plot(closed, radii, linewidth=width, linestyle=style, label=labels.get(metric, str(metric)))
         ax.fill(closed, radii, alpha=0.1, color=line.get_color())
     ax.set_xticks(angles)
     ax.set_xticklabels([AXIS_LABELS[m] for m in axes_used])
@@ -120,13 +121,15 @@ def _finite_rows(distances: pd.DataFrame, column: str) -> pd.DataFrame:
 
 
 def _with_z(distances: pd.DataFrame) -> pd.DataFrame:
-    """Distances with a ``z`` column, computed within (metric, repetition) when the runner gave none."""
+    """Distances with a ``z`` column, computed within (metric, repetition) when the runner gave none
+    (of a similarity's negation, as the runner does)."""
     if "z" in distances.columns:
         return distances
     frame = distances.copy()
     keys = ["metric", "repetition"] if "repetition" in frame.columns else ["metric"]
-    grouped = frame.groupby(keys)["distance"]
-    frame["z"] = (frame["distance"] - grouped.transform("mean")) / grouped.transform("std")
+    value = frame["distance"].where(~frame["metric"].astype(str).isin(similarities(frame)), -frame["distance"])
+    grouped = value.groupby([frame[k] for k in keys])
+    frame["z"] = (value - grouped.transform("mean")) / grouped.transform("std")
     return frame
 
 
@@ -134,11 +137,13 @@ def distance_scatter(distances: pd.DataFrame, out_dir: Path) -> list[Path]:
     """Raw distance against ℓ per metric, pooled over repetitions (004 Figure 2 top), plus a z-scored grid.
 
     Writes ``scatter_<metric>.png`` for every metric with at least one finite distance and
-    ``scatter_all.png`` with one panel per such metric.
+    ``scatter_all.png`` with one panel per such metric. A similarity's raw values fall with ℓ when
+    it works; its z (computed on the negation, as every measure) rises like a distance's.
     """
     out_dir = Path(out_dir)
     raw = _finite_rows(distances, "distance")
     metrics = sorted(raw["metric"].unique(), key=str)
+    labels, similar = metric_labels(distances), similarities(distances)
     paths: list[Path] = []
     for metric in metrics:
         rows = raw[raw["metric"] == metric]
@@ -146,8 +151,10 @@ def distance_scatter(distances: pd.DataFrame, out_dir: Path) -> list[Path]:
         ax = fig.add_subplot()
         rho = _draw_scatter(ax, rows["ell"].to_numpy(), rows["distance"].to_numpy(), np.random.default_rng(0))
         ax.set_xlabel("ℓ (separation j − i)")
-        ax.set_ylabel("distance (raw)")
-        ax.set_title(f"{metric}: pooled ρ = {format_score(rho)}")
+        if metric in similar:  # ρ of the negation, as in the measures
+            rho = -rho
+        ax.set_ylabel("similarity (raw; measures use its negation)" if metric in similar else "distance (raw)")
+        ax.set_title(f"{labels.get(metric, metric)}: pooled ρ = {format_score(rho)}")
         paths.append(_save(fig, out_dir / f"scatter_{_safe_name(metric)}.png"))
     if not metrics:
         return paths
@@ -162,7 +169,7 @@ def distance_scatter(distances: pd.DataFrame, out_dir: Path) -> list[Path]:
         rho = float("nan")
         if len(rows):
             rho = _draw_scatter(ax, rows["ell"].to_numpy(), rows["z"].to_numpy(), np.random.default_rng(0))
-        ax.set_title(f"{metric} (ρ = {format_score(rho)})", fontsize="medium")
+        ax.set_title(f"{labels.get(metric, metric)} (ρ = {format_score(rho)})", fontsize="medium")
     for index in range(len(metrics), nrows * ncols):
         grid.flat[index].set_visible(False)
     for col in range(ncols):  # the lowest visible panel of each column carries the ℓ axis

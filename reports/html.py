@@ -21,7 +21,8 @@ from reports.aggregate import aggregate_sweep, find_run_dirs, read_run_config
 from reports.figures import distance_scatter, radar_chart
 from reports.reference_rows import REFERENCE_NOTE, is_reference, labelled
 from reports.study_figures import measure_boxplots, sweep_trends
-from reports.tables import MEASURE_LABELS, summarise_measures, table3, table3_markdown_cells
+from reports.tables import (MEASURE_LABELS, SIMILARITY_NOTE, metric_labels, similarities, summarise_measures,
+                            table3, table3_markdown_cells)
 
 #: Figures a task leaves in its run directory, by file-name prefix, with what good looks like.
 TASK_FIGURES = {
@@ -63,6 +64,7 @@ class Run:
     measures: pd.DataFrame
     distances: pd.DataFrame | None = None
     failures: dict = field(default_factory=dict)
+    orientation_warnings: dict = field(default_factory=dict)
 
     @property
     def task(self) -> str:
@@ -83,10 +85,9 @@ def load_run(path: Path) -> Run:
     if (path / "distances.csv").exists():
         distances = pd.read_csv(path / "distances.csv", keep_default_na=False,
                                 na_values={"distance": ["", "nan", "NaN"], "z": ["", "nan", "NaN"]})
-    failures = {}
-    if (path / "run.json").exists():
-        failures = json.loads((path / "run.json").read_text()).get("failures") or {}
-    return Run(path, config, measures, distances, failures)
+    manifest = json.loads((path / "run.json").read_text()) if (path / "run.json").exists() else {}
+    return Run(path, config, measures, distances, manifest.get("failures") or {},
+               manifest.get("orientation_warnings") or {})
 
 
 def _sections(runs: list[Run]) -> list[tuple[str, list[Run]]]:
@@ -136,7 +137,8 @@ def _perturbation_html(run: Run) -> str:
     summary = pd.read_csv(path)
     if summary.empty:
         return ""
-    return (f"<h3>Perturbation sensitivity (000 §6.2)</h3>{_table_html(perturbation_cells(summary))}"
+    cells = perturbation_cells(summary).rename(index=metric_labels(summary))
+    return (f"<h3>Perturbation sensitivity (000 §6.2)</h3>{_table_html(cells)}"
             f"<p class=legend>{html.escape(LEGEND)} Raw distances: perturbation.md of the run.</p>")
 
 
@@ -146,13 +148,15 @@ def _section_html(title: str, runs: list[Run], fig_dir: Path, slug: str, out_dir
     parts = [f"<section><h2>{html.escape(title)}</h2>",
              "<p class=runs>Runs: " + ", ".join(html.escape(str(r.path)) for r in runs) + "</p>"]
     failures = {m: e for r in runs for m, e in r.failures.items()}
+    upside_down = {m: e for r in runs for m, e in r.orientation_warnings.items()}
     if not measures.empty:
         summary = summarise_measures(measures)
         cells = table3_markdown_cells(summary)
-        parts.append(_table_html(cells))
+        parts.append(_table_html(cells.rename(index=metric_labels(summary))))
         legend = "; ".join(MEASURE_LABELS[c] for c in cells.columns if c in MEASURE_LABELS)
+        similarity = " " + SIMILARITY_NOTE if similarities(summary) else ""
         parts.append(f"<p class=legend>{html.escape(legend)}. Cells: mean [95% CI] over repetitions; "
-                     "bold: best of the column and within .015 of it. Higher is better.</p>")
+                     f"bold: best of the column and within .015 of it. Higher is better.{html.escape(similarity)}</p>")
         if any(map(is_reference, cells.index)):
             parts.append(f"<p class=legend>{html.escape(REFERENCE_NOTE)}</p>")
         wide = table3(summary, with_ci=True)
@@ -163,9 +167,10 @@ def _section_html(title: str, runs: list[Run], fig_dir: Path, slug: str, out_dir
         except ValueError as exc:
             parts.append(f"<p class=note>No radar chart: {html.escape(str(exc))}</p>")
         parts.append(_figure(measure_boxplots(measures, fig_dir / f"boxplots_{slug}.png"), CAPTIONS["boxplots"]))
-    if failures:
-        items = "".join(f"<li><b>{html.escape(m)}</b>: {html.escape(str(e)[:4000])}</li>" for m, e in failures.items())
-        parts.append(f"<div class=failures><h3>Failed metrics</h3><ul>{items}</ul></div>")
+    for heading, notes in (("Failed metrics", failures), ("Orientation", upside_down)):
+        if notes:
+            items = "".join(f"<li><b>{html.escape(m)}</b>: {html.escape(str(e)[:4000])}</li>" for m, e in notes.items())
+            parts.append(f"<div class=failures><h3>{heading}</h3><ul>{items}</ul></div>")
     for run in runs:
         if run.task == "ksc" and run.distances is not None and not run.distances.empty:
             scatter = [p for p in distance_scatter(run.distances, fig_dir / slug) if p.stem == "scatter_all"]

@@ -16,7 +16,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from reports.figures import _ols_band, _safe_name, _save
-from reports.tables import format_score, markdown_table
+from reports.tables import format_score, markdown_table, metric_labels
 
 
 def _draw_ifc(ax, rows: pd.DataFrame, self_distance: float, rng: np.random.Generator) -> None:
@@ -41,7 +41,7 @@ def _caption(summary: pd.DataFrame, metric: str) -> str:
     if row.empty:
         return metric
     row = row.iloc[0]
-    return f"{metric}: IFC = {format_score(row['IFC'])}, gap closed = {format_score(row['gap_closed'])}"
+    return f"{metric_labels(summary)[metric]}: IFC = {format_score(row['IFC'])}, gap closed = {format_score(row['gap_closed'])}"
 
 
 def ifc_figures(distances: pd.DataFrame, summary: pd.DataFrame, out_dir: Path) -> list[Path]:
@@ -86,7 +86,7 @@ def ifc_markdown(summary: pd.DataFrame, ttr: pd.DataFrame, *, title: str,
         lines += ["No metric produced distances.", ""]
     else:
         table = pd.DataFrame({
-            "metric": summary["metric"],
+            "metric": summary["metric"].map(metric_labels(summary)),
             "IFC": [_with_ci(r.IFC, r.IFC_ci_low, r.IFC_ci_high) for r in summary.itertuples()],
             "gap closed": summary["gap_closed"].map(format_score),
             "d(g_0)": summary["first_distance"].map(_number),

@@ -17,7 +17,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import PercentFormatter
 
 from reports.figures import _save
-from reports.tables import failures_markdown, markdown_table
+from reports.tables import failures_markdown, markdown_table, metric_labels
 
 LEGEND = ("Cells: relative shift (d(R, p(S)) − d(R, S)) / (d(R, O) − d(R, S)) in %, mean ± sd "
           "[95% t-interval] over repetitions. 0% = no farther from the reference R than another sample "
@@ -91,9 +91,12 @@ def perturbation_markdown(summary: pd.DataFrame, info: Mapping, *, title: str,
     if summary.empty:
         lines += ["No metric produced distances.", ""]
     else:
-        lines += [LEGEND, "", markdown_table(perturbation_cells(summary).rename_axis("metric").reset_index()), "",
+        labels = metric_labels(summary)
+        lines += [LEGEND, "", markdown_table(perturbation_cells(summary).rename(index=labels).rename_axis("metric")
+                                             .reset_index()), "",
                   "## Raw distances (means over repetitions; 000 Figure 4)", "",
-                  markdown_table(raw_distance_table(summary).rename_axis("metric").reset_index()), ""]
+                  markdown_table(raw_distance_table(summary).rename(index=labels).rename_axis("metric").reset_index()),
+                  ""]
     perturbations = info.get("perturbations") or {}
     if perturbations:
         lines += ["## Perturbations (000 §6.2)", "", "| perturbation | 000 | what | texts changed | words kept |",
@@ -130,7 +133,8 @@ def perturbation_heatmap(summary: pd.DataFrame, out_path: Path, *, title: str = 
                 text, dark = ("gap ≤ 0" if "≤ 0" in flags.get(m, "") else "–"), False
             ax.text(j, i, text, ha="center", va="center", fontsize="small", color="white" if dark else "black")
     ax.set_xticks(range(len(perts)), perts, rotation=20, ha="right")
-    ax.set_yticks(range(len(metrics)), [f"{m} *" if flags.get(m) else m for m in metrics])
+    labels = metric_labels(summary)
+    ax.set_yticks(range(len(metrics)), [f"{labels[m]} *" if flags.get(m) else labels[m] for m in metrics])
     if any(flags.get(m) for m in metrics):
         fig.text(0.0, 0.0, "* flagged: a gap d(R, O) − d(R, S) not positive or noisy; see the table",
                  fontsize="small", ha="left", va="top")

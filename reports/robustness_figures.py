@@ -15,7 +15,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from reports.figures import _safe_name, _save
-from reports.tables import format_score
+from reports.tables import format_score, metric_labels
 
 PANEL_TITLES = {"size": "size: d(a_s, b_s)", "imbalance": "imbalance: d(a_s, b_(N−s)), N = {total}"}
 
@@ -59,6 +59,7 @@ def robustness_figures(curves: pd.DataFrame, measures: pd.DataFrame | None, out_
     metrics = [m for m in dict.fromkeys(curves["metric"]) if (rows["metric"] == m).any()]
     asymptotic = {m: rows.loc[(rows["metric"] == m) & (rows["curve"] == "asymptotic"), "distance"].mean()
                   for m in metrics}
+    labels = metric_labels(curves)
     paths = []
     for metric in metrics:
         fig = Figure(figsize=(10, 3.8), layout="constrained")
@@ -68,7 +69,7 @@ def robustness_figures(curves: pd.DataFrame, measures: pd.DataFrame | None, out_
             ax.set_title(PANEL_TITLES[curve].format(total=imbalance_total))
             ax.set_ylabel("distance")
         axes[0].legend(fontsize="small")
-        fig.suptitle(f"{metric}{_scores(measures, metric)} (004 Figure 2 middle and bottom)")
+        fig.suptitle(f"{labels[metric]}{_scores(measures, metric)} (004 Figure 2 middle and bottom)")
         paths.append(_save(fig, out_dir / f"robustness_{_safe_name(metric)}.png"))
     if not metrics:
         return paths
@@ -80,7 +81,7 @@ def robustness_figures(curves: pd.DataFrame, measures: pd.DataFrame | None, out_
         for row, curve in enumerate(("size", "imbalance")):
             ax = grid[row, col]
             draw_curve(ax, rows[(rows["metric"] == metric) & (rows["curve"] == curve)], asymptotic[metric])
-            ax.set_title(f"{metric}{_scores(measures, metric)}" if row == 0 else "", fontsize="medium")
+            ax.set_title(f"{labels[metric]}{_scores(measures, metric)}" if row == 0 else "", fontsize="medium")
         grid[0, col].set_xlabel("")
     grid[0, 0].set_ylabel("d(a_s, b_s)")
     grid[1, 0].set_ylabel(f"d(a_s, b_(N−s)), N = {imbalance_total}")

@@ -10,7 +10,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from reports.figures import _save
-from reports.tables import MEASURE_LABELS, QUALITY_MEASURES
+from reports.tables import MEASURE_LABELS, QUALITY_MEASURES, metric_labels
 
 
 def measure_boxplots(measures: pd.DataFrame, out_path: Path) -> Path | None:
@@ -19,6 +19,7 @@ def measure_boxplots(measures: pd.DataFrame, out_path: Path) -> Path | None:
     if not present or measures.empty:
         return None
     metrics = sorted(measures["metric"].unique())
+    labels = metric_labels(measures)
     ncols = min(3, len(present))
     nrows = math.ceil(len(present) / ncols)
     fig = Figure(figsize=(max(3.4 * ncols, 5.5), 0.35 * len(metrics) * nrows + 1.6 * nrows),
@@ -26,7 +27,7 @@ def measure_boxplots(measures: pd.DataFrame, out_path: Path) -> Path | None:
     axes = fig.subplots(nrows, ncols, squeeze=False)
     for ax, measure in zip(axes.flat, present):
         data = [measures.loc[measures["metric"] == m, measure].dropna().to_numpy() for m in metrics]
-        ax.boxplot(data, orientation="horizontal", tick_labels=metrics, widths=0.6)
+        ax.boxplot(data, orientation="horizontal", tick_labels=[labels[m] for m in metrics], widths=0.6)
         ax.set_title(MEASURE_LABELS.get(measure, measure).split(":")[0], fontsize="medium")
         ax.grid(axis="x", alpha=0.3)
     for ax in list(axes.flat)[len(present):]:

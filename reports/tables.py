@@ -2,7 +2,9 @@
 
 The runner writes one row of measures per (metric, repetition); here they become a
 mean with a 95% confidence interval per (metric, measure), then a wide table with
-the best value of each column (and those within .015 of it) in bold.
+the best value of each column (and those within .015 of it) in bold. A table's optional
+``orientation`` column says which metrics are similarities, scored on their negation; they
+are shown as "name (similarity, negated)".
 """
 
 from __future__ import annotations
@@ -37,6 +39,25 @@ MEASURE_LABELS = {
 #: Values within this distance of a column's best are bolded (004 Table 3 caption).
 BOLD_TOLERANCE = 0.015
 SUMMARY_COLUMNS = ["metric", "measure", "mean", "std", "n", "ci_low", "ci_high"]
+#: What a similarity's name is followed by wherever it is shown.
+SIMILARITY_MARK = " (similarity, negated)"
+SIMILARITY_NOTE = ("A metric marked (similarity, negated) is a similarity (larger = more alike), "
+                   "scored on its negation so that, like a distance, larger means more different.")
+
+
+def similarities(frame: pd.DataFrame) -> set[str]:
+    """The metrics of ``frame`` that its ``orientation`` column marks as similarities."""
+    if frame.empty or "orientation" not in frame.columns:
+        return set()
+    return set(frame.loc[frame["orientation"] == "similarity", "metric"].astype(str))
+
+
+def metric_labels(frame: pd.DataFrame) -> dict[str, str]:
+    """The name to show for each metric of ``frame``: a similarity's is followed by SIMILARITY_MARK."""
+    if "metric" not in frame.columns:
+        return {}
+    similar = similarities(frame)
+    return {m: f"{m}{SIMILARITY_MARK}" if str(m) in similar else str(m) for m in frame["metric"].unique()}
 
 
 def mean_ci(values: np.ndarray, confidence: float = 0.95) -> tuple[float, float, int, float, float]:
@@ -57,8 +78,8 @@ def mean_ci(values: np.ndarray, confidence: float = 0.95) -> tuple[float, float,
 def summarise_measures(measures: pd.DataFrame) -> pd.DataFrame:
     """Long table, one row per (metric, measure): mean, std, n and 95% CI across repetitions.
 
-    Adds ``T100`` = T / 100, the unit of 004 Table 3. Columns other than the known
-    measures (and ``metric``/``repetition``) are ignored.
+    Adds ``T100`` = T / 100, the unit of 004 Table 3. An ``orientation`` column is kept (one value
+    per metric); other columns than the known measures (and ``metric``/``repetition``) are ignored.
     """
     if "metric" not in measures.columns:
         raise ValueError("measures table needs a 'metric' column; got " + ", ".join(map(str, measures.columns)))
@@ -71,7 +92,10 @@ def summarise_measures(measures: pd.DataFrame) -> pd.DataFrame:
         for measure in present:
             values = pd.to_numeric(group[measure], errors="coerce").to_numpy()
             rows.append((metric, measure, *mean_ci(values)))
-    return pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
+    summary = pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
+    if "orientation" in frame.columns:
+        summary["orientation"] = summary["metric"].map(frame.groupby("metric")["orientation"].first())
+    return summary
 
 
 def _ordered_columns(columns) -> list[str]:
@@ -181,9 +205,11 @@ def _markdown_text(summary: pd.DataFrame, title: str, failures: Mapping[str, str
         if per_metric is not None:
             cells.insert(0, "reps", per_metric.reindex(cells.index).fillna(f"0 of {repetitions}"))
         explained = "; ".join(MEASURE_LABELS[m] for m in cells.columns if m in MEASURE_LABELS)
+        similarity = " " + SIMILARITY_NOTE if similarities(summary) else ""
+        cells = cells.rename(index=metric_labels(summary))
         lines += [
             f"Measures: {explained}. Higher is better for all. Cells: mean [95% t-interval] over "
-            f"{n_text}; bold = column best and those within {BOLD_TOLERANCE:g} of it.",
+            f"{n_text}; bold = column best and those within {BOLD_TOLERANCE:g} of it.{similarity}",
             "",
             markdown_table(cells.rename_axis("metric").reset_index()),
             "",
@@ -205,6 +231,15 @@ def failures_markdown(failures: Mapping[str, str] | None) -> list[str]:
     return lines + [""]
 
 
+def orientation_markdown(warnings: Mapping[str, str] | None) -> list[str]:
+    """An "Orientation" section: metrics whose declared direction looks reversed, or nothing."""
+    if not warnings:
+        return []
+    lines = ["## Orientation", "", "These metrics' values run against their declared direction "
+             "(mean ρ clearly negative), so their measures may be upside down:", ""]
+    return lines + [f"- `{metric}`: {text}" for metric, text in sorted(warnings.items())] + [""]
+
+
 def write_tables(
     measures: pd.DataFrame,
     out_dir: Path,
@@ -214,6 +249,8 @@ def write_tables(
     repetitions: int | None = None,
 ) -> dict[str, Path]:
     """Write ``summary.csv``, ``table3.csv`` and ``table3.md`` into ``out_dir``; return their paths.
+
+    With an ``orientation`` column in ``measures``, table3.csv has it too and table3.md marks similarities.
 
     ``repetitions``: how many the run planned, so a metric with failed repetitions reads "k of N".
     """
@@ -227,6 +264,8 @@ def write_tables(
     }
     summary.to_csv(paths["summary"], index=False)
     wide = table3(summary, with_ci=True) if not summary.empty else pd.DataFrame()
+    if "orientation" in summary.columns and not wide.empty:
+        wide.insert(0, "orientation", summary.groupby("metric")["orientation"].first().reindex(wide.index))
     wide.rename_axis("metric").to_csv(paths["table3_csv"])
     text = _markdown_text(summary, title or "Metric robustness scores (004 Table 3)", failures, repetitions)
     paths["table3_md"].write_text(text, encoding="utf-8")

@@ -76,7 +76,7 @@ def test_tiny_run_generates_every_corpus_and_scores_it(tiny_run):
     assert len(d) == 2 * 2 * (3 + 1)  # metrics x repetitions x (g_0..g_2 + self-distance)
     assert np.isfinite(d["distance"]).all()
     measures = pd.read_csv(out / "measures.csv")
-    assert list(measures.columns) == ["metric", "repetition", "IFC"] and len(measures) == 4
+    assert list(measures.columns) == ["metric", "orientation", "repetition", "IFC"] and len(measures) == 4
     assert measures["IFC"].between(-1, 1).all()
     summary = pd.read_csv(out / "ifc_summary.csv")
     assert {"IFC", "gap_closed", "self_distance"} <= set(summary.columns)

@@ -1,47 +1,10 @@
-"""Third-party metrics: a separately installed package joins the results; registry rules hold."""
+"""Third-party metrics: the registry's rules hold. (A separately installed package joining the
+results: tests/test_readme_plugin.py, with the package the README prints.)"""
 
-import os
-import shutil
-import subprocess
-import sys
-from pathlib import Path
-
-import pandas as pd
 import pytest
 
-from bench import PROJECT_ROOT
 from bench.api.registry import get_metric, metric, unregister
 from bench.errors import ConfigError
-
-EXAMPLE = Path(__file__).parent / "plugin_example"
-
-
-@pytest.fixture(scope="module")
-def plugin_site(tmp_path_factory):
-    """The example package pip-installed into its own directory, outside this repository."""
-    site = tmp_path_factory.mktemp("site")
-    source = shutil.copytree(EXAMPLE, tmp_path_factory.mktemp("src") / "plugin")  # keep builds out of the repo
-    subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
-         "--target", str(site), str(source)],
-        check=True, cwd=site,
-    )
-    assert list(site.glob("length_gap_metric-*.dist-info"))
-    return site
-
-
-def test_installed_plugin_metric_appears_in_the_results(plugin_site, tmp_path, cache_dir):
-    env = {**os.environ, "PYTHONPATH": str(plugin_site), "BENCH_CACHE_DIR": str(cache_dir)}
-    out = tmp_path / "run"
-    proc = subprocess.run(
-        [sys.executable, "-m", "bench", "metrics=[chi,length_gap]", "k=3", "n=12", "repetitions=2",
-         "progress=false", f"hydra.run.dir={out}"],
-        cwd=PROJECT_ROOT, env=env, capture_output=True, text=True, timeout=600,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    measures = pd.read_csv(out / "measures.csv")
-    assert set(measures["metric"]) == {"chi", "length_gap"}
-    assert "length_gap" in (out / "table3.md").read_text()
 
 
 def test_duplicate_name_from_another_function_is_rejected():

@@ -111,7 +111,7 @@ def test_known_convergence_gives_the_hand_computed_s_and_i(tmp_path, cache_dir, 
     # Outputs: every evaluation in curves.csv, the S/I table, one figure per metric.
     curves = pd.read_csv(tmp_path / "curves.csv", keep_default_na=False)
     assert len(curves) == 3 * 2 * (1 + 3 + 3)
-    assert list(pd.read_csv(tmp_path / "measures.csv").columns) == ["metric", "repetition", "S", "I"]
+    assert list(pd.read_csv(tmp_path / "measures.csv").columns) == ["metric", "orientation", "repetition", "S", "I"]
     table = (tmp_path / "table3.md").read_text()
     assert "| S | I |" in table and "Failed metrics" in table and "Asymptotic distance" in table
     for name in ("fake_convergence", "chi", "all"):

@@ -2,9 +2,10 @@
 
 A metric is a pure function ``fn(p, q, *, seed, **params) -> float`` of two corpora,
 either as texts (sequences of str) or as embeddings (2-D float arrays), where a
-larger value means *more different*. Built-ins live in the top-level ``metrics``
-package; third-party packages register through the entry-point group
-``textmetric_bench.metrics`` (the entry point names a module to import or a
+larger value means *more different*; registered with ``higher_is_more_different=False`` it is a
+similarity (larger = more alike), whose negation the harness scores (``bench.measures.orientation``).
+Built-ins live in the top-level ``metrics`` package; third-party packages register through the
+entry-point group ``textmetric_bench.metrics`` (the entry point names a module to import or a
 decorated function).
 """
 
@@ -72,6 +73,8 @@ def metric(
 ) -> Callable[[Callable[..., float]], Callable[..., float]]:
     """Register ``fn`` as metric ``name``; the function is returned unchanged.
 
+    ``higher_is_more_different=False`` declares a similarity (larger = more alike): every measure
+    is then computed on the negated value, and tables mark it "(similarity, negated)".
     ``opt_in`` keeps the metric out of ``metrics=default`` (for metrics that cost minutes per
     run, such as a language-model pass over every text); ``metrics=all`` or its name selects it.
     ``prepare(texts, **params)``, if given, is called once per run with every text the metric

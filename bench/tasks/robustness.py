@@ -137,14 +137,17 @@ def robustness_measures(curves: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, f
 
 
 def _grid_section(info: dict) -> str:
-    grid = info["grid"]
+    from reports.tables import SIMILARITY_MARK
+
+    grid, similar = info["grid"], {m for m, kind in info["orientation"].items() if kind == "similarity"}
     lines = ["", "## Grid", "",
              f"- d(A, B): mean over {info['repetitions']} pairs of samples of n_ref = {grid['n_ref']} texts",
              f"- size curve d(a_s, b_s), s = {grid['sizes']}",
              f"- imbalance curve d(a_s, b_(N-s)), N = {grid['imbalance_total']}, s = {grid['imbalance_sizes']}"]
     lines += [f"- truncated: {note}" for note in grid["truncated"]]
     lines += ["", "## Asymptotic distance d(A, B)", ""]
-    lines += [f"- `{m}`: {d:.6g}" for m, d in info["asymptotic_distance"].items()]
+    lines += [f"- `{m}`{SIMILARITY_MARK if m in similar else ''}: {d:.6g}"
+              for m, d in info["asymptotic_distance"].items()]
     return "\n".join(lines) + "\n"
 
 

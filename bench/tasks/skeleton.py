@@ -11,7 +11,9 @@ compares) says only what is particular to it, as a ``Task``:
 The skeleton does the rest the same way for all: it checks the metrics, embeds the texts once (only
 when a metric takes embeddings), runs every (metric, evaluation) job on the engine (isolated workers,
 time limits, resume from the run directory's ``evaluations.jsonl``), and writes ``run.json``, the
-distance and measure tables, and ``failures.csv``.
+distance and measure tables, and ``failures.csv``. A task scores every metric's values oriented as
+distances (``bench.measures.orientation``: a similarity is negated); the tables keep each metric's own
+values and say which way it points.
 
 Results add up. A run directory keeps the evaluations of every metric ever scored in it (its
 evaluation log); scoring more or fewer metrics there again adds the new ones to the tables, report
@@ -39,6 +41,7 @@ from bench import __version__
 from bench.collections.seeds import metric_seed
 from bench.engine import CorpusStore, Job, Outcome, engine_options, params_digest, result_log_for, run_jobs
 from bench.measures.failures import write_failures_csv
+from bench.measures.orientation import DISTANCE, orientation_of, orientation_warnings, oriented, with_orientation
 from bench.tasks.config import build_embedder, data_locations, selected_metrics
 
 log = logging.getLogger(__name__)
@@ -160,26 +163,48 @@ def run_task(task: Task, cfg: DictConfig, out_dir: Path | str) -> TaskResult:
                         **engine_options(cfg))
     earlier = earlier_outcomes(result_log, content, {m.name for m, _ in metrics})
     distances = distance_table(task.fields, [*outcomes.items(), *earlier.items()])
-    scores = task.score(distances, collections)
-    distances = scores.distances if scores.distances is not None else distances
     names = list(dict.fromkeys(distances["metric"]))
+    orientation = metric_orientations(names, out_dir)
+    scores = task.score(oriented(distances, orientation), collections)
+    if scores.distances is not None:  # the task's table with derived columns, back to each metric's own values
+        distances = oriented(scores.distances, orientation)
+    upside_down = orientation_warnings(scores.measures, orientation)
+    for message in upside_down.values():
+        log.warning("%s", message)
     measures, reference = task.merge_reference(cfg, collections, scores.measures, set(names))
+    taken = [m for m in dict.fromkeys(measures["metric"]) if m not in orientation]  # reference rows
+    orientation.update(metric_orientations(taken, out_dir))
 
     cache_dir, mirror = data_locations(cfg)
     info = {
         "task": task.name, **collections.info, "seed": int(cfg.seed), "metrics": names,
         "metrics_this_run": [m.name for m, _ in metrics], "earlier_metrics": sorted(set(names) - {m.name for m, _ in metrics}),
         "metric_params": {m.name: params for m, params in metrics},
-        "failures": scores.failures, **scores.info, **({"reference": reference} if reference else {}),
+        "failures": scores.failures, "orientation": orientation, "orientation_warnings": upside_down, **scores.info,
+        **({"reference": reference} if reference else {}),
         "seconds_per_metric": distances.groupby("metric", sort=False)["seconds"].sum().round(3).to_dict(),
         "embedding": {"model": embedder.model_id if embedder else None, "seconds": round(embed_seconds, 3),
                       **(embedder.stats if embedder else {})},
         "corpora_digest": corpora_digest(collections.corpora),
         "mirror": str(mirror) if mirror else None, "version": __version__, "python": platform.python_version(),
     }
-    result = TaskResult(task.name, distances, measures, scores.summary, scores.failures, {}, info)
+    summary = scores.summary
+    if summary is not None and "metric" in summary.columns:
+        summary = with_orientation(summary, orientation)
+    result = TaskResult(task.name, with_orientation(distances, orientation), with_orientation(measures, orientation),
+                        summary, scores.failures, {}, info)
     result.files = write_artifacts(task, result, out_dir, title=task.title(cfg, collections))
     return result
+
+
+def metric_orientations(names: Sequence[str], out_dir: Path) -> dict[str, str]:
+    """Each metric's orientation: as registered (this run's metrics always are), else as the run
+    directory's ``run.json`` recorded it (an earlier metric whose plugin is gone), else a distance."""
+    from bench.api.registry import available_metrics, get_metric
+
+    registered, recorded = set(available_metrics()), _previous_manifest(out_dir).get("orientation") or {}
+    return {name: orientation_of(get_metric(name)) if name in registered else recorded.get(name, DISTANCE)
+            for name in names}
 
 
 def pair_digest(p: Sequence[str], q: Sequence[str]) -> str:
@@ -229,6 +254,11 @@ def write_artifacts(task: Task, result: TaskResult, out_dir: Path, *, title: str
         files["failures"] = failed
     result.info["title"] = title
     files.update(task.write(result, out_dir))
+    if result.info.get("orientation_warnings") and "table3_md" in files:
+        from reports.tables import orientation_markdown
+
+        with files["table3_md"].open("a", encoding="utf-8") as md:
+            md.write("\n".join(["", *orientation_markdown(result.info["orientation_warnings"])]))
     result.info["files"] = sorted(str(p.relative_to(out_dir)) for p in files.values() if p.is_relative_to(out_dir))
     files["run"].write_text(json.dumps(result.info, indent=2, default=str))
     for stale in previous - set(result.info["files"]):
@@ -240,10 +270,16 @@ def write_artifacts(task: Task, result: TaskResult, out_dir: Path, *, title: str
 
 
 def _previous_files(out_dir: Path) -> set[str]:
+    return set(_previous_manifest(out_dir).get("files") or [])
+
+
+def _previous_manifest(out_dir: Path) -> dict:
+    """The ``run.json`` an earlier run left in ``out_dir``, or {}."""
     try:
-        return set(json.loads((out_dir / MANIFEST).read_text()).get("files") or [])
-    except (OSError, ValueError, AttributeError):
-        return set()
+        manifest = json.loads((out_dir / MANIFEST).read_text())
+    except (OSError, ValueError):
+        return {}
+    return manifest if isinstance(manifest, dict) else {}
 
 
 def task_runner(task: Task) -> Callable[[DictConfig, Path | str], TaskResult]:
