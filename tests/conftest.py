@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 from pathlib import Path
 
 import pytest
@@ -21,20 +20,6 @@ def mirror_dir() -> Path:
 
 
 #: What a copy of the checkout needs to run (PYTHONPATH) or to be built into a wheel.
-CHECKOUT_PARTS = ("bench", "metrics", "reports", "conf", "datasets", "pyproject.toml", "README.md")
-
-
-def copy_checkout(dest: Path) -> Path:
-    """A copy of the checkout's packages, configs, cards and build files at ``dest`` (to change or build it)."""
-    dest.mkdir(parents=True, exist_ok=True)
-    for part in CHECKOUT_PARTS:
-        if (PROJECT_ROOT / part).is_dir():
-            shutil.copytree(PROJECT_ROOT / part, dest / part, ignore=shutil.ignore_patterns("__pycache__"))
-        else:
-            shutil.copy(PROJECT_ROOT / part, dest / part)
-    return dest
-
-
 @pytest.fixture(scope="session")
 def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A corpus cache shared by the tests of one session, so each file is copied from the mirror once."""

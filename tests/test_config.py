@@ -11,7 +11,7 @@ from typing import Any, Literal, Optional
 
 import pandas as pd
 import pytest
-from conftest import copy_checkout
+from checkout_copy import copy_checkout
 from hydra.errors import ConfigCompositionException
 from omegaconf import OmegaConf
 

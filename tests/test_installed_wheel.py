@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import copy_checkout
+from checkout_copy import copy_checkout
 
 from bench import PACKAGED_AS, PROJECT_ROOT
 

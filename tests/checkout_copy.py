@@ -1,0 +1,22 @@
+"""A copy of the checkout for tests that change or build it (a module of its own: `conftest` is ambiguous
+between tests/ and tests/benchmarks/ when the whole suite is collected)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from bench import PROJECT_ROOT
+
+CHECKOUT_PARTS = ("bench", "metrics", "reports", "conf", "datasets", "pyproject.toml", "README.md")
+
+
+def copy_checkout(dest: Path) -> Path:
+    """A copy of the checkout's packages, configs, cards and build files at ``dest`` (to change or build it)."""
+    dest.mkdir(parents=True, exist_ok=True)
+    for part in CHECKOUT_PARTS:
+        if (PROJECT_ROOT / part).is_dir():
+            shutil.copytree(PROJECT_ROOT / part, dest / part, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy(PROJECT_ROOT / part, dest / part)
+    return dest
