@@ -44,7 +44,7 @@ def chi_square_statistic(counts_p, counts_q, *, top: int) -> tuple[float, int, i
     return float(cells.sum()), int(total), len(vocab)
 
 
-@metric("chi", inputs="texts", symmetric=True,
+@metric("chi", inputs="texts", symmetric=True, version="2",
         description="Kilgarriff's chi-square over the top tokens of the joint vocabulary")
 def chi(
     p,

@@ -108,7 +108,7 @@ def score_texts(texts, *, spans: int = 3, max_masks: int = 4, max_words: int = 1
     infill_logprobs(texts, spans=spans, max_masks=max_masks, max_words=max_words)
 
 
-@per_text_metric("ctrleval_coherence", opt_in=True, prepare=score_texts,
+@per_text_metric("ctrleval_coherence", opt_in=True, prepare=score_texts, version="2",
                  description="W1 between the corpora's CTRLEval-style infilling coherence scores")
 def coherence(texts, *, pool, spans: int = 3, max_masks: int = 4, max_words: int = 128) -> np.ndarray:
     """Per-text coherence: NISF-weighted log P(part | rest) over the masked parts (001 eq. 8).

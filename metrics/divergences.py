@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import inspect
 import sys
-
 from dataclasses import dataclass
 from typing import Callable
 
@@ -164,13 +163,15 @@ DIVERGENCES: dict[str, Callable[..., float]] = {
 
 
 def register_divergences(prefix: str, frontier: Callable[..., Frontier], *, inputs: str,
-                         descriptions: dict[str, str], notes: str = "", more: dict[str, str] | None = None) -> None:
+                         descriptions: dict[str, str], notes: str = "", more: dict[str, str] | None = None,
+                         version: str = "1") -> None:
     """Register ``<prefix>_kl_forward``, ``_kl_backward``, ``_exp_kl`` and ``_js``: each the divergence of
     ``frontier(p, q, *, seed, **params)``, taking the frontier's keyword parameters with their defaults.
 
     ``descriptions`` maps each suffix to its one-line description; ``notes`` (the parameters' meaning)
-    ends every docstring, after what ``more`` says of that suffix. Each metric is published in the frontier's module under its name, so worker
-    processes find it there.
+    ends every docstring, after what ``more`` says of that suffix. ``version`` is each metric's declared
+    version (``bench.api.registry.metric``). Each metric is published in the frontier's module under its
+    name, so worker processes find it there.
     """
     module = sys.modules[frontier.__module__]
     params = [p for p in inspect.signature(frontier).parameters.values() if p.kind is p.KEYWORD_ONLY]
@@ -183,7 +184,9 @@ def register_divergences(prefix: str, frontier: Callable[..., Frontier], *, inpu
         fn.__name__ = fn.__qualname__ = name
         fn.__module__ = frontier.__module__
         fn.__doc__ = descriptions[suffix] + (more or {}).get(suffix, "") + notes
-        setattr(module, name, metric(name, inputs=inputs, symmetric=symmetric, description=descriptions[suffix])(fn))
+        register = metric(name, inputs=inputs, symmetric=symmetric, description=descriptions[suffix],
+                          version=version)
+        setattr(module, name, register(fn))
 
 
 #: The divergences a frontier family registers, with whether each is symmetric (``auc`` has its own parameters).

@@ -40,7 +40,7 @@ def zipf_coefficient(texts, *, top: int = 5000, log_rank_resolution: int = 0) ->
     return float(-slope)
 
 
-@metric("zipf", inputs="texts", symmetric=True,
+@metric("zipf", inputs="texts", symmetric=True, version="2",
         description="Gap between the Zipf coefficients of the two corpora's top tokens")
 def zipf(p, q, *, seed: int = 0, top: int = 5000, log_rank_resolution: int = 0) -> float:
     """|z_P - z_Q| over each corpus's ``top`` tokens (deterministic; ``seed`` unused).

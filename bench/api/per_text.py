@@ -34,10 +34,10 @@ Scorer = Callable[..., Sequence[float]]
 
 
 def per_text_metric(name: str, *, inputs: Inputs = "texts", description: str = "", opt_in: bool = False,
-                    prepare: Callable[..., None] | None = None) -> Callable[[Scorer], Scorer]:
+                    prepare: Callable[..., None] | None = None, version: str = "1") -> Callable[[Scorer], Scorer]:
     """Register ``score(texts, *, params...) -> one float per text`` as corpus metric ``name``.
 
-    The metric is W1(scores of p, scores of q). ``opt_in`` and ``prepare`` are passed to
+    The metric is W1(scores of p, scores of q). ``opt_in``, ``prepare`` and ``version`` are passed to
     ``bench.api.registry.metric``; ``prepare`` receives every text of a run and the parameters.
     The scorer is returned unchanged.
     """
@@ -69,7 +69,7 @@ def per_text_metric(name: str, *, inputs: Inputs = "texts", description: str = "
         corpus_metric.__doc__ = f"W1 between the corpora's distributions of ``{score.__name__}`` (bench.api.per_text)."
         summary = description or f"W1 between per-text {score.__name__} scores"
         metric(name, inputs=inputs, symmetric=True, description=summary, opt_in=opt_in,
-               prepare=prepare)(corpus_metric)
+               prepare=prepare, version=version)(corpus_metric)
         score.corpus_metric = corpus_metric  # type: ignore[attr-defined]
         return score
 
