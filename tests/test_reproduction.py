@@ -1,9 +1,11 @@
 """The committed reproduction of 004 Table 3 (reports/paper_table3/) still comes out of the code.
 
 Slow (a few minutes): one of its four settings, run as its README says. Metrics whose distances do not
-depend on the last bits of an embedding reproduce to 1e-9 (texts) or 1e-6 (FID, IRPR); MAUVE and
-CLASSIFIER amplify the ~1e-7 differences between embeddings computed in other batches (padding), so
-for them each measure must fall inside the committed 95% interval. T depends on the machine.
+depend on the last bits of an embedding reproduce to 1e-9 (PR, DC) or 1e-6 (FID, IRPR); CHI and ZIPF
+(version 2) read text through the Unicode-normalising tokeniser, which moved their measures by .005 at most
+(reports/paper_table3/README.md); MAUVE and CLASSIFIER amplify the ~1e-7 differences between embeddings
+computed in other batches (padding), so for them each measure must fall inside the committed 95%
+interval. T depends on the machine.
 """
 
 import pandas as pd
@@ -13,7 +15,7 @@ from test_end_to_end import PAPER_METRICS, run_bench
 from bench import PROJECT_ROOT
 
 MEASURES = ["A", "Aw", "rho", "omega2", "L"]
-EXACT = {"chi": 1e-9, "zipf": 1e-9, "pr": 1e-9, "dc": 1e-9, "fid": 1e-6, "irpr": 1e-6}
+EXACT = {"chi": 0.005, "zipf": 0.005, "pr": 1e-9, "dc": 1e-9, "fid": 1e-6, "irpr": 1e-6}
 
 
 @pytest.mark.slow
