@@ -219,3 +219,10 @@ def test_an_os_error_escaping_a_task_is_one_line_and_its_traceback_goes_to_the_l
         f"error: no space left on device writing {shard}: free space or set data.cache_dir=/another/dir"]
     log_text = "".join(p.read_text() for p in run_dir.glob("*.log"))
     assert "Traceback" in log_text and "fake_run_ksc_out_of_space" in log_text
+
+
+def test_a_missing_mirror_from_the_environment_says_where_it_was_set(tmp_path, monkeypatch):
+    monkeypatch.setenv("BENCH_DATA_MIRROR", str(tmp_path / "no-such-mirror"))
+    found = problems(tmp_path)
+    assert any("data.mirror=" in p and "(set by BENCH_DATA_MIRROR)" in p and "no such directory" in p
+               for p in found), found

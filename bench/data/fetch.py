@@ -57,7 +57,7 @@ def resolve_mirror(mirror: str | Path | None = None) -> Path | None:
         return None
     path = Path(value).expanduser()
     if not path.is_dir():
-        raise DataError(f"data mirror {path} does not exist (set by {'argument' if mirror else MIRROR_ENV}); "
+        raise DataError(f"data mirror {path} does not exist (given as {'the mirror argument' if mirror else '$' + MIRROR_ENV}); "
                         f"give a directory laid out <corpus>/<file>, or unset it to download.")
     return path
 

@@ -22,7 +22,9 @@ def directory_problems(cfg: DictConfig, out_dir: Path | str | None) -> list[str]
     problems += filter(None, [directory_problem("data.cache_dir", cache_dir, "~/.cache/textmetric-bench",
                                                 origin=" (set by BENCH_CACHE_DIR)" if from_env else "")])
     if mirror is not None and OmegaConf.select(cfg, "data.mirror") and not mirror.is_dir():
-        problems.append(f"data.mirror={shown(str(mirror))} is not valid: no such directory; give a directory "
+        env = os.environ.get("BENCH_DATA_MIRROR")
+        origin = " (set by BENCH_DATA_MIRROR)" if env and Path(env).expanduser() == mirror else ""
+        problems.append(f"data.mirror={shown(str(mirror))}{origin} is not valid: no such directory; give a directory "
                         f"laid out <corpus>/<file>, e.g. data.mirror=/data/mirror, or unset it to download")
     if out_dir is not None:
         key = run_dir_key()
