@@ -41,7 +41,8 @@ from test_end_to_end import run_bench
 
 from bench.api.registry import get_metric
 from bench.data import corpora, fetch
-from bench.data.cards import CardFile, PairCard, corpus_card
+from bench.data.card_schema import CardFile, PairCard
+from bench.data.cards import corpus_card
 from bench.data.corpora import load_corpus, load_pair
 from bench.data.fetch import sha256_hex
 from bench.errors import DataError, EmbeddingError, MetricError

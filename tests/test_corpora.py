@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from bench.data import corpora, fetch
-from bench.data.cards import (DATASETS_DIR, Normalisation, corpus_card, corpus_names, pair_card, pair_names,
+from bench.data.card_schema import Normalisation
+from bench.data.cards import (DATASETS_DIR, corpus_card, corpus_names, pair_card, pair_names,
                               read_corpus_card)
 from bench.data.corpora import Source, load_corpus, load_pair, normalise_text, normalise_texts
 from bench.data.fetch import resolve_cache_dir, scoped_bytes, sha256_hex

@@ -33,7 +33,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from bench.collections.seeds import repetition_seed
-from bench.data.cards import Normalisation
+from bench.data.card_schema import Normalisation
 from bench.data.corpora import normalise_texts
 from bench.errors import ConfigError
 from bench.features.lm import padded_batch, save_causal_lm, text_token_ids

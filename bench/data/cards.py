@@ -19,13 +19,9 @@ from typing import Sequence
 import yaml
 
 from bench import shipped_path
-from bench.data.card_schema import (LICENCE_PLACEHOLDER, ORIGINS, PARSER_OPTIONS, CardFile, CardReader, CorpusCard,
-                                    Normalisation, PackageOrigin, PairCard, Parser, read_parser)
+from bench.data.card_schema import (LICENCE_PLACEHOLDER, ORIGINS, CardFile, CardReader, CorpusCard,
+                                    Normalisation, PackageOrigin, PairCard, read_parser)
 from bench.errors import ConfigError
-
-__all__ = ["DATASETS_DIR", "CARDS_ENV", "PARSER_OPTIONS", "CardFile", "CorpusCard", "Normalisation", "PackageOrigin",
-           "PairCard", "Parser", "card_dirs", "corpus_names", "pair_names", "corpus_card", "pair_card",
-           "read_corpus_card", "read_pair_card"]
 
 log = logging.getLogger(__name__)
 

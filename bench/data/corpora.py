@@ -17,7 +17,8 @@ from typing import Sequence
 
 from bench.data import fetch
 from bench.data.card_schema import TEXT_OPTION
-from bench.data.cards import CorpusCard, Normalisation, corpus_card, pair_card
+from bench.data.card_schema import CorpusCard, Normalisation
+from bench.data.cards import corpus_card, pair_card
 from bench.data.parsing import parse_file
 from bench.errors import DataError
 

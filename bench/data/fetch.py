@@ -13,7 +13,7 @@ import shutil
 import urllib.request
 from pathlib import Path
 
-from bench.data.cards import CardFile, CorpusCard
+from bench.data.card_schema import CardFile, CorpusCard
 from bench.errors import DataError
 from bench.files import NO_SPACE, NOT_WRITABLE, atomic_path
 

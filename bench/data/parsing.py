@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 from typing import Any, Callable
 
-from bench.data.cards import CardFile, CorpusCard
+from bench.data.card_schema import CardFile, CorpusCard
 from bench.errors import DataError
 
 #: How a message names a parser option: "text_field" -> "the card's parser.text_field" (or "pair.a_field=NAME").

@@ -31,7 +31,7 @@ from bench.engine import params_digest
 from bench.errors import BenchError, ConfigError
 from bench.files import atomic_write
 from bench.tasks.config import build_embedder, metric_params
-from bench.tasks.skeleton import Collections, corpora_digest
+from bench.tasks.skeleton import Collections
 
 log = logging.getLogger(__name__)
 
@@ -95,7 +95,7 @@ def merge_reference(cfg: DictConfig, collections: Collections, measures: pd.Data
     shown = str(path.relative_to(PROJECT_ROOT)) if path.is_relative_to(PROJECT_ROOT) else str(path)
     try:
         reference = json.loads(path.read_text())
-        problem = file_mismatch(reference, settings, corpora_digest(collections.corpora))
+        problem = file_mismatch(reference, settings, collections.digest)
     except (OSError, ValueError, AttributeError) as exc:  # not a reference file: the run's own results stand
         reference, problem = {}, f"it cannot be read ({type(exc).__name__}: {exc}); write it again"
     if problem:

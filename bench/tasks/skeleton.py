@@ -25,6 +25,7 @@ does, from ``reports/reference/``: ``bench.tasks.reference``).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
@@ -75,6 +76,11 @@ class Collections:
     fingerprint: dict
     info: dict = field(default_factory=dict)
     extra: dict = field(default_factory=dict)
+
+    @functools.cached_property
+    def digest(self) -> str:
+        """A short digest of every corpus with its id (``corpora_digest``), computed once per run."""
+        return corpora_digest(self.corpora)
 
 
 @dataclass
@@ -185,7 +191,7 @@ def run_task(task: Task, cfg: DictConfig, out_dir: Path | str) -> TaskResult:
         "seconds_per_metric": distances.groupby("metric", sort=False)["seconds"].sum().round(3).to_dict(),
         "embedding": {"model": embedder.model_id if embedder else None, "seconds": round(embed_seconds, 3),
                       **(embedder.stats if embedder else {})},
-        "corpora_digest": corpora_digest(collections.corpora),
+        "corpora_digest": collections.digest,
         "mirror": str(mirror) if mirror else None, "version": __version__, "python": platform.python_version(),
     }
     summary = scores.summary
