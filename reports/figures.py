@@ -1,4 +1,5 @@
-"""Charts of a run: the radar of 004 Figure 4 and the distance-vs-ℓ scatter of Figure 2 (top).
+"""Charts of a run: the distance-vs-ℓ scatter of 004 Figure 2 (top); the radar of Figure 4 is in
+``reports.radar`` and importable from here.
 
 Figures are drawn on bare ``matplotlib.figure.Figure`` objects (Agg rendering, no pyplot
 state), so plotting is safe in parallel sweep jobs and never opens a window.
@@ -7,81 +8,21 @@ state), so plotting is safe in parallel sweep jobs and never opens a window.
 from __future__ import annotations
 
 import math
-import re
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from matplotlib import rc_context
 from matplotlib.figure import Figure
 from scipy import stats
 
-from reports.reference_rows import is_reference
-from reports.tables import QUALITY_MEASURES, format_score, metric_labels, similarities
+from reports.drawing import MEASURE_SYMBOLS, integer_axis, safe_name, save_figure
+from reports.radar import radar_chart, radar_small_multiples
+from reports.tables import format_score, metric_labels, similarities
 
-#: Axis labels for the radar chart, in the paper's notation.
-AXIS_LABELS = {"A": "A", "Aw": "Aʷ", "rho": "ρ", "omega2": "ω²", "L": "L", "S": "S", "I": "I"}
-_SVG_METADATA = {"Date": None}  # keeps SVG output byte-stable between runs
-
-
-def _safe_name(metric: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", str(metric)).strip("_") or "metric"
-
-
-def _save(fig: Figure, path: Path) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    is_svg = path.suffix == ".svg"
-    with rc_context({"svg.fonttype": "none"}):  # SVG text stays text: searchable and editable
-        fig.savefig(path, dpi=100, bbox_inches="tight", metadata=_SVG_METADATA if is_svg else None)
-    return path
-
-
-def radar_chart(summary: pd.DataFrame, out_stem: Path, *, title: str | None = None) -> list[Path]:
-    """One polygon per metric over the quality measures present (004 Figure 4); PNG and SVG.
-
-    Time is left out to keep the 0..1 scale, as in the paper; negative or missing means
-    are drawn at 0 and the caption says so.
-    """
-    means = summary.pivot(index="metric", columns="measure", values="mean")
-    if means.empty:
-        raise ValueError("radar chart needs at least one metric in the summary; every metric failed?")
-    axes_used = [m for m in QUALITY_MEASURES if m in means.columns and means[m].notna().any()]
-    if len(axes_used) < 3:
-        raise ValueError(
-            f"radar chart needs at least 3 quality measures among {', '.join(QUALITY_MEASURES)}; "
-            f"the summary has {axes_used or 'none'}. Use the table instead for fewer measures."
-        )
-    values = means[axes_used]
-    clipped = bool((values < 0).any().any() or values.isna().any().any())
-    values = values.fillna(0.0).clip(lower=0.0, upper=1.0)
-    labels = metric_labels(summary)
-
-    angles = np.linspace(0, 2 * np.pi, len(axes_used), endpoint=False)
-    closed = np.append(angles, angles[0])
-    fig = Figure(figsize=(6.5, 5.5))
-    ax = fig.add_subplot(projection="polar")
-    ax.set_theta_offset(np.pi / 2)
-    ax.set_theta_direction(-1)
-    for metric, row in values.iterrows():
-        radii = np.append(row.to_numpy(), row.to_numpy()[0])
-        style, width = ("--", 1.0) if is_reference(metric) else ("-", 1.5)
-        (line,) = ax.plot(closed, radii, linewidth=width, linestyle=style, label=labels.get(metric, str(metric)))
-        ax.fill(closed, radii, alpha=0.1, color=line.get_color())
-    ax.set_xticks(angles)
-    ax.set_xticklabels([AXIS_LABELS[m] for m in axes_used])
-    ax.set_ylim(0, 1)
-    ax.set_yticks([0.2, 0.4, 0.6, 0.8, 1.0])
-    ax.set_rlabel_position(180 / len(axes_used))  # radial labels between two axes, not on one
-    ax.legend(loc="upper left", bbox_to_anchor=(1.08, 1.0), title="metric", fontsize="small")
-    ax.set_title(title or "Metric robustness (mean over repetitions)", pad=20)
-    caption = "Scale 0..1, higher is better; time excluded (004 Figure 4)."
-    if clipped:
-        caption += " Negative or missing means drawn at 0."
-    if any(map(is_reference, values.index)):
-        caption += " Dashed: reference results, not computed in this run."
-    fig.text(0.02, 0.01, caption, fontsize="small")
-    out_stem = Path(out_stem)
-    return [_save(fig, out_stem.with_name(out_stem.name + ext)) for ext in (".png", ".svg")]
+#: Axis labels for the radar chart, in the paper's notation (kept for callers of this module).
+AXIS_LABELS = MEASURE_SYMBOLS
+__all__ = ["AXIS_LABELS", "distance_scatter", "radar_chart", "radar_small_multiples"]
+_safe_name, _save = safe_name, save_figure  # the names the task figure modules import
 
 
 def _ols_band(x: np.ndarray, y: np.ndarray, grid: np.ndarray, confidence: float = 0.95):
@@ -102,6 +43,7 @@ def _draw_scatter(ax, ell: np.ndarray, y: np.ndarray, rng: np.random.Generator) 
     """Jittered points, OLS line and 95% band on ``ax``; returns the pooled Spearman ρ."""
     jitter = rng.uniform(-0.15, 0.15, size=ell.size)
     ax.scatter(ell + jitter, y, s=10, alpha=0.5, color="tab:gray", edgecolors="none")
+    integer_axis(ax.xaxis, ell)
     grid = np.linspace(ell.min(), ell.max(), 50)
     band = _ols_band(ell, y, grid)
     if band is not None:
@@ -122,14 +64,14 @@ def _finite_rows(distances: pd.DataFrame, column: str) -> pd.DataFrame:
 
 def _with_z(distances: pd.DataFrame) -> pd.DataFrame:
     """Distances with a ``z`` column, computed within (metric, repetition) when the runner gave none
-    (of a similarity's negation, as the runner does)."""
+    (of a similarity's negation, with the population sd, ddof=0, as the measures do)."""
     if "z" in distances.columns:
         return distances
     frame = distances.copy()
     keys = ["metric", "repetition"] if "repetition" in frame.columns else ["metric"]
     value = frame["distance"].where(~frame["metric"].astype(str).isin(similarities(frame)), -frame["distance"])
     grouped = value.groupby([frame[k] for k in keys])
-    frame["z"] = (value - grouped.transform("mean")) / grouped.transform("std")
+    frame["z"] = (value - grouped.transform("mean")) / grouped.transform("std", ddof=0)
     return frame
 
 
@@ -178,6 +120,7 @@ def distance_scatter(distances: pd.DataFrame, out_dir: Path) -> list[Path]:
         bottom.set_xlabel("ℓ")
     for ax in grid[:, 0]:
         ax.set_ylabel("distance (z)")
-    fig.suptitle("Distance vs ℓ, z-scored within repetition (004 Figure 2 top)")
+    fig.suptitle("Distance vs ℓ, z-scored within repetition with the population sd (ddof=0, as the measures); "
+                 "004 Figure 2 top")
     paths.append(_save(fig, out_dir / "scatter_all.png"))
     return paths

@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
+from reports.drawing import integer_axis
 from reports.figures import _safe_name, _save
 from reports.tables import format_score, metric_labels
 
@@ -39,6 +40,7 @@ def draw_curve(ax, rows: pd.DataFrame, asymptotic: float | None) -> None:
     if asymptotic is not None and np.isfinite(asymptotic):
         ax.axhline(asymptotic, color="tab:green", linewidth=2, label=f"d(A, B) = {asymptotic:.4g}")
     ax.set_xlabel("s")
+    integer_axis(ax.xaxis, rows["s"] if len(rows) else None)
     ax.grid(alpha=0.3)
 
 

@@ -1,0 +1,219 @@
+"""Figures that scale with the number of metrics (issue 18, items 1, 7 and 9).
+
+The summary tables here are synthetic (fabricated metric names and numbers): these tests check
+drawing only -- distinct looks, legible and non-overlapping labels, order, missing values and the
+bounds -- and need no model or corpus.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from scipy import stats
+
+from reports.bounds import BOUNDS, bound_label
+from reports.drawing import MIN_FONT_PT
+from reports.figures import _draw_scatter, _with_z
+from reports.heatmap import measure_heatmap
+from reports.palette import BOUND_GREY, COLOURS, metric_styles
+from reports.radar import overlaid_radar, radar_small_multiples
+from reports.study_figures import boxplot_figure, trends_figure
+from reports.tables import summarise_measures
+
+QUALITY = ("A", "Aw", "rho", "omega2", "L", "S", "I", "IFC")
+STEMS = ("mauve", "fid", "prdc_precision", "classifier", "zipf", "chi", "irpr", "cosine_similarity",
+         "kl_truncate", "js_divergence")
+
+
+def synthetic_names(count: int) -> list[str]:
+    """``count`` fabricated metric names of realistic and varied lengths."""
+    return [f"{STEMS[i % len(STEMS)]}_{i:02d}" for i in range(count)]
+
+
+def synthetic_measures(count: int, *, bounds: bool = False, repetitions: int = 5, seed: int = 0) -> pd.DataFrame:
+    """A synthetic measures table (one row per metric and repetition), a few metrics marked similarities."""
+    rng = np.random.default_rng(seed)
+    names = synthetic_names(count) + (list(BOUNDS) if bounds else [])
+    rows = []
+    for name in names:
+        centre = {"oracle": 0.98, "chance": 0.05}.get(name, rng.uniform(0.2, 0.9))
+        for rep in range(repetitions):
+            row = {"metric": name, "repetition": rep, "T": rng.uniform(10, 5000),
+                   "orientation": "similarity" if name.startswith("cosine") else "distance"}
+            row.update({m: float(np.clip(centre + rng.normal(0, 0.05), 0, 1)) for m in QUALITY})
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def synthetic_summary(count: int, *, bounds: bool = False) -> pd.DataFrame:
+    return summarise_measures(synthetic_measures(count, bounds=bounds))
+
+
+def rendered(fig):
+    """Draw ``fig`` on an Agg canvas (layout done) and return its renderer."""
+    FigureCanvasAgg(fig).draw()
+    return fig.canvas.get_renderer()
+
+
+def boxes(texts, renderer):
+    return [t.get_window_extent(renderer) for t in texts if t.get_visible() and t.get_text()]
+
+
+def assert_apart(texts, renderer, what: str) -> None:
+    """No two of ``texts`` overlap on the drawn canvas."""
+    extents = boxes(texts, renderer)
+    assert extents, f"no {what} drawn"
+    for a in range(len(extents)):
+        for b in range(a + 1, len(extents)):
+            assert not extents[a].overlaps(extents[b]), f"{what} {a} and {b} overlap"
+
+
+def assert_legible(fig) -> None:
+    sizes = [t.get_fontsize() for t in fig.findobj(lambda o: hasattr(o, "get_fontsize")) if t.get_text()]
+    assert sizes and min(sizes) >= MIN_FONT_PT, f"a text is smaller than {MIN_FONT_PT} pt: {min(sizes)}"
+
+
+@pytest.mark.parametrize("count", [18, 30])
+def test_no_two_metrics_share_colour_and_style(count):
+    names = synthetic_names(count) + list(BOUNDS)
+    styles = metric_styles(names)
+    assert set(styles) == set(synthetic_names(count)), "bounds take no palette entry"
+    looks = {(s.colour, s.linestyle, s.marker) for s in styles.values()}
+    assert len(looks) == count
+    assert {s.colour for s in styles.values()} <= set(COLOURS)
+
+
+@pytest.mark.parametrize("count", [18, 30])
+def test_heatmap_labels_legible_and_apart(count):
+    fig = measure_heatmap(synthetic_summary(count, bounds=True), sort_by="A")
+    renderer = rendered(fig)
+    ax = fig.axes[0]
+    assert len(ax.get_yticklabels()) == count + 2
+    assert_apart(ax.get_yticklabels(), renderer, "heatmap row labels")
+    assert_apart(ax.get_xticklabels(), renderer, "heatmap column headers")
+    assert_legible(fig)
+    assert len(ax.texts) == (count + 2) * 9  # a value in every cell: 9 measures incl. T
+
+
+def test_heatmap_rows_sorted_with_bounds_on_top_and_bottom():
+    summary = synthetic_summary(18, bounds=True)
+    fig = measure_heatmap(summary, sort_by="rho")
+    ax = fig.axes[0]
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+    assert labels[0] == bound_label("oracle") and labels[-1] == bound_label("chance")
+    rho = summary[summary["measure"] == "rho"].set_index("metric")["mean"].drop(list(BOUNDS))
+    plain = [label.replace(" (similarity, negated)", "") for label in labels[1:-1]]
+    assert plain == list(rho.sort_values(ascending=False, kind="stable").index)
+    for tick in (ax.get_yticklabels()[0], ax.get_yticklabels()[-1]):
+        assert tick.get_fontstyle() == "italic"
+    separators = sorted(line.get_ydata()[0] for line in ax.get_lines())
+    assert separators == [0.5, len(labels) - 1.5]
+    assert "sorted by ρ" in ax.get_title()
+
+
+def test_heatmap_marks_missing_and_rejects_unknown_sort():
+    summary = synthetic_summary(4)
+    summary.loc[(summary["metric"] == "fid_01") & (summary["measure"] == "S"), "mean"] = np.nan
+    texts = [t.get_text() for t in measure_heatmap(summary).axes[0].texts]
+    assert "n/a" in texts
+    with pytest.raises(ValueError, match="cannot sort by 'speed'.*rho"):
+        measure_heatmap(summary, sort_by="speed")
+
+
+def test_radar_accepts_s_i_and_ifc_axes_and_marks_missing_not_zero():
+    summary = synthetic_summary(3)
+    summary.loc[(summary["metric"] == "fid_01") & (summary["measure"] == "IFC"), "mean"] = np.nan
+    fig = radar_small_multiples(summary)
+    axis_labels = [t.get_text() for t in fig.axes[0].get_xticklabels()]
+    assert axis_labels == ["A", "$A^w$", "ρ", "ω²", "L", "S", "I", "IFC"]
+    panel = next(ax for ax in fig.axes if ax.get_title().startswith("fid_01"))
+    (outline,) = [line for line in panel.get_lines() if line.get_color() != BOUND_GREY]
+    radii = np.asarray(outline.get_ydata(), float)
+    assert np.isnan(radii[QUALITY.index("IFC")]), "a missing IFC must leave a gap, not a vertex"
+    assert np.all(radii[np.isfinite(radii)] > 0)
+    assert "n/a" in [t.get_text() for t in panel.texts]
+    overlaid = overlaid_radar(summary)
+    assert any("n/a: fid_01" in t.get_text() for t in overlaid.axes[0].get_xticklabels())
+
+
+def test_overlaid_radar_shows_a_few_and_bounds_as_grey_outlines():
+    summary = synthetic_summary(18, bounds=True)
+    legend = [t.get_text() for t in overlaid_radar(summary).axes[0].get_legend().get_texts()]
+    assert len([name for name in legend if name not in map(bound_label, BOUNDS)]) == 6
+    chosen = overlaid_radar(summary, metrics=["zipf_04", "chi_05", "irpr_06"])
+    legend = [t.get_text() for t in chosen.axes[0].get_legend().get_texts()]
+    assert {"zipf_04", "chi_05", "irpr_06"} <= set(legend)
+    with pytest.raises(ValueError, match="no metric nope"):
+        overlaid_radar(summary, metrics=["nope"])
+    grey = {line.get_linestyle() for line in chosen.axes[0].get_lines() if line.get_color() == BOUND_GREY}
+    assert grey == {"--", ":"}
+
+
+@pytest.mark.parametrize("count", [18, 30])
+def test_small_multiples_one_panel_per_metric_legible(count):
+    fig = radar_small_multiples(synthetic_summary(count, bounds=True))
+    panels = [ax for ax in fig.axes if ax.get_visible()]
+    assert len(panels) == count
+    renderer = rendered(fig)
+    assert_apart([ax.title for ax in panels], renderer, "panel titles")
+    assert_legible(fig)
+    assert all(ax.get_ylim() == (0.0, 1.0) for ax in panels)
+
+
+def test_one_metric_one_colour_in_radar_and_boxplots():
+    measures = synthetic_measures(12)
+    colour = metric_styles(measures["metric"])["chi_05"].colour
+    fig = radar_small_multiples(summarise_measures(measures))
+    panel = next(ax for ax in fig.axes if ax.get_title() == "chi_05")
+    assert panel.get_lines()[-1].get_color() == colour
+    box_ax = boxplot_figure(measures).axes[0]
+    labels = [t.get_text() for t in box_ax.get_yticklabels()]
+    patch = box_ax.patches[labels.index("chi_05")]
+    assert patch.get_facecolor()[:3] == pytest.approx(tuple(int(colour[i:i + 2], 16) / 255 for i in (1, 3, 5)))
+
+
+@pytest.mark.parametrize("count", [18, 30])
+def test_boxplots_horizontal_sorted_by_median_with_bound_bands(count):
+    measures = synthetic_measures(count, bounds=True)
+    fig = boxplot_figure(measures)
+    renderer = rendered(fig)
+    for ax in (a for a in fig.axes if a.get_visible()):
+        measure = next(m for m in QUALITY if ax.get_title().startswith(
+            {"Aw": "$A^w$", "rho": "ρ", "omega2": "ω²"}.get(m, m) + ":"))
+        labels = [t.get_text().replace(" (similarity, negated)", "") for t in ax.get_yticklabels()]
+        medians = measures.groupby("metric")[measure].median()
+        assert not set(labels) & set(BOUNDS)
+        assert [medians[m] for m in labels] == sorted(medians[m] for m in labels)  # bottom to top
+        assert_apart(ax.get_yticklabels(), renderer, "box labels")
+        spans = [p for p in ax.patches if p.get_facecolor()[:3] == pytest.approx((0.467, 0.467, 0.467), abs=0.01)]
+        assert len(spans) == 2, "ceiling and floor drawn as shaded bands"
+    assert_legible(fig)
+
+
+def test_sweep_ticks_are_the_swept_integers():
+    rows = [{"pair": "p", "metric": m, "k": k, "measure": q, "mean": 0.5, "ci_low": 0.4, "ci_high": 0.6}
+            for m in ("fid", "mauve") for k in (5, 6, 7) for q in ("A", "rho")]
+    fig = trends_figure(pd.DataFrame(rows))
+    for ax in (a for a in fig.axes if a.get_visible()):
+        assert list(ax.get_xticks()) == [5, 6, 7]
+        assert [t.get_text() for t in ax.get_xticklabels()] == ["5", "6", "7"]
+
+
+def test_scatter_ell_axis_has_integer_ticks():
+    from matplotlib.figure import Figure
+
+    ax = Figure().add_subplot()
+    ell = np.repeat(np.arange(1, 7), 5)
+    _draw_scatter(ax, ell, ell + np.random.default_rng(0).normal(size=ell.size), np.random.default_rng(0))
+    ticks = ax.get_xticks()
+    assert np.all(ticks == np.round(ticks))
+
+
+def test_figure_z_scores_use_population_sd_like_the_measures():
+    rng = np.random.default_rng(1)
+    frame = pd.DataFrame({"metric": "m", "repetition": np.repeat([0, 1], 6), "distance": rng.normal(size=12)})
+    z = _with_z(frame)["z"].to_numpy()
+    expected = np.concatenate([stats.zscore(frame["distance"][:6]), stats.zscore(frame["distance"][6:])])
+    np.testing.assert_allclose(z, expected)
