@@ -217,3 +217,18 @@ def test_figure_z_scores_use_population_sd_like_the_measures():
     z = _with_z(frame)["z"].to_numpy()
     expected = np.concatenate([stats.zscore(frame["distance"][:6]), stats.zscore(frame["distance"][6:])])
     np.testing.assert_allclose(z, expected)
+
+
+def test_readme_numbers_follow_the_palette_and_radar():
+    from pathlib import Path
+
+    from reports.palette import MARKERS
+    from reports.radar import MAX_OVERLAID
+
+    text = " ".join((Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8").split())
+    capacity = len(COLOURS) * len(MARKERS)
+    assert f"for at most {MAX_OVERLAID} metrics" in text
+    assert f"past {len(COLOURS)} metrics a line style and marker too" in text
+    assert f"no two of up to {capacity} metrics look alike" in text
+    assert len({(s.colour, s.linestyle, s.marker) for s in metric_styles(synthetic_names(capacity)).values()}) \
+        == capacity
