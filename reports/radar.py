@@ -166,7 +166,7 @@ def overlaid_radar(summary: pd.DataFrame, *, title: str | None = None, metrics=N
     missing = {a: [] for a in columns}
     for metric in chosen:
         values = means.loc[metric].to_numpy()
-        _outline(ax, values, fill=True, linewidth=1.6, markersize=4, zorder=3,
+        _outline(ax, values, fill=len(chosen) <= 2, linewidth=1.6, markersize=4, zorder=3,  # fills would merge
                  label=labels.get(metric, str(metric)), **styles[str(metric)].line())
         for axis_name, value in zip(columns, values):
             if not np.isfinite(value):
@@ -176,7 +176,8 @@ def overlaid_radar(summary: pd.DataFrame, *, title: str | None = None, metrics=N
     ax.set_title(title or "Metric robustness (mean over repetitions)", pad=20)
     caption = "Scale 0..1, higher is better; time excluded (004 Figure 4)."
     if len(chosen) < len(ranked):
-        caption += f" The {len(chosen)} of {len(ranked)} metrics shown: the rest in the small multiples."
+        caption += (f" Shown: the {len(chosen)} of {len(ranked)} metrics with the largest mean over the axes "
+                    "(all of them: the table).")
     if bool((means.loc[chosen] < 0).any().any()):
         caption += " Negative means drawn at 0."
     if any(missing.values()):
