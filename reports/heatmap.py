@@ -39,6 +39,14 @@ def heatmap_rows(means: pd.DataFrame, sort_by: str) -> list:
             + [m for m in means.index if bound_of(m) == "floor"])
 
 
+def text_colour(background) -> str:
+    """Black or white, whichever reads better on ``background`` (an RGBA colour): by its WCAG luminance."""
+    channels = np.asarray(background[:3], dtype=float)
+    linear = np.where(channels <= 0.04045, channels / 12.92, ((channels + 0.055) / 1.055) ** 2.4)
+    luminance = float(linear @ [0.2126, 0.7152, 0.0722])
+    return "black" if (luminance + 0.05) / 0.05 >= 1.05 / (luminance + 0.05) else "white"
+
+
 def _column_shades(values: pd.Series, measure: str, ordinary: list) -> np.ndarray:
     """Each value's place in 0..1 between the column's worst and best ordinary metric (NaN if missing)."""
     x = values.to_numpy(dtype=float)
@@ -79,11 +87,10 @@ def measure_heatmap(summary: pd.DataFrame, sort_by: str = "A") -> Figure:
     ax.imshow(colours, aspect="auto", interpolation="nearest")
     for i, metric in enumerate(rows):
         for j, measure in enumerate(measures):
-            value, shade = means.at[metric, measure], shades[i, j]
+            value = means.at[metric, measure]
             is_bound = i in bound_rows
             text = format_score(value) if np.isfinite(value) else "n/a"
-            dark = not is_bound and np.isfinite(shade) and shade < 0.55  # viridis is dark below ~0.55
-            ax.text(j, i, text, ha="center", va="center", fontsize=9, color="white" if dark else "black",
+            ax.text(j, i, text, ha="center", va="center", fontsize=9, color=text_colour(colours[i, j]),
                     fontstyle="italic" if is_bound or not np.isfinite(value) else "normal")
     labels = metric_labels(summary)
     ax.set_yticks(range(len(rows)), [bound_label(m) if bound_of(m) else labels.get(m, str(m)) for m in rows],

@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.colors import to_rgb
 from scipy import stats
 
 from reports.bounds import BOUNDS, bound_label
@@ -70,6 +71,16 @@ def assert_apart(texts, renderer, what: str) -> None:
             assert not extents[a].overlaps(extents[b]), f"{what} {a} and {b} overlap"
 
 
+def contrast(a, b) -> float:
+    """WCAG contrast ratio of two RGB colours (1 to 21)."""
+    def luminance(rgb):
+        c = np.asarray(rgb, float)
+        return float(np.where(c <= 0.04045, c / 12.92, ((c + 0.055) / 1.055) ** 2.4) @ [0.2126, 0.7152, 0.0722])
+
+    high, low = sorted((luminance(a), luminance(b)), reverse=True)
+    return (high + 0.05) / (low + 0.05)
+
+
 def assert_legible(fig) -> None:
     sizes = [t.get_fontsize() for t in fig.findobj(lambda o: hasattr(o, "get_fontsize")) if t.get_text()]
     assert sizes and min(sizes) >= MIN_FONT_PT, f"a text is smaller than {MIN_FONT_PT} pt: {min(sizes)}"
@@ -95,6 +106,10 @@ def test_heatmap_labels_legible_and_apart(count):
     assert_apart(ax.get_xticklabels(), renderer, "heatmap column headers")
     assert_legible(fig)
     assert len(ax.texts) == (count + 2) * 9  # a value in every cell: 9 measures incl. T
+    image = ax.get_images()[0].get_array()
+    for text in ax.texts:  # every value readable on its cell: WCAG contrast of at least 4.5
+        i, j = round(text.get_position()[1]), round(text.get_position()[0])
+        assert contrast(image[i, j][:3], to_rgb(text.get_color())) >= 4.5, text.get_text()
 
 
 def test_heatmap_rows_sorted_with_bounds_on_top_and_bottom():
@@ -160,6 +175,12 @@ def test_small_multiples_one_panel_per_metric_legible(count):
     assert_apart([ax.title for ax in panels], renderer, "panel titles")
     assert_legible(fig)
     assert all(ax.get_ylim() == (0.0, 1.0) for ax in panels)
+    for ax in panels:  # the ceiling dashed and the floor dotted, behind every metric
+        grey = sorted((line.get_linestyle(), line.get_zorder()) for line in ax.get_lines()
+                      if line.get_color() == BOUND_GREY)
+        assert [style for style, _ in grey] == ["--", ":"]
+        assert max(z for _, z in grey) < min(line.get_zorder() for line in ax.get_lines()
+                                             if line.get_color() != BOUND_GREY)
 
 
 def test_one_metric_one_colour_in_radar_and_boxplots():
@@ -232,3 +253,14 @@ def test_readme_numbers_follow_the_palette_and_radar():
     assert f"no two of up to {capacity} metrics look alike" in text
     assert len({(s.colour, s.linestyle, s.marker) for s in metric_styles(synthetic_names(capacity)).values()}) \
         == capacity
+
+
+def test_robustness_size_axis_has_integer_ticks():
+    from matplotlib.figure import Figure
+
+    from reports.robustness_figures import draw_curve
+
+    ax = Figure().add_subplot()
+    rows = pd.DataFrame({"s": np.repeat([20, 40, 80], 4), "distance": np.random.default_rng(0).uniform(size=12)})
+    draw_curve(ax, rows, 0.5)
+    assert list(ax.get_xticks()) == [20, 40, 80]
