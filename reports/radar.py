@@ -116,7 +116,8 @@ def radar_small_multiples(summary: pd.DataFrame, *, axes=None, ncols: int | None
     labels, styles = metric_labels(summary), metric_styles(means.index)
     ncols = ncols or min(6, len(metrics))
     nrows = math.ceil(len(metrics) / ncols)
-    fig = Figure(figsize=(2.4 * ncols, 2.6 * nrows + 0.6), layout="constrained")
+    fig = Figure(figsize=(2.4 * ncols, 2.9 * nrows + 0.6), layout="constrained")
+    fig.get_layout_engine().set(hspace=0.12)  # polar axis labels stick out of the axes: room for them
     grid = fig.subplots(nrows, ncols, squeeze=False, subplot_kw={"projection": "polar"})
     for index, (ax, metric) in enumerate(zip(grid.flat, metrics)):
         _polar(ax, list(means.columns), fontsize=9, radial_labels=index == 0)

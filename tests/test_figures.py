@@ -103,7 +103,7 @@ def test_heatmap_labels_legible_and_apart(count):
     ax = fig.axes[0]
     assert len(ax.get_yticklabels()) == count + 2
     assert_apart(ax.get_yticklabels(), renderer, "heatmap row labels")
-    assert_apart(ax.get_xticklabels(), renderer, "heatmap column headers")
+    assert_apart([*ax.get_xticklabels(), ax.title], renderer, "heatmap column headers and title")
     assert_legible(fig)
     assert len(ax.texts) == (count + 2) * 9  # a value in every cell: 9 measures incl. T
     image = ax.get_images()[0].get_array()
@@ -155,7 +155,12 @@ def test_radar_accepts_s_i_and_ifc_axes_and_marks_missing_not_zero():
 
 def test_overlaid_radar_shows_a_few_and_bounds_as_grey_outlines():
     summary = synthetic_summary(18, bounds=True)
-    legend = [t.get_text() for t in overlaid_radar(summary).axes[0].get_legend().get_texts()]
+    fig = overlaid_radar(summary)
+    ax = fig.axes[0]
+    assert_apart([*ax.get_xticklabels(), ax.title, *fig.texts, *ax.get_legend().get_texts()], rendered(fig),
+                  "radar labels, title, caption and legend")
+    assert_legible(fig)
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
     assert len([name for name in legend if name not in map(bound_label, BOUNDS)]) == 6
     chosen = overlaid_radar(summary, metrics=["zipf_04", "chi_05", "irpr_06"])
     legend = [t.get_text() for t in chosen.axes[0].get_legend().get_texts()]
@@ -172,7 +177,8 @@ def test_small_multiples_one_panel_per_metric_legible(count):
     panels = [ax for ax in fig.axes if ax.get_visible()]
     assert len(panels) == count
     renderer = rendered(fig)
-    assert_apart([ax.title for ax in panels], renderer, "panel titles")
+    assert_apart([ax.title for ax in panels] + [t for ax in panels for t in ax.get_xticklabels()], renderer,
+                 "panel titles and axis labels")
     assert_legible(fig)
     assert all(ax.get_ylim() == (0.0, 1.0) for ax in panels)
     for ax in panels:  # the ceiling dashed and the floor dotted, behind every metric
