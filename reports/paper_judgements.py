@@ -55,7 +55,7 @@ def accuracy(i, j, distance, k: int, *, tie: str = "half", weighted: bool = Fals
         raise ValueError(f"counting {counting!r} must be 'distinct' or 'paths'")
     d = {(int(a), int(b)): float(v) for a, b, v in zip(i, j, distance)}
     table = containments(k)
-    missing = [(a, b) for a, b in zip(table["i"], table["j"]) if (a, b) not in d]
+    missing = [(a, b) for a in range(1, k + 1) for b in range(a + 1, k + 1) if (a, b) not in d]
     if missing:
         raise ValueError(f"distances of a k={k} collection lack the pair {missing[0]}")
     outer = np.array([d[(a, b)] for a, b in zip(table["i"], table["j"])])
