@@ -176,7 +176,7 @@ def fields(folder: Path = FOLDER) -> dict[str, str]:
         "compcor_sentence": compcor_sentence(diag), "embedding_sentence": embedding_sentence(diag),
         "conclusion_sentence": conclusion_sentence(diag),
     }
-    for key in ("mauve", "chi", "weakest", "fid", "falls", "classifier", "dc", "higher", "saturation"):
+    for key in ("mauve", "chi", "weakest", "fid", "falls", "classifier", "dc", "higher", "saturation", "linearity"):
         out[f"{key}_sentence"] = getattr(say, f"{key}_sentence")(ours, paper)
     return out
 

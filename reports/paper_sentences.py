@@ -114,6 +114,14 @@ def falls_sentence(ours, paper) -> str:
             if rises else f"Every one of the {len(mine)} values falls from k = 7 to k = 12.")
 
 
+def linearity_sentence(ours, paper) -> str:
+    low = float(paper["L"].min())
+    if low > 0:
+        return (f"Either way the ranking is the same: every L in the paper's table is positive (the smallest is "
+                f"{num(low)}), and squaring a positive r keeps the order of metrics.")
+    return f"The paper's smallest L is {num(low)}: squaring a negative r changes the order, so Spearman on L differs."
+
+
 def classifier_sentence(ours, paper) -> str:
     p, k = SETTINGS[0]
     r_ours, r_paper = rank(ours, p, k, "rho", "classifier"), rank(paper, p, k, "rho", "classifier")
@@ -164,7 +172,7 @@ def tie_sentence(variants) -> str:
     tied = share[share > 0].sort_values(ascending=False)
     if tied.empty:
         return "No two distances of a judgement are ever equal, so the tie rule never applies."
-    return (f"A tie (two equal distances in one judgement) counts ½ here; ties occur for "
+    return (f"A tie (two equal distances in one judgement) counts ½ here; in the re-run, ties occur for "
             f"{listing([f'{name(m)} (up to {100 * v:.1f}% of judgements)' for m, v in tied.items()])}, "
             f"metrics whose values take few distinct levels.")
 
