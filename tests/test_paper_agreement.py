@@ -91,6 +91,18 @@ def test_top_two_and_perfect_accuracy_sentences_match_the_csvs():
     assert f"{perfect[('atis_news', 7)]} at atis/news, k = 7" in README
 
 
+def test_fall_and_interval_sentences_match_the_csvs():
+    ours, paper = load_ours(), load_paper()
+
+    def falls(frame):
+        merged = frame[frame["k"] == 7].merge(frame[frame["k"] == 12], on=["pair", "metric"], suffixes=("7", "12"))
+        return sum(int((merged[f"{m}12"] < merged[f"{m}7"]).sum()) for m in ["A", "Aw", "rho", "omega2", "L"])
+
+    assert f"{falls(ours)} of 80 values fall here and {falls(paper)} of 80 in the paper" in README
+    half = pd.concat([(ours[f"{m}_ci_high"] - ours[f"{m}_ci_low"]) / 2 for m in ["A", "Aw", "rho", "omega2", "L"]])
+    assert f"half-widths run from {half.min():.3f} to {half.max():.3f}".replace("0.", ".") in README
+
+
 def test_old_false_sentences_are_gone():
     for false in ("Every measure falls from k = 7 to k = 12", "no metric in this table produces ties",
                   "MAUVE is among the top two metrics on ρ, ω² and L in every setting",
