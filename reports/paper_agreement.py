@@ -192,7 +192,7 @@ def fields(folder: Path = FOLDER) -> dict[str, str]:
     ours, paper, variants = load_ours(folder), load_paper(folder), load_variants(folder)
     diag = diagnoses(ours, paper, variants)
     out = {
-        "gap_exact": num(rerun_gap(ours, variants, ["pr", "dc", "fid", "irpr"]), 6),
+        "gap_exact": f"{rerun_gap(ours, variants, ['pr', 'dc', 'fid', 'irpr']):.0e}",
         "gap_lexical": num(rerun_gap(ours, variants, ["chi", "zipf"])),
         "gap_amplify": num(rerun_gap(ours, variants, ["mauve", "classifier"])),
         "agreement_table": agreement_table(agreement(ours, paper)),
