@@ -4,6 +4,7 @@ import itertools
 import re
 import shutil
 from functools import lru_cache
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -187,3 +188,24 @@ def test_generator_reads_no_bench():
     for module in ("paper_agreement", "paper_diagnosis", "paper_judgements", "paper_sentences", "paper_distances"):
         source = (PROJECT_ROOT / "reports" / f"{module}.py").read_text()
         assert not re.search(r"^\s*(from|import) bench", source, re.MULTILINE), module
+
+
+PAPER_TEXT = Path("/work/shared/papers/004_09c39c25d8f95eba.txt")
+
+
+@pytest.mark.skipif(not PAPER_TEXT.is_file(), reason="the paper's text is not on this machine")
+def test_transcription_equals_the_papers_table_3():
+    """Each of Table 3's 16 metric lines (tab-separated: A, A^w, T, rho, W, L at k = 7, 12; then S, I)."""
+    short = {"CHI": "chi", "CLS.": "classifier", "DC": "dc", "FID": "fid", "IRPR": "irpr", "MUV.": "mauve",
+             "PR": "pr", "ZIPF": "zipf"}
+    text = PAPER_TEXT.read_text()
+    body = text[:text.index("Table 3: Summary")].rsplit("$\\mathcal{I}(d)$", 1)[1]
+    lines = [re.sub(r"</?b>", "", line).split("\t") for line in body.splitlines() if line.split("\t")[0] in short]
+    assert len(lines) == 16
+    paper = pd.read_csv(FOLDER / "paper_table3_values.csv").set_index(["pair", "k", "metric"])
+    for n, cells in enumerate(lines):
+        pair, numbers = ("clinc150_banking77" if n < 8 else "atis_yahoo"), [float(c) for c in cells[1:]]
+        for column, k in enumerate((7, 12)):
+            row = paper.loc[(pair, k, short[cells[0]])]
+            expected = [numbers[2 * m + column] for m in range(6)] + numbers[12:14]
+            assert list(row[["A", "Aw", "T100", "rho", "omega2", "L", "S", "I"]]) == expected, (pair, k, cells[0])
