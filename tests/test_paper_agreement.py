@@ -209,3 +209,15 @@ def test_transcription_equals_the_papers_table_3():
             row = paper.loc[(pair, k, short[cells[0]])]
             expected = [numbers[2 * m + column] for m in range(6)] + numbers[12:14]
             assert list(row[["A", "Aw", "T100", "rho", "omega2", "L", "S", "I"]]) == expected, (pair, k, cells[0])
+
+
+def test_compcor_style_classifier_scores_separable_corpora_one():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("compcor_run", FOLDER / "compcor_classifier_run.py")
+    run = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(run)
+    rng = np.random.default_rng(0)
+    far = run.split_f1(rng.normal(0, 1, (100, 8)), rng.normal(20, 1, (100, 8)), np.random.default_rng(1))
+    same = run.split_f1(rng.normal(0, 1, (100, 8)), rng.normal(0, 1, (100, 8)), np.random.default_rng(1))
+    assert far == 1.0 and same < 0.8
