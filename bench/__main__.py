@@ -100,15 +100,20 @@ def last_line(out_dir: Path, report: Path | None) -> str:
 
 
 def fail(message: str) -> NoReturn:
-    """Log ``message`` and exit non-zero, printing each of its lines as `error: ...` without a traceback."""
-    log.error("%s", message)
+    """Log ``message`` (to the log file: the console gets it once, below) and exit non-zero, printing each of
+    its lines as `error: ...` without a traceback."""
+    to_log_file(log.makeRecord(log.name, logging.ERROR, __file__, 0, "%s", (message,), None))
     raise SystemExit("\n".join(f"error: {line}" for line in message.splitlines()))
 
 
 def log_traceback_to_file(exc: BaseException) -> None:
     """The traceback of ``exc`` into the run's log file only (at debug level), not onto the console."""
-    record = log.makeRecord(log.name, logging.DEBUG, __file__, 0, "traceback of the error below", (),
-                            (type(exc), exc, exc.__traceback__))
+    to_log_file(log.makeRecord(log.name, logging.DEBUG, __file__, 0, "traceback of the error below", (),
+                               (type(exc), exc, exc.__traceback__)))
+
+
+def to_log_file(record: logging.LogRecord) -> None:
+    """``record`` into the run's log file only, not onto the console."""
     for handler in logging.getLogger().handlers:
         if isinstance(handler, logging.FileHandler):
             handler.handle(record)
