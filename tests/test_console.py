@@ -18,14 +18,16 @@ WARNING_LINE = re.compile(r"Warning|WARNING|please provide")
 BAR = re.compile(r"(evaluation/s|s/evaluation|text/s|s/text)\]")
 
 
-def run_app(out: Path, cache: Path, *overrides: str) -> str:
-    """`python -m bench` on a small KSC run with mauve (its faiss k-means warns on 40 points) and chi;
-    returns stdout and stderr as one stream, in the order they were written."""
+#: A small KSC run with mauve (its faiss k-means warns on 40 points) and chi.
+KSC = ("k=4", "n=20", "repetitions=5", "metrics=[mauve,chi]")
+
+
+def run_app(out: Path, cache: Path, *overrides: str, task: tuple[str, ...] = KSC) -> str:
+    """`python -m bench` on ``task``; returns stdout and stderr as one stream, in the order they were written."""
     env = {**os.environ, "BENCH_CACHE_DIR": str(cache)}
     env.pop("TOKENIZERS_PARALLELISM", None)
     proc = subprocess.run(
-        [sys.executable, "-m", "bench", "k=4", "n=20", "repetitions=5", "metrics=[mauve,chi]",
-         f"hydra.run.dir={out}", *overrides],
+        [sys.executable, "-m", "bench", *task, f"hydra.run.dir={out}", *overrides],
         cwd=PROJECT_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=600,
         check=False)
     assert proc.returncode == 0, proc.stdout[-3000:]
@@ -36,7 +38,7 @@ def test_a_run_shows_no_warning_logs_them_and_ends_with_its_report(tmp_path, cac
     out = tmp_path / "run"
     console = run_app(out, cache_dir)  # progress left at auto: a pipe is not a terminal
     lines = [line for line in console.splitlines() if line.strip()]
-    assert [line for line in lines if WARNING_LINE.search(line)] == []
+    assert warning_lines(console) == []
     assert not BAR.search(console), "progress=auto drew bars on a pipe"
     log = (out / "__main__.log").read_text()
     assert "please provide at least" in log  # faiss's C-level warning, printed by a worker process
@@ -52,7 +54,21 @@ def test_forced_bars_show_rates_of_embedding_and_evaluations(tmp_path):
     assert re.search(r"embedding: 100%.*(text/s|s/text)\]", console)
     # 4 corpora give 6 pairs, each of 5 repetitions, for 2 metrics
     assert re.search(r"ksc evaluations: 100%.*\b60/60\b.*(evaluation/s|s/evaluation)\]", console)
-    assert [line for line in console.replace("\r", "\n").splitlines() if WARNING_LINE.search(line)] == []
+    assert warning_lines(console) == []
+
+
+def warning_lines(console: str) -> list[str]:
+    return [line for line in console.replace("\r", "\n").splitlines() if WARNING_LINE.search(line)]
+
+
+@pytest.mark.slow  # fine-tunes and samples the real SmolLM2: about 90 s
+def test_ifc_training_shows_steps_per_second_and_no_warning(tmp_path, cache_dir, mirror_dir):
+    console = run_app(tmp_path / "ifc", cache_dir, "progress=true", task=(
+        "task=ifc", "ifc.iterations=1", "ifc.train_per_step=32", "ifc.corpus_size=24", "ifc.repetitions=2",
+        "ifc.batch_size=16", "metrics=[chi]", "lm.device=cpu", f"data.mirror={mirror_dir}"))
+    assert re.search(r"fine-tuning step 1: 100%.*\b2/2\b.*(step/s|s/step)", console)  # 32 texts, 16 a batch
+    assert re.search(r"sampling g_1: 100%.*(text/s|s/text)", console)
+    assert warning_lines(console) == []
 
 
 def test_third_party_records_and_python_warnings_go_to_the_log_file_only(tmp_path):
