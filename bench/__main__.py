@@ -12,6 +12,7 @@ import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
+from bench.console import setup_run_console
 from bench.errors import BenchError, ConfigError
 from bench.tasks.config import (
     CONF_DIR,  # importing bench.tasks.config also registers the ${shipped:} and ${checkout:} resolvers
@@ -53,7 +54,8 @@ def run_task(cfg: DictConfig, out_dir: Path):
 # against the calling module, which the console script `textmetric-bench` makes a package ("pkg://conf", not found).
 @hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name="config")
 def app(cfg: DictConfig) -> None:
-    out_dir = Path(HydraConfig.get().runtime.output_dir)
+    out_dir = Path(HydraConfig.get().runtime.output_dir).absolute()
+    setup_run_console(progress_setting(cfg))
     try:
         result = run_task(cfg, out_dir)
     except BenchError as exc:
@@ -61,10 +63,12 @@ def app(cfg: DictConfig) -> None:
     except OSError as exc:  # a full disk, a read-only or forbidden directory met mid-run
         log_traceback_to_file(exc)
         fail(os_error_message(exc, cfg, out_dir))
+    report = None
     try:  # the HTML report of this run; a failure here must not hide the results
         from reports.html import build_report
 
         build_report([out_dir], out_dir)
+        report = out_dir / "report.html"
     except Exception as exc:
         log.warning("could not build report.html: %s", exc)
     table = result.files.get("table3_md") or result.files.get("perturbation_md")
@@ -76,21 +80,40 @@ def app(cfg: DictConfig) -> None:
         print(Path(result.files["check_md"]).read_text())
     if "baseline" in result.files:
         print(f"baseline written to {result.files['baseline']}")
-    print(f"outputs written to {out_dir}")
+    sys.stderr.flush()
+    print(last_line(out_dir, report), flush=True)
     if getattr(result, "passed", True) is False:
         raise SystemExit(1)
 
 
+def progress_setting(cfg: DictConfig) -> object:
+    """The ``progress`` value (auto, true or false); a wrong one is reported by the config validation."""
+    value = cfg.get("progress", "auto")
+    return value if isinstance(value, bool) or str(value).lower() in ("auto", "true", "false") else "auto"
+
+
+def last_line(out_dir: Path, report: Path | None) -> str:
+    """The run's last console line: where its report (or, without one, its results) is, as an absolute path."""
+    if report is not None and report.is_file():
+        return f"report: {report} (all outputs in {out_dir})"
+    return f"outputs written to {out_dir}"
+
+
 def fail(message: str) -> NoReturn:
-    """Log ``message`` and exit non-zero, printing each of its lines as `error: ...` without a traceback."""
-    log.error("%s", message)
+    """Log ``message`` (to the log file: the console gets it once, below) and exit non-zero, printing each of
+    its lines as `error: ...` without a traceback."""
+    to_log_file(log.makeRecord(log.name, logging.ERROR, __file__, 0, "%s", (message,), None))
     raise SystemExit("\n".join(f"error: {line}" for line in message.splitlines()))
 
 
 def log_traceback_to_file(exc: BaseException) -> None:
     """The traceback of ``exc`` into the run's log file only (at debug level), not onto the console."""
-    record = log.makeRecord(log.name, logging.DEBUG, __file__, 0, "traceback of the error below", (),
-                            (type(exc), exc, exc.__traceback__))
+    to_log_file(log.makeRecord(log.name, logging.DEBUG, __file__, 0, "traceback of the error below", (),
+                               (type(exc), exc, exc.__traceback__)))
+
+
+def to_log_file(record: logging.LogRecord) -> None:
+    """``record`` into the run's log file only, not onto the console."""
     for handler in logging.getLogger().handlers:
         if isinstance(handler, logging.FileHandler):
             handler.handle(record)

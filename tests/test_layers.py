@@ -12,8 +12,9 @@ import pytest
 #: bench's layers, top first: a module imports only from its own layer, the layers above it and BASE.
 LAYERS = ["bench.api", "bench.data", "bench.features", "bench.collections", "bench.measures", "bench.engine",
           "bench.tasks", "bench.__main__"]
-#: Leaf modules every layer may use: the package root (version, paths), the error types, atomic files.
-BASE = {"bench", "bench.errors", "bench.files"}
+#: Leaf modules every layer may use: the package root (version, paths), the error types, atomic files,
+#: the console (logging routes and progress bars).
+BASE = {"bench", "bench.errors", "bench.files", "bench.console"}
 
 
 @pytest.fixture(scope="module")

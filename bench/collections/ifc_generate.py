@@ -30,9 +30,9 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 import numpy as np
-from tqdm.auto import tqdm
 
 from bench.collections.seeds import repetition_seed
+from bench.console import adopt_library_loggers, progress_bar
 from bench.data.card_schema import Normalisation
 from bench.data.corpora import normalise_texts
 from bench.errors import ConfigError
@@ -83,7 +83,7 @@ def fine_tune_step(model, tokenizer, texts: Sequence[str], *, learning_rate: flo
     optimiser = torch.optim.AdamW(model.parameters(), lr=learning_rate, weight_decay=0.0)
     model.train()
     losses = []
-    bar = tqdm(total=len(seqs), desc=desc, unit="text", disable=not progress, leave=False)
+    bar = progress_bar(-(-len(seqs) // batch_size), desc=desc, unit="step", enabled=progress, leave=False)
     for start in range(0, len(seqs), batch_size):
         ids, mask, labels = padded_batch(seqs[start:start + batch_size], tokenizer.pad_token_id)
         loss = model(input_ids=ids.to(device), attention_mask=mask.to(device), labels=labels.to(device)).loss
@@ -92,8 +92,8 @@ def fine_tune_step(model, tokenizer, texts: Sequence[str], *, learning_rate: flo
         optimiser.step()
         optimiser.zero_grad(set_to_none=True)
         losses.append(float(loss.detach()))
-        bar.update(len(ids))
-        bar.set_postfix(loss=f"{losses[-1]:.3f}")
+        bar.update()
+        bar.set_postfix(loss=f"{losses[-1]:.3f}", refresh=False)
     bar.close()
     model.eval()
     return float(np.mean(losses)) if losses else float("nan")
@@ -118,7 +118,7 @@ def sample_corpus(model, tokenizer, n: int, *, token_lengths: Sequence[int], top
     eos = tokenizer.eos_token_id
     kept: dict[str, None] = {}
     drawn = cut = 0
-    bar = tqdm(total=n, desc=desc, unit="text", disable=not progress, leave=False)
+    bar = progress_bar(n, desc=desc, unit="text", enabled=progress, leave=False)
     while len(kept) < n and drawn < max_rounds * n:
         size = min(batch_size, n - len(kept), max_rounds * n - drawn)
         prompt = torch.full((size, 1), bos, dtype=torch.long, device=device)
@@ -220,12 +220,13 @@ def generate_ifc(plan: GenerationPlan, gen_dir: Path | str, *, training_pool: Se
     saved_step = saved["step"] if saved else None
     losses: dict[str, float] = saved["losses"] if saved else {}  # training loss of each step, by step
     step = saved_step
-    bar = tqdm(total=len(todo), desc="IFC iterations", unit="corpus", disable=not progress)
+    bar = progress_bar(len(todo), desc="IFC iterations", unit="corpus", enabled=progress)
     for i in todo:
         train_seconds = 0.0
         if model is None or step > i:  # (re)start from the nearest saved state not past step i
             use_saved = saved_step is not None and saved_step <= i
             model, tokenizer = load_model(gen_dir / "checkpoint" if use_saved else None)
+            adopt_library_loggers()
             step = saved_step if use_saved else 0
         while step < i:
             step += 1

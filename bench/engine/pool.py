@@ -18,6 +18,7 @@ from typing import Callable, Iterator, Mapping
 from pebble import ProcessExpired, ProcessPool
 
 from bench.api.context import current_context
+from bench.console import log_file
 from bench.engine import worker
 from bench.engine.jobs import CRASH, ERROR, TIMEOUT, Outcome, failure
 from bench.errors import BenchError
@@ -66,7 +67,7 @@ class EvaluationPool:
         self._restore_start_method = _standard_start_method()
         self.pool = ProcessPool(max_workers=size, initializer=worker.initialize, context=mp.get_context("spawn"),
                                 initargs=(str(store_dir) if store_dir else None, _pickled(metrics), blas_threads,
-                                          current_context(), timeout))
+                                          current_context(), timeout, _log_path()))
         pings = [self.pool.schedule(worker.ping) for _ in range(size)]
         done, waiting = cf.wait(pings, timeout=start_timeout)
         if waiting:
@@ -101,6 +102,12 @@ class EvaluationPool:
         self.pool.stop()
         self.pool.join()
         self._restore_start_method()
+
+
+def _log_path() -> str | None:
+    """The run's log file, where the workers write what they print (None: they keep the parent's stderr)."""
+    path = log_file()
+    return str(path) if path is not None else None
 
 
 def _standard_start_method() -> Callable[[], None]:

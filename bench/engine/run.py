@@ -9,9 +9,8 @@ import tempfile
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
-from tqdm.auto import tqdm
-
 from bench.api.registry import MetricInfo
+from bench.console import progress_bar
 from bench.engine import worker
 from bench.engine.jobs import Job, Outcome
 from bench.engine.pool import EvaluationPool
@@ -83,7 +82,7 @@ def run_jobs(
     if len(jobs) > len(todo) or retried:
         log.info("resuming: %d of %d evaluations already done%s", len(jobs) - len(todo), len(jobs),
                  f"; retrying {retried} that failed" if retried else "")
-    bar = tqdm(total=len(jobs), initial=len(jobs) - len(todo), desc=desc, unit="pair", disable=not progress)
+    bar = progress_bar(len(jobs), initial=len(jobs) - len(todo), desc=desc, unit="evaluation", enabled=progress)
     if result_log is not None and todo:
         result_log.open()
 

@@ -10,6 +10,7 @@ shared preparations that the first call computed are dropped from the worker's m
 computed again warm: their recorded cost, charged to every later evaluation that reuses them
 (``bench.api.sharing``), holds no one-time costs either. The repetition's seconds are its own
 compute plus the full cost of the preparations it used, as for any evaluation.
+A worker of a run that has a log file writes everything it prints there (``bench.console``).
 """
 
 from __future__ import annotations
@@ -27,16 +28,22 @@ WARM_UP_SECONDS = 2.0
 _state: dict = {}
 
 
-def initialize(store_dir, pickled_metrics: dict, blas_threads: int, context, timeout) -> None:
-    """Pool initializer: never raises (a raising initializer would make the pool respawn forever)."""
+def initialize(store_dir, pickled_metrics: dict, blas_threads: int, context, timeout, log_path=None) -> None:
+    """Pool initializer: never raises (a raising initializer would make the pool respawn forever).
+
+    With ``log_path`` (the run's log file), the worker's output and warnings go there, not to the console.
+    """
     from threadpoolctl import threadpool_limits
 
     from bench.api.context import use_context
     from bench.api.sharing import sharing
+    from bench.console import send_process_output_to
 
     _state.clear()
     _state.update(metrics={}, broken={}, warm=set(), timeout=timeout)
     try:
+        if log_path is not None:
+            send_process_output_to(log_path)
         scope = ExitStack()
         scope.enter_context(use_context(context))
         scope.enter_context(threadpool_limits(blas_threads, user_api="blas"))

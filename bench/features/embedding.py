@@ -17,6 +17,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from bench.console import adopt_library_loggers, progress_bar
 from bench.errors import EmbeddingError
 from bench.features.shard_cache import VectorCache, slug, text_key
 
@@ -41,25 +42,31 @@ class Embedder:
     encode: Callable[[list[str]], np.ndarray]
     cache: EmbeddingCache | None = None
     stats: dict[str, int] = field(default_factory=lambda: {"encoded": 0, "cached": 0})
+    progress: bool = True  # a bar (texts/s) while texts are encoded, as bench.console.progress_bar allows
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Vectors of ``texts`` in order, shape (len(texts), dim)."""
         texts = list(texts)
         keys = [text_key(t) for t in texts]
+        distinct = dict(zip(keys, texts))
+        cached = len(self.cache.get(list(distinct))) if self.cache is not None else 0
         encoded = 0
+        bar = progress_bar(len(distinct) - cached, desc="embedding", unit="text",
+                           enabled=self.progress and len(distinct) > cached)
 
         def encode_counted(batch: list[str]) -> np.ndarray:
             nonlocal encoded
             vectors = self._encode_checked(batch)
             encoded += len(batch)
+            bar.update(len(batch))
             return vectors
 
-        if self.cache is not None:
-            found = self.cache.get_or_compute(keys, texts, encode_counted, chunk=CHUNK,
-                                              label=f"embedding with {self.model_id}")
-        else:
-            distinct = dict(zip(keys, texts))
-            found = dict(zip(distinct, encode_counted(list(distinct.values())))) if distinct else {}
+        with bar:
+            if self.cache is not None:
+                found = self.cache.get_or_compute(keys, texts, encode_counted, chunk=CHUNK,
+                                                  label=f"embedding with {self.model_id}")
+            else:
+                found = dict(zip(distinct, encode_counted(list(distinct.values())))) if distinct else {}
         self.stats["encoded"] += encoded
         self.stats["cached"] += len(set(keys)) - encoded
         if not texts:
@@ -164,6 +171,7 @@ def sentence_transformer(
             from sentence_transformers import SentenceTransformer
 
             state["model"] = SentenceTransformer(path, device=device)
+            adopt_library_loggers()  # transformers, imported just now, prints through its own handler
         return state["model"].encode(  # type: ignore[union-attr]
             texts, batch_size=batch_size, show_progress_bar=show_progress, convert_to_numpy=True
         )

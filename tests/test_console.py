@@ -1,0 +1,108 @@
+"""The console of a run (README "Console, log file and progress"): no third-party warning on it, all of them
+in the run's log file, progress bars only where they belong, and a last line naming the report."""
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bench import PROJECT_ROOT
+from bench.console import bars_shown, progress_mode, set_progress
+
+#: What a warning line of a library looks like: Python's "UserWarning: ...", faiss's "WARNING clustering ...".
+WARNING_LINE = re.compile(r"Warning|WARNING|please provide")
+#: The rate column of a tqdm bar drawn by the harness.
+BAR = re.compile(r"(evaluation/s|s/evaluation|text/s|s/text)\]")
+
+
+#: A small KSC run with mauve (its faiss k-means warns on 40 points) and chi.
+KSC = ("k=4", "n=20", "repetitions=5", "metrics=[mauve,chi]")
+
+
+def run_app(out: Path, cache: Path, *overrides: str, task: tuple[str, ...] = KSC) -> str:
+    """`python -m bench` on ``task``; returns stdout and stderr as one stream, in the order they were written."""
+    env = {**os.environ, "BENCH_CACHE_DIR": str(cache)}
+    env.pop("TOKENIZERS_PARALLELISM", None)
+    proc = subprocess.run(
+        [sys.executable, "-m", "bench", *task, f"hydra.run.dir={out}", *overrides],
+        cwd=PROJECT_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=600,
+        check=False)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    return proc.stdout
+
+
+def test_a_run_shows_no_warning_logs_them_and_ends_with_its_report(tmp_path, cache_dir):
+    out = tmp_path / "run"
+    console = run_app(out, cache_dir)  # progress left at auto: a pipe is not a terminal
+    lines = [line for line in console.splitlines() if line.strip()]
+    assert warning_lines(console) == []
+    assert not BAR.search(console), "progress=auto drew bars on a pipe"
+    log = (out / "__main__.log").read_text()
+    assert "please provide at least" in log  # faiss's C-level warning, printed by a worker process
+    assert "faiss.loader" not in console and "faiss.loader" in log
+    last = re.fullmatch(r"report: (\S+) \(all outputs in (\S+)\)", lines[-1])
+    assert last, f"last console line does not name the report: {lines[-1]!r}"
+    report = Path(last.group(1))
+    assert report.is_absolute() and report.is_file() and report.parent == out.resolve()
+
+
+def test_forced_bars_show_rates_of_embedding_and_evaluations(tmp_path):
+    console = run_app(tmp_path / "run", tmp_path / "fresh-cache", "progress=true")  # every text is embedded
+    assert re.search(r"embedding: 100%.*(text/s|s/text)\]", console)
+    # 4 corpora give 6 pairs, each of 5 repetitions, for 2 metrics
+    assert re.search(r"ksc evaluations: 100%.*\b60/60\b.*(evaluation/s|s/evaluation)\]", console)
+    assert warning_lines(console) == []
+
+
+def warning_lines(console: str) -> list[str]:
+    return [line for line in console.replace("\r", "\n").splitlines() if WARNING_LINE.search(line)]
+
+
+@pytest.mark.slow  # fine-tunes and samples the real SmolLM2: about 90 s
+def test_ifc_training_shows_steps_per_second_and_no_warning(tmp_path, cache_dir, mirror_dir):
+    console = run_app(tmp_path / "ifc", cache_dir, "progress=true", task=(
+        "task=ifc", "ifc.iterations=1", "ifc.train_per_step=32", "ifc.corpus_size=24", "ifc.repetitions=2",
+        "ifc.batch_size=16", "metrics=[chi]", "lm.device=cpu", f"data.mirror={mirror_dir}"))
+    assert re.search(r"fine-tuning step 1: 100%.*\b2/2\b.*(step/s|s/step)", console)  # 32 texts, 16 a batch
+    assert re.search(r"sampling g_1: 100%.*(text/s|s/text)", console)
+    assert warning_lines(console) == []
+
+
+def test_third_party_records_and_python_warnings_go_to_the_log_file_only(tmp_path):
+    """The shipped logging config (conf/hydra/job_logging/bench.yaml) with setup_run_console, in a fresh process."""
+    code = f"""
+import logging.config, warnings, yaml
+from bench.console import setup_run_console
+config = yaml.safe_load(open({str(PROJECT_ROOT / 'conf/hydra/job_logging/bench.yaml')!r}))
+config["handlers"]["file"]["filename"] = {str(tmp_path / 'run.log')!r}
+logging.config.dictConfig(config)
+setup_run_console("auto")
+warnings.warn("a library's deprecation notice", FutureWarning)
+logging.getLogger("sklearn.cluster").warning("a library's warning record")
+logging.getLogger("bench.tasks.ksc").info("our own message")
+"""
+    proc = subprocess.run([sys.executable, "-c", code], cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=120,
+                          check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "" and proc.stderr.strip() == "INFO bench.tasks.ksc: our own message"
+    log = (tmp_path / "run.log").read_text()
+    assert "FutureWarning: a library's deprecation notice" in log and "a library's warning record" in log
+
+
+@pytest.mark.parametrize("mode,enabled,shown", [("false", True, False), ("true", True, True), (True, False, False),
+                                                ("auto", True, False)])
+def test_progress_modes(mode, enabled, shown):
+    """Under pytest stderr is captured, not a terminal, so auto draws nothing."""
+    try:
+        set_progress(mode)
+        assert bars_shown(enabled) is shown
+    finally:
+        set_progress("auto")
+
+
+def test_a_bad_progress_value_is_named():
+    with pytest.raises(ValueError, match="progress='maybe'"):
+        progress_mode("maybe")

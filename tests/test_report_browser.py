@@ -1,0 +1,116 @@
+"""Every page and figure of a report, opened in headless Chromium as a reader opens it (issue 18 item 8).
+
+The report comes from a real two-run sweep of every default metric (`python -m bench -m ...`), built by the public entry point
+`python -m reports SWEEP --out DIR` (README "Reading the report"). Each page reachable from report.html
+by a local link is checked on a 1280 px wide viewport: no console error or uncaught exception, no failed
+request, no horizontal overflow of the page (a wide table may scroll inside its own box), every image
+loaded. Each figure file the report wrote is opened on its own as well.
+"""
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from urllib.parse import unquote, urlparse
+
+import pytest
+
+from bench import PROJECT_ROOT
+
+CHROMIUM = next((path for path in (shutil.which("chromium"), shutil.which("chromium-browser"), "/usr/bin/chromium")
+                 if path and Path(path).is_file()), None)
+pytestmark = [pytest.mark.slow,  # two runs of every default metric: about 3 minutes
+              pytest.mark.skipif(CHROMIUM is None, reason="no Chromium found (chromium, chromium-browser or "
+                                                          "/usr/bin/chromium); Debian: apt-get install chromium")]
+VIEWPORT = {"width": 1280, "height": 800}
+FIGURES = (".png", ".svg")
+
+
+def run(*args: str, env: dict) -> None:
+    proc = subprocess.run([sys.executable, *args], cwd=PROJECT_ROOT, env=env, capture_output=True, text=True,
+                          timeout=600, check=False)
+    assert proc.returncode == 0, f"{' '.join(args)}:\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}"
+
+
+@pytest.fixture(scope="module")
+def report_dir(tmp_path_factory, cache_dir) -> Path:
+    root = tmp_path_factory.mktemp("browser")
+    env = {**os.environ, "BENCH_CACHE_DIR": str(cache_dir)}
+    # every default metric, as the layout must hold at that many rows, columns and radar axes
+    run("-m", "bench", "-m", "k=4,5", "n=12", "repetitions=2", "metrics=default", "progress=false",
+        f"hydra.sweep.dir={root / 'sweep'}", env=env)
+    run("-m", "reports", str(root / "sweep"), "--out", str(root / "report"), env=env)
+    return root / "report"
+
+
+@pytest.fixture(scope="module")
+def browser():
+    # the dev extra; it drives the system Chromium and downloads no browser
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
+        yield chromium
+        chromium.close()
+
+
+def open_page(browser, url: str):
+    """(page, problems): the page loaded at ``url`` and the console errors, exceptions and failed requests met."""
+    page = browser.new_page(viewport=VIEWPORT)
+    problems: list[str] = []
+    page.on("console", lambda msg: problems.append(f"console {msg.type}: {msg.text}") if msg.type == "error"
+            else None)
+    page.on("pageerror", lambda exc: problems.append(f"uncaught: {exc}"))
+    page.on("requestfailed", lambda req: problems.append(f"request failed: {req.url[:120]} ({req.failure})"))
+    page.goto(url, wait_until="load")
+    page.wait_for_load_state("networkidle")
+    return page, problems
+
+
+def local_pages(page, report: Path) -> list[Path]:
+    """The HTML files under ``report`` that ``page`` links to."""
+    hrefs = page.eval_on_selector_all("a[href]", "links => links.map(a => a.href)")
+    out = []
+    for href in hrefs:
+        url = urlparse(href)
+        path = Path(unquote(url.path))
+        if url.scheme == "file" and path.suffix == ".html" and path.is_relative_to(report) and path.is_file():
+            out.append(path)
+    return out
+
+
+def test_every_page_loads_without_errors_overflow_or_broken_images(browser, report_dir):
+    start = report_dir / "report.html"
+    assert start.is_file(), f"python -m reports wrote no {start}"
+    todo, seen, checked_images = [start], set(), 0
+    while todo:
+        path = todo.pop()
+        if path in seen:
+            continue
+        seen.add(path)
+        page, problems = open_page(browser, path.as_uri())
+        width = page.evaluate("[document.documentElement.scrollWidth, document.documentElement.clientWidth]")
+        images = page.evaluate("Array.from(document.images).map(i => [i.alt || i.src.slice(0, 60), i.complete,"
+                               " i.naturalWidth])")
+        assert problems == [], f"{path.name}: {problems}"
+        assert width[0] <= width[1], f"{path.name} overflows a {VIEWPORT['width']} px viewport: scrollWidth {width}"
+        broken = [name for name, complete, natural in images if not complete or natural == 0]
+        assert broken == [], f"{path.name}: images that did not load: {broken}"
+        checked_images += len(images)
+        todo.extend(local_pages(page, report_dir))
+        page.close()
+    assert checked_images > 0, "the report shows no figure at all"
+
+
+def test_every_figure_file_of_the_report_opens(browser, report_dir):
+    figures = sorted(p for p in report_dir.rglob("*") if p.suffix in FIGURES)
+    assert figures, f"the report wrote no figure file under {report_dir}"
+    for figure in figures:
+        page, problems = open_page(browser, figure.as_uri())
+        if figure.suffix == ".png":  # Chromium shows an image file as a page holding one <img>
+            size = page.evaluate("(() => { const i = document.images[0]; return i ? i.naturalWidth : 0; })()")
+        else:
+            size = page.evaluate("document.documentElement.getBoundingClientRect().width")
+        assert problems == [] and size > 0, f"{figure.relative_to(report_dir)}: {problems or 'nothing drawn'}"
+        page.close()
