@@ -15,8 +15,9 @@ from bench.errors import ConfigError
 from bench.measures.failures import per_repetition
 from bench.measures.ksc import collection_measures, zscore
 from bench.tasks.config import selected_metrics
+from bench.tasks.positions import KnownPositions, runner_with_positions
 from bench.tasks.reference import merge_reference
-from bench.tasks.skeleton import Collections, Evaluation, Scores, Task, TaskResult, task_runner
+from bench.tasks.skeleton import Collections, Evaluation, Scores, Task, TaskResult
 from bench.tasks.sources import pair_sources
 
 log = logging.getLogger(__name__)
@@ -37,7 +38,7 @@ def check_run_config(cfg: DictConfig) -> list[tuple[MetricInfo, dict]]:
     return selected_metrics(cfg)
 
 
-class KSCTask(Task, name="ksc", fields=("repetition", "i", "j")):
+class KSCTask(KnownPositions, Task, name="ksc", fields=("repetition", "i", "j")):
 
     def build(self, cfg: DictConfig, out_dir: Path) -> Collections:
         check_run_config(cfg)
@@ -49,6 +50,8 @@ class KSCTask(Task, name="ksc", fields=("repetition", "i", "j")):
                                      names=(a.name, b.name))
             for r in range(reps)]
         corpora = {f"r{r}c{c.index}": c.texts for r, coll in enumerate(collections) for c in coll}
+        self.publish_positions(corpora, {f"r{r}c{c.index}": c.known_position  # for the oracle: mixing proportions
+                                         for r, coll in enumerate(collections) for c in coll})
         evaluations = [Evaluation((r, i, j), f"r{r}c{i}", f"r{r}c{j}", r) for r in range(reps)
                        for i, j in corpus_pairs(k)]
         return Collections(corpora, evaluations,
@@ -95,4 +98,4 @@ class KSCTask(Task, name="ksc", fields=("repetition", "i", "j")):
         return files
 
 
-run_ksc = task_runner(KSCTask())
+run_ksc = runner_with_positions(KSCTask())
