@@ -126,3 +126,38 @@ def test_ksc_run_scores_oracle_at_the_ceiling(tmp_path, cache_dir):
     assert (measures.loc["oracle", "A"] == 1.0).all() and (measures.loc["oracle", "rho"] >= 0.95).all()
     again = run_ksc(cfg, tmp_path / "again")
     pd.testing.assert_series_equal(result.distances["distance"], again.distances["distance"])
+
+
+def test_oracle_is_the_ceiling_of_ifc(fortune):
+    from bench.collections.ifc import ifc_pairs, ifc_positions, reference_samples
+    from bench.measures.ifc import gap_closed, ifc_score
+
+    texts = fortune[0]
+    generated = {i: texts[20 * i:20 * i + 20] for i in range(4)}  # stand-ins for g_0..g_3: real texts
+    reference_pool = texts[100:200]
+    corpora, plan = ifc_pairs(generated, reference_pool, reference_samples(len(reference_pool), 20, 2, seed=0))
+    oracle = get_metric("oracle")
+    with known_positions({corpus_key(corpora[c]): pos for c, pos in ifc_positions(corpora).items()}):
+        d = {(kind, i, r): oracle(corpora[p], corpora[q], seed=0) for kind, i, r, p, q in plan}
+    for r in range(2):
+        iterations = sorted(i for kind, i, rep in d if kind == "generated" and rep == r)
+        curve = [d[("generated", i, r)] for i in iterations]
+        assert ifc_score(iterations, curve) == 1.0
+        assert gap_closed(curve[0], curve[-1], d[("self", -1, r)]) == 1.0
+
+
+def test_oracle_is_the_ceiling_of_size_and_imbalance(fortune):
+    from bench.collections.size_imbalance import SOURCE_POSITIONS, draw_sample_pair, sample_seed
+    from bench.measures.robustness import imbalance_robustness, size_robustness
+
+    oracle, (a, b) = get_metric("oracle"), fortune
+
+    def distance(curve, s, size_a, size_b):
+        ia, ib = draw_sample_pair(len(a), len(b), size_a, size_b, sample_seed(0, 0, curve, s))
+        pa, pb = [a[i] for i in ia], [b[i] for i in ib]
+        with known_positions({corpus_key(pa): SOURCE_POSITIONS["a"], corpus_key(pb): SOURCE_POSITIONS["b"]}):
+            return oracle(pa, pb, seed=0)
+
+    asymptotic = distance("asymptotic", 60, 60, 60)
+    assert size_robustness([distance("size", s, s, s) for s in (10, 30, 50)], asymptotic) == 1.0
+    assert imbalance_robustness([distance("imbalance", s, s, 80 - s) for s in (10, 30, 50)], asymptotic) == 1.0
