@@ -147,7 +147,11 @@ def test_oracle_is_the_ceiling_of_ifc(fortune):
 
 
 def test_oracle_is_the_ceiling_of_size_and_imbalance(fortune):
-    from bench.collections.size_imbalance import SOURCE_POSITIONS, draw_sample_pair, sample_seed
+    from bench.collections.size_imbalance import (
+        SOURCE_POSITIONS,
+        draw_sample_pair,
+        sample_seed,
+    )
     from bench.measures.robustness import imbalance_robustness, size_robustness
 
     oracle, (a, b) = get_metric("oracle"), fortune

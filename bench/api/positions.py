@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
-from typing import Iterator, Mapping, Sequence
 
 from bench.api.context import RunContext, current_context, use_context
 from bench.api.scopes import pushed

@@ -19,7 +19,14 @@ import pandas as pd
 from omegaconf import DictConfig
 
 from bench.collections.seeds import repetition_seed
-from bench.engine import CorpusStore, Job, engine_options, params_digest, result_log_for, run_jobs
+from bench.engine import (
+    CorpusStore,
+    Job,
+    engine_options,
+    params_digest,
+    result_log_for,
+    run_jobs,
+)
 from bench.errors import ConfigError
 from bench.tasks.config import build_embedder, selected_metrics
 from bench.tasks.skeleton import Collections, pair_digest

@@ -10,8 +10,8 @@ error naming the problem, recorded as its failure.
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Callable, Mapping, Sequence
 
 from omegaconf import DictConfig
 
