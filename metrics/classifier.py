@@ -114,7 +114,10 @@ def _rbf_in_place(dots: np.ndarray, a_sq: np.ndarray, b_sq: np.ndarray, gamma: f
     return np.exp(dots, out=dots)
 
 
-@metric("classifier", inputs="embeddings", symmetric=True,
+@metric("classifier", inputs="embeddings", symmetric=True, stochastic=True,
+        source="Lopez-Paz & Oquab 2016; 004 §2", value_range=(0.0, 1.0),
+        failure_modes=("small n: accuracy moves in steps of 1/(2n) and can fall below .5 by chance",
+                       "texts found in both corpora push it below .5", "fold assignment depends on the seed"),
         description="Held-out (balanced) accuracy of an RBF SVM telling the two corpora apart")
 def classifier(p, q, *, seed: int = 0, folds: int = 5, C: float = 1.0,
                max_kernel_mb: float = 512.0) -> float:

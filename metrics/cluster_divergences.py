@@ -82,14 +82,22 @@ parameters equal, or each pair is clustered once per distinct setting.
 """
 
 
-register_divergences("cluster", cluster_frontier, inputs="embeddings", notes=CLUSTERING_PARAMETERS, descriptions={
+CLUSTER_FACTS = {"stochastic": True, "failure_modes": (
+    "few clusters at small n (num_buckets = n/10): coarse histograms",
+    "Laplace smoothing dominates the histograms of small corpora", "k-means seed: the value moves with the seed")}
+
+register_divergences("cluster", cluster_frontier, inputs="embeddings", notes=CLUSTERING_PARAMETERS, **CLUSTER_FACTS,
+                     sources={suffix: f"000 eq. {eq}, §4" for suffix, eq in (("kl_forward", 5), ("kl_backward", 6),
+                                                                             ("exp_kl", 7), ("js", 8))},
+                     descriptions={
     "kl_forward": "KL(p ‖ q) of the smoothed k-means cluster histograms (000 eq. 5, §4)",
     "kl_backward": "KL(q ‖ p) of the smoothed k-means cluster histograms (000 eq. 6, §4)",
     "exp_kl": "e^KL(p ‖ q) - 1 of the smoothed cluster histograms (000 eq. 7, §4)",
     "js": "Jensen-Shannon divergence of the smoothed cluster histograms (000 eq. 8, §4)"})
 
 
-@metric("cluster_auc", inputs="embeddings", symmetric=True,
+@metric("cluster_auc", inputs="embeddings", symmetric=True, source="000 eq. 9, §4", value_range=(0.0, 1.0),
+        **CLUSTER_FACTS,
         description="1 - AUC of the divergence frontier of the smoothed cluster histograms (000 eq. 9, §4)")
 def cluster_auc(p, q, *, seed: int = 0, num_buckets: int | str = "auto", kmeans_explained_var: float = 0.9,
                 kmeans_num_redo: int = 5, kmeans_max_iter: int = 500, laplace_alpha: float = 1.0,

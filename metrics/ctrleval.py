@@ -108,7 +108,10 @@ def score_texts(texts, *, spans: int = 3, max_masks: int = 4, max_words: int = 1
     infill_logprobs(texts, spans=spans, max_masks=max_masks, max_words=max_words)
 
 
-@per_text_metric("ctrleval_coherence", opt_in=True, prepare=score_texts, version="2",
+@per_text_metric("ctrleval_coherence", opt_in=True, prepare=score_texts, version="2", needs=("lm",),
+                 source="001 eqs. 5-8, §3.2.1 (W1 between corpora)", value_range=(0.0, float("inf")),
+                 failure_modes=("one-sentence texts: nothing to mask, no coherence to score",
+                                "depends on the run's LM; a prompt replaces the infilling model"),
                  description="W1 between the corpora's CTRLEval-style infilling coherence scores")
 def coherence(texts, *, pool, spans: int = 3, max_masks: int = 4, max_words: int = 128) -> np.ndarray:
     """Per-text coherence: NISF-weighted log P(part | rest) over the masked parts (001 eq. 8).

@@ -164,13 +164,16 @@ DIVERGENCES: dict[str, Callable[..., float]] = {
 
 def register_divergences(prefix: str, frontier: Callable[..., Frontier], *, inputs: str,
                          descriptions: dict[str, str], notes: str = "", more: dict[str, str] | None = None,
-                         version: str = "1") -> None:
+                         version: str = "1", sources: dict[str, str] | None = None,
+                         ranges: dict[str, tuple[float, float]] | None = None, needs: tuple[str, ...] = (),
+                         failure_modes: tuple[str, ...] = (), stochastic: bool = False) -> None:
     """Register ``<prefix>_kl_forward``, ``_kl_backward``, ``_exp_kl`` and ``_js``: each the divergence of
     ``frontier(p, q, *, seed, **params)``, taking the frontier's keyword parameters with their defaults.
 
     ``descriptions`` maps each suffix to its one-line description; ``notes`` (the parameters' meaning)
     ends every docstring, after what ``more`` says of that suffix. ``version`` is each metric's declared
-    version (``bench.api.registry.metric``). Each metric is published in the frontier's module under its
+    version (``bench.api.registry.metric``); ``sources`` and ``ranges`` (by suffix; ranges default to
+    ``RANGES``), ``needs``, ``failure_modes`` and ``stochastic`` are its catalogue facts. Each metric is published in the frontier's module under its
     name, so worker processes find it there.
     """
     module = sys.modules[frontier.__module__]
@@ -185,9 +188,13 @@ def register_divergences(prefix: str, frontier: Callable[..., Frontier], *, inpu
         fn.__module__ = frontier.__module__
         fn.__doc__ = descriptions[suffix] + (more or {}).get(suffix, "") + notes
         register = metric(name, inputs=inputs, symmetric=symmetric, description=descriptions[suffix],
-                          version=version)
+                          version=version, source=(sources or {})[suffix], value_range={**RANGES, **(ranges or {})}[suffix],
+                          needs=needs, failure_modes=failure_modes, stochastic=stochastic)
         setattr(module, name, register(fn))
 
+
+#: Range of each divergence of two distributions: KL and e^KL - 1 unbounded, JS at most ln 2 (nats).
+RANGES = {"kl_forward": (0.0, np.inf), "kl_backward": (0.0, np.inf), "exp_kl": (0.0, np.inf), "js": (0.0, np.log(2))}
 
 #: The divergences a frontier family registers, with whether each is symmetric (``auc`` has its own parameters).
 FRONTIER_DIVERGENCES = {"kl_forward": (kl_forward, False), "kl_backward": (kl_backward, False),

@@ -164,7 +164,9 @@ def score_texts(texts, *, max_tokens: int = 256, grid_points: int = 64, include_
     lm_scorer().token_logprobs(texts, max_tokens=int(max_tokens))
 
 
-FACE = dict(inputs="texts", symmetric=True, opt_in=True, prepare=score_texts)
+FACE = dict(inputs="texts", symmetric=True, opt_in=True, prepare=score_texts, needs=("lm",),
+            failure_modes=("short texts: spectra of few tokens, interpolated onto the grid",
+                           "depends on the run's LM (lm config)"))
 FACE_PARAMETERS = """
 
 ``max_tokens``: each text's cross-entropy sequence covers its first max_tokens tokens. ``grid_points``:
@@ -183,8 +185,12 @@ def _face_metric(name: str, similarity: str, label: str, what: str):
     face_metric.__name__ = face_metric.__qualname__ = name
     face_metric.__doc__ = f"Centred mean of {what} over all text pairs (deterministic; ``seed`` unused)." + FACE_PARAMETERS
     description = f"FACE {label}: centred all-pairs {what} of cross-entropy spectra"
-    return metric(name, description=description, **FACE)(face_metric)
+    return metric(name, description=description, source=f"003 §2.3 ({label})", value_range=RANGES[similarity],
+                  **FACE)(face_metric)
 
+
+#: Range of each centred dissimilarity (floored at 0): 1 - SO, the angle, 1 - a correlation.
+RANGES = {"so": (0.0, 1.0), "sam": (0.0, np.pi), "corr": (0.0, 2.0), "spear": (0.0, 2.0)}
 
 #: name: (spectrum dissimilarity, label, what is averaged over text pairs)
 FACE_METRICS = {"face_so": ("so", "spectral overlap", "1 - SO"),

@@ -60,7 +60,10 @@ def mauve_text():
     return sys.modules["mauve.compute_mauve"]
 
 
-@metric("mauve", inputs="embeddings", symmetric=True,
+@metric("mauve", inputs="embeddings", symmetric=True, stochastic=True, source="Pillutla et al. 2021; 004 §2",
+        value_range=(0.0, 1.0),
+        failure_modes=("few clusters at small n (num_buckets = n/10): coarse histograms",
+                       "k-means seed: the value moves with the metric's own seed"),
         description="1 - MAUVE (mauve-text) on the precomputed embeddings")
 def mauve(
     p,

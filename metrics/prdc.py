@@ -73,7 +73,9 @@ def f1_distance(a: float, b: float) -> float:
     return 1.0 - (2.0 * a * b / (a + b) if a + b > 0 else 0.0)
 
 
-@metric("pr", inputs="embeddings", symmetric=True,
+@metric("pr", inputs="embeddings", symmetric=True, source="Kynkäänniemi et al. 2019; 004 §2", value_range=(0.0, 1.0),
+        failure_modes=("small n: k-NN radii are noisy and the supports coarse",
+                       "duplicate texts give zero radii"),
         description="1 - F1 of Kynkäänniemi et al.'s precision and recall (k-NN manifolds)")
 def pr(p, q, *, seed: int = 0, nearest_k: int = 5) -> float:
     """1 - F1(precision, recall) of target ``q`` against reference ``p`` (deterministic, symmetric)."""
@@ -81,7 +83,9 @@ def pr(p, q, *, seed: int = 0, nearest_k: int = 5) -> float:
     return f1_distance(m["precision"], m["recall"])
 
 
-@metric("dc", inputs="embeddings", symmetric=False,
+@metric("dc", inputs="embeddings", symmetric=False, source="Naeem et al. 2020; 004 §2", value_range=(0.0, 1.0),
+        failure_modes=("small n: k-NN radii are noisy and the supports coarse",
+                       "density above 1 is clipped, hiding differences among close corpora"),
         description="1 - F1 of Naeem et al.'s density (clipped to 1) and coverage")
 def dc(p, q, *, seed: int = 0, nearest_k: int = 5) -> float:
     """1 - F1(min(density, 1), coverage) of target ``q`` against reference ``p`` (deterministic)."""

@@ -40,7 +40,10 @@ def zipf_coefficient(texts, *, top: int = 5000, log_rank_resolution: int = 0) ->
     return float(-slope)
 
 
-@metric("zipf", inputs="texts", symmetric=True, version="2",
+@metric("zipf", inputs="texts", symmetric=True, version="2", needs=("tokens",),
+        source="Holtzman et al. 2019; 004 §2", value_range=(0.0, float("inf")),
+        failure_modes=("small n or short texts: too few distinct tokens to fit a slope (error below 2)",
+                       "blind to topic: a mix's Zipf slope can sit near one source's"),
         description="Gap between the Zipf coefficients of the two corpora's top tokens")
 def zipf(p, q, *, seed: int = 0, top: int = 5000, log_rank_resolution: int = 0) -> float:
     """|z_P - z_Q| over each corpus's ``top`` tokens (deterministic; ``seed`` unused).

@@ -124,7 +124,7 @@ def test_unknown_metric_parameter_is_rejected():
                                           "metric 'mauve' takes a whole number, e.g. metric.mauve.kmeans_num_redo=5")),
     ("metric.mauve.kmeans_num_redo=1,abc", "metric.mauve.kmeans_num_redo='abc'"),
     ("metric.face_so.include_dc=maybe", "takes true or false, e.g. metric.face_so.include_dc=false"),
-    ("metric.chhi.top=3", "unknown metric 'chhi'. Did you mean chi?"),
+    ("metric.chhi.top=3", "unknown metric 'chhi'. Did you mean chi"),
     ("metric=[chi,fdi]", "unknown metric 'fdi'. Did you mean fid"),
     ("+metric.chi.top=3", ("+metric.chi.top: metric 'chi' has this parameter already; set it without the '+': "
                            "metric.chi.top=3")),

@@ -33,9 +33,12 @@ LM_SCORER = "bench.features.lm_scores:scorer"
 
 @dataclass(frozen=True)
 class RunContext:
+    """``positions``: the known position of each corpus of the run, by ``bench.api.positions.corpus_key``;
+    read only through ``bench.api.known_position`` by a metric that declares it needs them."""
+
     cache_dir: str
     lm: Mapping[str, Any] = field(default_factory=dict)
-
+    positions: Mapping[str, float] = field(default_factory=dict, repr=False)
 
 
 def default_lm() -> dict:

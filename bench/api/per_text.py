@@ -27,18 +27,20 @@ import numpy as np
 from scipy.stats import wasserstein_distance
 
 from bench.api.inputs import as_embeddings, as_texts
-from bench.api.registry import Inputs, metric
+from bench.api.registry import NOT_DECLARED, Inputs, metric
 from bench.errors import MetricError
 
 Scorer = Callable[..., Sequence[float]]
 
 
 def per_text_metric(name: str, *, inputs: Inputs = "texts", description: str = "", opt_in: bool = False,
-                    prepare: Callable[..., None] | None = None, version: str = "1") -> Callable[[Scorer], Scorer]:
+                    prepare: Callable[..., None] | None = None, version: str = "1", needs: tuple[str, ...] = (),
+                    source: str = NOT_DECLARED, value_range: tuple[float, float] | None = None,
+                    failure_modes: tuple[str, ...] = (), stochastic: bool = False) -> Callable[[Scorer], Scorer]:
     """Register ``score(texts, *, params...) -> one float per text`` as corpus metric ``name``.
 
-    The metric is W1(scores of p, scores of q). ``opt_in``, ``prepare`` and ``version`` are passed to
-    ``bench.api.registry.metric``; ``prepare`` receives every text of a run and the parameters.
+    The metric is W1(scores of p, scores of q). ``opt_in``, ``prepare``, ``version`` and the catalogue
+    facts (``needs`` ... ``stochastic``) are passed to ``bench.api.registry.metric``; ``prepare`` receives every text of a run and the parameters.
     The scorer is returned unchanged.
     """
     def register(score: Scorer) -> Scorer:
@@ -69,7 +71,8 @@ def per_text_metric(name: str, *, inputs: Inputs = "texts", description: str = "
         corpus_metric.__doc__ = f"W1 between the corpora's distributions of ``{score.__name__}`` (bench.api.per_text)."
         summary = description or f"W1 between per-text {score.__name__} scores"
         metric(name, inputs=inputs, symmetric=True, description=summary, opt_in=opt_in,
-               prepare=prepare, version=version)(corpus_metric)
+               prepare=prepare, version=version, needs=needs, source=source, value_range=value_range,
+               failure_modes=failure_modes, stochastic=stochastic)(corpus_metric)
         score.corpus_metric = corpus_metric  # type: ignore[attr-defined]
         return score
 

@@ -25,6 +25,11 @@ log = logging.getLogger(__name__)
 
 ENTRY_POINT_GROUP = "textmetric_bench.metrics"
 Inputs = Literal["texts", "embeddings"]
+#: What a metric may declare it ``needs`` beyond its inputs: the shared tokeniser, the run's causal LM,
+#: or the known position of each corpus in its collection (``bench.api.positions``; the oracle only).
+NEEDS = ("tokens", "lm", "known_position")
+#: What a plugin that does not state a fact of the metric catalogue shows for it.
+NOT_DECLARED = "not declared"
 
 
 @dataclass(frozen=True)
@@ -42,8 +47,18 @@ class MetricInfo:
     opt_in: bool = False
     prepare: Callable[..., None] | None = None
     version: str = ""
+    needs: tuple[str, ...] = ()
+    source: str = NOT_DECLARED
+    value_range: tuple[float, float] | None = None
+    failure_modes: tuple[str, ...] = ()
+    stochastic: bool = False
 
     def __call__(self, p, q, *, seed: int = 0, **params) -> float:
+        if "known_position" in self.needs:  # only such a metric's call may read known positions
+            from bench.api.positions import reading_positions
+
+            with reading_positions(self.name):
+                return self.fn(p, q, seed=seed, **params)
         return self.fn(p, q, seed=seed, **params)
 
     def check_params(self, params: dict[str, Any]) -> None:
@@ -70,6 +85,11 @@ def metric(
     opt_in: bool = False,
     prepare: Callable[..., None] | None = None,
     version: str = "1",
+    needs: tuple[str, ...] = (),
+    source: str = NOT_DECLARED,
+    value_range: tuple[float, float] | None = None,
+    failure_modes: tuple[str, ...] = (),
+    stochastic: bool = False,
 ) -> Callable[[Callable[..., float]], Callable[..., float]]:
     """Register ``fn`` as metric ``name``; the function is returned unchanged.
 
@@ -83,9 +103,22 @@ def metric(
     ``version``: bump it when the metric's results change; with the installing package's version
     and a digest of the module's source it forms ``MetricInfo.version``, and a resumed run
     recomputes the evaluations a metric of another version made.
+
+    Facts for the metric catalogue (``python -m bench.tasks.catalogue`` writes ``metrics/README.md``;
+    a plugin may leave them out, they then read "not declared"): ``needs``, what the metric uses beyond
+    its inputs (any of ``NEEDS``; ``"known_position"`` is also what lets a call read
+    ``bench.api.known_position``); ``source``, the paper and equation (e.g. ``"004 §4.1, Eq. 2"``);
+    ``value_range``, (low, high) of its values, ``math.inf`` for unbounded; ``failure_modes``, the
+    conditions under which it is known to mislead (small n, few clusters, short texts); ``stochastic``,
+    whether its value depends on ``seed`` on fixed corpora (the KSC task then measures its own noise).
     """
     if inputs not in ("texts", "embeddings"):
         raise ValueError(f"metric {name!r}: inputs must be 'texts' or 'embeddings', not {inputs!r}")
+    unknown = sorted(set(needs) - set(NEEDS))
+    if unknown or isinstance(needs, str):
+        raise ValueError(f"metric {name!r}: needs must be a tuple of {NEEDS}, got {needs!r}")
+    if value_range is not None and not (len(value_range) == 2 and value_range[0] <= value_range[1]):
+        raise ValueError(f"metric {name!r}: value_range must be (low, high) with low <= high, got {value_range!r}")
 
     def register(fn: Callable[..., float]) -> Callable[..., float]:
         params = _keyword_params(name, fn)
@@ -101,6 +134,11 @@ def metric(
             opt_in=opt_in,
             prepare=prepare,
             version=_metric_version(fn, version),
+            needs=tuple(needs),
+            source=source,
+            value_range=None if value_range is None else (float(value_range[0]), float(value_range[1])),
+            failure_modes=tuple(failure_modes),
+            stochastic=stochastic,
         )
         existing = _REGISTRY.get(name)
         if existing is not None and (existing.module, existing.fn.__qualname__) != (

@@ -45,6 +45,14 @@ def reference_samples(pool_size: int, size: int, repetitions: int, seed: int) ->
     return out
 
 
+def ifc_positions(corpora: Mapping[str, Sequence[str]]) -> dict[str, float]:
+    """The known position of every corpus of ``ifc_pairs`` (what the oracle knows): g_i at its iteration i,
+    every reference sample at the last iteration T, the model's target, so d(reference, g_i) = T - i."""
+    iterations = [int(cid[1:]) for cid in corpora if cid.startswith("g")]
+    last = max(iterations, default=0)
+    return {cid: float(cid[1:]) if cid.startswith("g") else float(last) for cid in corpora}
+
+
 def ifc_pairs(generated: Mapping[int, Sequence[str]], reference_pool: Sequence[str],
               samples: Sequence[tuple[np.ndarray, np.ndarray]]) -> tuple[dict[str, list[str]], list[tuple]]:
     """(corpora by id, evaluations as (kind, iteration, repetition, p id, q id)); the self-distance has iteration -1."""

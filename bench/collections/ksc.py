@@ -30,6 +30,11 @@ class KSCCorpus:
     def from_b(self) -> int:
         return len(self.texts) - self.from_a
 
+    @property
+    def known_position(self) -> float:
+        """Its mixing proportion: the share of texts from B (0 for c_1, 1 for c_k), what the oracle knows."""
+        return self.from_b / len(self.texts)
+
 
 def validate_ksc_parameters(k: int, n: int) -> None:
     """k >= 3 corpora, each of n >= k - 1 texts (004 §3), so every step changes the mix."""

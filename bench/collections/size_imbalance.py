@@ -15,6 +15,10 @@ import numpy as np
 from bench.collections.seeds import repetition_seed
 from bench.errors import ConfigError, DataError
 
+#: Known position of a sample by its source (what the oracle knows): every sample is pure A or pure B, so
+#: d(a_s, b) = 1 at every size and S = I = 1. A task publishes them per corpus (``bench.tasks.positions``).
+SOURCE_POSITIONS = {"a": 0.0, "b": 1.0}
+
 #: Seed stream of each curve (streams 0 and 1 are the KSC collection and the metric seeds).
 CURVE_STREAMS = {"asymptotic": 2, "size": 3, "imbalance": 4}
 CURVES = tuple(CURVE_STREAMS)

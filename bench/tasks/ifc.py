@@ -17,12 +17,13 @@ from pathlib import Path
 import pandas as pd
 from omegaconf import DictConfig, OmegaConf
 
-from bench.collections.ifc import ifc_pairs, reference_samples, split_source
+from bench.collections.ifc import ifc_pairs, ifc_positions, reference_samples, split_source
 from bench.collections.ifc_generate import GenerationPlan, finished_iterations, generate_ifc, read_corpus
 from bench.errors import ConfigError, DataError
 from bench.measures.ifc import gap_closed, ifc_measures, type_token_ratio
 from bench.tasks.config import data_locations
-from bench.tasks.skeleton import Collections, Evaluation, Scores, Task, TaskResult, task_runner
+from bench.tasks.positions import KnownPositions, runner_with_positions
+from bench.tasks.skeleton import Collections, Evaluation, Scores, Task, TaskResult
 from bench.tasks.sources import ifc_source
 
 log = logging.getLogger(__name__)
@@ -49,7 +50,7 @@ def generation_plan(cfg: DictConfig) -> GenerationPlan:
     return plan
 
 
-class IFCTask(Task, name="ifc", fields=("kind", "iteration", "repetition"),
+class IFCTask(KnownPositions, Task, name="ifc", fields=("kind", "iteration", "repetition"),
               distances_file="ifc_distances.csv"):
 
     def build(self, cfg: DictConfig, out_dir: Path) -> Collections:
@@ -79,6 +80,7 @@ class IFCTask(Task, name="ifc", fields=("kind", "iteration", "repetition"),
                             "(or point hydra.run.dir at the directory of an earlier IFC run)")
         generated = {i: read_corpus(gen_dir, i) for i in iterations}
         corpora, pairs = ifc_pairs(generated, reference_pool, samples)
+        self.publish_positions(corpora, ifc_positions(corpora))  # for the oracle: iterations
         return Collections(
             corpora, [Evaluation((kind, i, r), p, q, r) for kind, i, r, p, q in pairs],
             fingerprint={"task": "ifc", "source": plan.source, "plan": plan.fingerprint(), "seed": seed,
@@ -166,4 +168,4 @@ def ifc_summary(distances: pd.DataFrame, measures: pd.DataFrame) -> pd.DataFrame
     return pd.DataFrame(rows)
 
 
-run_ifc = task_runner(IFCTask())
+run_ifc = runner_with_positions(IFCTask())

@@ -14,9 +14,13 @@ from bench.collections.seeds import repetition_seed
 from bench.errors import ConfigError
 from bench.measures.failures import per_repetition
 from bench.measures.ksc import collection_measures, zscore
+from bench.measures.own_noise import COLUMNS as OWN_NOISE_COLUMNS
+from bench.measures.own_noise import own_noise_table
 from bench.tasks.config import selected_metrics
+from bench.tasks.own_noise import own_noise_distances, own_noise_seeds
+from bench.tasks.positions import KnownPositions, runner_with_positions
 from bench.tasks.reference import merge_reference
-from bench.tasks.skeleton import Collections, Evaluation, Scores, Task, TaskResult, task_runner
+from bench.tasks.skeleton import Collections, Evaluation, Scores, Task, TaskResult
 from bench.tasks.sources import pair_sources
 
 log = logging.getLogger(__name__)
@@ -34,10 +38,11 @@ def check_run_config(cfg: DictConfig) -> list[tuple[MetricInfo, dict]]:
     validate_ksc_parameters(k, n)
     if reps < 1:
         raise ConfigError(f"repetitions must be >= 1, got {reps}")
+    own_noise_seeds(cfg)
     return selected_metrics(cfg)
 
 
-class KSCTask(Task, name="ksc", fields=("repetition", "i", "j")):
+class KSCTask(KnownPositions, Task, name="ksc", fields=("repetition", "i", "j")):
 
     def build(self, cfg: DictConfig, out_dir: Path) -> Collections:
         check_run_config(cfg)
@@ -49,13 +54,15 @@ class KSCTask(Task, name="ksc", fields=("repetition", "i", "j")):
                                      names=(a.name, b.name))
             for r in range(reps)]
         corpora = {f"r{r}c{c.index}": c.texts for r, coll in enumerate(collections) for c in coll}
+        self.publish_positions(corpora, {f"r{r}c{c.index}": c.known_position  # for the oracle: mixing proportions
+                                         for r, coll in enumerate(collections) for c in coll})
         evaluations = [Evaluation((r, i, j), f"r{r}c{i}", f"r{r}c{j}", r) for r in range(reps)
                        for i, j in corpus_pairs(k)]
         return Collections(corpora, evaluations,
                            fingerprint={"task": "ksc", "pair": sources.label, "k": k, "n": n, "seed": seed},
                            info={"pair": sources.label, "k": k, "n": n, "repetitions": reps,
                                  "sources": sources.record()},
-                           extra={"k": k})
+                           extra={"k": k, "cfg": cfg, "out_dir": out_dir})
 
     def score(self, distances: pd.DataFrame, collections: Collections) -> Scores:
         k = collections.extra["k"]
@@ -63,7 +70,9 @@ class KSCTask(Task, name="ksc", fields=("repetition", "i", "j")):
         distances["z"] = distances.groupby(["metric", "repetition"])["distance"].transform(zscore)
         measures, failures = per_repetition(
             distances, lambda g: collection_measures(g["i"], g["j"], g["distance"], g["seconds"], k), MEASURE_COLUMNS)
-        return Scores(measures, failures, distances=distances[DISTANCE_COLUMNS])
+        own = own_noise_distances(collections.extra["cfg"], collections.extra["out_dir"], collections)
+        info = {"own_noise": own_noise_table(own, distances).to_dict("records")} if len(own) else {}
+        return Scores(measures, failures, distances=distances[DISTANCE_COLUMNS], info=info)
 
     def merge_reference(self, cfg: DictConfig, collections: Collections, measures: pd.DataFrame,
                         computed: set[str]) -> tuple[pd.DataFrame, dict]:
@@ -75,7 +84,7 @@ class KSCTask(Task, name="ksc", fields=("repetition", "i", "j")):
         return f"KSC on {pair}: k={cfg.k}, n={cfg.n}, {cfg.repetitions} repetitions, seed {cfg.seed}"
 
     def write(self, result: TaskResult, out_dir: Path) -> dict[str, Path]:
-        """Table 3, radar chart and scatter plots."""
+        """Table 3, radar chart, scatter plots, and the stochastic metrics' own noise (``own_noise.csv``)."""
         from reports.figures import distance_scatter, radar_chart
         from reports.tables import summarise_measures, write_tables
 
@@ -83,7 +92,11 @@ class KSCTask(Task, name="ksc", fields=("repetition", "i", "j")):
             log.error("no metric produced measures; see %s", out_dir / self.distances_file)
             return {}
         title = result.info["title"]
-        files = write_tables(result.measures, out_dir, title=title, failures=result.failures,
+        own_noise = {}
+        if result.info.get("own_noise"):
+            own_noise["own_noise"] = out_dir / "own_noise.csv"
+            pd.DataFrame(result.info["own_noise"], columns=OWN_NOISE_COLUMNS).to_csv(own_noise["own_noise"], index=False)
+        files = own_noise | write_tables(result.measures, out_dir, title=title, failures=result.failures,
                              repetitions=result.info.get("repetitions"))
         try:
             for path in radar_chart(summarise_measures(result.measures), out_dir / "radar", title=title):
@@ -95,4 +108,4 @@ class KSCTask(Task, name="ksc", fields=("repetition", "i", "j")):
         return files
 
 
-run_ksc = task_runner(KSCTask())
+run_ksc = runner_with_positions(KSCTask())
