@@ -17,11 +17,10 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from reports.bounds import bound_label, ranked, table_order
-from reports.intervals import INTERVAL_NAME, few_repetitions_warning, mean_interval
-from reports.reference_rows import REFERENCE_NOTE, is_reference, labelled
+from reports.bounds import ranked, table_order
+from reports.intervals import mean_interval
+from reports.reference_rows import labelled
 from reports.significance import (
-    GROUP_NOTE,
     all_comparisons,
     column_groups,
     write_significance,
@@ -203,48 +202,6 @@ def failures_from_distances(distances: pd.DataFrame) -> dict[str, str]:
     return failed
 
 
-def repetitions_text(summary: pd.DataFrame, planned: int | None) -> tuple[str, pd.Series | None]:
-    """How many repetitions the cells average: "5", or "k of N" per metric when some failed.
-
-    Returns the sentence fragment and, when counts differ from ``planned``, a per-metric column.
-    """
-    reps = summary.groupby("metric")["n"].max().astype(int)
-    planned = int(planned) if planned else int(reps.max())
-    if (reps == planned).all():
-        return f"{planned} repetitions", None
-    column = reps.map(lambda k: f"{k} of {planned}")
-    return (f"the repetitions counted in column *reps* (k of {planned}: the others failed, see "
-            "\"Failed metrics\")"), column
-
-
-def _markdown_text(summary: pd.DataFrame, title: str, failures: Mapping[str, str] | None,
-                   repetitions: int | None = None, groups=None) -> str:
-    lines = [f"# {title}", ""]
-    cells = table3_markdown_cells(summary, groups) if not summary.empty else pd.DataFrame()
-    warning = few_repetitions_warning(int(summary["n"].max())) if not summary.empty else ""
-    if warning:
-        lines += [f"**Warning: {warning}.**", ""]
-    if not cells.empty:
-        n_text, per_metric = repetitions_text(summary, repetitions)
-        if per_metric is not None:
-            cells.insert(0, "reps", per_metric.reindex(cells.index).fillna(f"0 of {repetitions}"))
-        explained = "; ".join(MEASURE_LABELS[m] for m in cells.columns if m in MEASURE_LABELS)
-        similarity = " " + SIMILARITY_NOTE if similarities(summary) else ""
-        cells = cells.rename(index=metric_labels(summary)).rename(index=bound_label)
-        lines += [
-            f"Measures: {explained}. Higher is better for all. Cells: mean over {n_text} [{INTERVAL_NAME}]; "
-            f"bold = column best and those within {BOLD_TOLERANCE:g} of it.{similarity}"
-            + (f" {GROUP_NOTE}" if groups else ""),
-            "",
-            markdown_table(cells.rename_axis("metric").reset_index()),
-            "",
-        ] + ([REFERENCE_NOTE, ""] if any(map(is_reference, cells.index)) else [])
-    else:
-        lines += ["No metric produced measures.", ""]
-    lines += failures_markdown(failures)
-    return "\n".join(lines)
-
-
 def failures_markdown(failures: Mapping[str, str] | None) -> list[str]:
     """A "Failed metrics" section (every failing repetition and its reasons), or nothing when none failed."""
     if not failures:
@@ -260,8 +217,8 @@ def orientation_markdown(warnings: Mapping[str, str] | None) -> list[str]:
     """An "Orientation" section: metrics whose declared direction looks reversed, or nothing."""
     if not warnings:
         return []
-    lines = ["## Orientation", "", "These metrics' values run against their declared direction "
-             "(mean ρ clearly negative), so their measures may be upside down:", ""]
+    lines = ["## Orientation", "", ("These metrics' values run against their declared direction "
+                                    "(mean ρ clearly negative), so their measures may be upside down:"), ""]
     return lines + [f"- `{metric}`: {text}" for metric, text in sorted(warnings.items())] + [""]
 
 
@@ -295,6 +252,8 @@ def write_tables(
     if "orientation" in summary.columns and not wide.empty:
         wide.insert(0, "orientation", summary.groupby("metric")["orientation"].first().reindex(wide.index))
     wide.rename_axis("metric").to_csv(paths["table3_csv"])
-    text = _markdown_text(summary, title or "Metric robustness scores (004 Table 3)", failures, repetitions, groups)
+    from reports.table3_markdown import table3_text  # it builds on this module
+
+    text = table3_text(summary, title or "Metric robustness scores (004 Table 3)", failures, repetitions, groups)
     paths["table3_md"].write_text(text, encoding="utf-8")
     return paths
