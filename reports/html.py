@@ -15,7 +15,7 @@ from pathlib import Path
 import pandas as pd
 
 from reports.aggregate import aggregate_sweep, find_run_dirs
-from reports.figures import distance_scatter, radar_chart
+from reports.figures import AXIS_LABELS, distance_scatter, radar_chart
 from reports.html_tables import (
     escape,
     negative_divergence_html,
@@ -146,11 +146,14 @@ def _run_block(run: Run, joined: list[Run], fig_dir: Path, slug: str, out_dir: P
         legend += REFERENCE_NOTE
     if legend:
         parts.append(f"<p class=legend>{escape(legend)}</p>")
-    table3(summary, with_ci=True).rename_axis("metric").to_csv(out_dir / f"table3_{slug}.csv")
+    wide = table3(summary, with_ci=True).rename_axis("metric")
+    wide.insert(0, "runs", ";".join(str(r.path) for r in (run, *joined)))  # where every number comes from
+    wide.to_csv(out_dir / f"table3_{slug}.csv")
     parts += [significance_html(comparisons, means), own_noise_html(run.path),
               negative_divergence_html(run.distances), _notes_html([run, *joined])]
     try:
-        radar = radar_chart(summary, fig_dir / f"radar_{slug}", title=run.label(root))[0]
+        drawable = summary[summary["measure"].isin([*AXIS_LABELS, "T", "T100"])]  # axes figures.py can label
+        radar = radar_chart(drawable, fig_dir / f"radar_{slug}", title=run.label(root))[0]
         parts.append(_figure(radar, CAPTIONS["radar"]))
     except ValueError as exc:
         parts.append(f"<p class=note>No radar chart: {escape(exc)}</p>")

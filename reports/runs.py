@@ -117,10 +117,18 @@ class Section:
     others: list[Run] = field(default_factory=list)  # runs shown on their own (no KSC run to join)
 
 
+def _setting_order(run: Run) -> tuple:
+    """Pair, then k and n as numbers (k=7 before k=12), then the directory."""
+    def number(key):
+        value = run.config.get(key)
+        return (0, float(value)) if isinstance(value, int | float) else (1, str(value))
+    return run.pair, number("k"), number("n"), str(run.path)
+
+
 def sections(runs: list[Run]) -> list[Section]:
     """One section per KSC setting (pair, k, n); runs that join none get a section per (pair, task)."""
     by_title: dict[str, Section] = {}
-    ksc_runs = [r for r in runs if r.task == "ksc"]
+    ksc_runs = sorted((r for r in runs if r.task == "ksc"), key=_setting_order)
     for run in ksc_runs:
         title = f"{run.pair} · KSC k={run.config.get('k')}, n={run.config.get('n')}"
         section = by_title.setdefault(title, Section(title))
