@@ -146,8 +146,9 @@ def negative_divergence_html(distances: pd.DataFrame | None) -> str:
         return ""
     totals = frame.groupby("metric").size()
     items = "".join(f"<li><b>{escape(m)}</b>: {n} of {totals[m]} distances below 0</li>" for m, n in negative.items())
-    return ("<div class=note><p>Negative divergences. A divergence is never below 0, but a plug-in estimate "
-            "from samples can be (estimator bias: e.g. an n-gram KL whose models are truncated or smoothed "
-            "on a shared vocabulary, or a bias-corrected estimate near 0). Close corpora make it most likely. "
-            "The measures use only the order of the distances, so they stand; the raw values are in "
-            f"distances.csv.</p><ul>{items}</ul></div>")
+    return ("<div class=note><p>Negative values. A divergence (KL, JS, FID ...) is never below 0, but its "
+            "plug-in estimate from two samples can be: estimator bias, e.g. an n-gram KL whose models are "
+            "truncated or smoothed on a shared vocabulary, or a bias-corrected estimate of corpora that are "
+            "close. It is not a real negative divergence. (For a metric that is not a divergence, a negative "
+            "value may simply be its scale.) The measures use only the order of the distances, so they "
+            f"stand; raw values are in distances.csv.</p><ul>{items}</ul></div>")

@@ -87,28 +87,30 @@ def separated(comparisons: pd.DataFrame) -> set[frozenset]:
 
 
 def rank_groups(means: pd.Series, comparisons: pd.DataFrame) -> dict[str, str]:
-    """Letters of a compact letter display: metrics sharing a letter are not separated significantly.
+    """Letters of a compact letter display (Piepho 2004, insert-and-absorb): every two metrics that are not
+    separated significantly share a letter, and no two separated metrics do (a metric may hold several
+    letters when separations are not transitive: a ~ b, b ~ c, but a > c).
 
-    Metrics are sorted by mean (best first); each maximal run of consecutive metrics that are pairwise
-    not separated gets one letter (a for the run holding the best). Bounds and metrics without a mean
-    get no letter.
+    Letter a goes to the group holding the best mean, b to the next, and so on. Bounds and metrics
+    without a mean get no letter.
     """
     order = ranked(means.dropna().sort_values(ascending=False, kind="stable").index)
-    apart = separated(comparisons)
-    runs, last_end = [], -1
-    for start in range(len(order)):
-        end = start
-        while end + 1 < len(order) and all(frozenset((order[end + 1], order[x])) not in apart
-                                           for x in range(start, end + 1)):
-            end += 1
-        if end > last_end:
-            runs.append((start, end))
-            last_end = end
+    groups = [set(order)] if order else []
+    for pair in separated(comparisons):
+        x, y = tuple(pair)
+        if x not in order or y not in order:
+            continue
+        split = []
+        for group in groups:
+            split += [group - {x}, group - {y}] if x in group and y in group else [group]
+        groups = [g for g in split if g and not any(g < other for other in split)]
+        groups = [g for n, g in enumerate(groups) if g not in groups[:n]]
+    groups.sort(key=lambda g: sorted(order.index(m) for m in g))  # by best member, then the next
     letters = dict.fromkeys(order, "")
-    for letter, (start, end) in zip(string.ascii_lowercase * 4, runs):
-        for metric in order[start:end + 1]:
+    for letter, group in zip(string.ascii_lowercase * 4, groups):
+        for metric in group:
             letters[metric] += letter
-    return letters
+    return {m: "".join(sorted(v)) for m, v in letters.items()}
 
 
 def write_significance(comparisons: dict[str, pd.DataFrame], out_dir: Path, **tags) -> dict[str, Path]:

@@ -65,8 +65,18 @@ def test_rank_groups_share_a_letter_only_when_not_separated_and_skip_bounds():
     apart = separated(comparisons)
     for x in letters:
         for y in letters:
-            if set(letters[x]) & set(letters[y]) and x != y:
-                assert frozenset((x, y)) not in apart
+            if x != y:
+                assert bool(set(letters[x]) & set(letters[y])) == (frozenset((x, y)) not in apart)
+
+
+def test_rank_groups_handle_separations_that_are_not_transitive():
+    """As in a real run: fid > all; ngram ~ chi, ngram ~ zipf, but chi > zipf."""
+    means = pd.Series({"fid": 0.96, "ngram": 0.66, "chi": 0.62, "zipf": 0.45})
+    apart = [("chi", "fid"), ("fid", "ngram"), ("fid", "zipf"), ("chi", "zipf")]
+    comparisons = pd.DataFrame([(a, b, a) for a, b in apart] + [("chi", "ngram", ""), ("ngram", "zipf", "")],
+                               columns=["metric_a", "metric_b", "better"])
+    letters = rank_groups(means, comparisons)
+    assert letters == {"fid": "a", "ngram": "bc", "chi": "b", "zipf": "c"}
 
 
 def test_write_tables_writes_long_significance_csv_and_marks_groups(tmp_path):
