@@ -20,6 +20,7 @@ import pandas as pd
 import yaml
 from omegaconf import DictConfig, OmegaConf
 
+from reports.bounds import bound_label, bound_of
 from reports.intervals import INTERVAL_NAME, few_repetitions_warning
 from reports.reference_rows import labelled
 from reports.significance import all_comparisons
@@ -109,7 +110,9 @@ def sweep_markdown(long: pd.DataFrame, sweep_dir: Path) -> str:
                     for p in frame["run_dir"]]
     if frame.duplicated(keys + ["metric", "measure"]).any():
         keys.append("run")  # jobs differing in something else: keep them apart
-    frame = frame.sort_values(keys + ["metric"], na_position="last", kind="stable")
+    frame["bound"] = frame["metric"].map(lambda m: {"ceiling": 0, "floor": 2}.get(bound_of(m), 1))
+    frame = frame.sort_values(keys + ["bound", "metric"], na_position="last", kind="stable")
+    frame["metric"] = frame["metric"].map(bound_label)  # ceiling first, floor last, neither bold
     for key in keys:  # shown as text, after sorting so that k=7 comes before k=12
         frame[key] = frame[key].astype(object).where(frame[key].notna(), "–").astype(str)
     order = pd.MultiIndex.from_frame(frame[keys + ["metric"]].drop_duplicates())

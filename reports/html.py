@@ -130,7 +130,7 @@ def _run_block(run: Run, joined: list[Run], fig_dir: Path, slug: str, out_dir: P
     if joined:
         parts.append("<p class=runs>Joined: " + "; ".join(
             f"{escape(r.task)} {escape(r.label(root))}" for r in joined) + "</p>")
-    parts += [warning_html(r.repetitions) for r in (run, *joined)]
+    parts += [warning_html(r.repetitions, f"{r.task} run {r.label(root)}") for r in (run, *joined)]
     if run.measures.empty:
         return "".join(parts) + "<p class=note>No metric produced measures.</p>"
     summary, missing = profile(run, joined) if run.task == "ksc" else (run.summary(), {})

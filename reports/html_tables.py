@@ -34,9 +34,11 @@ def scroll(table: str) -> str:
     return f"<div class=scroll>{table}</div>"
 
 
-def warning_html(n: int) -> str:
+def warning_html(n: int, which: str = "") -> str:
+    """A visible warning when a table rests on fewer than 5 repetitions; ``which`` names the run."""
     text = few_repetitions_warning(int(n))
-    return f"<p class=warning>⚠ Warning: {escape(text)}.</p>" if text else ""
+    where = f" ({escape(which)})" if which else ""
+    return f"<p class=warning>⚠ Warning{where}: {escape(text)}.</p>" if text else ""
 
 
 def _row_head(metric, labels: dict) -> tuple[str, str]:

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from reports.bounds import ranked, table_order
+from reports.bounds import bound_of, table_order
 from reports.intervals import mean_interval
 from reports.reference_rows import labelled
 from reports.significance import (
@@ -136,8 +136,9 @@ def table3(summary: pd.DataFrame, *, with_ci: bool = False) -> pd.DataFrame:
 
 def best_mask(means: pd.DataFrame, tolerance: float = BOLD_TOLERANCE) -> pd.DataFrame:
     """True where a value is its column's best or within ``tolerance`` of it (higher is better); bounds never."""
-    best = means.loc[ranked(means.index)].max(axis=0, skipna=True)
-    competing = pd.Series([m in ranked([m]) for m in means.index], index=means.index)
+    names = means.index.get_level_values(-1)  # the metric, also under a sweep's (pair, k, n, metric) index
+    competing = pd.Series([bound_of(m) is None for m in names], index=means.index)
+    best = means[competing].max(axis=0, skipna=True)
     return means.ge(best - tolerance - 1e-12, axis=1) & means.notna() & pd.DataFrame(
         {c: competing for c in means.columns}, index=means.index)
 

@@ -108,8 +108,9 @@ def test_significance_matrix_warning_and_symbols(report):
     assert page.count("<h4>Which metric is better</h4>") == 3
     assert "white-space:nowrap" in page and "overflow-x:auto" in page
     k5 = page[page.index("KSC k=5"):]
-    assert "Warning: only 3 repetitions" in k5
-    assert "Warning: only 3 repetitions" not in page[:page.index("KSC k=5")].split("Joined:")[0]
+    assert re.search(r"Warning \(ksc run ksc_k5 · [^)]*\): only 3 repetitions", k5)
+    assert "Warning (robustness run robustness" in k5  # the joined run has 2
+    assert "Warning (ksc run" not in page[:page.index("KSC k=5")]
     cells = re.findall(r"<td class=(better|worse|tie) ", page)
     assert cells and len(cells) % 2 == 0  # each pair shown both ways
     assert "percentile bootstrap interval over repetitions" in page and "pooled" in page
@@ -148,5 +149,5 @@ def test_negative_divergences_are_explained_and_similarities_ignored():
     distances = pd.DataFrame({"metric": ["kl", "kl", "sim"], "orientation": ["distance", "distance", "similarity"],
                               "distance": [-0.01, 0.3, -0.5]})
     note = negative_divergence_html(distances)
-    assert "estimator bias" in note and "<b>kl</b>: 1 of 2" in note and "sim" not in note
+    assert "estimator bias" in note and "<b>kl</b>: 1 of 2" in note and "<b>sim</b>" not in note
     assert negative_divergence_html(distances.iloc[1:2]) == ""

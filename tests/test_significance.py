@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
+from reports.bounds import bound_label, bound_of, ranked
 from reports.significance import (
     all_comparisons,
     paired_bootstrap_p,
@@ -104,5 +105,23 @@ def test_bounds_are_first_and_last_and_never_bold():
     assert cells.loc["zeta", "A"].startswith("**") and not cells.loc["oracle", "A"].startswith("**")
 
 
+def test_bounds_are_known_by_name_in_every_shown_form():
+    for name in ("oracle", "oracle (reference)", "ceiling (oracle)", "oracle (similarity, negated)"):
+        assert bound_of(name) == "ceiling" and bound_label(name).startswith("ceiling (oracle")
+    assert bound_of("floor (chance)") == "floor" and bound_of("oracle_v2") is None and bound_of("chancery") is None
+    assert ranked(["chance", "fid", "oracle"]) == ["fid"]
+
+
 def test_comparisons_need_two_metrics_and_repetitions():
     assert all_comparisons(measures_of({"only": 0.5}), ["rho"]) == {}
+
+
+def test_sweep_table_puts_the_ceiling_first_the_floor_last_and_bolds_neither(tmp_path):
+    from reports.aggregate import sweep_markdown
+
+    long = pd.DataFrame([{"pair": "p", "k": 4, "n": 12, "task": "ksc", "run_dir": str(tmp_path / "0"),
+                          "metric": m, "measure": "A", "mean": v, "warning": ""}
+                         for m, v in (("chance", 0.5), ("fid", 0.9), ("chi", 0.7), ("oracle", 1.0))])
+    rows = [line for line in sweep_markdown(long, tmp_path).splitlines() if line.startswith("| p |")]
+    assert [r.split("|")[4].strip() for r in rows] == ["ceiling (oracle)", "chi", "fid", "floor (chance)"]
+    assert "**.900**" in rows[2] and "**" not in rows[0] + rows[3]
