@@ -189,7 +189,7 @@ body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0
 table{border-collapse:collapse;margin:1em 0;font-size:.9em}th,td{border:1px solid #ccc;padding:.3em .6em;
 white-space:nowrap}.scroll{overflow-x:auto;max-width:100%}
 thead th{background:#f3f3f3}figure{margin:1.5em 0}img{max-width:100%}
-figcaption{color:#555;font-size:.9em}.legend,.runs{color:#555;font-size:.85em}.ci{color:#666;font-size:.85em}
+figcaption{color:#555;font-size:.9em}.legend,.runs{color:#555;font-size:.85em}.runs,h3.run{overflow-wrap:anywhere}.ci{color:#666;font-size:.85em}
 tr.bound-ceiling,tr.bound-floor{font-style:italic;background:#f7f7f7}td.missing{color:#999}
 sup.group{color:#1f5fa8}.matrix td{text-align:right}td.better{background:#cfe8cf}td.worse{background:#f3d0d0}
 td.tie{background:#eee}.warning{background:#fff6d6;border:1px solid #e0c060;padding:.4em .8em}

@@ -36,7 +36,9 @@ TEST_NAME = ("paired bootstrap of the mean difference over repetitions (9999 res
 GROUP_NOTE = ("Superscript letters: rank groups; metrics sharing a letter in a column are not separated "
               "significantly (" + TEST_NAME + "); bounds (ceiling, floor) take no part.")
 WILCOXON_NOTE = ("Wilcoxon signed-rank was not used: with 5 repetitions its smallest two-sided p is .0625, "
-                 "so it could never separate two metrics.")
+                 "so it could never separate two metrics. The bootstrap can, but with few repetitions it is "
+                 "optimistic (it cannot see what the repetitions did not sample): read a 5-repetition "
+                 "separation as indicative and confirm it with more repetitions.")
 
 
 def paired_bootstrap_p(differences) -> float:
