@@ -93,7 +93,8 @@ def significance_html(comparisons: dict[str, pd.DataFrame], means: pd.DataFrame)
     for measure, frame in comparisons.items():
         column = "T100" if measure == "T" else measure
         order = list(means[column].sort_values(ascending=False, kind="stable").index) if column in means else []
-        order += sorted(set(frame["metric_a"]) | set(frame["metric_b"]) - set(order), key=str)
+        order += sorted((set(frame["metric_a"]) | set(frame["metric_b"])) - set(order), key=str)
+        symbol = "T [op/s]" if measure == "T" else SYMBOLS.get(column, escape(measure))  # T compared unscaled
         lookup = {}
         for r in frame.itertuples():
             lookup[(r.metric_a, r.metric_b)] = (r.mean_diff, r.p_holm, r.better)
@@ -110,9 +111,9 @@ def significance_html(comparisons: dict[str, pd.DataFrame], means: pd.DataFrame)
                 cls = "better" if better == a else "worse" if better == b else "tie"
                 cells.append(f"<td class={cls} title='Holm p = {p:.4f}'>{format_score(diff)}</td>")
             rows.append(f"<tr><th>{escape(bound_label(a))}</th>{''.join(cells)}</tr>")
-        table = (f"<table class=matrix><thead><tr><th>{SYMBOLS.get(column, escape(measure))}: row − column"
+        table = (f"<table class=matrix><thead><tr><th>{symbol}: row − column"
                  f"</th>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>")
-        parts.append(f"<details><summary>{SYMBOLS.get(column, escape(measure))}</summary>{scroll(table)}</details>")
+        parts.append(f"<details><summary>{symbol}</summary>{scroll(table)}</details>")
     return "".join(parts)
 
 
