@@ -52,4 +52,4 @@ def few_repetitions_warning(n: int) -> str:
     if n >= FEW_REPETITIONS:
         return ""
     return (f"only {n} repetition{'s' if n != 1 else ''} (fewer than {FEW_REPETITIONS}): intervals are "
-            "rough and no difference between metrics can be shown significant")
+            "rough and the paired tests between metrics optimistic; run more repetitions")
