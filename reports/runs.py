@@ -70,7 +70,7 @@ class Run:
     def label(self, root: Path | None = None) -> str:
         """Directory (relative to ``root`` when inside it), seed and the date its measures were written."""
         inside = root is not None and self.path.is_relative_to(root) and self.path != Path(root)
-        name = self.path.relative_to(root) if inside else self.path
+        name = self.path.relative_to(root) if inside else self.path.name
         return f"{name} · seed {self.config.get('seed', '?')} · {self.finished:%Y-%m-%d %H:%M} UTC"
 
     def summary(self) -> pd.DataFrame:
