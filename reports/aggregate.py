@@ -1,8 +1,11 @@
 """Collect the measures of every job of a Hydra multirun sweep into one table.
 
-Each job directory holding a ``measures.csv`` is summarised like a single run
-(mean and 95% CI per metric and measure) and tagged with its config (pair, task, k,
-n, ...), so resolutions and corpus pairs can be compared as in 004 Table 3.
+Each job directory holding a ``measures.csv`` is summarised like a single run (mean and 95%
+percentile bootstrap interval over repetitions per metric and measure, reports/intervals.py) and
+tagged with its config (pair, task, k, n, ...), so resolutions and corpus pairs can be compared as in
+004 Table 3. Jobs are never pooled. A job with fewer than 5 repetitions is flagged in the ``warning``
+column and above the markdown table; paired comparisons of its metrics go to
+``significance_<measure>.csv`` (reports/significance.py).
 """
 
 from __future__ import annotations
@@ -17,13 +20,26 @@ import pandas as pd
 import yaml
 from omegaconf import DictConfig, OmegaConf
 
-from reports.tables import (BOLD_TOLERANCE, TABLE3_ORDER, best_mask, format_score, markdown_table, metric_labels,
-                            summarise_measures)
+from reports.bounds import bound_label, bound_of
+from reports.intervals import INTERVAL_NAME, few_repetitions_warning
+from reports.reference_rows import labelled
+from reports.significance import all_comparisons
+from reports.tables import (
+    BOLD_TOLERANCE,
+    RAW_MEASURES,
+    TABLE3_ORDER,
+    best_mask,
+    format_score,
+    markdown_table,
+    metric_labels,
+    summarise_measures,
+)
 
 CONFIG_KEYS = ("pair", "task", "k", "n", "repetitions", "seed")
 #: ``n`` is the KSC corpus size from the config; ``n_reps`` counts the repetitions behind a mean.
 SWEEP_COLUMNS = [
-    *CONFIG_KEYS, "metric", "orientation", "measure", "mean", "std", "n_reps", "ci_low", "ci_high", "overrides", "run_dir",
+    *CONFIG_KEYS, "metric", "orientation", "measure", "mean", "std", "n_reps", "ci_low", "ci_high", "warning", "overrides",
+    "run_dir",
 ]
 
 
@@ -75,6 +91,7 @@ def aggregate_sweep(sweep_dir: Path) -> pd.DataFrame:
             warnings.warn(f"skipping {run_dir}: measures.csv is empty", stacklevel=2)
             continue
         summary = summarise_measures(measures).rename(columns={"n": "n_reps"})
+        summary["warning"] = few_repetitions_warning(int(summary["n_reps"].max())) if not summary.empty else ""
         for key, value in read_run_config(run_dir).items():
             summary[key] = value
         summary["run_dir"] = str(run_dir)
@@ -93,7 +110,9 @@ def sweep_markdown(long: pd.DataFrame, sweep_dir: Path) -> str:
                     for p in frame["run_dir"]]
     if frame.duplicated(keys + ["metric", "measure"]).any():
         keys.append("run")  # jobs differing in something else: keep them apart
-    frame = frame.sort_values(keys + ["metric"], na_position="last", kind="stable")
+    frame["bound"] = frame["metric"].map(lambda m: {"ceiling": 0, "floor": 2}.get(bound_of(m), 1))
+    frame = frame.sort_values(keys + ["bound", "metric"], na_position="last", kind="stable")
+    frame["metric"] = frame["metric"].map(bound_label)  # ceiling first, floor last, neither bold
     for key in keys:  # shown as text, after sorting so that k=7 comes before k=12
         frame[key] = frame[key].astype(object).where(frame[key].notna(), "–").astype(str)
     order = pd.MultiIndex.from_frame(frame[keys + ["metric"]].drop_duplicates())
@@ -104,10 +123,13 @@ def sweep_markdown(long: pd.DataFrame, sweep_dir: Path) -> str:
     cells = cells.mask(bold, "**" + cells + "**")
     table = markdown_table(cells.reset_index())
     header = (
-        f"# Sweep summary: {sweep_dir}\n\nMeans over repetitions (T in [100 op/s]); higher is better; "
-        f"bold = best within each (pair, k, n) block and those within {BOLD_TOLERANCE:g} of it (004 Table 3).\n\n"
+        f"# Sweep summary: {sweep_dir}\n\nMeans over the repetitions of each job (T in [100 op/s]); higher is "
+        f"better; bold = best within each (pair, k, n) block and those within {BOLD_TOLERANCE:g} of it (004 Table "
+        f"3). Intervals ({INTERVAL_NAME}) are in sweep_summary.csv.\n\n"
     )
-    return header + table + "\n"
+    flagged = long.loc[long["warning"].fillna("") != "", ["run_dir", "warning"]].drop_duplicates()
+    warnings_text = "".join(f"**Warning: {Path(r).name}: {w}.**\n\n" for r, w in flagged.itertuples(index=False))
+    return header + warnings_text + table + "\n"
 
 
 def write_sweep_tables(sweep_dir: Path, out_dir: Path | None = None) -> dict[str, Path]:
@@ -120,7 +142,27 @@ def write_sweep_tables(sweep_dir: Path, out_dir: Path | None = None) -> dict[str
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = {"sweep_summary": out_dir / "sweep_summary.csv", "sweep_table": out_dir / "sweep_table.md"}
     long.to_csv(paths["sweep_summary"], index=False)
+    paths.update(write_sweep_significance(sweep_dir, out_dir))
     paths["sweep_table"].write_text(sweep_markdown(long, sweep_dir), encoding="utf-8")
+    return paths
+
+
+def write_sweep_significance(sweep_dir: Path, out_dir: Path) -> dict[str, Path]:
+    """``significance_<measure>.csv``: every job's paired comparisons, one long table per measure."""
+    per_measure: dict[str, list[pd.DataFrame]] = {}
+    for run_dir in find_run_dirs(sweep_dir):
+        try:
+            measures = labelled(pd.read_csv(run_dir / "measures.csv"))
+        except pd.errors.EmptyDataError:
+            continue
+        config = read_run_config(run_dir)
+        for measure, frame in all_comparisons(measures, RAW_MEASURES).items():
+            tags = {key: config.get(key) for key in ("pair", "task", "k", "n", "seed")}
+            per_measure.setdefault(measure, []).append(frame.assign(**tags, run_dir=str(run_dir)))
+    paths = {}
+    for measure, frames in per_measure.items():
+        paths[f"significance_{measure}"] = out_dir / f"significance_{measure}.csv"
+        pd.concat(frames, ignore_index=True).to_csv(paths[f"significance_{measure}"], index=False)
     return paths
 
 

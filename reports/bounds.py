@@ -12,15 +12,19 @@ BOUNDS = {"oracle": "ceiling", "chance": "floor"}
 
 
 def bound_of(metric) -> str | None:
-    """"ceiling", "floor" or None for an ordinary metric (a reference row of a bound is still a bound)."""
-    name = str(metric).split(" (")[0]
-    return BOUNDS.get(name)
+    """"ceiling", "floor" or None for an ordinary metric; also for a shown name such as "oracle (reference)"
+    or "ceiling (oracle)"."""
+    text = str(metric)
+    for name, kind in BOUNDS.items():
+        if text == name or text.startswith((f"{name} (", f"{kind} ({name})")):
+            return kind
+    return None
 
 
 def bound_label(metric) -> str:
     """How a table names a metric: "ceiling (oracle)" / "floor (chance)"; other names unchanged."""
     kind = bound_of(metric)
-    return f"{kind} ({metric})" if kind else str(metric)
+    return f"{kind} ({metric})" if kind and not str(metric).startswith(kind) else str(metric)
 
 
 def ranked(metrics) -> list:

@@ -1,28 +1,42 @@
 """One self-contained HTML page (images inlined) from one run, several runs, or a sweep.
 
-Runs are grouped into sections: one per KSC setting (pair, k, n). Measures of other
-tasks on the same pair (robustness S and I, IFC) join every section of that pair, so
-Table 3 and the radar chart show all axes that were measured. A sweep over k or n
-also gets a figure of how each measure moves with it.
+Sections follow reports/runs.py: one per KSC setting, one block per run (never pooled), a pair's
+robustness and IFC runs joined into each KSC run's Table 3. A sweep over k or n also gets a figure
+of how each measure moves with it.
 """
 
 from __future__ import annotations
 
 import base64
 import html
-import json
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
 
-from reports.aggregate import aggregate_sweep, find_run_dirs, read_run_config
-from reports.figures import distance_scatter, radar_chart
+from reports.aggregate import aggregate_sweep, find_run_dirs
+from reports.figures import AXIS_LABELS, distance_scatter, radar_chart
+from reports.html_tables import (
+    escape,
+    negative_divergence_html,
+    own_noise_html,
+    scroll,
+    significance_html,
+    table3_html,
+    warning_html,
+)
+from reports.intervals import INTERVAL_NAME
 from reports.reference_rows import REFERENCE_NOTE, is_reference, labelled
+from reports.runs import Run, Section, load_run, profile, sections
+from reports.significance import all_comparisons, column_groups
 from reports.study_figures import measure_boxplots, sweep_trends
-from reports.tables import (MEASURE_LABELS, SIMILARITY_NOTE, metric_labels, similarities, summarise_measures,
-                            table3, table3_markdown_cells)
+from reports.tables import (
+    RAW_MEASURES,
+    SIMILARITY_NOTE,
+    metric_labels,
+    similarities,
+    table3,
+)
 
 #: Figures a task leaves in its run directory, by file-name prefix, with what good looks like.
 TASK_FIGURES = {
@@ -42,67 +56,19 @@ TASK_FIGURES = {
 }
 CAPTIONS = {
     "radar": "Each polygon is one metric over the quality measures (004 Figure 4), on a 0–1 scale, "
-             "time left out. Good: a large polygon reaching the rim on every axis.",
+             "time left out; each vertex is the measure's mean over repetitions (the table's number). "
+             "Good: a large polygon reaching the rim on every axis.",
     "scatter": "Distance (z-scored within each repetition) against the mixing gap ℓ = j − i, pooled over "
-               "repetitions, with the "
-               "regression line and its 95% band (004 Figure 2 top; raw distances are in the run's "
-               "scatter_<metric>.png). Good: points rise steadily with ℓ, "
-               "with little vertical spread at each ℓ (high ρ, ω² and L).",
-    "boxplots": "Each measure across repetitions, one box per metric (004 Figure 6). Good: boxes far "
-                "to the right and narrow (high and stable).",
-    "trend": "How each measure changes with the swept KSC parameter. Larger k makes consecutive corpora "
-             "closer and judgements harder, so measures usually fall; a good metric falls least.",
+               "repetitions, with the regression line and its 95% band (004 Figure 2 top; raw distances are "
+               "in the run's scatter_<metric>.png). The ρ in each panel title is pooled: one Spearman ρ over "
+               "the z-scored distances of all repetitions, not the table's mean of per-repetition ρ. Good: "
+               "points rise steadily with ℓ, with little vertical spread at each ℓ (high ρ, ω² and L).",
+    "boxplots": "Each measure across repetitions, one box per metric, one value per repetition (004 Figure "
+                "6). Good: boxes far to the right and narrow (high and stable).",
+    "trend": "How each measure changes with the swept KSC parameter: mean over repetitions of each run. "
+             "Larger k makes consecutive corpora closer and judgements harder, so measures usually fall; a "
+             "good metric falls least.",
 }
-
-
-@dataclass
-class Run:
-    """What one run directory holds."""
-
-    path: Path
-    config: dict
-    measures: pd.DataFrame
-    distances: pd.DataFrame | None = None
-    failures: dict = field(default_factory=dict)
-    orientation_warnings: dict = field(default_factory=dict)
-
-    @property
-    def task(self) -> str:
-        return str(self.config.get("task") or "ksc")
-
-    @property
-    def pair(self) -> str:
-        if self.task == "ifc":  # IFC compares one source with generated text: its own section
-            return f"{self.config.get('source') or '?'} (generated)"
-        return str(self.config.get("pair") or "?")
-
-
-def load_run(path: Path) -> Run:
-    path = Path(path)
-    config = read_run_config(path)
-    measures = pd.read_csv(path / "measures.csv")
-    distances = None
-    if (path / "distances.csv").exists():
-        distances = pd.read_csv(path / "distances.csv", keep_default_na=False,
-                                na_values={"distance": ["", "nan", "NaN"], "z": ["", "nan", "NaN"]})
-    manifest = json.loads((path / "run.json").read_text()) if (path / "run.json").exists() else {}
-    return Run(path, config, measures, distances, manifest.get("failures") or {},
-               manifest.get("orientation_warnings") or {})
-
-
-def _sections(runs: list[Run]) -> list[tuple[str, list[Run]]]:
-    """Group runs: one section per KSC setting, other tasks of the same pair joined to it."""
-    ksc = [r for r in runs if r.task == "ksc"]
-    others = [r for r in runs if r.task != "ksc"]
-    sections: dict[str, list[Run]] = {}
-    for run in ksc:
-        key = f"{run.pair} · KSC k={run.config.get('k')}, n={run.config.get('n')}"
-        sections.setdefault(key, []).append(run)
-    for run in others:
-        targets = [k for k, rs in sections.items() if rs[0].pair == run.pair and rs[0].task == "ksc"]
-        for key in targets or [f"{run.pair} · {run.task}"]:
-            sections.setdefault(key, []).append(run)
-    return list(sections.items())
 
 
 def _img(path: Path) -> str:
@@ -118,13 +84,12 @@ def _figure(path: Path | None, caption: str) -> str:
 
 
 def _table_html(cells: pd.DataFrame) -> str:
-    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in ["metric", *cells.columns])
+    head = "".join(f"<th>{escape(c)}</th>" for c in ["metric", *cells.columns])
     rows = []
     for metric, row in cells.iterrows():
-        tds = "".join(
-            "<td>" + re.sub(r"\*\*(.+?)\*\*", r"<b>\1</b>", html.escape(str(v))) + "</td>" for v in row)
-        rows.append(f"<tr><th>{html.escape(str(metric))}</th>{tds}</tr>")
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+        tds = "".join("<td>" + re.sub(r"\*\*(.+?)\*\*", r"<b>\1</b>", escape(v)) + "</td>" for v in row)
+        rows.append(f"<tr><th>{escape(metric)}</th>{tds}</tr>")
+    return scroll(f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>")
 
 
 def _perturbation_html(run: Run) -> str:
@@ -139,59 +104,100 @@ def _perturbation_html(run: Run) -> str:
         return ""
     cells = perturbation_cells(summary).rename(index=metric_labels(summary))
     return (f"<h3>Perturbation sensitivity (000 §6.2)</h3>{_table_html(cells)}"
-            f"<p class=legend>{html.escape(LEGEND)} Raw distances: perturbation.md of the run.</p>")
+            f"<p class=legend>{escape(LEGEND)} Raw distances: perturbation.md of the run.</p>")
 
 
-def _section_html(title: str, runs: list[Run], fig_dir: Path, slug: str, out_dir: Path) -> str:
-    tables = [r.measures for r in runs if r.task != "perturb"]
-    measures = labelled(pd.concat(tables, ignore_index=True)) if tables else pd.DataFrame()
-    parts = [f"<section><h2>{html.escape(title)}</h2>",
-             "<p class=runs>Runs: " + ", ".join(html.escape(str(r.path)) for r in runs) + "</p>"]
-    failures = {m: e for r in runs for m, e in r.failures.items()}
-    upside_down = {m: e for r in runs for m, e in r.orientation_warnings.items()}
-    if not measures.empty:
-        summary = summarise_measures(measures)
-        cells = table3_markdown_cells(summary)
-        parts.append(_table_html(cells.rename(index=metric_labels(summary))))
-        legend = "; ".join(MEASURE_LABELS[c] for c in cells.columns if c in MEASURE_LABELS)
-        similarity = " " + SIMILARITY_NOTE if similarities(summary) else ""
-        parts.append(f"<p class=legend>{html.escape(legend)}. Cells: mean [95% CI] over repetitions; "
-                     f"bold: best of the column and within .015 of it. Higher is better.{html.escape(similarity)}</p>")
-        if any(map(is_reference, cells.index)):
-            parts.append(f"<p class=legend>{html.escape(REFERENCE_NOTE)}</p>")
-        wide = table3(summary, with_ci=True)
-        wide.to_csv(out_dir / f"table3_{slug}.csv")
-        try:
-            radar = radar_chart(summary, fig_dir / f"radar_{slug}", title=title)[0]
-            parts.append(_figure(radar, CAPTIONS["radar"]))
-        except ValueError as exc:
-            parts.append(f"<p class=note>No radar chart: {html.escape(str(exc))}</p>")
-        parts.append(_figure(measure_boxplots(measures, fig_dir / f"boxplots_{slug}.png"), CAPTIONS["boxplots"]))
-    for heading, notes in (("Failed metrics", failures), ("Orientation", upside_down)):
+def _notes_html(runs: list[Run]) -> str:
+    parts = []
+    for heading, attr in (("Failed metrics", "failures"), ("Orientation", "orientation_warnings")):
+        notes = {m: e for r in runs for m, e in getattr(r, attr).items()}
         if notes:
-            items = "".join(f"<li><b>{html.escape(m)}</b>: {html.escape(str(e)[:4000])}</li>" for m, e in notes.items())
-            parts.append(f"<div class=failures><h3>{heading}</h3><ul>{items}</ul></div>")
-    for run in runs:
-        if run.task == "ksc" and run.distances is not None and not run.distances.empty:
-            scatter = [p for p in distance_scatter(run.distances, fig_dir / slug) if p.stem == "scatter_all"]
-            parts.append(_figure(scatter[0] if scatter else None, CAPTIONS["scatter"]))
-        if run.task == "perturb":
-            parts.append(_perturbation_html(run))
-        for prefix, caption in TASK_FIGURES.items():
-            for png in sorted(run.path.glob(f"{prefix}*.png")):
-                parts.append(_figure(png, caption))
+            items = "".join(f"<li><b>{escape(m)}</b>: {escape(str(e)[:4000])}</li>" for m, e in notes.items())
+            parts.append(f"<div class=failures><h4>{heading}</h4><ul>{items}</ul></div>")
+    return "".join(parts)
+
+
+def _task_figures(run: Run) -> list[str]:
+    parts = [_perturbation_html(run)] if run.task == "perturb" else []
+    for prefix, caption in TASK_FIGURES.items():
+        parts += [_figure(png, caption) for png in sorted(run.path.glob(f"{prefix}*.png"))]
+    return parts
+
+
+def _run_block(run: Run, joined: list[Run], fig_dir: Path, slug: str, out_dir: Path, root: Path | None) -> str:
+    """One run's Table 3 (its joined runs' columns added), significance, notes and figures."""
+    parts = [f"<h3 class=run>Run {escape(run.label(root))}</h3>"]
+    if joined:
+        parts.append("<p class=runs>Joined: " + "; ".join(
+            f"{escape(r.task)} {escape(r.label(root))}" for r in joined) + "</p>")
+    parts += [warning_html(r.repetitions, f"{r.task} run {r.label(root)}") for r in (run, *joined)]
+    if run.measures.empty:
+        return "".join(parts) + "<p class=note>No metric produced measures.</p>"
+    summary, missing = profile(run, joined) if run.task == "ksc" else (run.summary(), {})
+    comparisons = {}
+    for member in (run, *joined):
+        comparisons.update(all_comparisons(labelled(member.measures), RAW_MEASURES))
+    means = table3(summary)
+    parts.append(table3_html(summary, column_groups(comparisons, means), missing))
+    legend = ""
+    if similarities(summary):
+        legend += SIMILARITY_NOTE + " "
+    if any(map(is_reference, means.index)):
+        legend += REFERENCE_NOTE
+    if legend:
+        parts.append(f"<p class=legend>{escape(legend)}</p>")
+    wide = table3(summary, with_ci=True).rename_axis("metric")
+    wide.insert(0, "runs", ";".join(str(r.path) for r in (run, *joined)))  # where every number comes from
+    wide.to_csv(out_dir / f"table3_{slug}.csv")
+    parts += [significance_html(comparisons, means), own_noise_html(run.path),
+              negative_divergence_html(run.distances), _notes_html([run, *joined])]
+    try:
+        drawable = summary[summary["measure"].isin([*AXIS_LABELS, "T", "T100"])]  # axes figures.py can label
+        radar = radar_chart(drawable, fig_dir / f"radar_{slug}", title=run.label(root))[0]
+        parts.append(_figure(radar, CAPTIONS["radar"]))
+    except ValueError as exc:
+        parts.append(f"<p class=note>No radar chart: {escape(exc)}</p>")
+    measures = labelled(pd.concat([r.measures for r in (run, *joined)], ignore_index=True))
+    parts.append(_figure(measure_boxplots(measures, fig_dir / f"boxplots_{slug}.png"), CAPTIONS["boxplots"]))
+    if run.task == "ksc" and run.distances is not None and not run.distances.empty:
+        scatter = [p for p in distance_scatter(run.distances, fig_dir / slug) if p.stem == "scatter_all"]
+        parts.append(_figure(scatter[0] if scatter else None, CAPTIONS["scatter"]))
+    for member in (run, *joined):
+        parts += _task_figures(member)
+    return "\n".join(parts)
+
+
+def _section_html(section: Section, fig_dir: Path, slug: str, out_dir: Path, root: Path | None) -> str:
+    parts = [f"<section><h2>{escape(section.title)}</h2>"]
+    if len(section.ksc) > 1:
+        parts.append(f"<p class=runs>{len(section.ksc)} separate runs of this setting, shown one by one "
+                     "(never pooled).</p>")
+    for n, run in enumerate(section.ksc):
+        parts.append(_run_block(run, section.joined[run.path], fig_dir, f"{slug}r{n}", out_dir, root))
+    for n, run in enumerate(section.others):
+        if run.task == "perturb" or run.measures.empty:
+            parts += [f"<h3 class=run>Run {escape(run.label(root))}</h3>", *_task_figures(run),
+                      _notes_html([run])]
+        else:
+            parts.append(_run_block(run, [], fig_dir, f"{slug}o{n}", out_dir, root))
     parts.append("</section>")
     return "\n".join(parts)
 
 
 STYLE = """
 body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
-table{border-collapse:collapse;margin:1em 0;font-size:.9em}th,td{border:1px solid #ccc;padding:.3em .6em}
+table{border-collapse:collapse;margin:1em 0;font-size:.9em}th,td{border:1px solid #ccc;padding:.3em .6em;
+white-space:nowrap}.scroll{overflow-x:auto;max-width:100%}
 thead th{background:#f3f3f3}figure{margin:1.5em 0}img{max-width:100%}
-figcaption{color:#555;font-size:.9em}.legend,.runs{color:#555;font-size:.85em}
-.failures{background:#fff3f3;border:1px solid #e99;padding:.5em 1em}
+figcaption{color:#555;font-size:.9em}.legend,.runs{color:#555;font-size:.85em}.runs,h3.run{overflow-wrap:anywhere}.ci{color:#666;font-size:.85em}
+tr.bound-ceiling,tr.bound-floor{font-style:italic;background:#f7f7f7}td.missing{color:#999}
+sup.group{color:#1f5fa8}.matrix td{text-align:right}td.better{background:#cfe8cf}td.worse{background:#f3d0d0}
+td.tie{background:#eee}.warning{background:#fff6d6;border:1px solid #e0c060;padding:.4em .8em}
+.failures,.note{background:#fff3f3;border:1px solid #e99;padding:.5em 1em}
 """
-
+NUMBERS = ("Every number in a table is a measure's mean over the repetitions of one run with its "
+           f"{INTERVAL_NAME}; runs are never pooled. Figures say in their captions when they show another "
+           "number (a pooled ρ, one value per repetition).")
 
 # Marks on <body> how many figures decoded, so a headless browser can check the page.
 LOAD_CHECK = """window.addEventListener('load', () => {
@@ -202,7 +208,7 @@ LOAD_CHECK = """window.addEventListener('load', () => {
 
 
 def build_report(dirs: list[Path | str], out_dir: Path | str | None = None) -> dict[str, Path]:
-    """Write ``report.html`` (self-contained) and one Table 3 CSV per section into ``out_dir``."""
+    """Write ``report.html`` (self-contained) and one Table 3 CSV per run block (``table3_s<i>r<j>.csv``)."""
     dirs = [Path(d) for d in dirs]
     run_dirs = sorted({r for d in dirs for r in find_run_dirs(d)})
     if not run_dirs:
@@ -211,9 +217,8 @@ def build_report(dirs: list[Path | str], out_dir: Path | str | None = None) -> d
     fig_dir = out_dir / "report_figures"
     fig_dir.mkdir(parents=True, exist_ok=True)
     runs = [load_run(p) for p in run_dirs]
-    body = []
-    for n, (title, members) in enumerate(_sections(runs)):
-        body.append(_section_html(title, members, fig_dir, f"s{n}", out_dir))
+    root = dirs[0] if len(dirs) == 1 else None
+    body = [_section_html(section, fig_dir, f"s{n}", out_dir, root) for n, section in enumerate(sections(runs))]
     if sum(r.task == "ksc" for r in runs) > 1:
         long = pd.concat([aggregate_sweep(d) for d in dirs], ignore_index=True)
         body.append("<section><h2>Across the sweep</h2>"
@@ -221,7 +226,7 @@ def build_report(dirs: list[Path | str], out_dir: Path | str | None = None) -> d
     page = (f"<!doctype html><html><head><meta charset=utf-8><title>textmetric-bench report</title>"
             f"<style>{STYLE}</style></head><body data-figures-loaded='pending'><h1>Metric quality report</h1>"
             f"<p>{len(runs)} run(s). Measures follow Kour, Ackerman et al., <i>Measuring the Measuring "
-            f"Tools</i> (004).</p>{''.join(body)}<script>{LOAD_CHECK}</script></body></html>")
+            f"Tools</i> (004). {NUMBERS}</p>{''.join(body)}<script>{LOAD_CHECK}</script></body></html>")
     path = out_dir / "report.html"
     path.write_text(page, encoding="utf-8")
     return {"report_html": path}

@@ -1,7 +1,8 @@
 """Summary tables of the robustness measures, laid out like 004 Table 3.
 
 The runner writes one row of measures per (metric, repetition); here they become a
-mean with a 95% confidence interval per (metric, measure), then a wide table with
+mean with a 95% bootstrap interval over repetitions per (metric, measure) (reports/intervals.py),
+then a wide table with
 the best value of each column (and those within .015 of it) in bold. A table's optional
 ``orientation`` column says which metrics are similarities, scored on their negation; they
 are shown as "name (similarity, negated)".
@@ -16,7 +17,14 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from reports.reference_rows import REFERENCE_NOTE, is_reference, labelled
+from reports.bounds import bound_of, table_order
+from reports.intervals import mean_interval
+from reports.reference_rows import labelled
+from reports.significance import (
+    all_comparisons,
+    column_groups,
+    write_significance,
+)
 
 #: Measure columns the runner may write, in the order they are summarised.
 RAW_MEASURES = ("A", "Aw", "T", "rho", "omega2", "L", "S", "I", "IFC")
@@ -61,7 +69,9 @@ def metric_labels(frame: pd.DataFrame) -> dict[str, str]:
 
 
 def mean_ci(values: np.ndarray, confidence: float = 0.95) -> tuple[float, float, int, float, float]:
-    """Mean, sample std, count and Student-t CI of the mean of the finite values (NaN CI if n < 2)."""
+    """Mean, sample std, count and Student-t CI of the mean of the finite values (NaN CI if n < 2).
+
+    Not used for Table 3 (see reports/intervals.py); kept for the perturbation table and reference checks."""
     x = np.asarray(values, dtype=float)
     x = x[np.isfinite(x)]
     n = int(x.size)
@@ -76,7 +86,8 @@ def mean_ci(values: np.ndarray, confidence: float = 0.95) -> tuple[float, float,
 
 
 def summarise_measures(measures: pd.DataFrame) -> pd.DataFrame:
-    """Long table, one row per (metric, measure): mean, std, n and 95% CI across repetitions.
+    """Long table, one row per (metric, measure): mean, std (ddof=1), n and the 95% percentile bootstrap
+    interval of the mean across repetitions (``ci_low``, ``ci_high``).
 
     Adds ``T100`` = T / 100, the unit of 004 Table 3. An ``orientation`` column is kept (one value
     per metric); other columns than the known measures (and ``metric``/``repetition``) are ignored.
@@ -91,7 +102,7 @@ def summarise_measures(measures: pd.DataFrame) -> pd.DataFrame:
     for metric, group in frame.groupby("metric", sort=True):
         for measure in present:
             values = pd.to_numeric(group[measure], errors="coerce").to_numpy()
-            rows.append((metric, measure, *mean_ci(values)))
+            rows.append((metric, measure, *mean_interval(values)))
     summary = pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
     if "orientation" in frame.columns:
         summary["orientation"] = summary["metric"].map(frame.groupby("metric")["orientation"].first())
@@ -109,6 +120,7 @@ def table3(summary: pd.DataFrame, *, with_ci: bool = False) -> pd.DataFrame:
     The raw ``T`` is dropped in favour of ``T100``.
     """
     means = summary.pivot(index="metric", columns="measure", values="mean")
+    means = means.reindex(table_order(means.index))  # ceiling first, floor last (reports/bounds.py)
     order = _ordered_columns(means.columns)
     if not with_ci:
         return means[order].rename_axis(columns=None)
@@ -123,9 +135,12 @@ def table3(summary: pd.DataFrame, *, with_ci: bool = False) -> pd.DataFrame:
 
 
 def best_mask(means: pd.DataFrame, tolerance: float = BOLD_TOLERANCE) -> pd.DataFrame:
-    """True where a value is its column's best or within ``tolerance`` of it (higher is better)."""
-    best = means.max(axis=0, skipna=True)
-    return means.ge(best - tolerance - 1e-12, axis=1) & means.notna()
+    """True where a value is its column's best or within ``tolerance`` of it (higher is better); bounds never."""
+    names = means.index.get_level_values(-1)  # the metric, also under a sweep's (pair, k, n, metric) index
+    competing = pd.Series([bound_of(m) is None for m in names], index=means.index)
+    best = means[competing].max(axis=0, skipna=True)
+    return means.ge(best - tolerance - 1e-12, axis=1) & means.notna() & pd.DataFrame(
+        {c: competing for c in means.columns}, index=means.index)
 
 
 def format_score(value: float) -> str:
@@ -140,8 +155,12 @@ def format_score(value: float) -> str:
     return text
 
 
-def table3_markdown_cells(summary: pd.DataFrame) -> pd.DataFrame:
-    """Table 3 as strings ``mean [ci_low, ci_high]``, with the best of each column bolded."""
+def table3_markdown_cells(summary: pd.DataFrame, groups: Mapping[str, Mapping[str, str]] | None = None,
+                          ) -> pd.DataFrame:
+    """Table 3 as strings ``mean [ci_low, ci_high]``, with the best of each column bolded.
+
+    ``groups``: rank-group letters per column and metric (reports/significance.py), shown as ``<sup>ab</sup>``.
+    """
     wide = table3(summary, with_ci=True)
     means = table3(summary)
     bold = best_mask(means)
@@ -151,6 +170,8 @@ def table3_markdown_cells(summary: pd.DataFrame) -> pd.DataFrame:
             text = format_score(wide.at[metric, m])
             if bold.at[metric, m]:
                 text = f"**{text}**"
+            if (groups or {}).get(m, {}).get(metric):
+                text += f"<sup>{groups[m][metric]}</sup>"
             low, high = wide.at[metric, f"{m}_ci_low"], wide.at[metric, f"{m}_ci_high"]
             if np.isfinite(low) and np.isfinite(high):
                 text += f" [{format_score(low)}, {format_score(high)}]"
@@ -182,44 +203,6 @@ def failures_from_distances(distances: pd.DataFrame) -> dict[str, str]:
     return failed
 
 
-def repetitions_text(summary: pd.DataFrame, planned: int | None) -> tuple[str, pd.Series | None]:
-    """How many repetitions the cells average: "5", or "k of N" per metric when some failed.
-
-    Returns the sentence fragment and, when counts differ from ``planned``, a per-metric column.
-    """
-    reps = summary.groupby("metric")["n"].max().astype(int)
-    planned = int(planned) if planned else int(reps.max())
-    if (reps == planned).all():
-        return f"{planned} repetitions", None
-    column = reps.map(lambda k: f"{k} of {planned}")
-    return (f"the repetitions counted in column *reps* (k of {planned}: the others failed, see "
-            "\"Failed metrics\")"), column
-
-
-def _markdown_text(summary: pd.DataFrame, title: str, failures: Mapping[str, str] | None,
-                   repetitions: int | None = None) -> str:
-    lines = [f"# {title}", ""]
-    cells = table3_markdown_cells(summary) if not summary.empty else pd.DataFrame()
-    if not cells.empty:
-        n_text, per_metric = repetitions_text(summary, repetitions)
-        if per_metric is not None:
-            cells.insert(0, "reps", per_metric.reindex(cells.index).fillna(f"0 of {repetitions}"))
-        explained = "; ".join(MEASURE_LABELS[m] for m in cells.columns if m in MEASURE_LABELS)
-        similarity = " " + SIMILARITY_NOTE if similarities(summary) else ""
-        cells = cells.rename(index=metric_labels(summary))
-        lines += [
-            f"Measures: {explained}. Higher is better for all. Cells: mean [95% t-interval] over "
-            f"{n_text}; bold = column best and those within {BOLD_TOLERANCE:g} of it.{similarity}",
-            "",
-            markdown_table(cells.rename_axis("metric").reset_index()),
-            "",
-        ] + ([REFERENCE_NOTE, ""] if any(map(is_reference, cells.index)) else [])
-    else:
-        lines += ["No metric produced measures.", ""]
-    lines += failures_markdown(failures)
-    return "\n".join(lines)
-
-
 def failures_markdown(failures: Mapping[str, str] | None) -> list[str]:
     """A "Failed metrics" section (every failing repetition and its reasons), or nothing when none failed."""
     if not failures:
@@ -235,8 +218,8 @@ def orientation_markdown(warnings: Mapping[str, str] | None) -> list[str]:
     """An "Orientation" section: metrics whose declared direction looks reversed, or nothing."""
     if not warnings:
         return []
-    lines = ["## Orientation", "", "These metrics' values run against their declared direction "
-             "(mean ρ clearly negative), so their measures may be upside down:", ""]
+    lines = ["## Orientation", "", ("These metrics' values run against their declared direction "
+                                    "(mean ρ clearly negative), so their measures may be upside down:"), ""]
     return lines + [f"- `{metric}`: {text}" for metric, text in sorted(warnings.items())] + [""]
 
 
@@ -248,7 +231,7 @@ def write_tables(
     failures: Mapping[str, str] | None = None,
     repetitions: int | None = None,
 ) -> dict[str, Path]:
-    """Write ``summary.csv``, ``table3.csv`` and ``table3.md`` into ``out_dir``; return their paths.
+    """Write ``summary.csv``, ``table3.csv``, ``table3.md`` and ``significance_<measure>.csv`` into ``out_dir``.
 
     With an ``orientation`` column in ``measures``, table3.csv has it too and table3.md marks similarities.
 
@@ -263,10 +246,15 @@ def write_tables(
         "table3_md": out_dir / "table3.md",
     }
     summary.to_csv(paths["summary"], index=False)
+    comparisons = all_comparisons(labelled(measures), RAW_MEASURES)
+    paths.update(write_significance(comparisons, out_dir))
+    groups = column_groups(comparisons, table3(summary)) if not summary.empty else {}
     wide = table3(summary, with_ci=True) if not summary.empty else pd.DataFrame()
     if "orientation" in summary.columns and not wide.empty:
         wide.insert(0, "orientation", summary.groupby("metric")["orientation"].first().reindex(wide.index))
     wide.rename_axis("metric").to_csv(paths["table3_csv"])
-    text = _markdown_text(summary, title or "Metric robustness scores (004 Table 3)", failures, repetitions)
+    from reports.table3_markdown import table3_text  # it builds on this module
+
+    text = table3_text(summary, title or "Metric robustness scores (004 Table 3)", failures, repetitions, groups)
     paths["table3_md"].write_text(text, encoding="utf-8")
     return paths

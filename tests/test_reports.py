@@ -65,20 +65,25 @@ def summary_with_means(column_means: dict[str, dict[str, float]]) -> pd.DataFram
 
 # --- tables -----------------------------------------------------------------------------------
 
-def test_ci_matches_scipy_t_interval_and_contains_mean():
+def test_interval_is_a_bootstrap_of_the_mean_inside_the_range_of_the_repetitions():
     measures = simulated_measures()
     summary = summarise_measures(measures)
     for (metric, measure), row in summary.set_index(["metric", "measure"]).iterrows():
-        if measure == "T100":
-            values = measures.loc[measures.metric == metric, "T"].to_numpy() / 100
-        else:
-            values = measures.loc[measures.metric == metric, measure].to_numpy()
-        low, high = stats.t.interval(0.95, len(values) - 1, loc=values.mean(), scale=stats.sem(values))
+        column = "T" if measure == "T100" else measure
+        values = measures.loc[measures.metric == metric, column].to_numpy() / (100 if measure == "T100" else 1)
         assert row["n"] == REPETITIONS
-        assert row["ci_low"] < row["mean"] < row["ci_high"]
-        assert row["ci_low"] == pytest.approx(low, rel=1e-10)
-        assert row["ci_high"] == pytest.approx(high, rel=1e-10)
+        assert values.min() - 1e-12 <= row["ci_low"] <= row["mean"] <= row["ci_high"] <= values.max() + 1e-12
         assert row["std"] == pytest.approx(values.std(ddof=1))
+
+
+def test_interval_of_a_measure_near_its_bound_stays_inside_the_range():
+    """A = 1, 1, 1, .9 would give a Student t-interval reaching 1.06; the bootstrap stays in [0, 1]."""
+    values = [1.0, 1.0, 1.0, 0.9]
+    measures = pd.DataFrame({"metric": "m", "repetition": range(4), "A": values, "rho": [-1.0, -1.0, -0.95, -1.0]})
+    summary = summarise_measures(measures).set_index("measure")
+    t_high = stats.t.interval(0.95, 3, loc=np.mean(values), scale=stats.sem(values))[1]
+    assert t_high > 1 and summary.loc["A", "ci_high"] <= 1.0 and summary.loc["A", "ci_low"] >= 0.9
+    assert summary.loc["rho", "ci_low"] >= -1.0
 
 
 def test_t100_is_t_over_100_and_unknown_columns_ignored():
@@ -129,7 +134,8 @@ def test_write_tables_outputs_every_metric_and_failures(tmp_path):
     failures = failures_from_distances(simulated_distances())
     assert failures == {"broken": "MetricError: corpus too small"}
     paths = write_tables(measures, tmp_path / "out", title="clinc150 vs banking77, k=6", failures=failures)
-    assert set(paths) == {"summary", "table3_csv", "table3_md"}
+    assert set(paths) == {"summary", "table3_csv", "table3_md"} | {
+        f"significance_{m}" for m in ("A", "Aw", "T", "rho", "omega2", "L")}
     text = paths["table3_md"].read_text()
     assert text.startswith("# clinc150 vs banking77, k=6")
     for metric in ("monotone", "flat", "chi", "broken"):

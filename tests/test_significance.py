@@ -1,0 +1,127 @@
+"""Paired comparisons of metrics over repetitions, Holm correction and rank groups (reports/significance.py)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from reports.bounds import bound_label, bound_of, ranked
+from reports.significance import (
+    all_comparisons,
+    paired_bootstrap_p,
+    paired_comparisons,
+    rank_groups,
+    separated,
+)
+from reports.tables import table3_markdown_cells, write_tables
+
+
+def measures_of(centres: dict[str, float], repetitions: int = 5, noise: float = 0.01, seed: int = 0) -> pd.DataFrame:
+    """Per-repetition rho of metrics sharing a per-repetition collection effect (the pairing) plus own noise."""
+    rng = np.random.default_rng(seed)
+    shared = rng.normal(0, 0.05, repetitions)
+    rows = [{"metric": m, "repetition": r, "rho": c + shared[r] + rng.normal(0, noise)}
+            for m, c in centres.items() for r in range(repetitions)]
+    return pd.DataFrame(rows)
+
+
+def test_five_repetitions_can_separate_two_metrics_where_wilcoxon_cannot():
+    d = np.array([0.05, 0.06, 0.04, 0.05, 0.07])
+    assert stats.wilcoxon(d).pvalue >= 0.0625
+    assert paired_bootstrap_p(d) < 0.01
+
+
+def test_p_is_large_for_differences_centred_on_zero_and_one_for_identical_metrics():
+    assert paired_bootstrap_p([0.03, -0.02, 0.01, -0.03, 0.02]) > 0.5
+    assert paired_bootstrap_p([0.0] * 5) == 1.0
+    assert np.isnan(paired_bootstrap_p([0.1]))
+
+
+def test_pairing_uses_the_same_repetition():
+    """The shared collection effect (sd .05) dwarfs the .02 gap; only a paired test sees the gap."""
+    frame = paired_comparisons(measures_of({"good": 0.82, "worse": 0.80}, noise=0.002), "rho")
+    row = frame.iloc[0]
+    unpaired = stats.ttest_ind(*(g["rho"] for _, g in measures_of({"good": .82, "worse": .80}, noise=.002)
+                                 .groupby("metric"))).pvalue
+    assert unpaired > 0.05 and row["p_holm"] < 0.05 and row["better"] == "good"
+    assert row["mean_diff"] == pytest.approx(row["mean_a"] - row["mean_b"])
+
+
+def test_holm_never_lowers_p_and_tied_metrics_are_not_separated():
+    frame = paired_comparisons(measures_of({"a": 0.9, "b": 0.9, "c": 0.7, "d": 0.5}), "rho")
+    assert len(frame) == 6 and (frame["p_holm"] >= frame["p"] - 1e-15).all()
+    assert frozenset(("a", "b")) not in separated(frame)
+    assert frame.set_index(["metric_a", "metric_b"]).loc[("a", "d"), "better"] == "a"
+
+
+def test_rank_groups_share_a_letter_only_when_not_separated_and_skip_bounds():
+    measures = measures_of({"oracle": 1.0, "top": 0.9, "tied": 0.9, "low": 0.5, "chance": 0.0})
+    comparisons = paired_comparisons(measures, "rho")
+    means = measures.groupby("metric")["rho"].mean()
+    letters = rank_groups(means, comparisons)
+    assert "oracle" not in letters and "chance" not in letters
+    assert set(letters["top"]) & set(letters["tied"]) and not set(letters["low"]) & set(letters["top"])
+    apart = separated(comparisons)
+    for x in letters:
+        for y in letters:
+            if x != y:
+                assert bool(set(letters[x]) & set(letters[y])) == (frozenset((x, y)) not in apart)
+
+
+def test_rank_groups_handle_separations_that_are_not_transitive():
+    """As in a real run: fid > all; ngram ~ chi, ngram ~ zipf, but chi > zipf."""
+    means = pd.Series({"fid": 0.96, "ngram": 0.66, "chi": 0.62, "zipf": 0.45})
+    apart = [("chi", "fid"), ("fid", "ngram"), ("fid", "zipf"), ("chi", "zipf")]
+    comparisons = pd.DataFrame([(a, b, a) for a, b in apart] + [("chi", "ngram", ""), ("ngram", "zipf", "")],
+                               columns=["metric_a", "metric_b", "better"])
+    letters = rank_groups(means, comparisons)
+    assert letters == {"fid": "a", "ngram": "bc", "chi": "b", "zipf": "c"}
+
+
+def test_write_tables_writes_long_significance_csv_and_marks_groups(tmp_path):
+    measures = measures_of({"top": 0.9, "tied": 0.9, "low": 0.5})
+    paths = write_tables(measures, tmp_path)
+    table = pd.read_csv(paths["significance_rho"])
+    assert list(table.columns[:3]) == ["metric_a", "metric_b", "n"] and {"p", "p_holm", "better"} <= set(table.columns)
+    assert len(table) == 3 and (table["n"] == 5).all()
+    text = paths["table3_md"].read_text()
+    assert "<sup>a</sup>" in text and "<sup>b</sup>" in text and "rank groups" in text
+    assert "Warning" not in text  # five repetitions: no warning
+
+
+def test_fewer_than_five_repetitions_warn_in_the_markdown(tmp_path):
+    paths = write_tables(measures_of({"x": 0.9, "y": 0.5}, repetitions=3), tmp_path)
+    assert "Warning: only 3 repetitions" in paths["table3_md"].read_text()
+
+
+def test_bounds_are_first_and_last_and_never_bold():
+    summary = pd.DataFrame([(m, "A", v, 0.0, 5, v, v) for m, v in
+                            (("chance", 0.5), ("zeta", 0.8), ("alpha", 0.7), ("oracle", 1.0))],
+                           columns=["metric", "measure", "mean", "std", "n", "ci_low", "ci_high"])
+    cells = table3_markdown_cells(summary)
+    assert list(cells.index) == ["oracle", "alpha", "zeta", "chance"]
+    assert cells.loc["zeta", "A"].startswith("**") and not cells.loc["oracle", "A"].startswith("**")
+
+
+def test_bounds_are_known_by_name_in_every_shown_form():
+    for name in ("oracle", "oracle (reference)", "ceiling (oracle)", "oracle (similarity, negated)"):
+        assert bound_of(name) == "ceiling" and bound_label(name).startswith("ceiling (oracle")
+    assert bound_of("floor (chance)") == "floor" and bound_of("oracle_v2") is None and bound_of("chancery") is None
+    assert ranked(["chance", "fid", "oracle"]) == ["fid"]
+
+
+def test_comparisons_need_two_metrics_and_repetitions():
+    assert all_comparisons(measures_of({"only": 0.5}), ["rho"]) == {}
+
+
+def test_sweep_table_puts_the_ceiling_first_the_floor_last_and_bolds_neither(tmp_path):
+    from reports.aggregate import sweep_markdown
+
+    long = pd.DataFrame([{"pair": "p", "k": 4, "n": 12, "task": "ksc", "run_dir": str(tmp_path / "0"),
+                          "metric": m, "measure": "A", "mean": v, "warning": ""}
+                         for m, v in (("chance", 0.5), ("fid", 0.9), ("chi", 0.7), ("oracle", 1.0))])
+    rows = [line for line in sweep_markdown(long, tmp_path).splitlines() if line.startswith("| p |")]
+    assert [r.split("|")[4].strip() for r in rows] == ["ceiling (oracle)", "chi", "fid", "floor (chance)"]
+    assert "**.900**" in rows[2] and "**" not in rows[0] + rows[3]
