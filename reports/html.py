@@ -15,7 +15,9 @@ from pathlib import Path
 import pandas as pd
 
 from reports.aggregate import aggregate_sweep, find_run_dirs
+from reports.drawing import save_figure
 from reports.figures import AXIS_LABELS, distance_scatter, radar_chart
+from reports.heatmap import HEATMAP_CAPTION, measure_heatmap
 from reports.html_tables import (
     escape,
     negative_divergence_html,
@@ -26,6 +28,7 @@ from reports.html_tables import (
     warning_html,
 )
 from reports.intervals import INTERVAL_NAME
+from reports.radar import SMALL_MULTIPLES_CAPTION, radar_small_multiples
 from reports.reference_rows import REFERENCE_NOTE, is_reference, labelled
 from reports.runs import Run, Section, load_run, profile, sections
 from reports.significance import all_comparisons, column_groups
@@ -55,8 +58,8 @@ TASK_FIGURES = {
                "shuffling.",
 }
 CAPTIONS = {
-    "radar": "Each polygon is one metric over the quality measures (004 Figure 4), on a 0–1 scale, "
-             "time left out; each vertex is the measure's mean over repetitions (the table's number). "
+    "radar": "The same measures overlaid for at most 6 metrics, those with the largest mean over the "
+             "axes (004 Figure 4), on a 0–1 scale, time left out; each vertex is the measure's mean over repetitions (the table's number). "
              "Good: a large polygon reaching the rim on every axis.",
     "scatter": "Distance (z-scored within each repetition) against the mixing gap ℓ = j − i, pooled over "
                "repetitions, with the regression line and its 95% band (004 Figure 2 top; raw distances are "
@@ -64,7 +67,7 @@ CAPTIONS = {
                "the z-scored distances of all repetitions, not the table's mean of per-repetition ρ. Good: "
                "points rise steadily with ℓ, with little vertical spread at each ℓ (high ρ, ω² and L).",
     "boxplots": "Each measure across repetitions, one box per metric, one value per repetition (004 Figure "
-                "6). Good: boxes far to the right and narrow (high and stable).",
+                "6), the largest median on top. Good: boxes far to the right and narrow (high and stable).",
     "trend": "How each measure changes with the swept KSC parameter: mean over repetitions of each run. "
              "Larger k makes consecutive corpora closer and judgements harder, so measures usually fall; a "
              "good metric falls least.",
@@ -151,12 +154,7 @@ def _run_block(run: Run, joined: list[Run], fig_dir: Path, slug: str, out_dir: P
     wide.to_csv(out_dir / f"table3_{slug}.csv")
     parts += [significance_html(comparisons, means), own_noise_html(run.path),
               negative_divergence_html(run.distances), _notes_html([run, *joined])]
-    try:
-        drawable = summary[summary["measure"].isin([*AXIS_LABELS, "T", "T100"])]  # axes figures.py can label
-        radar = radar_chart(drawable, fig_dir / f"radar_{slug}", title=run.label(root))[0]
-        parts.append(_figure(radar, CAPTIONS["radar"]))
-    except ValueError as exc:
-        parts.append(f"<p class=note>No radar chart: {escape(exc)}</p>")
+    parts.append(_overview_figures(summary, fig_dir, slug, run.label(root)))
     measures = labelled(pd.concat([r.measures for r in (run, *joined)], ignore_index=True))
     parts.append(_figure(measure_boxplots(measures, fig_dir / f"boxplots_{slug}.png"), CAPTIONS["boxplots"]))
     if run.task == "ksc" and run.distances is not None and not run.distances.empty:
@@ -164,6 +162,25 @@ def _run_block(run: Run, joined: list[Run], fig_dir: Path, slug: str, out_dir: P
         parts.append(_figure(scatter[0] if scatter else None, CAPTIONS["scatter"]))
     for member in (run, *joined):
         parts += _task_figures(member)
+    return "\n".join(parts)
+
+
+def _overview_figures(summary: pd.DataFrame, fig_dir: Path, slug: str, title: str) -> str:
+    """The heatmap of every metric and measure, one small radar per metric, and one overlaid radar."""
+    parts = []
+    try:
+        heatmap = save_figure(measure_heatmap(summary, sort_by="A"), fig_dir / f"heatmap_{slug}.png")
+        parts.append(_figure(heatmap, HEATMAP_CAPTION))
+    except ValueError as exc:
+        parts.append(f"<p class=note>No heatmap: {escape(exc)}</p>")
+    try:
+        drawable = summary[summary["measure"].isin([*AXIS_LABELS, "T", "T100"])]  # axes the radars can label
+        small = save_figure(radar_small_multiples(drawable, title=title), fig_dir / f"radars_{slug}.png")
+        parts.append(_figure(small, SMALL_MULTIPLES_CAPTION))
+        radar = radar_chart(drawable, fig_dir / f"radar_{slug}", title=title)[0]
+        parts.append(_figure(radar, CAPTIONS["radar"]))
+    except ValueError as exc:
+        parts.append(f"<p class=note>No radar chart: {escape(exc)}</p>")
     return "\n".join(parts)
 
 

@@ -9,7 +9,9 @@ import pytest
 from bench.tasks.config import compose_config
 from bench.tasks.ksc import run_ksc
 from reports.__main__ import main as report_main
+from reports.heatmap import HEATMAP_CAPTION
 from reports.html import build_report
+from reports.radar import SMALL_MULTIPLES_CAPTION
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
@@ -38,8 +40,9 @@ def test_report_is_self_contained_with_captioned_figures(sweep):
     page = build_report([sweep])["report_html"].read_text()
     assert not re.search(r"""(src|href)=["']?(https?:|file:|/)""", page)
     images = re.findall(r'<img src="data:image/(png|svg\+xml);base64,', page)
-    # per section: radar, boxplots, scatter; plus the sweep trends figure
-    assert len(images) == 2 * 3 + 1
+    # per section: heatmap, small-multiple radars, overlaid radar, boxplots, scatter; plus the sweep trends
+    assert len(images) == 2 * 5 + 1
+    assert page.count(HEATMAP_CAPTION[:60]) == 2 and page.count(SMALL_MULTIPLES_CAPTION[:60]) == 2
     assert page.count("<figcaption>") == len(images)
     assert "KSC k=4" in page and "KSC k=5" in page and "Good:" in page
 
@@ -62,4 +65,4 @@ def test_every_figure_loads_in_headless_chromium(sweep, tmp_path):
     loaded = re.search(r'data-figures-loaded="(\d+)/(\d+)"', dom)
     assert loaded, "the page's load check did not run"
     ok, total = map(int, loaded.groups())
-    assert total == 7 and ok == total
+    assert total == 11 and ok == total

@@ -98,7 +98,7 @@ def test_a_pairs_tasks_join_one_profile_and_unmeasured_axes_are_marked(report, r
                       OmegaConf.create({"task": "ifc", "ifc": {"source": PAIR_SOURCES[0]}}), ifc / "ifc") / "measures.csv",
                                                           index=False)
     joined = build_report([ifc], tmp_path / "out")["report_html"].read_text()
-    assert "not measured" not in joined and joined.count("Joined: robustness") == 3
+    assert "not measured: no" not in joined and joined.count("Joined: robustness") == 3
     table = pd.read_csv(min((tmp_path / "out").glob("table3_*.csv")), index_col="metric")
     assert table["IFC"].notna().all() and table["runs"].iloc[0].count(";") == 2
 
