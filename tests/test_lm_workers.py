@@ -16,12 +16,12 @@ import pytest
 
 from bench.api.context import RunContext, use_context
 from bench.errors import ConfigError
-import bench.features.lm_scores as lm_scores
+from bench.features import lm_scores
 from bench.features.lm_scores import LMScorer
 from bench.features.lm_workers import LMWorkerError, resolve_workers
 from metrics.ctrleval import infill_logprobs
 
-INFILL = dict(spans=3, max_masks=4, max_words=128)
+INFILL = {"spans": 3, "max_masks": 4, "max_words": 128}
 
 
 @pytest.fixture
