@@ -5,12 +5,20 @@ length-sorted batches of ``bench.features.lm.length_batches`` in a pebble pool, 
 task, each worker with one torch thread (``lm.threads``). The batches are the same as in one
 process, so the scores are bit-for-bit those of serial scoring, whatever the number of workers.
 
-Why processes and not torch threads: on this 2-core machine, shared with other jobs, scoring
-40 banking77/clinc150 texts with one process and ``torch.set_num_threads(2)`` took 3.7x the wall
-time of one thread for the infilling pass (67.7 s against 18.4 s) and 6.7x for the plain pass
-(32.9 s against 4.9 s): torch's OpenMP threads spin waiting for each other when a core is taken.
-Processes do not wait for each other; see README "Language-model metrics" for the measured
-speed-up of 2 workers over 1.
+Why processes and not torch threads: on this 2-core machine, shared with other jobs (load
+average about 7), scoring 40 banking77/clinc150 texts in one process with
+``torch.set_num_threads(2)`` took 67.7 s wall against 18.4 s with one thread for the infilling
+pass, and 32.9 s against 4.9 s for the plain pass: torch's OpenMP threads spin waiting for each
+other when another job holds a core. Processes do not wait for each other.
+
+Measured 2026-11-23, 1 against 2 workers, model loaded before timing, same texts, back to back
+(CPU seconds are those of the batches, summed over workers). 40 texts (8 batches of infilling
+prompts): infilling 13.4/13.1/13.5 s wall with 1 worker, 7.5/7.4/10.8 s with 2 (1.80x, 1.78x,
+1.25x when the load average rose to 2), CPU 13.4 s either way; the CPU seconds per batch predict
+1.81x, limited by 8 batches on 2 workers. 160 texts (30 batches): predicted 1.99x from CPU time,
+measured 1.07x and 1.10x wall while other jobs held about one core (load average 2.4-2.9). The
+plain pass (3 and 10 batches): 1.62x/1.64x measured at 40 texts. Batches go out longest first, so
+the last to finish is a short one.
 
 A worker loads the model on its first batch (not in pebble's initializer: a worker whose
 initializer fails is restarted forever, a hang), records each batch's wall and CPU seconds with
@@ -94,8 +102,9 @@ class LMWorkers:
         """Every batch scored, in order; ``done(n)`` after each batch of ``n`` sequences finishes."""
         from pebble import ProcessExpired
 
-        futures = {self.pool.schedule(_worker_batch, args=(*self._task, seqs, starts)): i
-                   for i, (seqs, starts) in enumerate(batches)}
+        # longest batches first (they come sorted by length), so the last one to finish is a short one
+        futures = {self.pool.schedule(_worker_batch, args=(*self._task, *batches[i])): i
+                   for i in sorted(range(len(batches)), key=lambda i: -max(map(len, batches[i][0])))}
         results: list[Scored | None] = [None] * len(batches)
         try:
             for future in cf.as_completed(futures):
