@@ -160,6 +160,7 @@ class LMScorer:
             try:
                 found = cache.get_or_compute([k for k, _ in by_length], [t for _, t in by_length],
                                              compute_counted, chunk=CHUNK, label=label, clock=self._scoring_clock)
+                self._tracker.chunk(0)  # the last chunk, all done
             finally:
                 self._tracker = TextProgress()
         served = [k for k, _ in by_length if k not in scored_here]
