@@ -55,6 +55,7 @@ BAD_VALUES = {
     "embedder-batch-zero": (["embedder.batch_size=0"], ["embedder.batch_size=0"]),
     "lm-batch-many": (["lm.batch_size=many"], ["lm.batch_size='many'"]),
     "lm-threads-zero": (["lm.threads=0"], ["lm.threads=0"]),
+    "lm-workers-zero": (["lm.workers=0"], ["lm.workers=0", "'auto'", "e.g. lm.workers=2"]),
     "k-fraction": (["k=3.5"], ["k=3.5", "whole number"]),
     "k-too-small": (["k=2"], ["k=2"]),
     "n-too-small": (["k=7", "n=5"], ["n=5"]),

@@ -123,18 +123,28 @@ def load_causal_lm(cfg_lm: Mapping[str, Any], cache_dir: Path | str, *, path: Pa
     """
     _offline()
     import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoModelForCausalLM
 
     if cfg_lm.get("threads"):
         torch.set_num_threads(int(cfg_lm["threads"]))
     source = Path(path) if path is not None else checkpoint_path(cfg_lm, cache_dir)
-    tokenizer = AutoTokenizer.from_pretrained(str(source))
-    if tokenizer.pad_token is None:
-        tokenizer.pad_token = tokenizer.eos_token
+    tokenizer = load_tokenizer(cfg_lm, cache_dir, path=source)
     model = AutoModelForCausalLM.from_pretrained(str(source), dtype=torch.float32)
     model.to(resolve_device(str(cfg_lm.get("device") or "auto")))
     model.eval()
     return model, tokenizer
+
+
+def load_tokenizer(cfg_lm: Mapping[str, Any], cache_dir: Path | str, *, path: Path | str | None = None):
+    """The tokenizer of the configured causal LM (of ``path`` if given), with a pad token (EOS when none)."""
+    _offline()
+    from transformers import AutoTokenizer
+
+    source = Path(path) if path is not None else checkpoint_path(cfg_lm, cache_dir)
+    tokenizer = AutoTokenizer.from_pretrained(str(source))
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    return tokenizer
 
 
 def save_causal_lm(model, tokenizer, target: Path | str, *, what: str = "a model checkpoint",
@@ -170,28 +180,61 @@ def padded_batch(sequences: Sequence[Sequence[int]], pad_id: int):
     return ids, mask, labels
 
 
+def length_batches(seqs: Sequence[Sequence[int]], batch_size: int) -> list[list[int]]:
+    """Indices of ``seqs`` in batches of ``batch_size``, shortest first, so padding stays small.
+
+    The batches depend only on the sequences and ``batch_size``: scoring them in one process or
+    spread over worker processes gives the same numbers (``bench.features.lm_workers``).
+    """
+    order = sorted(range(len(seqs)), key=lambda i: len(seqs[i]))
+    return [order[b:b + batch_size] for b in range(0, len(order), batch_size)]
+
+
+def batch_logprobs(model, tokenizer, seqs: Sequence[Sequence[int]], starts: Sequence[int]) -> list[np.ndarray]:
+    """log p(token | preceding tokens) of the tokens ``seq[start:]`` of each sequence of one padded batch."""
+    import torch
+
+    device = next(model.parameters()).device
+    ids, mask, _ = padded_batch(seqs, tokenizer.pad_token_id)
+    with torch.no_grad():
+        logits = model(input_ids=ids.to(device), attention_mask=mask.to(device)).logits
+    logp = torch.log_softmax(logits[:, :-1].float(), dim=-1)
+    picked = logp.gather(-1, ids[:, 1:, None].to(device)).squeeze(-1).double().cpu().numpy()
+    return [picked[r, max(int(start), 1) - 1:len(seq) - 1] for r, (seq, start) in enumerate(zip(seqs, starts))]
+
+
 def sequence_logprobs(model, tokenizer, seqs: Sequence[Sequence[int]], starts: Sequence[int],
                       batch_size: int = 16) -> list[np.ndarray]:
     """log p(token | preceding tokens) of the tokens ``seq[start:]`` of each sequence (start >= 1).
 
-    Sequences are batched in order of length, so padding stays small; one float64 array per
+    Sequences are batched in order of length (``length_batches``); one float64 array per
     sequence, in the given order.
     """
-    import torch
-
-    device = next(model.parameters()).device
     out: list[np.ndarray | None] = [None] * len(seqs)
-    order = sorted(range(len(seqs)), key=lambda i: len(seqs[i]))
-    for b in range(0, len(order), batch_size):
-        rows = order[b:b + batch_size]
-        ids, mask, _ = padded_batch([seqs[i] for i in rows], tokenizer.pad_token_id)
-        with torch.no_grad():
-            logits = model(input_ids=ids.to(device), attention_mask=mask.to(device)).logits
-        logp = torch.log_softmax(logits[:, :-1].float(), dim=-1)
-        picked = logp.gather(-1, ids[:, 1:, None].to(device)).squeeze(-1).double().cpu().numpy()
-        for r, i in enumerate(rows):
-            out[i] = picked[r, max(int(starts[i]), 1) - 1:len(seqs[i]) - 1]
+    for rows in length_batches(seqs, batch_size):
+        for i, values in zip(rows, batch_logprobs(model, tokenizer, [seqs[i] for i in rows], [starts[i] for i in rows])):
+            out[i] = values
     return out  # type: ignore[return-value]
+
+
+def text_sequences(tokenizer, texts: Sequence[str], *, add_eos: bool = False,
+                   max_tokens: int | None = None) -> list[list[int]]:
+    """The token sequences ``token_logprobs`` scores: BOS, each text's first ``max_tokens`` tokens (and EOS)."""
+    head = 1 if tokenizer.bos_token_id is not None else 0
+    seqs = [text_token_ids(tokenizer, text, add_eos=add_eos) for text in texts]
+    return seqs if max_tokens is None else [ids[:head + max_tokens] for ids in seqs]
+
+
+def continuation_sequences(tokenizer, prompts: Sequence[str],
+                           continuations: Sequence[str]) -> tuple[list[list[int]], list[int]]:
+    """(sequences, starts): BOS, prompt and continuation tokens, and where the continuation starts."""
+    head = [tokenizer.bos_token_id] if tokenizer.bos_token_id is not None else []
+    seqs, starts = [], []
+    for prompt, continuation in zip(prompts, continuations, strict=True):
+        context = head + tokenizer(prompt, add_special_tokens=False)["input_ids"]
+        seqs.append(context + tokenizer(continuation, add_special_tokens=False)["input_ids"])
+        starts.append(len(context))
+    return seqs, starts
 
 
 def token_logprobs(model, tokenizer, texts: Sequence[str], batch_size: int = 16, *,
@@ -202,9 +245,5 @@ def token_logprobs(model, tokenizer, texts: Sequence[str], batch_size: int = 16,
     ``max_tokens`` keeps each text's first tokens only. A tokenizer without BOS leaves the first
     token unscored (it has no context).
     """
-    seqs = []
-    for text in texts:
-        ids = text_token_ids(tokenizer, text, add_eos=add_eos)
-        head = 1 if tokenizer.bos_token_id is not None else 0
-        seqs.append(ids if max_tokens is None else ids[:head + max_tokens])
+    seqs = text_sequences(tokenizer, texts, add_eos=add_eos, max_tokens=max_tokens)
     return sequence_logprobs(model, tokenizer, seqs, [1] * len(seqs), batch_size)

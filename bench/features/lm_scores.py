@@ -12,20 +12,30 @@ The LM pass is per-text preparation, charged to every evaluation that uses it (T
 left out), and an evaluation that reads scores from the cache is charged the cache's mean seconds
 per text for each distinct text it reads, once per evaluation. A cache written before shards
 recorded their cost charges nothing for those texts: their cost is unknown.
+
+Scoring uses every core (``lm.workers``, ``bench.features.lm_workers``): the batches go to
+worker processes when there are at least two, else are scored in this process; the scores do
+not depend on the number of workers. The seconds a shard records are the summed seconds of its
+batches, what one core would take, so T does not depend on the number of workers either.
+A tqdm bar shows the texts scored per second (``progress``, on by default).
 """
 
 from __future__ import annotations
 
+import atexit
 import time
 from pathlib import Path
 from typing import Callable, Sequence
 
 import numpy as np
+from tqdm import tqdm
 
 from bench.api.context import RunContext, current_context
 from bench.api.sharing import charge
 from bench.features.embedding import model_files_digest, resolve_device
-from bench.features.lm import load_causal_lm, model_id, sequence_logprobs, token_logprobs
+from bench.features.lm import (checkpoint_path, continuation_sequences, length_batches, load_causal_lm, load_tokenizer,
+                               model_id, text_sequences)
+from bench.features.lm_workers import Batch, LMWorkers, resolve_workers, score_batch
 from bench.features.shard_cache import RaggedCache, slug, text_key
 
 _scorers: dict[tuple, "LMScorer"] = {}
@@ -41,28 +51,71 @@ def scorer(context: RunContext | None = None) -> "LMScorer":
     return _scorers[key]
 
 
+class TextProgress:
+    """A tqdm bar over texts, moved within a chunk of texts as the chunk's sequences are scored."""
+
+    def __init__(self, bar=None):
+        self.bar = bar
+        self.base = self.texts = self.sequences = self.scored = 0
+
+    def chunk(self, n_texts: int) -> None:
+        if self.bar is not None:
+            self.bar.update(self.base + self.texts - self.bar.n)  # the previous chunk, all done
+            self.base, self.texts, self.sequences, self.scored = self.bar.n, n_texts, 0, 0
+
+    def expect(self, n_sequences: int) -> None:
+        self.sequences, self.scored = n_sequences, 0
+
+    def advance(self, n_sequences: int) -> None:
+        self.scored += n_sequences
+        if self.bar is not None and self.sequences:
+            target = self.base + self.texts * min(self.scored, self.sequences) // self.sequences
+            if target > self.bar.n:
+                self.bar.update(target - self.bar.n)
+
+
 class LMScorer:
-    """The context's LM (loaded on first use) and the caches of what it has scored."""
+    """The context's LM (loaded on first use, here or in worker processes) and the caches of what it has scored."""
 
     def __init__(self, context: RunContext):
         self.context = context
         self.model_id = model_id(context.lm)
         self.batch_size = int(context.lm.get("batch_size") or 16)
+        self.workers = resolve_workers(context.lm)
+        progress = context.lm.get("progress", True)
+        self.progress = progress if isinstance(progress, bool) else True  # "${progress}" read without Hydra
         self._model = None
+        self._tokenizer = None
+        self._pool: LMWorkers | None = None
         self._caches: dict[str, RaggedCache] = {}
+        self._tracker = TextProgress()
         self.scored = 0  # texts computed (not served from the cache) by this process
-        self._loading_seconds = 0.0
+        self.cpu_seconds = 0.0  # CPU seconds of the batches scored for this process, here or in workers
+        self._not_scoring = 0.0  # seconds the scoring clock leaves out (module note)
 
     def _loaded(self):
         if self._model is None:
             start = time.perf_counter()
             self._model = load_causal_lm(self.context.lm, self.context.cache_dir)
-            self._loading_seconds += time.perf_counter() - start
+            self._not_scoring += time.perf_counter() - start
         return self._model
 
+    def _workers(self) -> LMWorkers:
+        if self._pool is None:
+            checkpoint_path(self.context.lm, self.context.cache_dir)  # convert once here, not in every worker
+            self._pool = LMWorkers(self.context.lm, self.context.cache_dir, self.workers)
+            atexit.register(self.close)
+        return self._pool
+
+    def close(self) -> None:
+        """Stop the worker processes, if any were started (they start again when needed)."""
+        if self._pool is not None:
+            pool, self._pool = self._pool, None
+            pool.close()
+
     def _scoring_clock(self) -> float:
-        """A clock that stops while the model loads, a one-time cost not charged per text."""
-        return time.perf_counter() - self._loading_seconds
+        """Single-core scoring seconds: wall time without model loading, batches counted at their own seconds."""
+        return time.perf_counter() - self._not_scoring
 
     def _scores_id(self) -> str:
         """The model id, its files when it is a local directory, and the device: what the scores depend on."""
@@ -91,6 +144,7 @@ class LMScorer:
         scored_here: dict[str, float] = {}  # key -> seconds, for the texts this call computes
 
         def compute_counted(batch: list[str]) -> list[np.ndarray]:
+            self._tracker.chunk(len(batch))
             start = self._scoring_clock()
             values = compute(batch)
             each = (self._scoring_clock() - start) / max(len(batch), 1)
@@ -99,9 +153,16 @@ class LMScorer:
             return values
 
         cache = self.cache(kind)
-        found = cache.get_or_compute([k for k, _ in by_length], [t for _, t in by_length],
-                                     compute_counted, chunk=CHUNK, label=f"LM scores {kind.split('|')[0]}",
-                                     clock=self._scoring_clock)
+        label = f"LM scores {kind.split('|')[0]}"
+        missing = len(by_length) - len(cache.get([k for k, _ in by_length]))
+        with tqdm(total=missing, desc=label, unit="text", disable=not (self.progress and missing), leave=False) as bar:
+            self._tracker = TextProgress(bar)
+            try:
+                found = cache.get_or_compute([k for k, _ in by_length], [t for _, t in by_length],
+                                             compute_counted, chunk=CHUNK, label=label, clock=self._scoring_clock)
+                self._tracker.chunk(0)  # the last chunk, all done
+            finally:
+                self._tracker = TextProgress()
         served = [k for k, _ in by_length if k not in scored_here]
         per_text = (cache.seconds_per_value() or 0.0) if served else 0.0  # None: an older cache, cost unknown
         for key in served:
@@ -110,21 +171,50 @@ class LMScorer:
             charge(("lm_scores", cache.dir.name, key), seconds, done_here=True)
         return [found[k] for k in keys]
 
+    def sequence_logprobs(self, seqs: Sequence[Sequence[int]], starts: Sequence[int]) -> list[np.ndarray]:
+        """``bench.features.lm.sequence_logprobs`` on every core: the same batches, in worker processes
+        when there are at least two of them and ``lm.workers`` > 1."""
+        rows = length_batches(seqs, self.batch_size)
+        batches: list[Batch] = [([list(seqs[i]) for i in r], [int(starts[i]) for i in r]) for r in rows]
+        self._tracker.expect(len(seqs))
+        if self.workers > 1 and len(batches) > 1:
+            pool = self._workers()
+            wall = time.perf_counter()
+            scored = pool.map(batches, self._tracker.advance)
+        else:
+            model = self._loaded()
+            wall = time.perf_counter()
+            scored = []
+            for batch in batches:
+                scored.append(score_batch(model, *batch))
+                self._tracker.advance(len(batch[0]))
+        self._not_scoring += time.perf_counter() - wall - sum(seconds for _, seconds, _ in scored)
+        self.cpu_seconds += sum(cpu for _, _, cpu in scored)
+        out: list[np.ndarray | None] = [None] * len(seqs)
+        for r, (values, _, _) in zip(rows, scored):
+            for i, v in zip(r, values):
+                out[i] = v
+        return out  # type: ignore[return-value]
+
     def token_logprobs(self, texts: Sequence[str], *, max_tokens: int = 256) -> list[np.ndarray]:
         """log p(token_t | BOS, tokens_<t) of each text's first ``max_tokens`` tokens (cached)."""
         def compute(batch: list[str]) -> list[np.ndarray]:
-            model, tok = self._loaded()
-            return token_logprobs(model, tok, batch, self.batch_size, max_tokens=max_tokens)
+            seqs = text_sequences(self.tokenizer(), batch, max_tokens=max_tokens)
+            return self.sequence_logprobs(seqs, [1] * len(seqs))
 
         return self.cached(f"token_logprobs|max_tokens={max_tokens}", texts, compute)
 
     def continuation_logprobs(self, prompts: Sequence[str], continuations: Sequence[str]) -> np.ndarray:
         """log P(continuation | prompt) for each pair, summed over the continuation's tokens (not cached)."""
-        model, tok = self._loaded()
-        head = [tok.bos_token_id] if tok.bos_token_id is not None else []
-        seqs, starts = [], []
-        for prompt, continuation in zip(prompts, continuations, strict=True):
-            context = head + tok(prompt, add_special_tokens=False)["input_ids"]
-            seqs.append(context + tok(continuation, add_special_tokens=False)["input_ids"])
-            starts.append(len(context))
-        return np.array([lp.sum() for lp in sequence_logprobs(model, tok, seqs, starts, self.batch_size)])
+        seqs, starts = continuation_sequences(self.tokenizer(), prompts, continuations)
+        return np.array([lp.sum() for lp in self.sequence_logprobs(seqs, starts)])
+
+    def tokenizer(self):
+        """The LM's tokenizer (loaded alone when the model itself runs in worker processes)."""
+        if self._model is not None:
+            return self._model[1]
+        if self._tokenizer is None:
+            start = time.perf_counter()
+            self._tokenizer = load_tokenizer(self.context.lm, self.context.cache_dir)
+            self._not_scoring += time.perf_counter() - start
+        return self._tokenizer

@@ -1,0 +1,141 @@
+"""LM scoring on every core (bench.features.lm_workers): worker processes give the serial scores, the
+worker count is honoured, a killed worker is an error and not a hang, two jobs share one score cache."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing as mp
+import os
+import signal
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from bench.api.context import RunContext, use_context
+from bench.errors import ConfigError
+from bench.features import lm_scores
+from bench.features.lm_scores import LMScorer
+from bench.features.lm_workers import LMWorkerError, resolve_workers
+from metrics.ctrleval import infill_logprobs
+
+INFILL = {"spans": 3, "max_masks": 4, "max_words": 128}
+
+
+@pytest.fixture
+def scores_dir(tmp_path, smollm2, cache_dir) -> Path:
+    """An empty LM score cache beside the session's converted model (linked, so it is not converted again)."""
+    (tmp_path / "lm").symlink_to(cache_dir / "lm", target_is_directory=True)
+    return tmp_path
+
+
+def scorer_with(scores_dir: Path, smollm2_cfg: dict, workers: int, **lm) -> LMScorer:
+    return LMScorer(RunContext(str(scores_dir), {**smollm2_cfg, "device": "cpu", "workers": workers,
+                                                 "progress": False, **lm}))
+
+
+def pebble_workers() -> list:
+    return [p for p in mp.active_children() if p.name.startswith("pebble_pool_worker")]
+
+
+def test_the_worker_count_is_read_from_lm_workers():
+    assert resolve_workers({"workers": 3}) == 3
+    assert resolve_workers({"workers": "auto", "device": "cpu"}) == len(os.sched_getaffinity(0))
+    assert resolve_workers({}) == 1  # an LM config of one's own without the option: this process
+    for wrong in (0, -2, "two", 1.5, True):
+        with pytest.raises(ConfigError, match="lm.workers must be"):
+            resolve_workers({"workers": wrong})
+
+
+def test_scores_from_two_workers_equal_serial_scores(scores_dir, smollm2_cfg, intent_texts):
+    """Infilling and plain log-likelihood: equal to the last bit, as both score the same padded batches
+    (bench.features.lm.length_batches) with one torch thread; only which process runs a batch differs."""
+    texts = intent_texts["a"][:10] + intent_texts["b"][:10]
+    results = {}
+    for workers in (1, 2):
+        (scores_dir / f"w{workers}").mkdir()
+        (scores_dir / f"w{workers}" / "lm").symlink_to(scores_dir / "lm", target_is_directory=True)
+        lm = scorer_with(scores_dir / f"w{workers}", smollm2_cfg, workers, batch_size=4)
+        try:
+            with use_context(lm.context):
+                lm_scores._scorers[(lm.context.cache_dir, lm.model_id)] = lm
+                infill = infill_logprobs(texts, **INFILL)
+                plain = lm.token_logprobs(texts)
+                if workers == 2:
+                    assert len(pebble_workers()) == 2 and lm._model is None  # the model ran in the workers only
+                results[workers] = (infill, plain, lm.scored)
+        finally:
+            lm.close()
+            lm_scores._scorers.pop((lm.context.cache_dir, lm.model_id), None)
+    (infill_1, plain_1, n_1), (infill_2, plain_2, n_2) = results[1], results[2]
+    assert n_1 == n_2 == 2 * len(set(texts))  # every text scored once per pass in both runs
+    assert sum(len(v) for v in infill_1) > 2 * len(texts)  # most intents: three masked spans each
+    for serial, parallel in zip(infill_1 + plain_1, infill_2 + plain_2):
+        np.testing.assert_array_equal(serial, parallel)
+    assert not pebble_workers()  # close() stopped them
+
+
+def test_a_killed_worker_is_reported_not_waited_for(scores_dir, smollm2_cfg, intent_texts):
+    lm = scorer_with(scores_dir, smollm2_cfg, 2, batch_size=1)
+    texts = intent_texts["a"][200:260]  # 60 one-text batches: workers are busy (loading, then scoring)
+    with ThreadPoolExecutor(1) as run:
+        scoring = run.submit(lm.token_logprobs, texts)
+        deadline = time.monotonic() + 120
+        while not scoring.done() and time.monotonic() < deadline:
+            time.sleep(1.0)  # a worker loads the model inside its first task, so it is busy from the start
+            for worker in pebble_workers()[:1]:
+                os.kill(worker.pid, signal.SIGKILL)
+        with pytest.raises(LMWorkerError, match=r"worker process .*died.*lm.workers=1"):
+            scoring.result(timeout=60)
+    assert not pebble_workers()  # the pool was stopped, nothing left holding a model
+
+
+def _scoring_job(root: str, cfg: dict, texts: list[str], out: str, barrier) -> None:
+    """One job of the shared-cache test: score ``texts`` (plain pass) into the cache at ``root``."""
+    lm_scores.CHUNK = 3  # several shards, so the two jobs take turns at the lock
+    lm = LMScorer(RunContext(root, cfg))
+    barrier.wait(120)
+    values = lm.token_logprobs(texts)
+    Path(out).write_text(json.dumps({"scored": lm.scored, "values": [v.tolist() for v in values]}))
+
+
+def test_two_jobs_share_one_score_cache(scores_dir, smollm2_cfg, intent_texts):
+    """Two processes scoring overlapping texts at once: each text scored once between them, identical
+    scores, a consistent cache that a third run reads without scoring anything."""
+    texts = intent_texts["b"][300:318]
+    parts = (texts[:12], texts[6:])  # 6 texts in common
+    cfg = {**smollm2_cfg, "device": "cpu", "workers": 1, "threads": 1, "progress": False}
+    spawn = mp.get_context("spawn")
+    barrier = spawn.Barrier(2)
+    jobs = [spawn.Process(target=_scoring_job, args=(str(scores_dir), cfg, part, str(scores_dir / f"job{i}.json"),
+                                                     barrier)) for i, part in enumerate(parts)]
+    for job in jobs:
+        job.start()
+    for job in jobs:
+        job.join(300)
+        assert job.exitcode == 0
+    done = [json.loads((scores_dir / f"job{i}.json").read_text()) for i in range(2)]
+    assert done[0]["scored"] + done[1]["scored"] == len(texts)  # none scored twice
+    first = dict(zip(parts[0], done[0]["values"]))
+    for text, values in zip(parts[1], done[1]["values"]):
+        if text in first:
+            assert values == first[text]
+    third = scorer_with(scores_dir, smollm2_cfg, 2)
+    again = third.token_logprobs(texts)
+    assert third.scored == 0 and third._pool is None and third._model is None
+    assert len(third.cache("token_logprobs|max_tokens=256")) == len(texts)
+    for text, values in zip(texts, again):
+        expected = first.get(text) or dict(zip(parts[1], done[1]["values"]))[text]
+        np.testing.assert_array_equal(values, expected)
+
+
+def test_the_progress_bar_counts_texts(scores_dir, smollm2_cfg, intent_texts, capsys):
+    lm = scorer_with(scores_dir, smollm2_cfg, 1, progress=True)
+    lm.token_logprobs(intent_texts["a"][400:405])
+    err = capsys.readouterr().err
+    assert "LM scores token_logprobs" in err and "5/5" in err and "text/s" in err
+    lm.token_logprobs(intent_texts["a"][400:405])  # all cached: no bar
+    assert "LM scores" not in capsys.readouterr().err
+
