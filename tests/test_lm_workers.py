@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from bench.api.context import RunContext, use_context
+from bench.console import set_progress
 from bench.errors import ConfigError
 from bench.features import lm_scores
 from bench.features.lm_scores import LMScorer
@@ -133,7 +134,11 @@ def test_two_jobs_share_one_score_cache(scores_dir, smollm2_cfg, intent_texts):
 
 def test_the_progress_bar_counts_texts(scores_dir, smollm2_cfg, intent_texts, capsys):
     lm = scorer_with(scores_dir, smollm2_cfg, 1, progress=True)
-    lm.token_logprobs(intent_texts["a"][400:405])
+    set_progress(True)  # what `progress=true` does in a run: bars even though capsys's stderr is no terminal
+    try:
+        lm.token_logprobs(intent_texts["a"][400:405])
+    finally:
+        set_progress("auto")
     err = capsys.readouterr().err
     assert "LM scores token_logprobs" in err and "5/5" in err and "text/s" in err
     lm.token_logprobs(intent_texts["a"][400:405])  # all cached: no bar

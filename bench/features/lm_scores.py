@@ -17,7 +17,7 @@ Scoring uses every core (``lm.workers``, ``bench.features.lm_workers``): the bat
 worker processes when there are at least two, else are scored in this process; the scores do
 not depend on the number of workers. The seconds a shard records are the summed seconds of its
 batches, what one core would take, so T does not depend on the number of workers either.
-A tqdm bar shows the texts scored per second (``progress``, on by default).
+A progress bar (bench.console) shows the texts scored per second (the run's ``progress`` option).
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 import numpy as np
-from tqdm import tqdm
 
+from bench.console import adopt_library_loggers, progress_bar
 from bench.api.context import RunContext, current_context
 from bench.api.sharing import charge
 from bench.features.embedding import model_files_digest, resolve_device
@@ -83,7 +83,7 @@ class LMScorer:
         self.batch_size = int(context.lm.get("batch_size") or 16)
         self.workers = resolve_workers(context.lm)
         progress = context.lm.get("progress", True)
-        self.progress = progress if isinstance(progress, bool) else True  # "${progress}" read without Hydra
+        self.progress = progress is not False and str(progress).lower() != "false"  # bench.console decides "auto"
         self._model = None
         self._tokenizer = None
         self._pool: LMWorkers | None = None
@@ -97,6 +97,7 @@ class LMScorer:
         if self._model is None:
             start = time.perf_counter()
             self._model = load_causal_lm(self.context.lm, self.context.cache_dir)
+            adopt_library_loggers()  # transformers, imported by the load, prints through its own handler
             self._not_scoring += time.perf_counter() - start
         return self._model
 
@@ -155,7 +156,7 @@ class LMScorer:
         cache = self.cache(kind)
         label = f"LM scores {kind.split('|')[0]}"
         missing = len(by_length) - len(cache.get([k for k, _ in by_length]))
-        with tqdm(total=missing, desc=label, unit="text", disable=not (self.progress and missing), leave=False) as bar:
+        with progress_bar(missing, desc=label, unit="text", enabled=bool(self.progress and missing), leave=False) as bar:
             self._tracker = TextProgress(bar)
             try:
                 found = cache.get_or_compute([k for k, _ in by_length], [t for _, t in by_length],
