@@ -32,7 +32,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the checkout, when run as a script
 
 METRICS = "[chi,classifier,dc,fid,irpr,mauve,pr,zipf]"
-QUICK_GRID = ["sizes=[50,250,450]", "n_ref=500", "imbalance_total=500", "repetitions=2"]
+#: BENCH_ROBUSTNESS_GRID -> overrides of conf/task/robustness.yaml: the full grid, one repetition of it, a small one
+GRIDS = {"full": [], "one": ["repetitions=1"],
+         "quick": ["sizes=[50,250,450]", "n_ref=500", "imbalance_total=500", "repetitions=2"]}
 
 
 def experiment_configs(name: str) -> list[list[str]]:
@@ -42,7 +44,9 @@ def experiment_configs(name: str) -> list[list[str]]:
         return [["task=ksc", f"pair={pair}", f"k={k}", "n=100", "repetitions=5", metrics]
                 for pair in ("clinc150_banking77", "atis_news") for k in (7, 12)]
     if name == "robustness":
-        grid = QUICK_GRID if os.environ.get("BENCH_ROBUSTNESS_GRID", "full") == "quick" else []
+        grid = GRIDS.get(os.environ.get("BENCH_ROBUSTNESS_GRID", "full"))
+        if grid is None:
+            raise SystemExit(f"BENCH_ROBUSTNESS_GRID={os.environ['BENCH_ROBUSTNESS_GRID']!r}: use one of {sorted(GRIDS)}")
         return [["task=robustness", "pair=clinc150_banking77", metrics, *grid]]
     raise SystemExit(f"unknown experiment {name!r}; use ksc or robustness")
 
@@ -58,7 +62,8 @@ def capture(overrides: list[str]) -> dict:
 
     cfg = compose_config(overrides)
     task = {"ksc": ("bench.tasks.ksc", "run_ksc"), "robustness": ("bench.tasks.robustness", "run_robustness")}
-    module = importlib.import_module(task[cfg.task.name][0])
+    runner = getattr(importlib.import_module(task[cfg.task.name][0]), task[cfg.task.name][1])
+    module = importlib.import_module("bench.tasks.skeleton")  # every task calls run_jobs from there
     got: dict = {}
 
     def intercept(jobs, store, metrics, **_):
@@ -68,7 +73,7 @@ def capture(overrides: list[str]) -> dict:
     original, module.run_jobs = module.run_jobs, intercept
     try:
         with tempfile.TemporaryDirectory() as out_dir:
-            getattr(module, task[cfg.task.name][1])(cfg, out_dir)
+            runner(cfg, out_dir)
     except _Captured:
         pass
     finally:
@@ -123,6 +128,13 @@ def run_compcor(runs: list[dict], fns: dict) -> tuple[list[float], dict[str, flo
     return distances, dict(per_metric), errors
 
 
+def cpu_seconds() -> float:
+    """CPU time (user + system) of this process and of its ended, waited-for children (our workers)."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("experiment", choices=["ksc", "robustness"])
@@ -142,7 +154,7 @@ def main(argv=None) -> None:
         fns = warm_compcor(runs) if args.impl == "compcor" else None
         record["rss_before_mb"] = psutil.Process().memory_info().rss / 2**20
         profile = cProfile.Profile() if args.profile else None
-        start = time.perf_counter()
+        start, cpu_start = time.perf_counter(), cpu_seconds()
         if profile:
             profile.enable()
         result = run_ours(runs, args.workers) if args.impl == "ours" else run_compcor(runs, fns)
@@ -150,6 +162,7 @@ def main(argv=None) -> None:
             profile.disable()
             profile.dump_stats(args.profile)
         record["seconds"] = time.perf_counter() - start
+        record["cpu_seconds"] = cpu_seconds() - cpu_start
         distances, per_metric, errors = result
         record.update(seconds_per_metric=per_metric, errors=errors[:20], n_errors=len(errors),
                       distances=[d if math.isfinite(d) else None for d in distances])
