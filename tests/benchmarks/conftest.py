@@ -20,11 +20,13 @@ import time
 from pathlib import Path
 
 import pytest
+from summary import machine, summary_rows, table_lines, write_summary
 
 from bench import PROJECT_ROOT
 
 HERE = Path(__file__).resolve().parent
 RECORD_FILE = PROJECT_ROOT / "outputs" / "benchmark" / "results.jsonl"  # every result as it arrives
+SUMMARY_FILE = PROJECT_ROOT / "outputs" / "benchmark" / "summary.json"  # the one table (summary.py)
 RESULTS: dict[str, dict] = {}      # experiment label -> record
 METRIC_TIMES: dict[tuple, float] = {}  # (metric, size, impl) -> median seconds per call
 MEMORY: dict[tuple, float] = {}        # (metric, size, impl) -> tracemalloc peak MB
@@ -168,6 +170,15 @@ def pytest_terminal_summary(terminalreporter):
                           f"  in {r.get('seconds', 0):.0f} s")
             tr.write_line("    peak RSS per process: " + ", ".join(
                 f"{role} {'/'.join(f'{v:.0f}' for v in peaks)}" for role, peaks in r["peak_process_rss_mb"].items()))
+
+
+    rows = summary_rows(RESULTS)
+    if rows:
+        tr.section("the benchmark table: ours serial against compcor serial (ratio = compcor s / ours s)")
+        for line in table_lines(rows):
+            tr.write_line(line)
+        write_summary(SUMMARY_FILE, rows, machine())
+        tr.write_line(f"written to {SUMMARY_FILE}")
 
 
 def _mb(value) -> str:
