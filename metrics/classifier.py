@@ -30,10 +30,10 @@ Gram matrix of all its texts (one BLAS product), and every fold takes its traini
 computed exactly as gamma = "scale" does on the fold's training matrix, 1 / (dims * var), for
 ``SVC(kernel="precomputed")``. The values are libsvm's up to the last bits of the dot products,
 and each text's distance to itself is exactly 0, as in libsvm; the predictions equal libsvm's own
-kernel's on real corpora (tests/test_classifier.py). The pair's distances hold n x n doubles and
-a fold's training block 0.64 n x n (472 MiB at n = 6000, the size experiment's largest pair); the
-test block is built once training has freed the training block. A pair whose two would exceed
-``max_kernel_mb`` MiB falls back to libsvm's own kernel, fold by fold.
+kernel's on real corpora (tests/test_classifier.py, tests/test_speedups.py). The pair's distances
+hold n x n doubles and a fold's training block 0.64 n x n (450 MiB together at n = 6000, the size
+experiment's largest pair); the test block is built once training has freed the training block.
+A pair whose two would exceed ``max_kernel_mb`` MiB falls back to libsvm's own kernel, fold by fold.
 """
 
 from __future__ import annotations

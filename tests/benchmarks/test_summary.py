@@ -11,7 +11,7 @@ from summary import COLUMNS, STUDIES, machine, summary_rows, table_lines, write_
 
 
 def _record(seconds, rss, cpu=None, evaluations=10):
-    return {"seconds": seconds, "cpu_seconds": cpu, "peak_tree_rss_mb": rss, "evaluations": evaluations}
+    return {"seconds": seconds, "tree_cpu_s": cpu, "peak_tree_rss_mb": rss, "evaluations": evaluations}
 
 
 def test_ratio_is_compcor_over_ours_serial_not_the_parallel_run():

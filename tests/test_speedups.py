@@ -1,0 +1,60 @@
+"""The speed-ups of issue 20 leave every distance as it was (exact changes: equal values).
+
+- CLASSIFIER: one squared-distance matrix per pair, shared by the five folds, gives the
+  predictions of libsvm computing every kernel value itself (``max_kernel_mb=0``, the path
+  before issue 10), on real pairs of up to 1,000 texts, across sources, within a source and
+  unbalanced 100 against 900.
+- IRPR: clipping the nearest-neighbour maxima instead of the n x m cosines (clipping is
+  monotone, so it commutes with max) gives the value of the formula as written.
+- PR and DC: one computation per pair in a run (``per_pair``), DC after PR reusing PR's cross
+  distances, gives the values each computes alone.
+Inputs are real MiniLM embeddings of the fortune pair (``real_samples``), stacked over draws.
+"""
+
+import numpy as np
+import pytest
+
+from bench.api.sharing import sharing
+from metrics.classifier import classifier
+from metrics.irpr import irpr
+from metrics.prdc import dc, f1_distance, pr
+
+
+@pytest.fixture(scope="module")
+def big_pairs(real_samples):
+    """name -> (p, q): real corpora of 100 to 1,000 embedded texts (each text once per corpus)."""
+    side = {name: np.vstack([vectors[name] for _, vectors in real_samples.draws]) for name in ("a1", "a2", "b1", "b2")}
+    return {
+        "across-1000v1000": (np.vstack([side["a1"], side["a2"]]), np.vstack([side["b1"], side["b2"]])),
+        "same-source-500v500": (side["a1"], side["a2"]),
+        "unbalanced-100v900": (side["a1"][:100], np.vstack([side["b1"], side["b2"][:400]])),
+    }
+
+
+@pytest.mark.parametrize("name", ["across-1000v1000", "same-source-500v500", "unbalanced-100v900"])
+def test_classifier_shared_distances_equal_libsvm_own_kernel(big_pairs, name):
+    p, q = big_pairs[name]
+    for seed in (0, 1):
+        assert classifier(p, q, seed=seed) == classifier(p, q, seed=seed, max_kernel_mb=0)
+
+
+@pytest.mark.parametrize("name", ["across-1000v1000", "same-source-500v500", "unbalanced-100v900"])
+def test_irpr_equals_its_formula(big_pairs, name):
+    p, q = big_pairs[name]
+    x, y = (v / np.linalg.norm(v, axis=1, keepdims=True) for v in (np.asarray(p, np.float64), np.asarray(q, np.float64)))
+    cosine = np.clip(x @ y.T, -1.0, 1.0)  # 004 §2 as written: every cosine, then nearest in each direction
+    expected = f1_distance(max(cosine.max(axis=1).mean(), 0.0), max(cosine.max(axis=0).mean(), 0.0))
+    assert irpr(p, q) == expected
+
+
+def test_pr_and_dc_share_one_computation_per_pair_with_the_same_values(big_pairs, monkeypatch):
+    import metrics.prdc as module
+
+    alone = {name: (pr(*pair), dc(*pair)) for name, pair in big_pairs.items()}
+    calls = []
+    real = module.euclidean_distances
+    monkeypatch.setattr(module, "euclidean_distances", lambda *a: calls.append(len(a)) or real(*a))
+    with sharing():
+        shared = {name: (pr(*pair), dc(*pair)) for name, pair in big_pairs.items()}
+    assert shared == alone
+    assert calls.count(2) == len(big_pairs)  # one cross-distance matrix per pair, not one per metric
