@@ -20,7 +20,7 @@ from pathlib import Path
 #: study -> (label of ours serial, label of ours with 2 workers, label of compcor), as test_experiments.py names them
 STUDIES = {"ksc": ("ksc/ours-serial", "ksc/ours-2-workers", "ksc/compcor"),
            "robustness": ("robustness/ours-serial", "robustness/ours-2-workers", "robustness/compcor")}
-COLUMNS = ("study", "evaluations", "ours_s", "compcor_s", "ratio", "ours_cpu_s", "compcor_cpu_s",
+COLUMNS = ("study", "evaluations", "ours_s", "compcor_s", "ratio", "ours_cpu_s", "compcor_cpu_s", "cpu_ratio",
            "ours_2_workers_s", "ours_peak_rss_mb", "compcor_peak_rss_mb", "ours_2_workers_peak_rss_mb")
 
 
@@ -32,12 +32,14 @@ def summary_rows(results: dict[str, dict]) -> list[dict]:
         if not (serial or parallel or compcor):
             continue
         ours_s, compcor_s = _get(serial, "seconds"), _get(compcor, "seconds")
+        ours_cpu, compcor_cpu = _get(serial, "tree_cpu_s"), _get(compcor, "tree_cpu_s")
         rows.append({
             "study": study,
             "evaluations": _get(serial or compcor or parallel, "evaluations"),
             "ours_s": ours_s, "compcor_s": compcor_s,
             "ratio": compcor_s / ours_s if ours_s and compcor_s else None,
-            "ours_cpu_s": _get(serial, "tree_cpu_s"), "compcor_cpu_s": _get(compcor, "tree_cpu_s"),
+            "ours_cpu_s": ours_cpu, "compcor_cpu_s": compcor_cpu,
+            "cpu_ratio": compcor_cpu / ours_cpu if ours_cpu and compcor_cpu else None,
             "ours_2_workers_s": _get(parallel, "seconds"),
             "ours_peak_rss_mb": _get(serial, "peak_tree_rss_mb"), "compcor_peak_rss_mb": _get(compcor, "peak_tree_rss_mb"),
             "ours_2_workers_peak_rss_mb": _get(parallel, "peak_tree_rss_mb"),
@@ -77,11 +79,12 @@ def write_summary(path: Path, rows: list[dict], about: dict) -> None:
 def table_lines(rows: list[dict]) -> list[str]:
     """The rows as a fixed-width text table."""
     head = (f"{'study':<11}{'evals':>7}{'ours s':>10}{'compcor s':>11}{'ratio':>8}{'ours CPU s':>12}"
-            f"{'compcor CPU s':>15}{'2 workers s':>13}{'ours RSS MB':>13}{'compcor RSS MB':>16}{'2 workers RSS MB':>18}")
+            f"{'compcor CPU s':>15}{'CPU ratio':>11}{'2 workers s':>13}{'ours RSS MB':>13}{'compcor RSS MB':>16}{'2 workers RSS MB':>18}")
     lines = [head]
     for r in rows:
         lines.append(f"{r['study']:<11}{_num(r['evaluations'], 7, 0)}{_num(r['ours_s'], 10)}{_num(r['compcor_s'], 11)}"
                      f"{_num(r['ratio'], 8, 2)}{_num(r['ours_cpu_s'], 12)}{_num(r['compcor_cpu_s'], 15)}"
+                     f"{_num(r['cpu_ratio'], 11, 2)}"
                      f"{_num(r['ours_2_workers_s'], 13)}{_num(r['ours_peak_rss_mb'], 13, 0)}"
                      f"{_num(r['compcor_peak_rss_mb'], 16, 0)}{_num(r['ours_2_workers_peak_rss_mb'], 18, 0)}")
     return lines
@@ -103,16 +106,17 @@ def markdown(summary: dict) -> str:
              f"Python {m['python']}; load average at the end {', '.join(str(v) for v in m['load_average_at_end'])}; "
              f"size/imbalance grid `{m['robustness_grid']}`.")
     head = ("| study | evaluations | ours serial | compcor serial | ratio (compcor / ours) | ours CPU | compcor CPU "
-            "| ours, 2 workers | peak RSS ours / compcor / 2 workers |")
-    lines = [about, "", head, "|---|---|---|---|---|---|---|---|---|"]
+            "| CPU ratio | ours, 2 workers | peak RSS ours / compcor / 2 workers |")
+    lines = [about, "", head, "|---|---|---|---|---|---|---|---|---|---|"]
     for r in summary["studies"]:
         rss = " / ".join(f"{v:,.0f} MB" if v is not None else "-" for v in
                          (r["ours_peak_rss_mb"], r["compcor_peak_rss_mb"], r["ours_2_workers_peak_rss_mb"]))
         cells = [r["study"], f"{r['evaluations']:,}" if r["evaluations"] is not None else "-",
                  *(f"{r[k]:,.1f} s" if r[k] is not None else "-" for k in ("ours_s", "compcor_s")),
                  f"{r['ratio']:.2f}" if r["ratio"] is not None else "-",
-                 *(f"{r[k]:,.1f} s" if r[k] is not None else "-" for k in ("ours_cpu_s", "compcor_cpu_s",
-                                                                           "ours_2_workers_s")), rss]
+                 *(f"{r[k]:,.1f} s" if r[k] is not None else "-" for k in ("ours_cpu_s", "compcor_cpu_s")),
+                 f"{r['cpu_ratio']:.2f}" if r["cpu_ratio"] is not None else "-",
+                 f"{r['ours_2_workers_s']:,.1f} s" if r["ours_2_workers_s"] is not None else "-", rss]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -136,8 +140,7 @@ def update_readme(readme: Path, summary_file: Path) -> None:
 if __name__ == "__main__":
     import argparse
 
-    from bench import PROJECT_ROOT
-
+    PROJECT_ROOT = Path(__file__).resolve().parents[2]  # this checkout, whichever one the venv installed
     parser = argparse.ArgumentParser(description="Quote outputs/benchmark/summary.json in the README.")
     parser.add_argument("--readme", action="store_true", help="rewrite the README's benchmark table")
     parser.add_argument("--summary", type=Path, default=PROJECT_ROOT / "outputs" / "benchmark" / "summary.json")

@@ -24,6 +24,7 @@ def test_ratio_is_compcor_over_ours_serial_not_the_parallel_run():
     assert row["ratio"] == pytest.approx(4.0)  # 200 / 50: the 2-worker 20 s takes no part
     assert (row["ours_2_workers_s"], row["ours_2_workers_peak_rss_mb"]) == (20.0, 1500.0)
     assert (row["ours_cpu_s"], row["compcor_cpu_s"]) == (48.0, 190.0)
+    assert row["cpu_ratio"] == pytest.approx(190.0 / 48.0)
 
 
 def test_a_missing_run_gives_no_ratio_and_a_dash():
@@ -44,3 +45,12 @@ def test_summary_json_holds_the_rows_and_the_machine(tmp_path):
     assert [r["study"] for r in saved["studies"]] == list(STUDIES)
     assert all(r["ratio"] == pytest.approx(2.0) for r in saved["studies"])
     assert saved["machine"]["logical_cores"] >= 1 and saved["machine"]["memory_gib"] > 0
+
+
+def test_readme_quotes_the_committed_summary():
+    """README "Performance" holds the table generated from tests/benchmarks/quoted_summary.json, unedited."""
+    from summary import QUOTED, markdown, readme_block
+
+    quoted = json.loads(QUOTED.read_text())
+    assert readme_block((QUOTED.parents[2] / "README.md").read_text()) == markdown(quoted)
+    assert {r["study"] for r in quoted["studies"]} <= set(STUDIES)
