@@ -6,6 +6,8 @@
   unbalanced 100 against 900.
 - IRPR: clipping the nearest-neighbour maxima instead of the n x m cosines (clipping is
   monotone, so it commutes with max) gives the value of the formula as written.
+- MAUVE: mauve-text given float32 embeddings (the encoder's precision) gives the distance of
+  float64 inputs.
 - PR and DC: one computation per pair in a run (``per_pair``), DC after PR reusing PR's cross
   distances, gives the values each computes alone.
 Inputs are real MiniLM embeddings of the fortune pair (``real_samples``), stacked over draws.
@@ -17,6 +19,7 @@ import pytest
 from bench.api.sharing import sharing
 from metrics.classifier import classifier
 from metrics.irpr import irpr
+from metrics.mauve import mauve
 from metrics.prdc import dc, f1_distance, pr
 
 
@@ -58,3 +61,15 @@ def test_pr_and_dc_share_one_computation_per_pair_with_the_same_values(big_pairs
         shared = {name: (pr(*pair), dc(*pair)) for name, pair in big_pairs.items()}
     assert shared == alone
     assert calls.count(2) == len(big_pairs)  # one cross-distance matrix per pair, not one per metric
+
+
+@pytest.mark.parametrize("name", ["across-1000v1000", "same-source-500v500", "unbalanced-100v900"])
+def test_mauve_with_float32_inputs_equals_float64(big_pairs, name):
+    from mauve import compute_mauve
+
+    from bench.api.inputs import canonical_pair
+
+    p, q = big_pairs[name]
+    x, y = canonical_pair(np.asarray(p, np.float64), np.asarray(q, np.float64))
+    expected = 1.0 - compute_mauve(p_features=x, q_features=y, seed=3, verbose=False).mauve
+    assert mauve(p, q, seed=3) == pytest.approx(max(expected, 0.0), abs=1e-9)
