@@ -8,6 +8,9 @@
   monotone, so it commutes with max) gives the value of the formula as written.
 - MAUVE: mauve-text given float32 embeddings (the encoder's precision) gives the distance of
   float64 inputs.
+- FID: for corpora no larger than the dimension (KSC's n = 100), the SVD of B_p B_q^T gives the
+  eigen-decomposition route's value within 1e-6 relative (not exactly: that route adds the square
+  roots of ~1e-17 noise eigenvalues); larger corpora keep that route, exactly.
 - PR and DC: one computation per pair in a run (``per_pair``), DC after PR reusing PR's cross
   distances, gives the values each computes alone.
 Inputs are real MiniLM embeddings of the fortune pair (``real_samples``), stacked over draws.
@@ -18,6 +21,7 @@ import pytest
 
 from bench.api.sharing import sharing
 from metrics.classifier import classifier
+from metrics.fid import fid, frechet_distance, gaussian_fit
 from metrics.irpr import irpr
 from metrics.mauve import mauve
 from metrics.prdc import dc, f1_distance, pr
@@ -73,3 +77,21 @@ def test_mauve_with_float32_inputs_equals_float64(big_pairs, name):
     x, y = canonical_pair(np.asarray(p, np.float64), np.asarray(q, np.float64))
     expected = 1.0 - compute_mauve(p_features=x, q_features=y, seed=3, verbose=False).mauve
     assert mauve(p, q, seed=3) == pytest.approx(max(expected, 0.0), abs=1e-9)
+
+
+def _eigh_route(x, y):
+    mu_p, cov_p, root_p = gaussian_fit(x)
+    mu_q, cov_q, _ = gaussian_fit(y)
+    return frechet_distance(mu_p, cov_p, mu_q, cov_q, root_p=root_p)
+
+
+def test_fid_low_rank_route_agrees_with_the_eigen_route(real_samples):
+    for _, vectors in real_samples.draws:
+        for first, second in (("a1", "b1"), ("a1", "a2"), ("mix", "b2")):
+            x, y = (np.asarray(vectors[n], np.float64) for n in (first, second))  # 100 texts, 384 dims
+            assert fid(x, y) == pytest.approx(_eigh_route(x, y), rel=1e-6)
+
+
+def test_fid_of_corpora_larger_than_the_dimension_keeps_the_eigen_route(big_pairs):
+    p, q = (np.asarray(v, np.float64) for v in big_pairs["same-source-500v500"])
+    assert fid(p, q) == _eigh_route(p, q)
