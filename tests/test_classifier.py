@@ -14,7 +14,12 @@ import numpy as np
 import pytest
 
 from bench.api.inputs import canonical_pair
-from metrics.classifier import classifier, held_out_predictions, rbf_kernel_blocks, squared_distances
+from metrics.classifier import (
+    classifier,
+    held_out_predictions,
+    rbf_kernel_blocks,
+    squared_distances,
+)
 
 SEEDS = range(30)
 
