@@ -41,7 +41,9 @@ test-slow: $(STAMP)
 	$(BIN)/python -m pytest -q -m slow
 
 # Speed and memory against 004's authors' compcor 1.0.6 (installed here only; --no-deps keeps the venv's pins).
-# A quick look: make benchmark BENCH_ROBUSTNESS_GRID=quick (see README, "Performance").
+# A quick look: make benchmark BENCH_ROBUSTNESS_GRID=quick (or =one: one repetition of the full grid).
+# Prints one table (ours serial vs compcor serial, ratio, peak RSS) and writes outputs/benchmark/summary.json;
+# `python tests/benchmarks/summary.py --readme` quotes it in README "Performance".
 benchmark: $(STAMP)
 	$(BIN)/python -m pip install --quiet --no-deps compcor==1.0.6
 	$(BIN)/python -c "import compcor.corpus_metrics"

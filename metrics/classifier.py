@@ -22,22 +22,21 @@ are disjoint, so this does not arise there.
 Rows and corpora are put in a canonical order first (``bench.api.inputs.canonical_pair``), so
 the value depends only on the two corpora as sets and the seed, and is symmetric.
 
-Speed (issue 10): libsvm would compute every kernel value itself, dot product by dot product,
-in training and again in prediction. Instead each fold gets its RBF kernel as two matrix
-products (train x train and test x train) and ``SVC(kernel="precomputed")``, with gamma
-computed exactly as gamma = "scale" does on that fold's training matrix, 1 / (dims * var).
-The values are libsvm's up to the last bits of the dot products (BLAS gemm instead of ddot),
-and each training text's distance to itself is exactly 0, as in libsvm; on real corpora the
-decision values agree within 3e-13 and the predictions are identical (tests/test_classifier.py).
-A fold's two blocks hold 0.8 n x n doubles, 220 MiB at n = 6000 (the size experiment's largest
-pair); the test block is built only once training has freed the training block, so at most
-0.64 n x n doubles (176 MiB) are held at once. A fold whose blocks would exceed ``max_kernel_mb``
-MiB falls back to libsvm's own kernel.
+Speed (issues 10 and 20): libsvm would compute every kernel value itself, dot product by dot
+product, in training and again in prediction, and five folds would compute most of them five
+times. Instead the pair's squared distances |a|^2 + |b|^2 - 2 a.b are computed once, from one
+Gram matrix of all its texts (one BLAS product), and every fold takes its training block
+(train x train) and its test block (test x train) from them, exponentiated with its own gamma,
+computed exactly as gamma = "scale" does on the fold's training matrix, 1 / (dims * var), for
+``SVC(kernel="precomputed")``. The values are libsvm's up to the last bits of the dot products,
+and each text's distance to itself is exactly 0, as in libsvm; the predictions equal libsvm's own
+kernel's on real corpora (tests/test_classifier.py, tests/test_speedups.py). The pair's distances
+hold n x n doubles and a fold's training block 0.64 n x n (450 MiB together at n = 6000, the size
+experiment's largest pair); the test block is built once training has freed the training block.
+A pair whose two would exceed ``max_kernel_mb`` MiB falls back to libsvm's own kernel, fold by fold.
 """
 
 from __future__ import annotations
-
-from typing import Callable
 
 import numpy as np
 
@@ -52,66 +51,80 @@ def held_out_predictions(x: np.ndarray, labels: np.ndarray, *, folds: int, C: fl
     from sklearn.model_selection import StratifiedKFold
 
     predicted = np.empty_like(labels)
-    splitter = StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed % 2**32)
-    for train, test in splitter.split(x, labels):
-        predicted[test] = _fold_predictions(x[train], labels[train], x[test], C=C,
-                                            max_kernel_mb=max_kernel_mb)
+    splits = list(StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed % 2**32).split(x, labels))
+    largest_train = max(len(train) for train, _ in splits)
+    if (len(x) ** 2 + largest_train ** 2) * 8 > max_kernel_mb * 2**20:  # bytes: distances + a training block
+        from sklearn.svm import SVC
+
+        for train, test in splits:
+            svm = SVC(kernel="rbf", C=C, gamma="scale", class_weight="balanced").fit(x[train], labels[train])
+            predicted[test] = svm.predict(x[test])
+        return predicted
+    distances = squared_distances(x)
+    for train, _ in splits:
+        in_train = np.zeros(len(x), dtype=bool)
+        in_train[train] = True  # rows in ascending order, as the splitter's (sorted) indices give them
+        predicted[~in_train] = _fold_predictions(distances, in_train, labels[in_train], gamma=scale_gamma(x[train]),
+                                                 C=C)
     return predicted
 
 
-def _fold_predictions(train: np.ndarray, labels: np.ndarray, test: np.ndarray, *, C: float,
-                      max_kernel_mb: float) -> np.ndarray:
-    """One fold: ``SVC(kernel="rbf", gamma="scale")``, its kernel precomputed when it fits in memory.
-
-    A function of its own so that one fold's kernel is freed before the next one is built.
-    """
+def _fold_predictions(distances: np.ndarray, in_train: np.ndarray, labels: np.ndarray, *,
+                      gamma: float, C: float) -> np.ndarray:
+    """One fold's SVM on its blocks of the precomputed kernel (the training block freed before the test block)."""
+    from sklearn import config_context
     from sklearn.svm import SVC
 
-    if len(train) * (len(train) + len(test)) * 8 > max_kernel_mb * 2**20:  # both blocks, bytes
-        svm = SVC(kernel="rbf", C=C, gamma="scale", class_weight="balanced")
-        return svm.fit(train, labels).predict(test)
-    k_train, against_train = rbf_train_kernel(train)
-    svm = SVC(kernel="precomputed", C=C, class_weight="balanced").fit(k_train, labels)
-    del k_train  # the test block is built only now, so the two never take memory at once
-    return svm.predict(against_train(test))
+    with config_context(assume_finite=True):  # exp of finite distances: skip the n x n finiteness scans
+        svm = SVC(kernel="precomputed", C=C, class_weight="balanced")
+        svm.fit(rbf_from_distances(block(distances, in_train, in_train), gamma), labels)
+        return svm.predict(rbf_from_distances(block(distances, ~in_train, in_train), gamma))
+
+
+def block(matrix: np.ndarray, rows: np.ndarray, columns: np.ndarray) -> np.ndarray:
+    """``matrix[np.ix_(rows, columns)]`` for boolean masks, by ``np.compress`` (1.5x faster than
+    ``np.ix_``) 512 rows at a time (no temporary beyond the result)."""
+    picked = np.flatnonzero(rows)
+    out = np.empty((len(picked), int(columns.sum())), dtype=matrix.dtype)
+    for start in range(0, len(picked), 512):
+        out[start:start + 512] = np.compress(columns, matrix[picked[start:start + 512]], axis=1)
+    return out
+
+
+def scale_gamma(train: np.ndarray) -> float:
+    """gamma = "scale" of scikit-learn's SVC fitted on ``train``: 1 / (dims * var), 1 if the variance is 0."""
+    variance = train.var()
+    return 1.0 / (train.shape[1] * variance) if variance != 0 else 1.0
+
+
+def squared_distances(x: np.ndarray) -> np.ndarray:
+    """|a|^2 + |b|^2 - 2 a.b between all rows of ``x``, as libsvm's RBF kernel computes it.
+
+    The squared norms are read off the Gram matrix's diagonal, so a text's distance to itself
+    cancels to exactly 0 (kernel value exactly 1), as in libsvm; with norms summed another way
+    (einsum) the solver took another path in 1-3% of folds of same-source corpora, moving
+    decision values by up to 5e-4.
+    """
+    gram = x @ x.T
+    sq = np.diagonal(gram).copy()
+    gram *= -2.0
+    for start in range(0, len(gram), 512):  # in row blocks: no n x n temporary
+        rows = slice(start, start + 512)
+        gram[rows] += sq[rows, None] + sq[None, :]
+    return gram
+
+
+def rbf_from_distances(distances: np.ndarray, gamma: float) -> np.ndarray:
+    """exp(-gamma * distances), overwriting ``distances``."""
+    distances *= -gamma
+    return np.exp(distances, out=distances)
 
 
 def rbf_kernel_blocks(train: np.ndarray, test: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The RBF kernel of ``SVC(gamma="scale")`` fitted on ``train``: (train x train, test x train)."""
-    k_train, against_train = rbf_train_kernel(train)
-    return k_train, against_train(test)
-
-
-def rbf_train_kernel(train: np.ndarray) -> tuple[np.ndarray, Callable[[np.ndarray], np.ndarray]]:
-    """The RBF kernel of ``SVC(gamma="scale")`` on ``train`` (train x train), and a function giving
-    the kernel of other rows against ``train`` with the same gamma and training norms.
-
-    gamma = 1 / (dims * var(train)) as scikit-learn computes it (1 if the variance is 0), and
-    K = exp(-gamma * (|a|^2 + |b|^2 - 2 a.b)) as libsvm's training kernel computes it. The
-    squared norms of the training rows are read off the Gram matrix's diagonal, so a text's
-    distance to itself cancels to exactly 0 and its kernel value is exactly 1, as in libsvm;
-    with norms summed another way (einsum) the solver took another path in 1-3% of folds of
-    same-source corpora, moving decision values by up to 5e-4.
-    """
-    variance = train.var()
-    gamma = 1.0 / (train.shape[1] * variance) if variance != 0 else 1.0
-    gram = train @ train.T
-    train_sq = np.diagonal(gram).copy()
-
-    def against_train(rows: np.ndarray) -> np.ndarray:
-        return _rbf_in_place(rows @ train.T, np.einsum("ij,ij->i", rows, rows), train_sq, gamma)
-
-    return _rbf_in_place(gram, train_sq, train_sq, gamma), against_train
-
-
-def _rbf_in_place(dots: np.ndarray, a_sq: np.ndarray, b_sq: np.ndarray, gamma: float) -> np.ndarray:
-    """exp(-gamma * ((a_sq_i + b_sq_j) - 2 dots_ij)), overwriting ``dots`` (no n x m temporary)."""
-    dots *= -2.0
-    for start in range(0, len(dots), 512):
-        rows = slice(start, start + 512)
-        dots[rows] += a_sq[rows, None] + b_sq[None, :]
-    dots *= -gamma
-    return np.exp(dots, out=dots)
+    n, gamma = len(train), scale_gamma(train)
+    distances = squared_distances(np.vstack([train, test]))
+    return rbf_from_distances(distances[:n, :n].copy(), gamma), rbf_from_distances(distances[n:, :n].copy(), gamma)
 
 
 @metric("classifier", inputs="embeddings", symmetric=True, stochastic=True,
@@ -124,8 +137,9 @@ def classifier(p, q, *, seed: int = 0, folds: int = 5, C: float = 1.0,
     """Cross-validated balanced accuracy of an SVM separating ``p`` from ``q`` (0.5 = same).
 
     ``folds``: stratified folds; every text is held out once (5 folds = 80/20 splits). ``C``: the SVM's
-    regularisation (1.0 is scikit-learn's default). ``max_kernel_mb``: MiB; a fold whose precomputed
-    kernel (train x all texts, doubles) is larger uses libsvm's own kernel (slower); 0 = always.
+    regularisation (1.0 is scikit-learn's default). ``max_kernel_mb``: MiB; a pair whose precomputed
+    distances (n x n doubles) and largest training block exceed it uses libsvm's own kernel (slower);
+    0 = always.
     """
     x = as_embeddings(p, role="first corpus")
     y = as_embeddings(q, role="second corpus")

@@ -30,9 +30,10 @@ def nearest_neighbour_similarities(p, q) -> tuple[float, float]:
     x = unit_rows(as_embeddings(p, role="first corpus"), "first corpus")
     y = unit_rows(as_embeddings(q, role="second corpus"), "second corpus")
     same_dims(x, y)
-    cosine = np.clip(x @ y.T, -1.0, 1.0)
-    precision = max(float(cosine.max(axis=1).mean()), 0.0)
-    recall = max(float(cosine.max(axis=0).mean()), 0.0)
+    cosine = x @ y.T
+    # clipping to [-1, 1] is monotone, so it commutes with max: clip the 2 maxima vectors, not n x m values
+    precision = max(float(np.clip(cosine.max(axis=1), -1.0, 1.0).mean()), 0.0)
+    recall = max(float(np.clip(cosine.max(axis=0), -1.0, 1.0).mean()), 0.0)
     return precision, recall
 
 

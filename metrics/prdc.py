@@ -21,9 +21,10 @@ coverage both use only the reference's balls, so DC is asymmetric. (004's imbala
 calls both "asymmetric"; that holds for PR's parts, not for its F1.)
 
 ``precision_recall_density_coverage`` computes the radii and cross distances once and
-returns all four numbers; it equals ``prdc.compute_prdc`` (Naeem et al.'s package, which
-004 used) to 1e-9 (tests/test_reference_metrics.py), without its printing and its
-8-worker distance computation, which dominates the run time at n = 100.
+returns all four numbers; in a run, once per pair (``per_pair``: DC after PR on the same pair
+reuses them, each charged the full cost). It equals ``prdc.compute_prdc`` (Naeem et al.'s
+package, which 004 used) to 1e-9 (tests/test_reference_metrics.py), without its printing and
+its 8-worker distance computation, which dominates the run time at n = 100.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from sklearn.metrics.pairwise import euclidean_distances
 
 from bench.api.inputs import as_embeddings, same_dims
 from bench.api.registry import metric
-from bench.api.sharing import per_corpus
+from bench.api.sharing import per_corpus, per_pair
 from bench.errors import MetricError
 
 
@@ -45,8 +46,10 @@ def kth_neighbour_radii(x: np.ndarray, *, k: int) -> np.ndarray:
     return d[:, k].copy()  # not a view, which would keep the n x n matrix alive in the shared memo
 
 
+@per_pair
 def precision_recall_density_coverage(real, fake, *, nearest_k: int = 5) -> dict[str, float]:
-    """Precision, recall (Kynkäänniemi et al.), density, coverage (Naeem et al.) of fake vs real."""
+    """Precision, recall (Kynkäänniemi et al.), density, coverage (Naeem et al.) of fake vs real:
+    computed once per pair in a run, shared by PR and DC (each charged its full cost)."""
     x = as_embeddings(real, role="reference corpus (p)")
     y = as_embeddings(fake, role="target corpus (q)")
     same_dims(x, y)

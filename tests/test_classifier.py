@@ -14,7 +14,12 @@ import numpy as np
 import pytest
 
 from bench.api.inputs import canonical_pair
-from metrics.classifier import classifier, held_out_predictions, rbf_kernel_blocks, rbf_train_kernel
+from metrics.classifier import (
+    classifier,
+    held_out_predictions,
+    rbf_kernel_blocks,
+    squared_distances,
+)
 
 SEEDS = range(30)
 
@@ -79,14 +84,13 @@ def test_kernel_blocks_are_sklearn_rbf_kernel_with_scale_gamma(pairs):
 def test_fallback_size_is_the_kernel_memory(pairs, monkeypatch):
     import metrics.classifier as module
 
-    p, q = pairs["across-100v100"]  # 160 training texts x 200 texts x 8 bytes = 0.244 MiB per fold
+    p, q = pairs["across-100v100"]  # (200 x 200 distances + 160 x 160 training block) x 8 bytes = 0.50 MiB
     calls = []
-    monkeypatch.setattr(module, "rbf_train_kernel",
-                        lambda a: calls.append(len(a)) or rbf_train_kernel(a))
-    classifier(p, q, max_kernel_mb=0.25)
-    assert calls == [160] * 5
+    monkeypatch.setattr(module, "squared_distances", lambda a: calls.append(len(a)) or squared_distances(a))
+    precomputed = classifier(p, q, max_kernel_mb=0.51)
+    assert calls == [200]  # one distance matrix per pair, shared by the five folds
     calls.clear()
-    classifier(p, q, max_kernel_mb=0.24)
+    assert classifier(p, q, max_kernel_mb=0.50) == precomputed  # libsvm's own kernel, same predictions
     assert calls == []
 
 

@@ -20,11 +20,13 @@ import time
 from pathlib import Path
 
 import pytest
+from summary import machine, summary_rows, table_lines, write_summary
 
 from bench import PROJECT_ROOT
 
 HERE = Path(__file__).resolve().parent
 RECORD_FILE = PROJECT_ROOT / "outputs" / "benchmark" / "results.jsonl"  # every result as it arrives
+SUMMARY_FILE = PROJECT_ROOT / "outputs" / "benchmark" / "summary.json"  # the one table (summary.py)
 RESULTS: dict[str, dict] = {}      # experiment label -> record
 METRIC_TIMES: dict[tuple, float] = {}  # (metric, size, impl) -> median seconds per call
 MEMORY: dict[tuple, float] = {}        # (metric, size, impl) -> tracemalloc peak MB
@@ -33,7 +35,9 @@ MEMORY: dict[tuple, float] = {}        # (metric, size, impl) -> tracemalloc pea
 class TreeMemory:
     """Peaks of a process tree's memory, summed over its processes: RSS at every ``sample()``,
     PSS and USS (where psutil reports them) at every ``full_every``-th; and each process's peak RSS
-    by role (``main``, ``worker``, ``tracker``: multiprocessing's resource tracker)."""
+    by role (``main``, ``worker``, ``tracker``: multiprocessing's resource tracker). Also the CPU
+    seconds of every process of the tree, start-up included (workers that end unreaped escape
+    ``getrusage``, so they are read while they live)."""
 
     def __init__(self, pid: int, full_every: int = 5):
         import psutil
@@ -41,6 +45,7 @@ class TreeMemory:
         self.root, self.full_every, self.ticks = psutil.Process(pid), full_every, 0
         self.peak = {"rss": 0, "pss": 0, "uss": 0}
         self.per_process: dict[int, tuple[str, int]] = {}  # pid -> (role, peak RSS)
+        self.cpu: dict[int, float] = {}  # pid -> last CPU seconds (user + system) seen
 
     def _role(self, proc) -> str:
         import psutil
@@ -65,8 +70,10 @@ class TreeMemory:
         for proc in procs:
             try:
                 mem = proc.memory_full_info() if full else proc.memory_info()
+                times = proc.cpu_times()
             except psutil.Error:
                 continue
+            self.cpu[proc.pid] = times.user + times.system
             for key in total:
                 total[key] += getattr(mem, key, 0) or 0
             role, peak = self.per_process.get(proc.pid) or (self._role(proc), 0)
@@ -82,6 +89,7 @@ class TreeMemory:
         for role, peak in self.per_process.values():
             roles.setdefault(role, []).append(round(peak / 2**20, 1))
         out["peak_process_rss_mb"] = {role: sorted(peaks, reverse=True) for role, peaks in roles.items()}
+        out["tree_cpu_s"] = sum(self.cpu.values())  # up to the last sample (0.1 s before the end)
         return out
 
 
@@ -168,6 +176,15 @@ def pytest_terminal_summary(terminalreporter):
                           f"  in {r.get('seconds', 0):.0f} s")
             tr.write_line("    peak RSS per process: " + ", ".join(
                 f"{role} {'/'.join(f'{v:.0f}' for v in peaks)}" for role, peaks in r["peak_process_rss_mb"].items()))
+
+
+    rows = summary_rows(RESULTS)
+    if rows:
+        tr.section("the benchmark table: ours serial against compcor serial (ratio = compcor s / ours s)")
+        for line in table_lines(rows):
+            tr.write_line(line)
+        write_summary(SUMMARY_FILE, rows, machine())
+        tr.write_line(f"written to {SUMMARY_FILE}")
 
 
 def _mb(value) -> str:

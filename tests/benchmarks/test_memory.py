@@ -1,7 +1,8 @@
 """Peak memory of the default robustness study with 2 workers (issue 15: summed RSS <= 3 GiB).
 
 Runs ``python -m bench task=robustness pair=clinc150_banking77 engine.workers=2`` (the default
-grid of conf/task/robustness.yaml, every default metric) as a user does, and samples the process
+grid of conf/task/robustness.yaml, or the one ``BENCH_ROBUSTNESS_GRID`` names, every default
+metric) as a user does, and samples the process
 tree (the CLI process, its workers and multiprocessing's resource tracker): peak summed RSS,
 PSS and USS, and each process's peak RSS, go to the benchmark's extra_info and the summary.
 The embedding cache is warm (``prepared_inputs``), as in the timed experiments, so the main
@@ -12,10 +13,12 @@ process never loads the sentence encoder. Before the fixes of issue 15 this run 
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 
 import pytest
+from timed_experiments import GRIDS
 
 from bench import PROJECT_ROOT
 
@@ -24,8 +27,9 @@ GOAL_MB = 3 * 1024  # issue 15: at most 3 GiB of summed RSS
 
 
 def _robustness_run(measured_run, out_dir) -> dict:
+    grid = GRIDS.get(os.environ.get("BENCH_ROBUSTNESS_GRID", "full"), [])
     cmd = [sys.executable, "-m", "bench", "task=robustness", "pair=clinc150_banking77", "engine.workers=2",
-           "progress=false", f"hydra.run.dir={out_dir}"]
+           "progress=false", f"hydra.run.dir={out_dir}", *grid]
     start = time.perf_counter()
     done, memory = measured_run(cmd, cwd=PROJECT_ROOT)
     if done.returncode != 0:

@@ -1,0 +1,56 @@
+"""The benchmark table (summary.py): ratios on equal resources, missing runs, the JSON file.
+
+The records are built here in the shape ``run_experiment`` returns; the numbers are arbitrary, so
+what is checked is the arithmetic and the layout, not any measurement.
+"""
+
+import json
+
+import pytest
+from summary import COLUMNS, STUDIES, machine, summary_rows, table_lines, write_summary
+
+
+def _record(seconds, rss, cpu=None, evaluations=10):
+    return {"seconds": seconds, "tree_cpu_s": cpu, "peak_tree_rss_mb": rss, "evaluations": evaluations}
+
+
+def test_ratio_is_compcor_over_ours_serial_not_the_parallel_run():
+    results = {"robustness/ours-serial": _record(50.0, 900.0, cpu=48.0),
+               "robustness/ours-2-workers": _record(20.0, 1500.0),
+               "robustness/compcor": _record(200.0, 1000.0, cpu=190.0)}
+    [row] = summary_rows(results)
+    assert set(row) == set(COLUMNS)
+    assert row["study"] == "robustness"
+    assert row["ratio"] == pytest.approx(4.0)  # 200 / 50: the 2-worker 20 s takes no part
+    assert (row["ours_2_workers_s"], row["ours_2_workers_peak_rss_mb"]) == (20.0, 1500.0)
+    assert (row["ours_cpu_s"], row["compcor_cpu_s"]) == (48.0, 190.0)
+    assert row["cpu_ratio"] == pytest.approx(190.0 / 48.0)
+
+
+def test_a_missing_run_gives_no_ratio_and_a_dash():
+    rows = summary_rows({"ksc/compcor": _record(300.0, 600.0)})
+    assert [r["study"] for r in rows] == ["ksc"]
+    assert rows[0]["ratio"] is None and rows[0]["ours_s"] is None
+    lines = table_lines(rows)
+    assert len(lines) == 2 and lines[1].split()[:5] == ["ksc", "10", "-", "300.0", "-"]
+    assert summary_rows({}) == []
+
+
+def test_summary_json_holds_the_rows_and_the_machine(tmp_path):
+    results = {f"{study}/{impl}": _record(10.0 * (i + 1), 100.0) for study in STUDIES
+               for i, impl in enumerate(["ours-serial", "compcor"])}
+    rows, about = summary_rows(results), machine()
+    write_summary(tmp_path / "summary.json", rows, about)
+    saved = json.loads((tmp_path / "summary.json").read_text())
+    assert [r["study"] for r in saved["studies"]] == list(STUDIES)
+    assert all(r["ratio"] == pytest.approx(2.0) for r in saved["studies"])
+    assert saved["machine"]["logical_cores"] >= 1 and saved["machine"]["memory_gib"] > 0
+
+
+def test_readme_quotes_the_committed_summary():
+    """README "Performance" holds the table generated from tests/benchmarks/quoted_summary.json, unedited."""
+    from summary import QUOTED, markdown, readme_block
+
+    quoted = json.loads(QUOTED.read_text())
+    assert readme_block((QUOTED.parents[2] / "README.md").read_text()) == markdown(quoted)
+    assert {r["study"] for r in quoted["studies"]} <= set(STUDIES)

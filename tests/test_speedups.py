@@ -1,0 +1,97 @@
+"""The speed-ups of issue 20 leave every distance as it was (exact changes: equal values).
+
+- CLASSIFIER: one squared-distance matrix per pair, shared by the five folds, gives the
+  predictions of libsvm computing every kernel value itself (``max_kernel_mb=0``, the path
+  before issue 10), on real pairs of up to 1,000 texts, across sources, within a source and
+  unbalanced 100 against 900.
+- IRPR: clipping the nearest-neighbour maxima instead of the n x m cosines (clipping is
+  monotone, so it commutes with max) gives the value of the formula as written.
+- MAUVE: mauve-text given float32 embeddings (the encoder's precision) gives the distance of
+  float64 inputs.
+- FID: for corpora no larger than the dimension (KSC's n = 100), the SVD of B_p B_q^T gives the
+  eigen-decomposition route's value within 1e-6 relative (not exactly: that route adds the square
+  roots of ~1e-17 noise eigenvalues); larger corpora keep that route, exactly.
+- PR and DC: one computation per pair in a run (``per_pair``), DC after PR reusing PR's cross
+  distances, gives the values each computes alone.
+Inputs are real MiniLM embeddings of the fortune pair (``real_samples``), stacked over draws.
+"""
+
+import numpy as np
+import pytest
+
+from bench.api.sharing import sharing
+from metrics.classifier import classifier
+from metrics.fid import fid, frechet_distance, gaussian_fit
+from metrics.irpr import irpr
+from metrics.mauve import mauve
+from metrics.prdc import dc, f1_distance, pr
+
+
+@pytest.fixture(scope="module")
+def big_pairs(real_samples):
+    """name -> (p, q): real corpora of 100 to 1,000 embedded texts (each text once per corpus)."""
+    side = {name: np.vstack([vectors[name] for _, vectors in real_samples.draws]) for name in ("a1", "a2", "b1", "b2")}
+    return {
+        "across-1000v1000": (np.vstack([side["a1"], side["a2"]]), np.vstack([side["b1"], side["b2"]])),
+        "same-source-500v500": (side["a1"], side["a2"]),
+        "unbalanced-100v900": (side["a1"][:100], np.vstack([side["b1"], side["b2"][:400]])),
+    }
+
+
+@pytest.mark.parametrize("name", ["across-1000v1000", "same-source-500v500", "unbalanced-100v900"])
+def test_classifier_shared_distances_equal_libsvm_own_kernel(big_pairs, name):
+    p, q = big_pairs[name]
+    for seed in (0, 1):
+        assert classifier(p, q, seed=seed) == classifier(p, q, seed=seed, max_kernel_mb=0)
+
+
+@pytest.mark.parametrize("name", ["across-1000v1000", "same-source-500v500", "unbalanced-100v900"])
+def test_irpr_equals_its_formula(big_pairs, name):
+    p, q = big_pairs[name]
+    x, y = (v / np.linalg.norm(v, axis=1, keepdims=True) for v in (np.asarray(p, np.float64), np.asarray(q, np.float64)))
+    cosine = np.clip(x @ y.T, -1.0, 1.0)  # 004 §2 as written: every cosine, then nearest in each direction
+    expected = f1_distance(max(cosine.max(axis=1).mean(), 0.0), max(cosine.max(axis=0).mean(), 0.0))
+    assert irpr(p, q) == expected
+
+
+def test_pr_and_dc_share_one_computation_per_pair_with_the_same_values(big_pairs, monkeypatch):
+    import metrics.prdc as module
+
+    alone = {name: (pr(*pair), dc(*pair)) for name, pair in big_pairs.items()}
+    calls = []
+    real = module.euclidean_distances
+    monkeypatch.setattr(module, "euclidean_distances", lambda *a: calls.append(len(a)) or real(*a))
+    with sharing():
+        shared = {name: (pr(*pair), dc(*pair)) for name, pair in big_pairs.items()}
+    assert shared == alone
+    assert calls.count(2) == len(big_pairs)  # one cross-distance matrix per pair, not one per metric
+
+
+@pytest.mark.parametrize("name", ["across-1000v1000", "same-source-500v500", "unbalanced-100v900"])
+def test_mauve_with_float32_inputs_equals_float64(big_pairs, name):
+    from mauve import compute_mauve
+
+    from bench.api.inputs import canonical_pair
+
+    p, q = big_pairs[name]
+    x, y = canonical_pair(np.asarray(p, np.float64), np.asarray(q, np.float64))
+    expected = 1.0 - compute_mauve(p_features=x, q_features=y, seed=3, verbose=False).mauve
+    assert mauve(p, q, seed=3) == pytest.approx(max(expected, 0.0), abs=1e-9)
+
+
+def _eigh_route(x, y):
+    mu_p, cov_p, root_p = gaussian_fit(x)
+    mu_q, cov_q, _ = gaussian_fit(y)
+    return frechet_distance(mu_p, cov_p, mu_q, cov_q, root_p=root_p)
+
+
+def test_fid_low_rank_route_agrees_with_the_eigen_route(real_samples):
+    for _, vectors in real_samples.draws:
+        for first, second in (("a1", "b1"), ("a1", "a2"), ("mix", "b2")):
+            x, y = (np.asarray(vectors[n], np.float64) for n in (first, second))  # 100 texts, 384 dims
+            assert fid(x, y) == pytest.approx(_eigh_route(x, y), rel=1e-6)
+
+
+def test_fid_of_corpora_larger_than_the_dimension_keeps_the_eigen_route(big_pairs):
+    p, q = (np.asarray(v, np.float64) for v in big_pairs["same-source-500v500"])
+    assert fid(p, q) == _eigh_route(p, q)
