@@ -22,7 +22,7 @@ PAIR_LABELS = {"clinc150_banking77": "clinc150/banking77", "atis_news": "atis/ne
 PAPER_PAIRS = {"atis_yahoo": "atis_news"}  # Yahoo nfL6 is not obtainable; news headlines stand in
 LEXICAL = ["chi", "zipf"]  # the two metrics that read tokens, not embeddings
 THRESHOLD = 0.7  # a measure whose Spearman falls below this gets a diagnosis
-COMPCOR = "classifier_compcor"  # CLASSIFIER as compcor scores it (compcor_classifier_run.py), re-run only
+COMPCOR = "classifier_compcor"  # CLASSIFIER as compcor scores it (tests/benchmarks/compcor_classifier_run.py), re-run only
 
 
 def setting_label(pair: str, k: int) -> str:

@@ -214,7 +214,7 @@ def test_transcription_equals_the_papers_table_3():
 def test_compcor_style_classifier_scores_separable_corpora_one():
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location("compcor_run", FOLDER / "compcor_classifier_run.py")
+    spec = importlib.util.spec_from_file_location("compcor_run", Path(__file__).parent / "benchmarks" / "compcor_classifier_run.py")
     run = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(run)
     rng = np.random.default_rng(0)

@@ -159,3 +159,12 @@ def test_a_grid_larger_than_n_fails_with_a_clear_message(tmp_path, cache_dir):
     proc = run_bench("task=robustness", "sizes=[50,3000]", "metrics=[chi]", f"hydra.run.dir={tmp_path}",
                      cache_dir=cache_dir, timeout=120)
     assert proc.returncode != 0 and "must exceed every size" in proc.stderr + proc.stdout
+
+
+def test_a_robustness_run_scores_oracle_and_chance(tmp_path, cache_dir):
+    """The bounds in a real run: the oracle knows every sample's source (S = I = 1), chance does not."""
+    result = run_robustness(robustness_config(cache_dir, "metrics=[oracle,chance]"), tmp_path)
+    assert not result.failures
+    measures = result.measures.set_index("metric")
+    assert (measures.loc["oracle", ["S", "I"]].to_numpy() == 1.0).all()
+    assert (measures.loc["chance", ["S", "I"]].to_numpy() < 1.0).all()

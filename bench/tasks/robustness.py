@@ -19,11 +19,12 @@ import numpy as np
 import pandas as pd
 from omegaconf import DictConfig
 
-from bench.collections.size_imbalance import (CURVES, RobustnessGrid, draw_sample_pair, feasible_grid, sample_seed,
-                                              validate_robustness_parameters)
+from bench.collections.size_imbalance import (CURVES, SOURCE_POSITIONS, RobustnessGrid, draw_sample_pair, feasible_grid,
+                                              sample_seed, validate_robustness_parameters)
 from bench.measures.failures import failure_summary
 from bench.measures.robustness import asymptotic_distance, imbalance_robustness, size_robustness
-from bench.tasks.skeleton import Collections, Evaluation, Scores, Task, TaskResult, task_runner
+from bench.tasks.positions import KnownPositions, runner_with_positions
+from bench.tasks.skeleton import Collections, Evaluation, Scores, Task, TaskResult
 from bench.tasks.sources import pair_sources
 
 log = logging.getLogger(__name__)
@@ -54,7 +55,7 @@ def sample_plan(grid: RobustnessGrid, n_a: int, n_b: int, repetitions: int, seed
     return plan
 
 
-class RobustnessTask(Task, name="robustness", fields=("curve", "s", "repetition"),
+class RobustnessTask(KnownPositions, Task, name="robustness", fields=("curve", "s", "repetition"),
                      distances_file="curves.csv"):
 
     def build(self, cfg: DictConfig, out_dir: Path) -> Collections:
@@ -73,6 +74,7 @@ class RobustnessTask(Task, name="robustness", fields=("curve", "s", "repetition"
             corpora[f"{cid}/b"] = [b.texts[i] for i in pair.b]
             evaluations.append(Evaluation((pair.curve, pair.s, pair.repetition), f"{cid}/a", f"{cid}/b",
                                           pair.repetition))
+        self.publish_positions(corpora, {cid: SOURCE_POSITIONS[cid[-1]] for cid in corpora})  # for the oracle
         grid_info = {"n_ref": grid.n_ref, "sizes": list(grid.sizes), "imbalance_sizes": list(grid.imbalance_sizes),
                      "imbalance_total": grid.imbalance_total, "truncated": grid.truncated}
         return Collections(corpora, evaluations,
@@ -151,4 +153,4 @@ def _grid_section(info: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-run_robustness = task_runner(RobustnessTask())
+run_robustness = runner_with_positions(RobustnessTask())

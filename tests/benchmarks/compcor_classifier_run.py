@@ -1,9 +1,9 @@
 """One-off experiment behind reports/paper_table3/README.md: CLASSIFIER scored as 004's authors' code did.
 
-Not part of the `reports` package (which never imports bench): a script run once with the harness
+Kept with the benchmark's compcor reference, outside the packages (it imports bench and compcor): a script run once with the harness
 on PYTHONPATH, from any directory,
 
-    PYTHONPATH=<checkout> python <checkout>/reports/paper_table3/compcor_classifier_run.py DISTANCES.csv
+    PYTHONPATH=<checkout> python <checkout>/tests/benchmarks/compcor_classifier_run.py DISTANCES.csv
 
 It rebuilds the KSC collections of the four settings of `distances.csv` (same seeds, same
 embedder and cache as the runs) and, for every pair (c_i, c_j), scores what compcor 1.0.6's
