@@ -11,7 +11,7 @@ import pandas as pd
 
 from reports.bounds import bound_label, bound_of
 from reports.intervals import INTERVAL_NAME, few_repetitions_warning
-from reports.significance import TEST_NAME, WILCOXON_NOTE
+from reports.significance import TEST_NAME, WILCOXON_NOTE, compact_letters
 from reports.tables import (
     BOLD_TOLERANCE,
     best_mask,
@@ -67,7 +67,7 @@ def table3_html(summary: pd.DataFrame, groups: dict, missing: dict[str, str]) ->
             value = format_score(means.at[metric, c])
             text = f"<b>{value}</b>" if bold.at[metric, c] else value
             letters = groups.get(c, {}).get(metric)
-            text += f"<sup class=group>{letters}</sup>" if letters else ""
+            text += f"<sup class=group>{compact_letters(letters)}</sup>" if letters else ""
             low, high = wide.at[metric, f"{c}_ci_low"], wide.at[metric, f"{c}_ci_high"]
             if np.isfinite(low) and np.isfinite(high):
                 text += f" <span class=ci>[{format_score(low)}, {format_score(high)}]</span>"
@@ -77,7 +77,7 @@ def table3_html(summary: pd.DataFrame, groups: dict, missing: dict[str, str]) ->
     notes = "".join(f"<br><sup>*</sup> {SYMBOLS[c]}: {escape(why)}" for c, why in missing.items())
     caption = (f"Cells: mean over repetitions [{INTERVAL_NAME}]; bold: best of the column and those within "
                f"{BOLD_TOLERANCE:g} of it; letters: rank groups (metrics sharing a letter in a column are not "
-               f"separated significantly). Higher is better. <i>ceiling (oracle)</i> and <i>floor (chance)</i> "
+               f"separated significantly; a–d stands for abcd). Higher is better. <i>ceiling (oracle)</i> and <i>floor (chance)</i> "
                f"are bounds, not ranked.")
     return scroll(table) + f"<p class=legend>{caption}{notes}</p>"
 

@@ -28,13 +28,14 @@ from statsmodels.stats.multitest import multipletests
 from reports.bounds import ranked
 
 ALPHA = 0.05
+GROUP_LETTERS = string.ascii_lowercase + string.ascii_uppercase  # one letter per rank group, never reused
 RESAMPLES = 9999
 SEED = 0
 COLUMNS = ["metric_a", "metric_b", "n", "mean_a", "mean_b", "mean_diff", "p", "p_holm", "better"]
 TEST_NAME = ("paired bootstrap of the mean difference over repetitions (9999 resamples), "
              f"Holm-corrected within each measure, α = {ALPHA:g}")
 GROUP_NOTE = ("Superscript letters: rank groups; metrics sharing a letter in a column are not separated "
-              "significantly (" + TEST_NAME + "); bounds (ceiling, floor) take no part.")
+              "significantly (" + TEST_NAME + "); a–d stands for abcd; bounds (ceiling, floor) take no part.")
 WILCOXON_NOTE = ("Wilcoxon signed-rank was not used: with 5 repetitions its smallest two-sided p is .0625, "
                  "so it could never separate two metrics. The bootstrap can, but with few repetitions it is "
                  "optimistic (it cannot see what the repetitions did not sample): read a 5-repetition "
@@ -108,11 +109,27 @@ def rank_groups(means: pd.Series, comparisons: pd.DataFrame) -> dict[str, str]:
         groups = [g for g in split if g and not any(g < other for other in split)]
         groups = [g for n, g in enumerate(groups) if g not in groups[:n]]
     groups.sort(key=lambda g: sorted(order.index(m) for m in g))  # by best member, then the next
+    if len(groups) > len(GROUP_LETTERS):
+        raise ValueError(f"{len(groups)} rank groups: more than the {len(GROUP_LETTERS)} letters a display can use")
     letters = dict.fromkeys(order, "")
-    for letter, group in zip(string.ascii_lowercase * 4, groups):
+    for letter, group in zip(GROUP_LETTERS, groups):
         for metric in group:
             letters[metric] += letter
-    return {m: "".join(sorted(v)) for m, v in letters.items()}
+    return {m: "".join(sorted(v, key=GROUP_LETTERS.index)) for m, v in letters.items()}
+
+
+def compact_letters(letters: str) -> str:
+    """How a table shows a metric's rank-group letters: a run of three or more consecutive letters as
+    its first and last ("klmnop" -> "k–p"), so a weakly separated metric does not widen its column."""
+    shown, run = [], []
+    for letter in letters:
+        if run and GROUP_LETTERS.index(letter) != GROUP_LETTERS.index(run[-1]) + 1:
+            shown.append(run[0] + "–" + run[-1] if len(run) >= 3 else "".join(run))
+            run = []
+        run.append(letter)
+    if run:
+        shown.append(run[0] + "–" + run[-1] if len(run) >= 3 else "".join(run))
+    return "".join(shown)
 
 
 def write_significance(comparisons: dict[str, pd.DataFrame], out_dir: Path, **tags) -> dict[str, Path]:

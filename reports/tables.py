@@ -20,11 +20,7 @@ from scipy import stats
 from reports.bounds import bound_of, table_order
 from reports.intervals import mean_interval
 from reports.reference_rows import labelled
-from reports.significance import (
-    all_comparisons,
-    column_groups,
-    write_significance,
-)
+from reports.significance import all_comparisons, column_groups, compact_letters, write_significance
 
 #: Measure columns the runner may write, in the order they are summarised.
 RAW_MEASURES = ("A", "Aw", "T", "rho", "omega2", "L", "S", "I", "IFC")
@@ -159,7 +155,7 @@ def table3_markdown_cells(summary: pd.DataFrame, groups: Mapping[str, Mapping[st
                           ) -> pd.DataFrame:
     """Table 3 as strings ``mean [ci_low, ci_high]``, with the best of each column bolded.
 
-    ``groups``: rank-group letters per column and metric (reports/significance.py), shown as ``<sup>ab</sup>``.
+    ``groups``: rank-group letters per column and metric (reports/significance.py), shown as ``<sup>ab</sup>`` (runs as ``<sup>a–d</sup>``).
     """
     wide = table3(summary, with_ci=True)
     means = table3(summary)
@@ -171,7 +167,7 @@ def table3_markdown_cells(summary: pd.DataFrame, groups: Mapping[str, Mapping[st
             if bold.at[metric, m]:
                 text = f"**{text}**"
             if (groups or {}).get(m, {}).get(metric):
-                text += f"<sup>{groups[m][metric]}</sup>"
+                text += f"<sup>{compact_letters(groups[m][metric])}</sup>"
             low, high = wide.at[metric, f"{m}_ci_low"], wide.at[metric, f"{m}_ci_high"]
             if np.isfinite(low) and np.isfinite(high):
                 text += f" [{format_score(low)}, {format_score(high)}]"

@@ -79,6 +79,9 @@ def test_default_config_runs_every_builtin_but_the_opt_in_ones_on_the_embedded_p
     assert not opt_in & {m.name for m, _ in selected_metrics(cfg)}
     assert [m.name for m, _ in selected_metrics(compose_with("metrics=default"))] == default_metrics()
     assert {m.name for m, _ in selected_metrics(compose_with("metrics=all"))} >= set(builtin_metrics())
+    # a group inside a list: the default metrics and the two bounds, each once
+    both = [m.name for m, _ in selected_metrics(compose_with("metrics=[default,oracle,chance,chi]"))]
+    assert both == default_metrics() + ["oracle", "chance"]
 
 
 def test_a_parameter_override_reaches_the_selected_parameters():

@@ -125,3 +125,12 @@ def test_sweep_table_puts_the_ceiling_first_the_floor_last_and_bolds_neither(tmp
     rows = [line for line in sweep_markdown(long, tmp_path).splitlines() if line.startswith("| p |")]
     assert [r.split("|")[4].strip() for r in rows] == ["ceiling (oracle)", "chi", "fid", "floor (chance)"]
     assert "**.900**" in rows[2] and "**" not in rows[0] + rows[3]
+
+
+def test_a_run_of_rank_letters_is_shown_by_its_ends():
+    from reports.significance import GROUP_LETTERS, compact_letters
+
+    assert compact_letters("klmnopqrstuvwxyz") == "k–z"
+    assert compact_letters("abdefgk") == "abd–gk"  # two in a row stay as they are
+    assert compact_letters("") == ""
+    assert compact_letters(GROUP_LETTERS[24:30]) == "y–D"  # the letters go on past z, never reused

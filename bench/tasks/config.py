@@ -55,12 +55,13 @@ def selected_metrics(cfg: DictConfig) -> list[tuple[MetricInfo, dict]]:
     """The metrics named by ``cfg.metrics`` with their parameters from ``cfg.metric.<name>``."""
     chosen = cfg.get("metrics", "default")
     if isinstance(chosen, str):
-        groups = {"all": available_metrics, "default": default_metrics}
-        names = groups[chosen]() if chosen in groups else [n.strip() for n in chosen.split(",")]
+        listed = [n.strip() for n in chosen.split(",")]
     elif isinstance(chosen, (list, ListConfig)):
-        names = [str(n) for n in chosen]
+        listed = [str(n) for n in chosen]
     else:
         raise ConfigError(f"`metrics` must be 'default', 'all', a name or a list of names, not {chosen!r}")
+    groups = {"all": available_metrics, "default": default_metrics}  # a group may stand in a list too
+    names = [name for item in listed for name in (groups[item]() if item in groups else [item])]
     if not names:
         raise ConfigError("`metrics` selects no metric; use `metrics=default` or name some")
     out = []
