@@ -95,3 +95,17 @@ def test_fid_low_rank_route_agrees_with_the_eigen_route(real_samples):
 def test_fid_of_corpora_larger_than_the_dimension_keeps_the_eigen_route(big_pairs):
     p, q = (np.asarray(v, np.float64) for v in big_pairs["same-source-500v500"])
     assert fid(p, q) == _eigh_route(p, q)
+
+
+def test_the_row_order_of_canonical_pairs_is_the_full_lexsort():
+    """Sorting by the first column when it has no ties gives np.lexsort's order; ties fall back to it."""
+    from bench.api.inputs import lexicographic_order
+
+    rng = np.random.default_rng(3)
+    untied = rng.normal(size=(300, 384)).astype(np.float32)
+    tied = untied.copy()
+    tied[::7, 0] = tied[0, 0]  # ties in the first column, broken by the second
+    tied[5, 0] = -0.0
+    tied[6, 0] = 0.0  # -0.0 == 0.0: a tie too
+    for x in (untied, tied, untied[:1], untied[:0]):
+        np.testing.assert_array_equal(lexicographic_order(x), np.lexsort(x.T[::-1]))

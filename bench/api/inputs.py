@@ -47,8 +47,19 @@ def canonical_pair(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray
     The result is the same for any permutation of the rows and for (x, y) or (y, x), so a
     seeded procedure run on it is order-invariant and symmetric.
     """
-    x, y = x[np.lexsort(x.T[::-1])], y[np.lexsort(y.T[::-1])]
+    x, y = x[lexicographic_order(x)], y[lexicographic_order(y)]
     return (y, x) if y.tobytes() < x.tobytes() else (x, y)
+
+
+def lexicographic_order(x: np.ndarray) -> np.ndarray:
+    """The row order of ``np.lexsort`` over all columns (first column first). Sorting by the first column
+    alone gives it when that column has no ties, the usual case for embeddings, at a fraction of the cost
+    of a 384-key lexsort; with a tie the full lexsort decides."""
+    order = np.argsort(x[:, 0], kind="stable")
+    first = x[order, 0]
+    if len(first) > 1 and not (first[1:] != first[:-1]).all():  # a tie (or a NaN) in the first column
+        return np.lexsort(x.T[::-1])
+    return order
 
 
 def unit_rows(x: np.ndarray, role: str) -> np.ndarray:
