@@ -75,22 +75,23 @@ def test_scores_from_two_workers_equal_serial_scores(scores_dir, smollm2_cfg, in
     assert sum(len(v) for v in infill_1) > 2 * len(texts)  # most intents: three masked spans each
     for serial, parallel in zip(infill_1 + plain_1, infill_2 + plain_2):
         np.testing.assert_array_equal(serial, parallel)
-    assert not pebble_workers()  # close() stopped them
+    assert not set(pebble_workers()) - before  # close() stopped them
 
 
 def test_a_killed_worker_is_reported_not_waited_for(scores_dir, smollm2_cfg, intent_texts):
     lm = scorer_with(scores_dir, smollm2_cfg, 2, batch_size=1)
     texts = intent_texts["a"][200:260]  # 60 one-text batches: workers are busy (loading, then scoring)
+    before = set(pebble_workers())  # pools of earlier tests (their scorers live until exit): not ours to kill
     with ThreadPoolExecutor(1) as run:
         scoring = run.submit(lm.token_logprobs, texts)
         deadline = time.monotonic() + 120
         while not scoring.done() and time.monotonic() < deadline:
             time.sleep(1.0)  # a worker loads the model inside its first task, so it is busy from the start
-            for worker in pebble_workers()[:1]:
+            for worker in [w for w in pebble_workers() if w not in before][:1]:
                 os.kill(worker.pid, signal.SIGKILL)
         with pytest.raises(LMWorkerError, match=r"worker process .*died.*lm.workers=1"):
             scoring.result(timeout=60)
-    assert not pebble_workers()  # the pool was stopped, nothing left holding a model
+    assert not set(pebble_workers()) - before  # the pool was stopped, nothing left holding a model
 
 
 def _scoring_job(root: str, cfg: dict, texts: list[str], out: str, barrier) -> None:
