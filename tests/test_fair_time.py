@@ -76,10 +76,10 @@ def test_time_does_not_depend_on_which_metric_ran_first(first, then, data, n, fo
 def test_time_does_not_depend_on_the_workers(workers):
     """DC after PR on the same corpora, or alone, in one or two workers: the same T (median over pairs)."""
     rng = np.random.default_rng(5)
-    ids = [f"g{i}" for i in range(12)]
-    corpora = {cid: [f"{cid}-{j}" for j in range(500)] for cid in ids}
+    ids = [f"g{i}" for i in range(20)]  # five pairs each way, 800 texts a side: medians that load barely moves
+    corpora = {cid: [f"{cid}-{j}" for j in range(800)] for cid in ids}
     store = CorpusStore.from_corpora(corpora, embed=lambda texts: rng.normal(size=(len(texts), 384)))
-    after_pr, alone = list(zip(ids[0:6:2], ids[1:6:2])), list(zip(ids[6::2], ids[7::2]))
+    after_pr, alone = list(zip(ids[0:10:2], ids[1:10:2])), list(zip(ids[10::2], ids[11::2]))
     jobs = [Job((m, p, q), m, p, q, seed=0) for m in ("pr", "dc") for p, q in after_pr]
     jobs += [Job(("dc", p, q), "dc", p, q, seed=0) for p, q in alone]
     metrics = {m: (get_metric(m), {}) for m in ("pr", "dc")}

@@ -80,7 +80,11 @@ def test_reference_rows_of_text_metrics_equal_a_fresh_run(tmp_path, cache_dir):
     for name in ("chi", "zipf"):
         fresh, expected = run_measures(result.measures, name), reference_measures(reference, name)
         assert list(fresh.index) == list(expected.index) == list(range(5))
-        pd.testing.assert_frame_equal(fresh[QUALITY], expected[QUALITY], check_exact=True, obj=name)
+        # A and A^w count judgements: exact. rho, omega2 and L pass through BLAS (statsmodels' OLS), whose
+        # kernels differ by CPU (AVX2 vs AVX-512), moving the last bits on another machine.
+        pd.testing.assert_frame_equal(fresh[["A", "Aw"]], expected[["A", "Aw"]], check_exact=True, obj=name)
+        pd.testing.assert_frame_equal(fresh[QUALITY], expected[QUALITY], check_exact=False, rtol=1e-12, atol=1e-15,
+                                      obj=name)
 
 
 def test_a_new_metric_alone_gets_every_reference_metric_beside_it(tmp_path, cache_dir, length_gap):
