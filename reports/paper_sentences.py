@@ -132,8 +132,8 @@ def classifier_sentence(ours, paper) -> str:
 
 def split_sentence(n: int = 100) -> str:
     test = round(0.2 * 2 * n)
-    return (f"At n = {n} that leaves {test} test texts, so its F1 moves in steps of about {num(1 / test)} "
-            "and changes from run to run.")
+    return (f"At n = {n} one split leaves {test} test texts, so the value moves in steps of about "
+            f"{num(1 / test)} (ours too); compcor's split is unseeded, so its value also changes from run to run.")
 
 
 def dc_sentence(ours, paper) -> str:

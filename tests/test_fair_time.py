@@ -83,10 +83,15 @@ def test_time_does_not_depend_on_the_workers(workers):
     jobs = [Job((m, p, q), m, p, q, seed=0) for m in ("pr", "dc") for p, q in after_pr]
     jobs += [Job(("dc", p, q), "dc", p, q, seed=0) for p, q in alone]
     metrics = {m: (get_metric(m), {}) for m in ("pr", "dc")}
-    out = run_jobs(jobs, store, metrics, workers=workers, progress=False)
-    dc_after = median(out[("dc", p, q)].seconds for p, q in after_pr)
-    dc_alone = median(out[("dc", p, q)].seconds for p, q in alone)
-    assert 1 / FAIR < dc_alone / dc_after < FAIR, (dc_alone, dc_after)
+    ratios = []
+    for _ in range(3):  # wall-time ratios: another job on the machine can skew one run; a bias skews every run
+        out = run_jobs(jobs, store, metrics, workers=workers, progress=False)
+        dc_after = median(out[("dc", p, q)].seconds for p, q in after_pr)
+        dc_alone = median(out[("dc", p, q)].seconds for p, q in alone)
+        ratios.append(dc_alone / dc_after)
+        if 1 / FAIR < ratios[-1] < FAIR:
+            break
+    assert 1 / FAIR < ratios[-1] < FAIR, ratios
 
 
 # --- the accounting, on fake preparations that sleep ------------------------------------------------

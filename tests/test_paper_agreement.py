@@ -36,12 +36,14 @@ def test_readme_follows_a_changed_number(tmp_path):
     shutil.copytree(FOLDER, folder)
     table = pd.read_csv(folder / "atis_news_k7.csv")
     before = paper_agreement.render(folder)
-    table.loc[table["metric"] == "mauve", "rho"] = 0.999  # MAUVE becomes best on rho at atis/news k = 7
+    count = re.compile(r"MAUVE is among the top two metrics on ρ, ω² and L in (\d+) of 12 cells")
+    was_top_two = "mauve" in set(table.nlargest(2, "rho")["metric"])
+    # flip MAUVE's place on rho at atis/news k = 7
+    table.loc[table["metric"] == "mauve", "rho"] = 0.0 if was_top_two else 0.999
     table.to_csv(folder / "atis_news_k7.csv", index=False)
     after = paper_agreement.render(folder)
     assert before != after
-    count = re.compile(r"MAUVE is among the top two metrics on ρ, ω² and L in (\d+) of 12 cells")
-    assert int(count.search(after).group(1)) == int(count.search(before).group(1)) + 1
+    assert int(count.search(after).group(1)) == int(count.search(before).group(1)) + (-1 if was_top_two else 1)
 
 
 def test_paper_transcription_has_the_shape_of_table_3():

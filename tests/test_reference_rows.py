@@ -173,6 +173,26 @@ def test_a_metric_whose_declared_version_differs_is_not_merged(tmp_path, cache_d
         unregister("length_gap")
 
 
+def test_merge_replaces_only_the_metrics_the_run_computed(tmp_path, cache_dir, length_gap, capsys):
+    refs = tmp_path / "refs"
+    run_ksc(ksc_config(cache_dir, "metrics=[chi,zipf]", "reference=false", *SMALL), tmp_path / "both")
+    first = json.loads(write_reference(tmp_path / "both", refs).read_text())
+    run_ksc(ksc_config(cache_dir, f"metrics=[{length_gap}]", "reference=false", *SMALL), tmp_path / "new")
+    assert reference_main([str(tmp_path / "new"), "--out", str(refs), "--merge"]) == 0
+    merged = json.loads((refs / "fortune_computing_people_k4_n20_r2_s0.json").read_text())
+    assert sorted(merged["metrics"]) == ["chi", length_gap, "zipf"]
+    assert merged["metrics"]["chi"] == first["metrics"]["chi"]
+    assert reference_main([str(tmp_path / "new"), "--out", str(refs)]) == 0  # without --merge: the run's alone
+    assert sorted(json.loads((refs / "fortune_computing_people_k4_n20_r2_s0.json").read_text())["metrics"]) \
+        == [length_gap]
+    # a file of other settings under the same name is refused, naming what differs
+    other = json.loads(FORTUNE.read_text())
+    (refs / "fortune_computing_people_k4_n20_r2_s0.json").write_text(json.dumps(other))
+    capsys.readouterr()
+    assert reference_main([str(tmp_path / "new"), "--out", str(refs), "--merge"]) == 1
+    assert "its settings is" in capsys.readouterr().err
+
+
 @pytest.mark.slow
 def test_every_reference_row_of_fortune_equals_a_fresh_run(tmp_path, cache_dir):
     """Text metrics and the embedding metrics that read embeddings smoothly reproduce to 1e-6 in every repetition;

@@ -243,10 +243,21 @@ def _records(rows: pd.DataFrame) -> list[dict]:
             for r in rows.sort_values("repetition").to_dict("records")]
 
 
-def write_reference(run_dir: Path | str, out_dir: Path | str = REFERENCE_DIR) -> Path:
-    """Write the reference file of ``run_dir`` into ``out_dir``; returns its path."""
+def write_reference(run_dir: Path | str, out_dir: Path | str = REFERENCE_DIR, *, merge: bool = False) -> Path:
+    """Write the reference file of ``run_dir`` into ``out_dir``; returns its path.
+
+    ``merge``: keep the metrics of an existing file that the run did not compute, replacing those it did
+    (a changed metric is re-run alone); the file must describe the same settings, corpora, embedder and
+    project version."""
     reference = reference_from_run(run_dir)
     path = Path(out_dir) / reference_name(reference["settings"])
+    if merge and path.is_file():
+        old = json.loads(path.read_text())
+        for key in ("settings", "corpora_digest", "embedder", "project_version"):
+            if old.get(key) != reference[key]:
+                raise ConfigError(f"{path}: its {key} is {old.get(key)!r}, the run's is {reference[key]!r}; "
+                                  "merge only a run of the same settings, or write the file anew without --merge")
+        reference["metrics"] = dict(sorted({**old["metrics"], **reference["metrics"]}.items()))
     text = json.dumps(reference, indent=1)
     text = re.sub(r'\{\s+"repetition"[^{}]*\}', lambda row: " ".join(row.group().split()), text)  # a row a line
     atomic_write(path, text + "\n", what="reference results")
@@ -259,11 +270,13 @@ def main(argv: list[str] | None = None) -> int:
                                      description="Write the reference results of a finished KSC run directory.")
     parser.add_argument("run_dirs", type=Path, nargs="+", help="run directories of `python -m bench task=ksc`")
     parser.add_argument("--out", type=Path, default=REFERENCE_DIR, help=f"where to write (default {REFERENCE_DIR})")
+    parser.add_argument("--merge", action="store_true",
+                        help="keep the existing file's other metrics; replace only those the run computed")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     try:
         for run_dir in args.run_dirs:
-            path = write_reference(run_dir, args.out)
+            path = write_reference(run_dir, args.out, merge=args.merge)
             print(f"wrote {path} ({len(json.loads(path.read_text())['metrics'])} metrics)")
     except BenchError as exc:
         print(f"python -m bench.tasks.reference: {exc}", file=sys.stderr)

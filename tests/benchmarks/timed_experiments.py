@@ -145,6 +145,16 @@ def cpu_seconds() -> float:
     return own.ru_utime + own.ru_stime + ended.ru_utime + ended.ru_stime + live
 
 
+def pin_to_one_core() -> None:
+    """Serial means one core: this process and every process or thread it starts (our worker,
+    compcor's joblib threads in prdc, BLAS and OpenMP pools) run on one CPU, and BLAS/OpenMP are
+    told to use one thread, so neither implementation gets a second core the other lacks."""
+    for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[name] = "1"  # before numpy, torch or faiss are imported; inherited by workers
+    if hasattr(os, "sched_setaffinity"):
+        os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("experiment", choices=["ksc", "robustness"])
@@ -152,6 +162,8 @@ def main(argv=None) -> None:
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--profile", help="write a cProfile of the timed part here")
     args = parser.parse_args(argv)
+    if args.workers == 1 and args.impl != "prepare":
+        pin_to_one_core()
     import logging
 
     logging.basicConfig(level=logging.WARNING)
@@ -159,6 +171,7 @@ def main(argv=None) -> None:
 
     runs = [capture(o) for o in experiment_configs(args.experiment)]
     record = {"experiment": args.experiment, "impl": args.impl, "workers": args.workers,
+              "cpus": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
               "evaluations": sum(len(r["jobs"]) for r in runs)}
     if args.impl != "prepare":
         fns = warm_compcor(runs) if args.impl == "compcor" else None
