@@ -1,7 +1,8 @@
 """The benchmark's one table: per study, ours and compcor on equal resources, their ratio and peak memory.
 
 Equal resources (issue 20) means ours serial (one worker process) against compcor serial (a plain
-loop in one process), both with one BLAS/OpenMP thread: the ratio is compcor's seconds over ours
+loop in one process), both pinned to one CPU core with one BLAS/OpenMP thread
+(``timed_experiments.pin_to_one_core``): the ratio is compcor's seconds over ours
 (> 1 = ours faster). CPU seconds are those of each run's whole process tree, start-up, inputs
 and (compcor) loading its tokenizer included. The 2-worker run is shown beside, not in the ratio.
 Peak RSS is the summed resident memory of each run's process tree (conftest.py). The table is
@@ -21,7 +22,8 @@ from pathlib import Path
 STUDIES = {"ksc": ("ksc/ours-serial", "ksc/ours-2-workers", "ksc/compcor"),
            "robustness": ("robustness/ours-serial", "robustness/ours-2-workers", "robustness/compcor")}
 COLUMNS = ("study", "evaluations", "ours_s", "compcor_s", "ratio", "ours_cpu_s", "compcor_cpu_s", "cpu_ratio",
-           "ours_2_workers_s", "ours_peak_rss_mb", "compcor_peak_rss_mb", "ours_2_workers_peak_rss_mb")
+           "ours_2_workers_s", "ours_peak_rss_mb", "compcor_peak_rss_mb", "ours_2_workers_peak_rss_mb",
+           "serial_cpus", "per_metric")
 
 
 def summary_rows(results: dict[str, dict]) -> list[dict]:
@@ -43,8 +45,16 @@ def summary_rows(results: dict[str, dict]) -> list[dict]:
             "ours_2_workers_s": _get(parallel, "seconds"),
             "ours_peak_rss_mb": _get(serial, "peak_tree_rss_mb"), "compcor_peak_rss_mb": _get(compcor, "peak_tree_rss_mb"),
             "ours_2_workers_peak_rss_mb": _get(parallel, "peak_tree_rss_mb"),
+            "serial_cpus": max((r["cpus"] for r in (serial, compcor) if r and r.get("cpus")), default=None),
+            "per_metric": per_metric(serial, compcor),
         })
     return rows
+
+
+def per_metric(serial: dict | None, compcor: dict | None) -> dict[str, dict]:
+    """metric -> {"ours": s, "compcor": s}: each serial run's summed evaluation seconds of that metric."""
+    ours, theirs = (_get(r, "seconds_per_metric") or {} for r in (serial, compcor))
+    return {m: {"ours": ours.get(m), "compcor": theirs.get(m)} for m in sorted(set(ours) | set(theirs))}
 
 
 def _get(record: dict | None, key: str):
@@ -118,6 +128,21 @@ def markdown(summary: dict) -> str:
                  f"{r['cpu_ratio']:.2f}" if r["cpu_ratio"] is not None else "-",
                  f"{r['ours_2_workers_s']:,.1f} s" if r["ours_2_workers_s"] is not None else "-", rss]
         lines.append("| " + " | ".join(cells) + " |")
+    cpus = {r.get("serial_cpus") for r in summary["studies"]} - {None}
+    if cpus:
+        lines += ["", f"Serial runs were pinned to {', '.join(map(str, sorted(cpus)))} CPU core(s) each (process "
+                      "affinity, inherited by every process and thread they start), the 2-worker run had all cores."]
+    for r in summary["studies"]:
+        if not r.get("per_metric"):
+            continue
+        lines += ["", f"Seconds per metric, {r['study']} (serial; PR and DC each carry their shared computation in "
+                      "full, as T does, so ours sum to more than the wall time):", "",
+                  "| metric | ours | compcor | ratio |", "|---|---|---|---|"]
+        for metric, t in r["per_metric"].items():
+            ratio = t["compcor"] / t["ours"] if t["ours"] and t["compcor"] else None
+            lines.append(f"| {metric} | " + " | ".join(f"{t[k]:,.1f} s" if t[k] is not None else "-"
+                                                      for k in ("ours", "compcor"))
+                         + f" | {ratio:.2f} |" if ratio is not None else f"| {metric} | - | - | - |")
     return "\n".join(lines)
 
 

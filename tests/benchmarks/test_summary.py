@@ -10,8 +10,22 @@ import pytest
 from summary import COLUMNS, STUDIES, machine, summary_rows, table_lines, write_summary
 
 
-def _record(seconds, rss, cpu=None, evaluations=10):
-    return {"seconds": seconds, "tree_cpu_s": cpu, "peak_tree_rss_mb": rss, "evaluations": evaluations}
+def _record(seconds, rss, cpu=None, evaluations=10, per_metric=None, cpus=None):
+    return {"seconds": seconds, "tree_cpu_s": cpu, "peak_tree_rss_mb": rss, "evaluations": evaluations,
+            "seconds_per_metric": per_metric or {}, "cpus": cpus}
+
+
+def test_per_metric_seconds_and_the_pinned_cores_reach_the_readme_table():
+    from summary import markdown
+
+    results = {"ksc/ours-serial": _record(10.0, 1.0, per_metric={"fid": 2.0, "mauve": 8.0}, cpus=1),
+               "ksc/compcor": _record(40.0, 1.0, per_metric={"fid": 30.0, "mauve": 10.0}, cpus=1)}
+    [row] = summary_rows(results)
+    assert row["serial_cpus"] == 1
+    assert row["per_metric"] == {"fid": {"ours": 2.0, "compcor": 30.0}, "mauve": {"ours": 8.0, "compcor": 10.0}}
+    text = markdown({"machine": machine(), "studies": [row]})
+    assert "| fid | 2.0 s | 30.0 s | 15.00 |" in text and "| mauve | 8.0 s | 10.0 s | 1.25 |" in text
+    assert "pinned to 1 CPU core(s)" in text
 
 
 def test_ratio_is_compcor_over_ours_serial_not_the_parallel_run():
