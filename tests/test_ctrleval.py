@@ -41,6 +41,7 @@ def test_nisf_weights_by_hand():
     assert w.sum() == pytest.approx(1.0)
 
 
+@pytest.mark.slow  # ~30-60 s: in `make test-slow`, keeping the default suite under 15 min
 def test_true_span_is_more_likely_than_a_random_one(lm_context, intent_texts):
     """The prompt works: on real banking77 sentences the LM prefers the blanked-out middle span to a
     span with as many words taken from the other corpus (clinc150)."""

@@ -112,6 +112,7 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+@pytest.mark.slow  # ~30-60 s: in `make test-slow`, keeping the default suite under 15 min
 @needs_ray
 def test_a_sweep_runs_on_a_ray_cluster_started_beforehand(basic_tables, tmp_path, cache_dir):
     """``ray start --head`` on loopback, then ``hydra/launcher=ray_cluster`` with RAY_ADDRESS."""

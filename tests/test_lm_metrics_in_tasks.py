@@ -4,6 +4,7 @@ hook, engine workers), IFC scoring in-process; each distinct text is scored by t
 import json
 
 import pandas as pd
+import pytest
 from test_end_to_end import run_bench
 
 from bench.api.registry import get_metric
@@ -17,6 +18,7 @@ def lm_shards(cache_dir):
     return sorted(p.name for p in (cache_dir / "lm_scores").rglob("*.npz"))
 
 
+@pytest.mark.slow  # ~30-60 s: in `make test-slow`, keeping the default suite under 15 min
 def test_ksc_with_lm_metrics_scores_each_text_once_and_workers_agree(tmp_path, cache_dir, smollm2):
     first, second = tmp_path / "serial", tmp_path / "workers"
     proc = run_bench("k=3", "n=6", "repetitions=2", LM_METRICS, f"hydra.run.dir={first}", cache_dir=cache_dir)
@@ -38,6 +40,7 @@ def test_ksc_with_lm_metrics_scores_each_text_once_and_workers_agree(tmp_path, c
     pd.testing.assert_frame_equal(distances.drop(columns="seconds"), again.drop(columns="seconds"))
 
 
+@pytest.mark.slow  # ~30-60 s: in `make test-slow`, keeping the default suite under 15 min
 def test_robustness_with_an_lm_metric(tmp_path, cache_dir, smollm2):
     proc = run_bench("task=robustness", "sizes=[4,8]", "n_ref=16", "imbalance_total=12", "repetitions=1",
                      "metrics=[face_so]", f"hydra.run.dir={tmp_path}", cache_dir=cache_dir)
