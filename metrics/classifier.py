@@ -29,10 +29,11 @@ the value depends only on the two corpora as sets and the seed, and is symmetric
 
 Speed (issues 10 and 20): libsvm would compute every kernel value itself, dot product by dot
 product, in training and again in prediction (and with ``folds``, most of them once per fold).
-Instead the pair's squared distances |a|^2 + |b|^2 - 2 a.b are computed once, from one
-Gram matrix of all its texts (one BLAS product), and the split (or every fold) takes its training block
-(train x train) and its test block (test x train) from them, exponentiated with its own gamma,
-computed exactly as gamma = "scale" does on the fold's training matrix, 1 / (dims * var), for
+Instead the squared distances |a|^2 + |b|^2 - 2 a.b come from BLAS products: one split computes
+its training block (train x train, one Gram matrix) and its test block (test x train); with
+``folds`` the pair's distances are computed once, from one Gram matrix of all its texts, and
+every fold takes its two blocks from them. Each block is exponentiated with the split's own
+gamma, computed exactly as gamma = "scale" does on its training matrix, 1 / (dims * var), for
 ``SVC(kernel="precomputed")``. The values are libsvm's up to the last bits of the dot products,
 and each text's distance to itself is exactly 0, as in libsvm; the predictions equal libsvm's own
 kernel's on real corpora (tests/test_classifier.py, tests/test_speedups.py). One split holds its
@@ -146,22 +147,22 @@ def squared_distances(x: np.ndarray) -> np.ndarray:
     """
     gram = x @ x.T
     sq = np.diagonal(gram).copy()
-    gram *= -2.0
-    for start in range(0, len(gram), 512):  # in row blocks: no n x n temporary
+    return _add_squared_norms(gram, sq, sq)
+
+
+def _add_squared_norms(products: np.ndarray, sq_rows: np.ndarray, sq_columns: np.ndarray) -> np.ndarray:
+    """``sq_rows[i] + sq_columns[j] - 2 products[i, j]``, overwriting ``products``, in row blocks (no n x n
+    temporary)."""
+    products *= -2.0
+    for start in range(0, len(products), 512):
         rows = slice(start, start + 512)
-        gram[rows] += sq[rows, None] + sq[None, :]
-    return gram
+        products[rows] += sq_rows[rows, None] + sq_columns[None, :]
+    return products
 
 
 def cross_squared_distances(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """|a|^2 + |b|^2 - 2 a.b between the rows of ``a`` and of ``b`` (one BLAS product, in row blocks)."""
-    out = a @ b.T
-    out *= -2.0
-    sq_a, sq_b = np.einsum("ij,ij->i", a, a), np.einsum("ij,ij->i", b, b)
-    for start in range(0, len(out), 512):
-        rows = slice(start, start + 512)
-        out[rows] += sq_a[rows, None] + sq_b[None, :]
-    return out
+    return _add_squared_norms(a @ b.T, np.einsum("ij,ij->i", a, a), np.einsum("ij,ij->i", b, b))
 
 
 def rbf_from_distances(distances: np.ndarray, gamma: float) -> np.ndarray:

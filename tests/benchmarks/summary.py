@@ -139,10 +139,9 @@ def markdown(summary: dict) -> str:
                       "full, as T does, so ours sum to more than the wall time):", "",
                   "| metric | ours | compcor | ratio |", "|---|---|---|---|"]
         for metric, t in r["per_metric"].items():
-            ratio = t["compcor"] / t["ours"] if t["ours"] and t["compcor"] else None
-            lines.append(f"| {metric} | " + " | ".join(f"{t[k]:,.1f} s" if t[k] is not None else "-"
-                                                      for k in ("ours", "compcor"))
-                         + f" | {ratio:.2f} |" if ratio is not None else f"| {metric} | - | - | - |")
+            cells = [f"{t[k]:,.1f} s" if t[k] is not None else "-" for k in ("ours", "compcor")]
+            cells.append(f"{t['compcor'] / t['ours']:.2f}" if t["ours"] and t["compcor"] else "-")
+            lines.append(f"| {metric} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 

@@ -26,6 +26,9 @@ def test_per_metric_seconds_and_the_pinned_cores_reach_the_readme_table():
     text = markdown({"machine": machine(), "studies": [row]})
     assert "| fid | 2.0 s | 30.0 s | 15.00 |" in text and "| mauve | 8.0 s | 10.0 s | 1.25 |" in text
     assert "pinned to 1 CPU core(s)" in text
+    results["ksc/ours-serial"]["seconds_per_metric"]["irpr"] = 0.5  # compcor has no irpr: ours kept, no ratio
+    [row] = summary_rows(results)
+    assert "| irpr | 0.5 s | - | - |" in markdown({"machine": machine(), "studies": [row]})
 
 
 def test_ratio_is_compcor_over_ours_serial_not_the_parallel_run():
