@@ -1,10 +1,11 @@
 """Cluster-based divergences (000 §4-§5): five divergences between cluster histograms.
 
-Both corpora's embeddings are quantised as MAUVE does it, by mauve-text's own ``cluster_feats``
-(000's authors called the same mauve-text routine): rows L2-normalised (mauve-text's convention;
-the authors' fork passed no normalisation), PCA of the joint set keeping ``kmeans_explained_var``
-(0.9) of the variance, faiss k-means on the joint set into ``num_buckets`` clusters
-(``kmeans_num_redo`` restarts, ``kmeans_max_iter`` iterations, seeded by ``seed``). Each corpus's
+Both corpora's embeddings are quantised as MAUVE does it (``metrics.mauve.quantise``, which forms
+the clusters of mauve-text's ``cluster_feats``, the routine 000's authors called): rows
+L2-normalised (mauve-text's convention; the authors' fork passed no normalisation), PCA of the
+joint set keeping ``kmeans_explained_var`` (0.9) of the variance, faiss k-means on the joint set
+into ``num_buckets`` clusters (``kmeans_num_redo`` restarts, ``kmeans_max_iter`` iterations,
+seeded by ``seed``). Each corpus's
 assignments are counted and Laplace-smoothed with ``laplace_alpha`` (000 §5: α = 1, so no
 divergence is infinite), then compared with one of the divergences of ``metrics.divergences``
 (000 eqs. 5-9; the AUC one with s = 5 as in 000 §5).
@@ -31,19 +32,15 @@ from bench.api.registry import metric
 from bench.api.sharing import per_pair
 from bench.errors import MetricError
 from metrics.divergences import Frontier, auc, histogram_frontier, laplace_histogram, register_divergences
-from metrics.mauve import mauve_text, one_faiss_thread
+from metrics.mauve import quantise
 
 
 @per_pair
 def cluster_counts(x: np.ndarray, y: np.ndarray, *, num_buckets: int, kmeans_explained_var: float,
                    kmeans_num_redo: int, kmeans_max_iter: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """Texts of ``x`` and of ``y`` in each of the ``num_buckets`` joint k-means clusters."""
-    with one_faiss_thread():
-        hist_x, hist_y, _, _ = mauve_text().cluster_feats(
-            x, y, num_clusters=num_buckets, norm="l2", whiten=False, pca_max_data=-1,
-            explained_variance=kmeans_explained_var, num_redo=kmeans_num_redo,
-            max_iter=kmeans_max_iter, seed=int(seed) % (2**31 - 8))  # faiss adds 2, takes a C int
-    return np.rint(hist_x * len(x)).astype(np.int64), np.rint(hist_y * len(y)).astype(np.int64)
+    """Texts of ``x`` and of ``y`` in each of the ``num_buckets`` joint k-means clusters (MAUVE's quantisation)."""
+    return quantise(x, y, num_buckets=num_buckets, explained_var=kmeans_explained_var, num_redo=kmeans_num_redo,
+                    max_iter=kmeans_max_iter, seed=seed)
 
 
 def cluster_frontier(p, q, *, seed: int = 0, num_buckets: int | str = "auto", kmeans_explained_var: float = 0.9,
@@ -77,7 +74,7 @@ CLUSTERING_PARAMETERS = """
 5k texts). ``kmeans_explained_var``: share of variance the PCA keeps before k-means (000 §5).
 ``kmeans_num_redo``: k-means restarts (best objective kept); ``kmeans_max_iter``: iterations of each.
 ``laplace_alpha``: additive smoothing of the cluster histograms (000 §5: alpha = 1); 0 = none.
-The five cluster_* metrics share one clustering per pair (mauve-text's): keep their clustering
+The five cluster_* metrics share one clustering per pair (MAUVE's): keep their clustering
 parameters equal, or each pair is clustered once per distinct setting.
 """
 

@@ -58,6 +58,16 @@ def fake_reads_context(p, q, *, seed: int = 0) -> float:
     return float(len(current_context().cache_dir))
 
 
+def fake_reads_environment(p, q, *, seed: int = 0) -> float:
+    """Returns $FAKE_ENV_VALUE as a number: shows which environment variables a worker sees."""
+    return float(os.environ["FAKE_ENV_VALUE"])
+
+
+def fake_parent_pid(p, q, *, seed: int = 0) -> float:
+    """Returns the pid of the worker's parent process: shows how the worker was started."""
+    return float(os.getppid())
+
+
 PREPARED_FILE = "FAKE_PREPARED_FILE"  # env var: a JSON-lines file where fake_prepared's hook logs its calls
 
 
@@ -82,7 +92,8 @@ def fake_prepared(p, q, *, seed: int = 0, scale: float = 1.0) -> float:
 
 FAKES = {"fake_sleeps": fake_sleeps, "fake_kills_itself": fake_kills_itself,
          "fake_raises_when_told": fake_raises_when_told, "fake_crashes": fake_crashes, "fake_raises": fake_raises,
-         "fake_reads_context": fake_reads_context, "fake_prepared": fake_prepared}
+         "fake_reads_context": fake_reads_context, "fake_prepared": fake_prepared,
+         "fake_reads_environment": fake_reads_environment, "fake_parent_pid": fake_parent_pid}
 PREPARE_HOOKS = {"fake_prepared": _record_prepare}
 
 

@@ -47,6 +47,16 @@ def test_each_metric_is_its_divergence_of_the_smoothed_histograms(vec):
         assert value == pytest.approx(DIVERGENCES[name.removeprefix("cluster_")](frontier), rel=1e-12), name
 
 
+def test_the_clusters_are_mauve_texts(vec):
+    from mauve.compute_mauve import cluster_feats
+
+    x, y = canonical_pair(vec["a1"], vec["b1"])
+    for seed in (0, 4):
+        hist_x, hist_y, _, _ = cluster_feats(x, y, num_clusters=10, norm="l2", whiten=False, seed=seed)
+        counts_x, counts_y = cluster_counts(x, y, seed=seed, **CLUSTERING)
+        assert np.array_equal(counts_x, np.rint(hist_x * len(x))) and np.array_equal(counts_y, np.rint(hist_y * len(y)))
+
+
 def test_without_smoothing_cluster_auc_is_one_minus_mauve(vec):
     for seed in (0, 7):
         for pair in (("a1", "b1"), ("a1", "a2")):

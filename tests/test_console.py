@@ -1,6 +1,7 @@
 """The console of a run (README "Console, log file and progress"): no third-party warning on it, all of them
 in the run's log file, progress bars only where they belong, and a last line naming the report."""
 
+import multiprocessing
 import os
 import re
 import subprocess
@@ -42,7 +43,10 @@ def test_a_run_shows_no_warning_logs_them_and_ends_with_its_report(tmp_path, cac
     assert not BAR.search(console), "progress=auto drew bars on a pipe"
     log = (out / "__main__.log").read_text()
     assert "please provide at least" in log  # faiss's C-level warning, printed by a worker process
-    assert "faiss.loader" not in console and "faiss.loader" in log
+    assert "faiss.loader" not in console
+    if "forkserver" not in multiprocessing.get_all_start_methods():
+        assert "faiss.loader" in log  # a spawned worker imports faiss itself, once its output goes to the log
+    # (where there is a forkserver, it imports faiss before any run log exists, and drops the INFO lines)
     last = re.fullmatch(r"report: (\S+) \(all outputs in (\S+)\)", lines[-1])
     assert last, f"last console line does not name the report: {lines[-1]!r}"
     report = Path(last.group(1))

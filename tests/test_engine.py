@@ -1,6 +1,7 @@
 """The evaluation engine: resume, isolation (errors, time limits, crashes), parallel = serial."""
 
 import json
+import os
 
 import numpy as np
 import pytest
@@ -127,6 +128,32 @@ def test_prepare_hooks_see_every_text_of_the_run_once(store, tmp_path, monkeypat
     expected = {t for cid in ("a1", "b1", "b2") for t in store.inputs(infos["fake_prepared"], cid)}
     assert set(texts) == expected and len(texts) == len(expected) and params == {"scale": 2.0}
     assert all(o.distance == 2.0 * 80 for o in out.values())
+
+
+def test_workers_see_the_environment_of_each_run(store, monkeypatch):
+    """Workers forked from a forkserver get the parent's environment as it is when their pool starts,
+    not as it was when the server started (bench.engine.pool.worker_context)."""
+    with registered("fake_reads_environment") as infos:
+        metrics = {"fake_reads_environment": (infos["fake_reads_environment"], {})}
+        seen = []
+        for value in ("1", "2"):  # the first run starts the server (if none runs yet), the second reuses it
+            monkeypatch.setenv("FAKE_ENV_VALUE", value)
+            out = run_jobs(jobs_for(metrics), store, metrics, workers=2, progress=False)
+            seen.append({o.distance for o in out.values()})
+    assert seen == [{1.0}, {2.0}]
+
+
+def test_workers_are_forked_from_a_forkserver_where_there_is_one(store):
+    import multiprocessing as mp
+
+    with registered("fake_parent_pid") as infos:
+        metrics = {"fake_parent_pid": (infos["fake_parent_pid"], {})}
+        parents = {o.distance for o in run_jobs(jobs_for(metrics), store, metrics, workers=2, progress=False).values()}
+    assert len(parents) == 1
+    if "forkserver" in mp.get_all_start_methods():
+        assert parents != {float(os.getpid())}  # the server's children, not ours: no import per worker
+    else:
+        assert parents == {float(os.getpid())}
 
 
 def test_worker_processes_see_the_run_context(store, tmp_path):

@@ -76,7 +76,9 @@ def test_pr_with_too_few_texts_for_k_raises(vec):
 
 # --- MAUVE: mauve-text ----------------------------------------------------------------------
 
-@pytest.mark.parametrize("params", [{}, {"num_buckets": 6, "mauve_scaling_factor": 2.0}])
+@pytest.mark.parametrize("params", [{}, {"num_buckets": 6, "mauve_scaling_factor": 2.0},
+                                    {"kmeans_explained_var": 0.5, "kmeans_num_redo": 2, "pca_max_data": 120,
+                                     "divergence_curve_discretization_size": 10}])
 def test_mauve_matches_mauve_text(vec, params):
     from mauve import compute_mauve
 

@@ -6,8 +6,9 @@
   unbalanced 100 against 900.
 - IRPR: clipping the nearest-neighbour maxima instead of the n x m cosines (clipping is
   monotone, so it commutes with max) gives the value of the formula as written.
-- MAUVE: mauve-text given float32 embeddings (the encoder's precision) gives the distance of
-  float64 inputs.
+- MAUVE: our quantisation (eigendecomposition of the Gram or covariance matrix instead of
+  sklearn's SVD; only the area 1 - MAUVE is computed) gives mauve-text's ``compute_mauve`` value,
+  on both routes of ``principal_scores`` (fewer rows than dimensions and more).
 - FID: for corpora no larger than the dimension (KSC's n = 100), the SVD of B_p B_q^T gives the
   eigen-decomposition route's value within 1e-6 relative (not exactly: that route adds the square
   roots of ~1e-17 noise eigenvalues); larger corpora keep that route, exactly.
@@ -68,15 +69,32 @@ def test_pr_and_dc_share_one_computation_per_pair_with_the_same_values(big_pairs
 
 
 @pytest.mark.parametrize("name", ["across-1000v1000", "same-source-500v500", "unbalanced-100v900"])
-def test_mauve_with_float32_inputs_equals_float64(big_pairs, name):
+def test_mauve_equals_mauve_texts_compute_mauve(big_pairs, name):
     from mauve import compute_mauve
 
     from bench.api.inputs import canonical_pair
 
     p, q = big_pairs[name]
     x, y = canonical_pair(np.asarray(p, np.float64), np.asarray(q, np.float64))
-    expected = 1.0 - compute_mauve(p_features=x, q_features=y, seed=3, verbose=False).mauve
-    assert mauve(p, q, seed=3) == pytest.approx(max(expected, 0.0), abs=1e-9)
+    for seed in (3, 11):
+        expected = 1.0 - compute_mauve(p_features=x, q_features=y, seed=seed, verbose=False).mauve
+        assert mauve(p, q, seed=seed) == pytest.approx(max(expected, 0.0), abs=1e-12)
+    expected = 1.0 - compute_mauve(p_features=x, q_features=y, seed=3, pca_max_data=300, verbose=False).mauve
+    assert mauve(p, q, seed=3, pca_max_data=300) == pytest.approx(max(expected, 0.0), abs=1e-12)
+
+
+def test_principal_scores_are_sklearns_pca_scores(big_pairs):
+    from sklearn.decomposition import PCA
+
+    from metrics.mauve import principal_scores
+
+    for rows in (200, 2000):  # the Gram route (rows < 384 dimensions) and the covariance route
+        data = np.vstack(big_pairs["across-1000v1000"])[:rows].astype(np.float64)
+        pca = PCA(n_components=None).fit(data)
+        keep = int(np.argmax(np.cumsum(pca.explained_variance_ratio_) >= 0.9)) + 1
+        ours = principal_scores(data, 0.9)
+        assert ours.shape == (rows, keep)
+        assert np.allclose(ours, pca.transform(data)[:, :keep], rtol=0, atol=1e-8)
 
 
 def _eigh_route(x, y):

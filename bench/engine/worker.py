@@ -1,4 +1,4 @@
-"""What runs inside an evaluation worker process (spawned by ``bench.engine.pool``).
+"""What runs inside an evaluation worker process (started by ``bench.engine.pool``).
 
 The initializer opens the run's corpus store from disk and unpickles each metric on its own,
 so a plugin that cannot be imported in a worker fails its own evaluations, not the pool.
@@ -28,10 +28,13 @@ WARM_UP_SECONDS = 2.0
 _state: dict = {}
 
 
-def initialize(store_dir, pickled_metrics: dict, blas_threads: int, context, timeout, log_path=None) -> None:
+def initialize(store_dir, pickled_metrics: dict, blas_threads: int, context, timeout, log_path=None,
+               environment: dict | None = None) -> None:
     """Pool initializer: never raises (a raising initializer would make the pool respawn forever).
 
     With ``log_path`` (the run's log file), the worker's output and warnings go there, not to the console.
+    ``environment``: the parent's environment variables, which a worker forked from a forkserver would
+    otherwise take from the server's start (``bench.engine.pool.worker_context``).
     """
     from threadpoolctl import threadpool_limits
 
@@ -41,6 +44,9 @@ def initialize(store_dir, pickled_metrics: dict, blas_threads: int, context, tim
 
     _state.clear()
     _state.update(metrics={}, broken={}, warm=set(), timeout=timeout)
+    if environment is not None and environment != os.environ:
+        os.environ.clear()
+        os.environ.update(environment)
     try:
         if log_path is not None:
             send_process_output_to(log_path)

@@ -35,7 +35,8 @@ MEMORY: dict[tuple, float] = {}        # (metric, size, impl) -> tracemalloc pea
 class TreeMemory:
     """Peaks of a process tree's memory, summed over its processes: RSS at every ``sample()``,
     PSS and USS (where psutil reports them) at every ``full_every``-th; and each process's peak RSS
-    by role (``main``, ``worker``, ``tracker``: multiprocessing's resource tracker). Also the CPU
+    by role (``main``, ``worker``, ``tracker``: multiprocessing's resource tracker, ``forkserver``: the
+process our workers are forked from). Also the CPU
     seconds of every process of the tree, start-up included (workers that end unreaped escape
     ``getrusage``, so they are read while they live)."""
 
@@ -53,9 +54,13 @@ class TreeMemory:
         if proc.pid == self.root.pid:
             return "main"
         try:
-            return "tracker" if "resource_tracker" in " ".join(proc.cmdline()) else "worker"
+            command = " ".join(proc.cmdline())
         except psutil.Error:
             return "worker"
+        for role in ("resource_tracker", "forkserver"):
+            if role in command:
+                return role.removeprefix("resource_")
+        return "worker"
 
     def sample(self) -> None:
         import psutil

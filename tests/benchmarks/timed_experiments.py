@@ -10,7 +10,7 @@ what the cache lacks, so timed runs never run the sentence encoder).
 The inputs come from the task code itself: ``run_ksc``/``run_robustness`` run up to their call
 of ``run_jobs``, which is intercepted, so both implementations see exactly the jobs, corpora,
 embeddings and seeds a real run would. Metric time is the wall time of the evaluations only
-(for ours it includes spawning workers and their warm-up). The last stdout line is a JSON
+(for ours it includes starting workers and their warm-up). The last stdout line is a JSON
 record: seconds, seconds per metric, evaluations, errors, RSS and every distance.
 """
 
@@ -129,8 +129,9 @@ def run_compcor(runs: list[dict], fns: dict) -> tuple[list[float], dict[str, flo
 
 
 def cpu_seconds() -> float:
-    """CPU time (user + system) of this process tree: this process, its ended and waited-for children
-    (our workers), and its live ones (e.g. the joblib workers compcor's PR/DC start)."""
+    """CPU time (user + system) of this process tree: this process, its ended and waited-for children,
+    and its live ones (e.g. the joblib workers compcor's PR/DC start, our forkserver) with the ended
+    children they waited for (our workers, forked by the forkserver)."""
     import psutil
 
     own = resource.getrusage(resource.RUSAGE_SELF)
@@ -141,7 +142,7 @@ def cpu_seconds() -> float:
             times = child.cpu_times()
         except psutil.Error:
             continue
-        live += times.user + times.system
+        live += times.user + times.system + times.children_user + times.children_system
     return own.ru_utime + own.ru_stime + ended.ru_utime + ended.ru_stime + live
 
 
