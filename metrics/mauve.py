@@ -22,9 +22,9 @@ variants (MAUVE*, frontier integrals) we never read. ``quantise`` computes the s
 components from the eigendecomposition of the smaller of the Gram matrix and the covariance
 matrix, in float64, with sklearn's sign convention, and hands faiss the same float32 scores with
 the same seed; the area is ``metrics.divergences.auc`` of the exact frontier, which equals
-mauve-text's area to 1e-12. Measured once (issue 20 note) against ``compute_mauve`` on float32
-embeddings: equal to 1e-12 on all 870 MAUVE evaluations of the KSC study and on 309 of the 310 of
-the full size and imbalance grid; the other one (450 texts a side) differs by 9e-6, a k-means tie
+mauve-text's area to 1e-12. Measured against ``compute_mauve`` on float32 embeddings, with one BLAS
+thread as in the engine's workers (tests/test_speedups.py, slow): equal to 1e-12 on all 870 MAUVE
+evaluations of the KSC study and on 309 of the 310 of the full size and imbalance grid; the other one (450 texts a side) differs by 9e-6, a k-means tie
 that the last bits of the scores broke the other way. The tests compare with mauve-text on real
 pairs of 100 to 1,000 texts a side (tests/test_reference_metrics.py, tests/test_speedups.py). The
 KSC study's MAUVE time halves (9.6 s to 5.2 s); at the grid's larger sizes k-means dominates and

@@ -54,13 +54,13 @@ process our workers are forked from). Also the CPU
         if proc.pid == self.root.pid:
             return "main"
         try:
-            command = " ".join(proc.cmdline())
+            command, parent = " ".join(proc.cmdline()), proc.ppid()
         except psutil.Error:
             return "worker"
-        for role in ("resource_tracker", "forkserver"):
-            if role in command:
-                return role.removeprefix("resource_")
-        return "worker"
+        if "resource_tracker" in command:
+            return "tracker"
+        # the forkserver is the main process's child; the workers it forks keep its command line
+        return "forkserver" if "forkserver" in command and parent == self.root.pid else "worker"
 
     def sample(self) -> None:
         import psutil
