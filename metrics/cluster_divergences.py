@@ -30,9 +30,8 @@ import numpy as np
 from bench.api.inputs import as_embeddings, canonical_pair, same_dims
 from bench.api.registry import metric
 from bench.api.sharing import per_pair
-from bench.errors import MetricError
 from metrics.divergences import Frontier, auc, histogram_frontier, laplace_histogram, register_divergences
-from metrics.mauve import quantise
+from metrics.mauve import bucket_count, quantise
 
 
 @per_pair
@@ -49,16 +48,7 @@ def cluster_frontier(p, q, *, seed: int = 0, num_buckets: int | str = "auto", km
     x = as_embeddings(p, role="first corpus", min_rows=2)
     y = as_embeddings(q, role="second corpus", min_rows=2)
     same_dims(x, y)
-    if num_buckets != "auto" and not (isinstance(num_buckets, int) and num_buckets >= 2):
-        raise MetricError(f"cluster divergences: num_buckets must be 'auto' or an integer >= 2, "
-                          f"not {num_buckets!r}")
-    buckets = max(2, round(min(len(x), len(y)) / 10)) if num_buckets == "auto" else num_buckets
-    if buckets > len(x) + len(y):
-        raise MetricError(f"cluster divergences: {buckets} clusters need at least as many texts, "
-                          f"got {len(x) + len(y)}; lower num_buckets")
-    if not 0 < kmeans_explained_var < 1:
-        raise MetricError(f"cluster divergences: kmeans_explained_var must lie in (0, 1), "
-                          f"not {kmeans_explained_var!r}")
+    buckets = bucket_count(num_buckets, kmeans_explained_var, len(x), len(y), owner="cluster divergences")
     first, second = canonical_pair(x, y)
     swapped = not np.array_equal(first, x[np.lexsort(x.T[::-1])])
     counts = cluster_counts(first, second, num_buckets=buckets, kmeans_explained_var=kmeans_explained_var,

@@ -87,6 +87,20 @@ def principal_scores(data: np.ndarray, explained_var: float, fit_rows: np.ndarra
     return (data - mean) @ components
 
 
+def bucket_count(num_buckets: int | str, explained_var: float, n_x: int, n_y: int, *, owner: str) -> int:
+    """The k-means buckets for corpora of ``n_x`` and ``n_y`` texts ("auto" = max(2, round(min(n_x, n_y) / 10)),
+    MAUVE's rule), after checking ``num_buckets`` and ``explained_var``; ``owner`` starts each error message."""
+    if num_buckets != "auto" and not (isinstance(num_buckets, int) and num_buckets >= 2):
+        raise MetricError(f"{owner}: num_buckets must be 'auto' or an integer >= 2, not {num_buckets!r}")
+    buckets = num_buckets if num_buckets != "auto" else max(2, round(min(n_x, n_y) / 10))
+    if buckets > n_x + n_y:
+        raise MetricError(f"{owner}: {buckets} buckets need at least as many texts, got {n_x + n_y}; "
+                          "lower num_buckets")
+    if not 0 < explained_var < 1:
+        raise MetricError(f"{owner}: kmeans_explained_var must lie in (0, 1), not {explained_var!r}")
+    return buckets
+
+
 def quantise(x: np.ndarray, y: np.ndarray, *, num_buckets: int, explained_var: float, num_redo: int,
              max_iter: int, seed: int, pca_max_data: int = -1) -> tuple[np.ndarray, np.ndarray]:
     """Texts of ``x`` and of ``y`` in each of ``num_buckets`` joint k-means buckets, as mauve-text's
@@ -146,14 +160,7 @@ def mauve(
     y = as_embeddings(q, role="second corpus", min_rows=2)
     same_dims(x, y)
     x, y = canonical_pair(x, y)
-    if num_buckets != "auto" and not (isinstance(num_buckets, int) and num_buckets >= 2):
-        raise MetricError(f"MAUVE: num_buckets must be 'auto' or an integer >= 2, not {num_buckets!r}")
-    buckets = num_buckets if num_buckets != "auto" else max(2, round(min(len(x), len(y)) / 10))
-    if buckets > len(x) + len(y):
-        raise MetricError(f"MAUVE: {buckets} buckets need at least as many texts, "
-                          f"got {len(x) + len(y)}; lower num_buckets")
-    if not 0 < kmeans_explained_var < 1:
-        raise MetricError(f"MAUVE: kmeans_explained_var must lie in (0, 1), not {kmeans_explained_var!r}")
+    buckets = bucket_count(num_buckets, kmeans_explained_var, len(x), len(y), owner="MAUVE")
     counts_x, counts_y = quantise(x, y, num_buckets=buckets, explained_var=kmeans_explained_var,
                                   num_redo=kmeans_num_redo, max_iter=kmeans_max_iter, seed=seed,
                                   pca_max_data=pca_max_data)

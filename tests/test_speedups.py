@@ -135,14 +135,13 @@ def test_mauve_equals_mauve_text_on_every_evaluation_of_the_benchmark_studies(mo
     imbalance grid (the benchmark's inputs, real embeddings), ours equals mauve-text's ``compute_mauve`` on
     float32 embeddings (as the benchmark's compcor side calls it) to 1e-12 on all but one, which a k-means
     tie moves by less than 1e-4."""
-    import sys
     from pathlib import Path
 
     from mauve import compute_mauve
 
     from bench.api.inputs import canonical_pair
 
-    sys.path.insert(0, str(Path(__file__).parent / "benchmarks"))
+    monkeypatch.syspath_prepend(str(Path(__file__).parent / "benchmarks"))
     import timed_experiments
 
     monkeypatch.delenv("BENCH_METRICS", raising=False)  # the benchmark's eight metrics: its jobs and seeds
