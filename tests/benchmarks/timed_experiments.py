@@ -2,7 +2,8 @@
 
 EXPERIMENT is ``ksc`` (004's KSC study: clinc150_banking77 and atis_news, k = 7 and 12,
 n = 100, 5 repetitions, eight metrics) or ``robustness`` (004's size and imbalance grid on
-clinc150_banking77, conf/task/robustness.yaml; ``BENCH_ROBUSTNESS_GRID=quick`` shrinks it).
+clinc150_banking77, conf/task/robustness.yaml; ``BENCH_ROBUSTNESS_GRID=quick`` shrinks it; ``BENCH_METRICS`` and ``BENCH_OVERRIDES`` change the
+metrics and add Hydra overrides, for experiments).
 IMPL is ``ours`` (``bench.engine.run_jobs``, ``--workers N``), ``compcor`` (compcor's
 functions called per pair in a plain loop) or ``prepare`` (only build the inputs, embedding
 what the cache lacks, so timed runs never run the sentence encoder).
@@ -40,14 +41,15 @@ GRIDS = {"full": [], "one": ["repetitions=1"],
 def experiment_configs(name: str) -> list[list[str]]:
     """Hydra overrides of every run an experiment is made of."""
     metrics = f"metrics={os.environ['BENCH_METRICS']}" if os.environ.get("BENCH_METRICS") else f"metrics={METRICS}"
+    extra = os.environ.get("BENCH_OVERRIDES", "").split()  # e.g. "metric.mauve.kmeans_num_redo=1"
     if name == "ksc":
-        return [["task=ksc", f"pair={pair}", f"k={k}", "n=100", "repetitions=5", metrics]
+        return [["task=ksc", f"pair={pair}", f"k={k}", "n=100", "repetitions=5", metrics, *extra]
                 for pair in ("clinc150_banking77", "atis_news") for k in (7, 12)]
     if name == "robustness":
         grid = GRIDS.get(os.environ.get("BENCH_ROBUSTNESS_GRID", "full"))
         if grid is None:
             raise SystemExit(f"BENCH_ROBUSTNESS_GRID={os.environ['BENCH_ROBUSTNESS_GRID']!r}: use one of {sorted(GRIDS)}")
-        return [["task=robustness", "pair=clinc150_banking77", metrics, *grid]]
+        return [["task=robustness", "pair=clinc150_banking77", metrics, *grid, *extra]]
     raise SystemExit(f"unknown experiment {name!r}; use ksc or robustness")
 
 
