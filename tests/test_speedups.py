@@ -13,7 +13,9 @@
   eigen-decomposition route's value within 1e-6 relative (not exactly: that route adds the square
   roots of ~1e-17 noise eigenvalues); larger corpora keep that route, exactly.
 - PR and DC: one computation per pair in a run (``per_pair``), DC after PR reusing PR's cross
-  distances, gives the values each computes alone.
+  distances, gives the values each computes alone. Their distances (|a|^2 + |b|^2 - 2 a.b from one
+  BLAS product, scikit-learn's formula without its input checks) equal prdc's to 1e-9
+  (tests/test_reference_metrics.py).
 Inputs are real MiniLM embeddings of the fortune pair (``real_samples``), stacked over draws.
 """
 
@@ -60,12 +62,14 @@ def test_pr_and_dc_share_one_computation_per_pair_with_the_same_values(big_pairs
 
     alone = {name: (pr(*pair), dc(*pair)) for name, pair in big_pairs.items()}
     calls = []
-    real = module.euclidean_distances
-    monkeypatch.setattr(module, "euclidean_distances", lambda *a: calls.append(len(a)) or real(*a))
+    real = module.squared_distances
+    monkeypatch.setattr(module, "squared_distances", lambda *a: calls.append(a[0].shape) or real(*a))
     with sharing():
         shared = {name: (pr(*pair), dc(*pair)) for name, pair in big_pairs.items()}
     assert shared == alone
-    assert calls.count(2) == len(big_pairs)  # one cross-distance matrix per pair, not one per metric
+    # per pair: each corpus's radii (its n x n distances) and one cross-distance matrix, not one per metric
+    expected = [shape for p, q in big_pairs.values() for shape in ((len(p), len(p)), (len(q), len(q)), (len(p), len(q)))]
+    assert calls == expected
 
 
 @pytest.mark.parametrize("name", ["across-1000v1000", "same-source-500v500", "unbalanced-100v900"])
