@@ -50,6 +50,7 @@ import numpy as np
 from bench.api.inputs import as_embeddings, canonical_pair, same_dims, unit_rows
 from bench.api.registry import metric
 from bench.errors import MetricError
+from metrics.euclidean import cross_squared_distances, squared_distances
 
 
 def held_out_splits(labels: np.ndarray, *, folds: int, test_size: float, seed: int) -> list:
@@ -135,34 +136,6 @@ def scale_gamma(train: np.ndarray) -> float:
     """gamma = "scale" of scikit-learn's SVC fitted on ``train``: 1 / (dims * var), 1 if the variance is 0."""
     variance = train.var()
     return 1.0 / (train.shape[1] * variance) if variance != 0 else 1.0
-
-
-def squared_distances(x: np.ndarray) -> np.ndarray:
-    """|a|^2 + |b|^2 - 2 a.b between all rows of ``x``, as libsvm's RBF kernel computes it.
-
-    The squared norms are read off the Gram matrix's diagonal, so a text's distance to itself
-    cancels to exactly 0 (kernel value exactly 1), as in libsvm; with norms summed another way
-    (einsum) the solver took another path in 1-3% of folds of same-source corpora, moving
-    decision values by up to 5e-4.
-    """
-    gram = x @ x.T
-    sq = np.diagonal(gram).copy()
-    return _add_squared_norms(gram, sq, sq)
-
-
-def _add_squared_norms(products: np.ndarray, sq_rows: np.ndarray, sq_columns: np.ndarray) -> np.ndarray:
-    """``sq_rows[i] + sq_columns[j] - 2 products[i, j]``, overwriting ``products``, in row blocks (no n x n
-    temporary)."""
-    products *= -2.0
-    for start in range(0, len(products), 512):
-        rows = slice(start, start + 512)
-        products[rows] += sq_rows[rows, None] + sq_columns[None, :]
-    return products
-
-
-def cross_squared_distances(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """|a|^2 + |b|^2 - 2 a.b between the rows of ``a`` and of ``b`` (one BLAS product, in row blocks)."""
-    return _add_squared_norms(a @ b.T, np.einsum("ij,ij->i", a, a), np.einsum("ij,ij->i", b, b))
 
 
 def rbf_from_distances(distances: np.ndarray, gamma: float) -> np.ndarray:

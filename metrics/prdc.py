@@ -22,9 +22,9 @@ calls both "asymmetric"; that holds for PR's parts, not for its F1.)
 
 ``precision_recall_density_coverage`` computes the radii and cross distances once and
 returns all four numbers; in a run, once per pair (``per_pair``: DC after PR on the same pair
-reuses them, each charged the full cost). The distances are scikit-learn's formula,
-|a|^2 + |b|^2 - 2 a.b from one BLAS product, clipped at 0, without its input checks, which took
-a third of PR/DC's time at n = 100 (issue 20). It equals ``prdc.compute_prdc`` (Naeem et al.'s
+reuses them, each charged the full cost). The distances are scikit-learn's formula from one
+BLAS product (``metrics.euclidean``), clipped at 0, without its input checks, which took a third
+of PR/DC's time at n = 100 (issue 20). It equals ``prdc.compute_prdc`` (Naeem et al.'s
 package, which 004 used) to 1e-9 (tests/test_reference_metrics.py), without its printing and
 its 8-worker distance computation, which dominates the run time at n = 100.
 """
@@ -37,31 +37,18 @@ from bench.api.inputs import as_embeddings, same_dims
 from bench.api.registry import metric
 from bench.api.sharing import per_corpus, per_pair
 from bench.errors import MetricError
+from metrics.euclidean import cross_squared_distances, squared_distances
 
 
 @per_corpus
 def kth_neighbour_radii(x: np.ndarray, *, k: int) -> np.ndarray:
     """Distance from each row of ``x`` to its k-th nearest other row (the row itself is 0th).
 
-    The squared norms are read off the Gram matrix's diagonal, so a row's distance to itself is
-    exactly 0; the k-th smallest squared distance is taken before the square root, which is
-    monotone, so n roots are computed instead of n x n."""
-    gram = x @ x.T
-    sq = np.diagonal(gram).copy()
-    d = squared_distances(gram, sq, sq)
+    The k-th smallest squared distance is taken before the square root, which is monotone, so n
+    roots are computed instead of n x n."""
+    d = squared_distances(x)  # a row's own distance is exactly 0
     d.partition(k, axis=1)  # in place: np.partition would copy the n x n matrix
     return np.sqrt(np.maximum(d[:, k], 0.0))  # a new array: a view would keep the n x n matrix alive in the memo
-
-
-def squared_distances(products: np.ndarray, sq_rows: np.ndarray, sq_columns: np.ndarray) -> np.ndarray:
-    """``sq_rows[i] + sq_columns[j] - 2 products[i, j]``, overwriting ``products``, 512 rows at a time (no
-    temporary of the full size): scikit-learn's ``euclidean_distances`` before its clip and root, without
-    its input checks."""
-    products *= -2.0
-    for start in range(0, len(products), 512):
-        rows = slice(start, start + 512)
-        products[rows] += sq_rows[rows, None] + sq_columns[None, :]
-    return products
 
 
 @per_pair
@@ -79,7 +66,7 @@ def precision_recall_density_coverage(real, fake, *, nearest_k: int = 5) -> dict
                           f"in each corpus, got {len(x)} and {len(y)}; lower nearest_k")
     real_radii = kth_neighbour_radii(x, k=nearest_k)  # shared by PR and DC and across pairs
     fake_radii = kth_neighbour_radii(y, k=nearest_k)
-    cross = squared_distances(x @ y.T, np.einsum("ij,ij->i", x, x), np.einsum("ij,ij->i", y, y))  # rows: real
+    cross = cross_squared_distances(x, y)  # rows: real, columns: fake
     np.sqrt(np.maximum(cross, 0.0, out=cross), out=cross)
     in_real_ball = cross < real_radii[:, None]
     return {

@@ -13,8 +13,8 @@
   eigen-decomposition route's value within 1e-6 relative (not exactly: that route adds the square
   roots of ~1e-17 noise eigenvalues); larger corpora keep that route, exactly.
 - PR and DC: one computation per pair in a run (``per_pair``), DC after PR reusing PR's cross
-  distances, gives the values each computes alone. Their distances (|a|^2 + |b|^2 - 2 a.b from one
-  BLAS product, scikit-learn's formula without its input checks) equal prdc's to 1e-9
+  distances, gives the values each computes alone. Their distances (``metrics.euclidean``:
+  scikit-learn's formula from one BLAS product, without its input checks) equal prdc's to 1e-9
   (tests/test_reference_metrics.py).
 Inputs are real MiniLM embeddings of the fortune pair (``real_samples``), stacked over draws.
 """
@@ -62,8 +62,9 @@ def test_pr_and_dc_share_one_computation_per_pair_with_the_same_values(big_pairs
 
     alone = {name: (pr(*pair), dc(*pair)) for name, pair in big_pairs.items()}
     calls = []
-    real = module.squared_distances
-    monkeypatch.setattr(module, "squared_distances", lambda *a: calls.append(a[0].shape) or real(*a))
+    for name in ("squared_distances", "cross_squared_distances"):  # the helpers of metrics.euclidean that PR/DC calls
+        real = getattr(module, name)
+        monkeypatch.setattr(module, name, lambda *a, real=real: calls.append((len(a[0]), len(a[-1]))) or real(*a))
     with sharing():
         shared = {name: (pr(*pair), dc(*pair)) for name, pair in big_pairs.items()}
     assert shared == alone

@@ -36,9 +36,8 @@ class TreeMemory:
     """Peaks of a process tree's memory, summed over its processes: RSS at every ``sample()``,
     PSS and USS (where psutil reports them) at every ``full_every``-th; and each process's peak RSS
     by role (``main``, ``worker``, ``tracker``: multiprocessing's resource tracker, ``forkserver``: the
-process our workers are forked from). Also the CPU
-    seconds of every process of the tree, start-up included (workers that end unreaped escape
-    ``getrusage``, so they are read while they live)."""
+    process our workers are forked from). Also the CPU seconds of every process of the tree, start-up
+    included (workers that end unreaped escape ``getrusage``, so they are read while they live)."""
 
     def __init__(self, pid: int, full_every: int = 5):
         import psutil

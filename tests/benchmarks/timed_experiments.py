@@ -2,8 +2,8 @@
 
 EXPERIMENT is ``ksc`` (004's KSC study: clinc150_banking77 and atis_news, k = 7 and 12,
 n = 100, 5 repetitions, eight metrics) or ``robustness`` (004's size and imbalance grid on
-clinc150_banking77, conf/task/robustness.yaml; ``BENCH_ROBUSTNESS_GRID=quick`` shrinks it; ``BENCH_METRICS`` and ``BENCH_OVERRIDES`` change the
-metrics and add Hydra overrides, for experiments).
+clinc150_banking77, conf/task/robustness.yaml; ``BENCH_ROBUSTNESS_GRID=quick`` shrinks it).
+``BENCH_METRICS`` and ``BENCH_OVERRIDES`` change the metrics and add Hydra overrides, for experiments.
 IMPL is ``ours`` (``bench.engine.run_jobs``, ``--workers N``), ``compcor`` (compcor's
 functions called per pair in a plain loop) or ``prepare`` (only build the inputs, embedding
 what the cache lacks, so timed runs never run the sentence encoder).
