@@ -88,10 +88,9 @@ def held_out_predictions(x: np.ndarray, labels: np.ndarray, *, folds: int, C: fl
     if len(splits) == 1:  # one split: only its two blocks, never the pair's full matrix
         (train, test), = splits
         gamma = scale_gamma(x[train])
-        predicted[test] = svm_predictions(lambda: rbf_from_distances(squared_distances(x[train]), gamma),
-                                          labels[train],
-                                          lambda: rbf_from_distances(cross_squared_distances(x[test], x[train]), gamma),
-                                          C=C)
+        predicted[test] = svm_predictions(
+            lambda: rbf_from_distances(squared_distances(x[train]), gamma), labels[train],
+            lambda support: rbf_from_distances(cross_squared_distances(x[test], x[train[support]]), gamma), C=C)
         return tested, predicted[tested]
     distances = squared_distances(x)
     for train, test in splits:
@@ -106,20 +105,37 @@ def held_out_predictions(x: np.ndarray, labels: np.ndarray, *, folds: int, C: fl
 def _fold_predictions(distances: np.ndarray, in_train: np.ndarray, in_test: np.ndarray, labels: np.ndarray, *,
                       gamma: float, C: float) -> np.ndarray:
     """One fold's SVM on its blocks of the precomputed kernel (the training block freed before the test block)."""
+    train_rows = np.flatnonzero(in_train)
+
+    def test_kernel(support: np.ndarray) -> np.ndarray:
+        columns = np.zeros(len(in_train), dtype=bool)
+        columns[train_rows[support]] = True
+        return rbf_from_distances(block(distances, in_test, columns), gamma)
+
     return svm_predictions(lambda: rbf_from_distances(block(distances, in_train, in_train), gamma), labels,
-                           lambda: rbf_from_distances(block(distances, in_test, in_train), gamma), C=C)
+                           test_kernel, C=C)
 
 
 def svm_predictions(train_kernel, labels: np.ndarray, test_kernel, *, C: float) -> np.ndarray:
-    """Predictions of ``SVC(kernel="precomputed")`` fitted on ``train_kernel()`` for the rows of
-    ``test_kernel()`` (test x train); each kernel is built only when needed, so the training kernel
-    is freed before the test kernel exists."""
+    """Predictions of ``SVC(kernel="precomputed")`` fitted on ``train_kernel()`` (train x train) for the
+    test rows; ``test_kernel(support)`` gives their kernel values against the support vectors only
+    (test x len(support), ``support`` = positions in the training rows, ascending).
+
+    A precomputed-kernel SVM reads a test row's values only in its support vectors' columns, so the
+    others are left at 0 and never computed: at the robustness grid's sizes under a third of the
+    training texts are support vectors (issue 20). Each kernel is built only when needed, so the
+    training kernel is freed before the test kernel exists."""
     from sklearn import config_context
     from sklearn.svm import SVC
 
+    n_train = len(labels)
     with config_context(assume_finite=True):  # exp of finite distances: skip the n x n finiteness scans
         svm = SVC(kernel="precomputed", C=C, class_weight="balanced").fit(train_kernel(), labels)
-        return svm.predict(test_kernel())
+        support = np.sort(svm.support_)
+        values = test_kernel(support)
+        kernel = np.zeros((len(values), n_train))
+        kernel[:, support] = values
+        return svm.predict(kernel)
 
 
 def block(matrix: np.ndarray, rows: np.ndarray, columns: np.ndarray) -> np.ndarray:

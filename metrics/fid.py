@@ -27,10 +27,17 @@ from bench.api.sharing import per_corpus
 
 
 @per_corpus
-def gaussian_fit(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Mean, covariance and covariance square root of one corpus: computed once per corpus in a run."""
-    cov = np.cov(x, rowvar=False, ddof=1)
-    return x.mean(axis=0), cov, _psd_sqrt(cov)
+def gaussian_fit(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Mean and covariance of one corpus: computed once per corpus in a run."""
+    return x.mean(axis=0), np.cov(x, rowvar=False, ddof=1)
+
+
+@per_corpus
+def covariance_root(x: np.ndarray) -> np.ndarray:
+    """The square root of one corpus's covariance, needed only where the corpus is the first of a pair:
+    a corpus that is only ever second (every corpus of the robustness study but the first of its pair)
+    never pays for its eigen-decomposition (issue 20)."""
+    return _psd_sqrt(gaussian_fit(x)[1])
 
 
 @per_corpus
@@ -80,6 +87,6 @@ def fid(p, q, *, seed: int = 0) -> float:
     same_dims(x, y)
     if max(len(x), len(y)) <= x.shape[1]:  # rank-deficient covariances: the SVD route is cheaper
         return low_rank_frechet_distance(x, y)
-    mu_p, cov_p, root_p = gaussian_fit(x)
-    mu_q, cov_q, _ = gaussian_fit(y)
-    return frechet_distance(mu_p, cov_p, mu_q, cov_q, root_p=root_p)
+    mu_p, cov_p = gaussian_fit(x)
+    mu_q, cov_q = gaussian_fit(y)
+    return frechet_distance(mu_p, cov_p, mu_q, cov_q, root_p=covariance_root(x))

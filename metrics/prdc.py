@@ -47,8 +47,34 @@ def kth_neighbour_radii(x: np.ndarray, *, k: int) -> np.ndarray:
     The k-th smallest squared distance is taken before the square root, which is monotone, so n
     roots are computed instead of n x n."""
     d = squared_distances(x)  # a row's own distance is exactly 0
-    d.partition(k, axis=1)  # in place: np.partition would copy the n x n matrix
-    return np.sqrt(np.maximum(d[:, k], 0.0))  # a new array: a view would keep the n x n matrix alive in the memo
+    return np.sqrt(np.maximum(kth_smallest_per_row(d, k), 0.0))
+
+
+def kth_smallest_per_row(d: np.ndarray, k: int, *, block: int = 32) -> np.ndarray:
+    """The k-th smallest value (0-based) of every row of ``d``: exactly ``np.partition(d, k, axis=1)[:, k]``,
+    at about a fifth of its cost on the n x n matrices of PR/DC (issue 20).
+
+    Each row is cut into blocks of ``block`` values, and one pass takes every block's minimum. The k + 1
+    blocks with the smallest minima hold the row's k + 1 smallest values: any value outside them is at
+    least the largest of those k + 1 minima, which are k + 1 values of the row. So the partition runs
+    on (k + 1) x ``block`` candidates per row instead of the whole row, and returns the same value.
+    """
+    n, m = d.shape
+    full = m // block
+    if full <= k + 1:  # too few blocks to leave any out
+        return np.partition(d, k, axis=1)[:, k]
+    blocks = d[:, :full * block].reshape(n, full, block)  # a view: each row's last axis is contiguous
+    minima = blocks.min(axis=2)
+    if full * block < m:  # the last, shorter block, padded with inf to the common width
+        tail = np.full((n, 1, block), np.inf)
+        tail[:, 0, :m - full * block] = d[:, full * block:]
+        minima = np.hstack([minima, tail[:, 0].min(axis=1, keepdims=True)])
+    chosen = np.argpartition(minima, k, axis=1)[:, :k + 1]  # (n, k + 1) block numbers
+    rows = np.arange(n)[:, None]
+    candidates = blocks[rows, np.minimum(chosen, full - 1)]  # (n, k + 1, block)
+    if full * block < m:
+        candidates = np.where((chosen == full)[:, :, None], tail, candidates)
+    return np.partition(candidates.reshape(n, -1), k, axis=1)[:, k]
 
 
 @per_pair

@@ -103,9 +103,9 @@ def test_principal_scores_are_sklearns_pca_scores(big_pairs):
 
 
 def _eigh_route(x, y):
-    mu_p, cov_p, root_p = gaussian_fit(x)
-    mu_q, cov_q, _ = gaussian_fit(y)
-    return frechet_distance(mu_p, cov_p, mu_q, cov_q, root_p=root_p)
+    mu_p, cov_p = gaussian_fit(x)
+    mu_q, cov_q = gaussian_fit(y)
+    return frechet_distance(mu_p, cov_p, mu_q, cov_q)  # the root of cov_p computed here, without the memo
 
 
 def test_fid_low_rank_route_agrees_with_the_eigen_route(real_samples):
@@ -118,6 +118,63 @@ def test_fid_low_rank_route_agrees_with_the_eigen_route(real_samples):
 def test_fid_of_corpora_larger_than_the_dimension_keeps_the_eigen_route(big_pairs):
     p, q = (np.asarray(v, np.float64) for v in big_pairs["same-source-500v500"])
     assert fid(p, q) == _eigh_route(p, q)
+
+
+def test_fid_takes_the_covariance_root_of_the_first_corpus_only(big_pairs, monkeypatch):
+    """The root is a preparation of its own: a corpus that is only ever second is never decomposed, and
+    the value is the one computed with every root at hand."""
+    import metrics.fid as module
+
+    p, q = (np.asarray(v, np.float64) for v in big_pairs["same-source-500v500"])
+    expected = fid(p, q)
+    decomposed = []
+    real = module._psd_sqrt
+    monkeypatch.setattr(module, "_psd_sqrt", lambda cov: decomposed.append(cov) or real(cov))
+    with sharing():
+        assert fid(p, q) == expected
+        assert fid(p, q[::-1]) == pytest.approx(expected, rel=1e-9)  # same p: its root is reused
+    assert len(decomposed) == 1
+    np.testing.assert_array_equal(decomposed[0], np.cov(p, rowvar=False, ddof=1))
+
+
+def test_kth_smallest_per_row_is_the_partition_value():
+    """PR/DC's k-NN radii: the block-minimum selection returns np.partition's value, with ties (small integers),
+    any width (a shorter last block, fewer blocks than k + 2) and k from 0 up."""
+    from metrics.prdc import kth_smallest_per_row
+
+    rng = np.random.default_rng(7)
+    for _ in range(600):
+        n, m = int(rng.integers(1, 40)), int(rng.integers(1, 300))
+        k = int(rng.integers(0, min(m, 10)))
+        d = rng.integers(0, 4, size=(n, m)).astype(float) if rng.random() < 0.5 else rng.standard_normal((n, m))
+        block = int(rng.choice([2, 4, 8, 32]))
+        np.testing.assert_array_equal(kth_smallest_per_row(d, k, block=block), np.partition(d, k, axis=1)[:, k])
+
+
+def test_kth_neighbour_radii_of_real_corpora_are_the_partition_radii(big_pairs):
+    from metrics.euclidean import squared_distances
+    from metrics.prdc import kth_neighbour_radii
+
+    for p, q in big_pairs.values():
+        for x in (np.asarray(p, np.float64), np.asarray(q, np.float64)):
+            d = squared_distances(x)
+            for k in (1, 5):
+                expected = np.sqrt(np.maximum(np.partition(d, k, axis=1)[:, k], 0.0))
+                np.testing.assert_array_equal(kth_neighbour_radii(x, k=k), expected)
+
+
+def test_bytes_before_orders_as_tobytes():
+    """canonical_pair's corpus order: the first differing byte decides, a prefix comes first."""
+    from bench.api.inputs import bytes_before
+
+    rng = np.random.default_rng(3)
+    for _ in range(3000):
+        a = rng.integers(0, 2, (int(rng.integers(0, 4)), 2)).astype(np.float32)
+        b = a.copy() if rng.random() < 0.3 else rng.integers(0, 2, (int(rng.integers(0, 4)), 2)).astype(np.float32)
+        if rng.random() < 0.3:
+            b = np.vstack([a, b])
+        for x, y in ((a, b), (b, a)):
+            assert bytes_before(x, y, chunk=int(rng.integers(1, 9))) == (x.tobytes() < y.tobytes())
 
 
 def test_the_row_order_of_canonical_pairs_is_the_full_lexsort():

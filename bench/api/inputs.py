@@ -48,7 +48,21 @@ def canonical_pair(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray
     seeded procedure run on it is order-invariant and symmetric.
     """
     x, y = x[lexicographic_order(x)], y[lexicographic_order(y)]
-    return (y, x) if y.tobytes() < x.tobytes() else (x, y)
+    return (y, x) if bytes_before(y, x) else (x, y)
+
+
+def bytes_before(a: np.ndarray, b: np.ndarray, *, chunk: int = 4096) -> bool:
+    """``a.tobytes() < b.tobytes()`` (bytewise, a prefix first) without copying either array: chunk by chunk
+    up to the first differing byte, which two corpora of embeddings reach within their first row."""
+    a8 = np.ascontiguousarray(a).reshape(-1).view(np.uint8)
+    b8 = np.ascontiguousarray(b).reshape(-1).view(np.uint8)
+    common = min(len(a8), len(b8))
+    for start in range(0, common, chunk):
+        stop = min(start + chunk, common)
+        differ = np.flatnonzero(a8[start:stop] != b8[start:stop])
+        if len(differ):
+            return bool(a8[start + differ[0]] < b8[start + differ[0]])
+    return len(a8) < len(b8)
 
 
 def lexicographic_order(x: np.ndarray) -> np.ndarray:
