@@ -130,7 +130,22 @@ def quantise(x: np.ndarray, y: np.ndarray, *, num_buckets: int, explained_var: f
             np.bincount(labels[:len(y)], minlength=num_buckets))
 
 
-@metric("mauve", inputs="embeddings", symmetric=True, stochastic=True, source="Pillutla et al. 2021; 004 §2",
+#: kmeans_num_redo="auto": from this many buckets on (the smaller corpus has ~1,000 texts or more with
+#: num_buckets="auto") one k-means run, below it mauve-text's 5 restarts (module note).
+ONE_RUN_FROM_BUCKETS = 100
+
+
+def restart_count(num_redo: int | str, buckets: int) -> int:
+    """The k-means restarts for ``num_redo`` ("auto" or a count >= 1) at ``buckets`` buckets."""
+    if num_redo == "auto":
+        return 1 if buckets >= ONE_RUN_FROM_BUCKETS else 5
+    if isinstance(num_redo, bool) or not isinstance(num_redo, (int, np.integer)) or num_redo < 1:
+        raise MetricError(f"MAUVE: kmeans_num_redo must be 'auto' or an integer >= 1, not {num_redo!r}")
+    return int(num_redo)
+
+
+@metric("mauve", inputs="embeddings", symmetric=True, stochastic=True, version="2",
+        source="Pillutla et al. 2021; 004 §2",
         value_range=(0.0, 1.0),
         failure_modes=("few clusters at small n (num_buckets = n/10): coarse histograms",
                        "k-means seed: the value moves with the metric's own seed"),
@@ -143,18 +158,19 @@ def mauve(
     num_buckets: int | str = "auto",
     pca_max_data: int = -1,
     kmeans_explained_var: float = 0.9,
-    kmeans_num_redo: int = 5,
+    kmeans_num_redo: int | str = "auto",
     kmeans_max_iter: int = 500,
     divergence_curve_discretization_size: int = 25,
     mauve_scaling_factor: float = 5.0,
 ) -> float:
     """1 - MAUVE between two embedded corpora (order-free and symmetric, see the module note).
 
-    Every default is mauve-text 0.4.0's. ``num_buckets``: k-means buckets; "auto" = max(2, round(min(|p|,
-    |q|) / 10)). ``pca_max_data``: texts used to fit the PCA; -1 = all. ``kmeans_explained_var``: share of
-    variance the PCA keeps before k-means. ``kmeans_num_redo``: k-means restarts (best objective kept).
-    ``divergence_curve_discretization_size``: points on the divergence curve. ``mauve_scaling_factor``: c
-    in exp(-c KL).
+    Every default is mauve-text 0.4.0's but one. ``num_buckets``: k-means buckets; "auto" = max(2,
+    round(min(|p|, |q|) / 10)). ``pca_max_data``: texts used to fit the PCA; -1 = all.
+    ``kmeans_explained_var``: share of variance the PCA keeps before k-means. ``kmeans_num_redo``: k-means
+    restarts (best objective kept); "auto" = mauve-text's 5 below 100 buckets and 1 from there on (module
+    note), 5 = mauve-text at every size. ``divergence_curve_discretization_size``: points on the divergence
+    curve. ``mauve_scaling_factor``: c in exp(-c KL).
     """
     x = as_embeddings(p, role="first corpus", min_rows=2)
     y = as_embeddings(q, role="second corpus", min_rows=2)
@@ -162,7 +178,7 @@ def mauve(
     x, y = canonical_pair(x, y)
     buckets = bucket_count(num_buckets, kmeans_explained_var, len(x), len(y), owner="MAUVE")
     counts_x, counts_y = quantise(x, y, num_buckets=buckets, explained_var=kmeans_explained_var,
-                                  num_redo=kmeans_num_redo, max_iter=kmeans_max_iter, seed=seed,
+                                  num_redo=restart_count(kmeans_num_redo, buckets), max_iter=kmeans_max_iter, seed=seed,
                                   pca_max_data=pca_max_data)
     return auc(histogram_frontier(counts_x / counts_x.sum(), counts_y / counts_y.sum()),
                scaling=mauve_scaling_factor, points=divergence_curve_discretization_size)

@@ -37,44 +37,17 @@ from bench.api.inputs import as_embeddings, same_dims
 from bench.api.registry import metric
 from bench.api.sharing import per_corpus, per_pair
 from bench.errors import MetricError
-from metrics.euclidean import cross_squared_distances, squared_distances
+from metrics.euclidean import kth_nearest_squared_distances, pair_squared_distances, root_threshold
 
 
 @per_corpus
 def kth_neighbour_radii(x: np.ndarray, *, k: int) -> np.ndarray:
     """Distance from each row of ``x`` to its k-th nearest other row (the row itself is 0th).
 
-    The k-th smallest squared distance is taken before the square root, which is monotone, so n
-    roots are computed instead of n x n."""
-    d = squared_distances(x)  # a row's own distance is exactly 0
-    return np.sqrt(np.maximum(kth_smallest_per_row(d, k), 0.0))
-
-
-def kth_smallest_per_row(d: np.ndarray, k: int, *, block: int = 32) -> np.ndarray:
-    """The k-th smallest value (0-based) of every row of ``d``: exactly ``np.partition(d, k, axis=1)[:, k]``,
-    at about a fifth of its cost on the n x n matrices of PR/DC (issue 20).
-
-    Each row is cut into blocks of ``block`` values, and one pass takes every block's minimum. The k + 1
-    blocks with the smallest minima hold the row's k + 1 smallest values: any value outside them is at
-    least the largest of those k + 1 minima, which are k + 1 values of the row. So the partition runs
-    on (k + 1) x ``block`` candidates per row instead of the whole row, and returns the same value.
-    """
-    n, m = d.shape
-    full = m // block
-    if full <= k + 1:  # too few blocks to leave any out
-        return np.partition(d, k, axis=1)[:, k]
-    blocks = d[:, :full * block].reshape(n, full, block)  # a view: each row's last axis is contiguous
-    minima = blocks.min(axis=2)
-    if full * block < m:  # the last, shorter block, padded with inf to the common width
-        tail = np.full((n, 1, block), np.inf)
-        tail[:, 0, :m - full * block] = d[:, full * block:]
-        minima = np.hstack([minima, tail[:, 0].min(axis=1, keepdims=True)])
-    chosen = np.argpartition(minima, k, axis=1)[:, :k + 1]  # (n, k + 1) block numbers
-    rows = np.arange(n)[:, None]
-    candidates = blocks[rows, np.minimum(chosen, full - 1)]  # (n, k + 1, block)
-    if full * block < m:
-        candidates = np.where((chosen == full)[:, :, None], tail, candidates)
-    return np.partition(candidates.reshape(n, -1), k, axis=1)[:, k]
+    The k-th smallest squared distance is taken before the square root, which is monotone, so n roots
+    are computed instead of n x n; it is selected from float32 distances and settled in float64
+    (``kth_nearest_squared_distances``: the float64 value, up to summation order)."""
+    return np.sqrt(np.maximum(kth_nearest_squared_distances(x, k), 0.0))
 
 
 @per_pair
@@ -92,14 +65,14 @@ def precision_recall_density_coverage(real, fake, *, nearest_k: int = 5) -> dict
                           f"in each corpus, got {len(x)} and {len(y)}; lower nearest_k")
     real_radii = kth_neighbour_radii(x, k=nearest_k)  # shared by PR and DC and across pairs
     fake_radii = kth_neighbour_radii(y, k=nearest_k)
-    cross = cross_squared_distances(x, y)  # rows: real, columns: fake
-    np.sqrt(np.maximum(cross, 0.0, out=cross), out=cross)
-    in_real_ball = cross < real_radii[:, None]
+    cross = pair_squared_distances(x, y)  # rows: real, columns: fake; shared with IRPR, read-only
+    # a distance sqrt(max(c, 0)) lies inside a radius r exactly when c < root_threshold(r): no n x m roots
+    in_real_ball = cross < root_threshold(real_radii)[:, None]
     return {
         "precision": float(in_real_ball.any(axis=0).mean()),
-        "recall": float((cross < fake_radii[None, :]).any(axis=1).mean()),
+        "recall": float((cross < root_threshold(fake_radii)[None, :]).any(axis=1).mean()),
         "density": float(in_real_ball.sum(axis=0).mean() / nearest_k),
-        "coverage": float((cross.min(axis=1) < real_radii).mean()),
+        "coverage": float(in_real_ball.any(axis=1).mean()),  # the nearest target point inside the own ball
     }
 
 

@@ -86,17 +86,19 @@ def test_default_config_runs_every_builtin_but_the_opt_in_ones_on_the_embedded_p
 
 def test_a_parameter_override_reaches_the_selected_parameters():
     cfg = compose_with("metrics=[chi,zipf,mauve]", "metric.mauve.kmeans_num_redo=1", "metric.zipf.top=30",
-                       "metric.mauve.num_buckets=20")
+                       "metric.mauve.num_buckets=20", "metric.mauve.kmeans_max_iter=50")
     params = {m.name: p for m, p in selected_metrics(cfg)}
-    assert params["mauve"] == {**get_metric("mauve").params, "kmeans_num_redo": 1, "num_buckets": 20}
+    assert params["mauve"] == {**get_metric("mauve").params, "kmeans_num_redo": 1, "num_buckets": 20,
+                               "kmeans_max_iter": 50}
     assert params["zipf"]["top"] == 30 and params["chi"] == get_metric("chi").params
 
 
 def test_an_annotated_parameter_is_typed_and_an_unannotated_one_is_not():
     assert compose_with("metric.classifier.C=2").metric.classifier.C == 2.0  # float: 2 becomes 2.0
     with pytest.raises(ConfigCompositionException):
-        compose_with("metric.mauve.kmeans_num_redo=abc")
+        compose_with("metric.mauve.kmeans_max_iter=abc")
     assert compose_with("metric.mauve.num_buckets=abc").metric.mauve.num_buckets == "abc"  # int | str: Any
+    assert compose_with("metric.mauve.kmeans_num_redo=auto").metric.mauve.kmeans_num_redo == "auto"
 
 
 @pytest.mark.parametrize("hint,expected", [
@@ -123,9 +125,9 @@ def test_unknown_metric_parameter_is_rejected():
     ("metric.chi.topp=10", "metric 'chi' has no parameter(s) ['topp']; it takes ['normalise', 'top']"),
     ("+metric.chi.topp=10", "metric 'chi' has no parameter(s) ['topp']"),
     ("metric.chi={top:3,tpo:4}", "metric 'chi' has no parameter(s) ['tpo']"),
-    ("metric.mauve.kmeans_num_redo=abc", ("metric.mauve.kmeans_num_redo='abc': parameter 'kmeans_num_redo' of "
-                                          "metric 'mauve' takes a whole number, e.g. metric.mauve.kmeans_num_redo=5")),
-    ("metric.mauve.kmeans_num_redo=1,abc", "metric.mauve.kmeans_num_redo='abc'"),
+    ("metric.mauve.kmeans_max_iter=abc", ("metric.mauve.kmeans_max_iter='abc': parameter 'kmeans_max_iter' of "
+                                          "metric 'mauve' takes a whole number, e.g. metric.mauve.kmeans_max_iter=500")),
+    ("metric.mauve.kmeans_max_iter=1,abc", "metric.mauve.kmeans_max_iter='abc'"),
     ("metric.face_so.include_dc=maybe", "takes true or false, e.g. metric.face_so.include_dc=false"),
     ("metric.chhi.top=3", "unknown metric 'chhi'. Did you mean chi"),
     ("metric=[chi,fdi]", "unknown metric 'fdi'. Did you mean fid"),

@@ -31,9 +31,10 @@ def test_shared_equals_plain(name, collection):
         assert shared[(p, q)].distance == pytest.approx(plain, rel=1e-6, abs=1e-9)
 
 
-# pr and dc: one radius per corpus (5), and one cross-distance computation per pair (10) that dc reuses
-@pytest.mark.parametrize("names,per_pair", [(["fid"], 0), (["pr", "dc"], 1), (["chi", "zipf"], 0)])
-def test_each_corpus_statistic_is_computed_once(names, per_pair, collection):
+# pr and dc: one radius per corpus (5), and per pair (10) one PR/DC computation that dc reuses, holding the pair's
+# one cross-distance matrix (``pair_squared_distances``, another per-pair entry)
+@pytest.mark.parametrize("names,per_pair,pair_entries", [(["fid"], 0, 0), (["pr", "dc"], 1, 2), (["chi", "zipf"], 0, 0)])
+def test_each_corpus_statistic_is_computed_once(names, per_pair, pair_entries, collection):
     pairs = list(itertools.combinations(sorted(collection.members), 2))
     with sharing() as memo:
         for name in names:
@@ -41,7 +42,7 @@ def test_each_corpus_statistic_is_computed_once(names, per_pair, collection):
             for p, q in pairs:
                 info(collection.inputs(info, p), collection.inputs(info, q), seed=0)
     corpora = len(collection.members)
-    assert memo.misses == corpora + per_pair * len(pairs)  # once per corpus (and pair), shared by both metrics
+    assert memo.misses == corpora + pair_entries * len(pairs)  # once per corpus (and pair), shared by both metrics
     per_corpus_lookups = 2 * len(pairs) * (1 if per_pair else len(names))  # a shared pair looks its corpora up once
     assert memo.hits == per_corpus_lookups - corpora + per_pair * len(pairs) * (len(names) - 1)
 
