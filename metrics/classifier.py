@@ -34,9 +34,15 @@ its training block (train x train, one Gram matrix) and its test block (test x t
 ``folds`` the pair's distances are computed once, from one Gram matrix of all its texts, and
 every fold takes its two blocks from them. Each block is exponentiated with the split's own
 gamma, computed exactly as gamma = "scale" does on its training matrix, 1 / (dims * var), for
-``SVC(kernel="precomputed")``. The values are libsvm's up to the last bits of the dot products,
-and each text's distance to itself is exactly 0, as in libsvm; the predictions equal libsvm's own
-kernel's on real corpora (tests/test_classifier.py, tests/test_speedups.py). One split holds its
+``SVC(kernel="precomputed")``. With ``kernel_precision="float64"`` the values are libsvm's up to
+the last bits of the dot products, and each text's distance to itself is exactly 0, as in libsvm;
+the predictions equal libsvm's own kernel's on real corpora (tests/test_classifier.py,
+tests/test_speedups.py). The default "float32" takes the dot products in float32, the precision the
+embedder delivers (issue 20: twice BLAS's float64 speed, a sixth of the size study's time): the
+kernel moves by about 1e-7, and the distance equalled the float64 kernel's on all 870 evaluations
+of the KSC study and on 309 of the 310 of the full size and imbalance grid (the other one moved by
+one held-out text, .0017). A prediction reads a test text's kernel only in the support vectors'
+columns, so only those are computed (under a third of the training texts at the grid's sizes). One split holds its
 training kernel, 0.64 n x n doubles (176 MiB at n = 6000, the size experiment's largest pair), and
 builds the test block (0.16 n x n) once training has freed it; with ``folds`` the pair's distances
 (n x n) and a fold's training block are held together (450 MiB at n = 6000). A pair whose kernel
@@ -44,6 +50,8 @@ memory would exceed ``max_kernel_mb`` MiB falls back to libsvm's own kernel, spl
 """
 
 from __future__ import annotations
+
+from typing import Literal
 
 import numpy as np
 
@@ -67,11 +75,12 @@ def held_out_splits(labels: np.ndarray, *, folds: int, test_size: float, seed: i
 
 
 def held_out_predictions(x: np.ndarray, labels: np.ndarray, *, folds: int, C: float,
-                         seed: int, max_kernel_mb: float = 512.0,
-                         test_size: float = 0.2) -> tuple[np.ndarray, np.ndarray]:
+                         seed: int, max_kernel_mb: float = 512.0, test_size: float = 0.2,
+                         kernel_precision: str = "float64") -> tuple[np.ndarray, np.ndarray]:
     """(held-out rows, their predicted corpus) from an RBF SVM trained on the other rows:
     one split (``folds`` = 0) or every row once (``folds`` >= 2)."""
     splits = held_out_splits(labels, folds=folds, test_size=test_size, seed=seed)
+    dtype = np.float32 if kernel_precision == "float32" else np.float64
     tested = np.sort(np.concatenate([test for _, test in splits]))
     predicted = np.full(len(labels), -1, dtype=labels.dtype)
     largest_train = max(len(train) for train, _ in splits)
@@ -89,10 +98,11 @@ def held_out_predictions(x: np.ndarray, labels: np.ndarray, *, folds: int, C: fl
         (train, test), = splits
         gamma = scale_gamma(x[train])
         predicted[test] = svm_predictions(
-            lambda: rbf_from_distances(squared_distances(x[train]), gamma), labels[train],
-            lambda support: rbf_from_distances(cross_squared_distances(x[test], x[train[support]]), gamma), C=C)
+            lambda: rbf_from_distances(squared_distances(x[train], dtype=dtype), gamma), labels[train],
+            lambda support: rbf_from_distances(cross_squared_distances(x[test], x[train[support]], dtype=dtype), gamma),
+            C=C)
         return tested, predicted[tested]
-    distances = squared_distances(x)
+    distances = squared_distances(x, dtype=dtype)
     for train, test in splits:
         in_train, in_test = np.zeros(len(x), dtype=bool), np.zeros(len(x), dtype=bool)
         in_train[train] = True  # rows in ascending order, as the splitter's (sorted) indices give them
@@ -167,21 +177,23 @@ def rbf_kernel_blocks(train: np.ndarray, test: np.ndarray) -> tuple[np.ndarray, 
     return rbf_from_distances(distances[:n, :n].copy(), gamma), rbf_from_distances(distances[n:, :n].copy(), gamma)
 
 
-@metric("classifier", inputs="embeddings", symmetric=True, stochastic=True, version="2",
+@metric("classifier", inputs="embeddings", symmetric=True, stochastic=True, version="3",
         source="Lopez-Paz & Oquab 2016; 004 §2", value_range=(0.0, 1.0),
         failure_modes=("small n: accuracy moves in steps of 1/(2n) and can fall below .5 by chance",
                        "texts found in both corpora push it below .5",
                        "one held-out split: the value moves with the seed's split (folds >= 2 averages it)"),
         description="Held-out (balanced) accuracy of an RBF SVM telling the two corpora apart")
 def classifier(p, q, *, seed: int = 0, test_size: float = 0.2, folds: int = 0, C: float = 1.0,
-               max_kernel_mb: float = 512.0) -> float:
+               max_kernel_mb: float = 512.0, kernel_precision: Literal["float32", "float64"] = "float32") -> float:
     """Held-out balanced accuracy of an SVM separating ``p`` from ``q`` (0.5 = same).
 
     ``test_size``: share of each corpus held out by the one stratified split (004 §2; 0.2 = 80/20).
     ``folds``: 0 = that one split; >= 2 = stratified cross-validation instead, every text held out once
     (``test_size`` is then unused). ``C``: the SVM's regularisation (1.0 is scikit-learn's default).
     ``max_kernel_mb``: MiB; a pair whose precomputed kernel (module note) would exceed it uses libsvm's own
-    kernel (slower); 0 = always.
+    kernel (slower); 0 = always. ``kernel_precision``: "float32" computes the kernel's dot products in float32,
+    the embeddings' own precision, at twice BLAS's float64 speed; "float64" gives libsvm's own kernel values
+    (module note).
     """
     x = as_embeddings(p, role="first corpus")
     y = as_embeddings(q, role="second corpus")
@@ -190,6 +202,8 @@ def classifier(p, q, *, seed: int = 0, test_size: float = 0.2, folds: int = 0, C
         raise MetricError(f"CLASSIFIER: folds must be 0 (one held-out split) or at least 2, got {folds}")
     if not 0.0 < test_size < 1.0:
         raise MetricError(f"CLASSIFIER: test_size must be a share between 0 and 1, got {test_size}")
+    if kernel_precision not in ("float32", "float64"):
+        raise MetricError(f"CLASSIFIER: kernel_precision must be 'float32' or 'float64', not {kernel_precision!r}")
     if not max_kernel_mb >= 0:
         raise MetricError(f"CLASSIFIER: max_kernel_mb must be >= 0 (0 = libsvm's own kernel "
                           f"always), got {max_kernel_mb}")
@@ -201,7 +215,8 @@ def classifier(p, q, *, seed: int = 0, test_size: float = 0.2, folds: int = 0, C
     x, y = canonical_pair(unit_rows(x, "first corpus"), unit_rows(y, "second corpus"))
     labels = np.r_[np.zeros(len(x), dtype=int), np.ones(len(y), dtype=int)]
     tested, predicted = held_out_predictions(np.vstack([x, y]), labels, folds=folds, C=C, seed=int(seed),
-                                             max_kernel_mb=max_kernel_mb, test_size=test_size)
+                                             max_kernel_mb=max_kernel_mb, test_size=test_size,
+                                             kernel_precision=kernel_precision)
     truth = labels[tested]
     if len(np.unique(truth)) < 2:  # guarded above; kept so that a change of splitter cannot return NaN
         raise MetricError("CLASSIFIER: the held-out texts miss one corpus; raise test_size or add texts")

@@ -12,22 +12,27 @@ import numpy as np
 from bench.api.sharing import per_pair
 
 
-def squared_distances(x: np.ndarray) -> np.ndarray:
-    """|a|^2 + |b|^2 - 2 a.b between all rows of ``x``.
+def squared_distances(x: np.ndarray, *, dtype=np.float64) -> np.ndarray:
+    """|a|^2 + |b|^2 - 2 a.b between all rows of ``x``, float64, the products computed in ``dtype``.
 
     The squared norms are read off the Gram matrix's diagonal, so a row's distance to itself
     cancels to exactly 0 (an RBF kernel value of exactly 1, as in libsvm); with norms summed another
     way (einsum) libsvm's solver took another path in 1-3% of CLASSIFIER's folds of same-source
     corpora, moving decision values by up to 5e-4.
     """
-    gram = x @ x.T
+    x = x.astype(dtype, copy=False)
+    gram = (x @ x.T).astype(np.float64, copy=False)
     sq = np.diagonal(gram).copy()
     return _add_squared_norms(gram, sq, sq)
 
 
-def cross_squared_distances(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """|a|^2 + |b|^2 - 2 a.b between the rows of ``a`` and of ``b`` (one BLAS product, in row blocks)."""
-    return _add_squared_norms(a @ b.T, np.einsum("ij,ij->i", a, a), np.einsum("ij,ij->i", b, b))
+def cross_squared_distances(a: np.ndarray, b: np.ndarray, *, dtype=np.float64) -> np.ndarray:
+    """|a|^2 + |b|^2 - 2 a.b between the rows of ``a`` and of ``b`` (one BLAS product, in row blocks), float64,
+    the products and norms computed in ``dtype``."""
+    a, b = a.astype(dtype, copy=False), b.astype(dtype, copy=False)
+    return _add_squared_norms((a @ b.T).astype(np.float64, copy=False),
+                              np.einsum("ij,ij->i", a, a).astype(np.float64, copy=False),
+                              np.einsum("ij,ij->i", b, b).astype(np.float64, copy=False))
 
 
 @per_pair

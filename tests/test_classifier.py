@@ -71,9 +71,10 @@ def test_predictions_equal_libsvm_own_kernel(pairs, name, folds):
         assert np.array_equal(tested, rows)
         assert np.array_equal(ours, expected), \
             f"{name}, seed {seed}: {np.sum(ours != expected)} predictions differ"
-        value = classifier(p, q, seed=seed, folds=folds)
+        value = classifier(p, q, seed=seed, folds=folds, kernel_precision="float64")
         assert value == pytest.approx(balanced_accuracy_score(labels[rows], expected), abs=1e-12)
         assert value == classifier(p, q, seed=seed, folds=folds, max_kernel_mb=0)  # the fallback: libsvm's kernel
+        assert classifier(p, q, seed=seed, folds=folds) == value  # the default's float32 dot products decide alike
 
 
 def test_one_split_holds_out_a_fifth_of_each_corpus_and_the_seed_moves_it(pairs):
@@ -128,7 +129,7 @@ def test_fallback_size_is_the_kernel_memory(pairs, monkeypatch, folds, fits, fai
 
     p, q = pairs["across-100v100"]
     calls = []
-    monkeypatch.setattr(module, "squared_distances", lambda a: calls.append(len(a)) or squared_distances(a))
+    monkeypatch.setattr(module, "squared_distances", lambda a, **kw: calls.append(len(a)) or squared_distances(a, **kw))
     precomputed = classifier(p, q, folds=folds, max_kernel_mb=fits)
     assert calls == sizes  # one distance matrix per pair (folds) or the split's training block
     calls.clear()
