@@ -21,8 +21,8 @@ def squared_distances(x: np.ndarray, *, dtype=np.float64) -> np.ndarray:
     corpora, moving decision values by up to 5e-4.
     """
     x = x.astype(dtype, copy=False)
-    gram = (x @ x.T).astype(np.float64, copy=False)
-    sq = np.diagonal(gram).copy()
+    gram = x @ x.T
+    sq = np.diagonal(gram).astype(np.float64)
     return _add_squared_norms(gram, sq, sq)
 
 
@@ -30,9 +30,8 @@ def cross_squared_distances(a: np.ndarray, b: np.ndarray, *, dtype=np.float64) -
     """|a|^2 + |b|^2 - 2 a.b between the rows of ``a`` and of ``b`` (one BLAS product, in row blocks), float64,
     the products and norms computed in ``dtype``."""
     a, b = a.astype(dtype, copy=False), b.astype(dtype, copy=False)
-    return _add_squared_norms((a @ b.T).astype(np.float64, copy=False),
-                              np.einsum("ij,ij->i", a, a).astype(np.float64, copy=False),
-                              np.einsum("ij,ij->i", b, b).astype(np.float64, copy=False))
+    return _add_squared_norms(a @ b.T, np.einsum("ij,ij->i", a, a).astype(np.float64),
+                              np.einsum("ij,ij->i", b, b).astype(np.float64))
 
 
 @per_pair
@@ -61,9 +60,12 @@ def root_threshold(radii: np.ndarray) -> np.ndarray:
 
 
 def _add_squared_norms(products: np.ndarray, sq_rows: np.ndarray, sq_columns: np.ndarray) -> np.ndarray:
-    """``sq_rows[i] + sq_columns[j] - 2 products[i, j]``, overwriting ``products``, in row blocks (no n x n
-    temporary)."""
-    products *= -2.0
+    """``sq_rows[i] + sq_columns[j] - 2 products[i, j]`` in float64, in row blocks (no n x n temporary):
+    overwriting float64 ``products``, or read from float32 ones in the same pass that doubles them."""
+    if products.dtype == np.float64:
+        products *= -2.0
+    else:
+        products = np.multiply(products, -2.0, dtype=np.float64)
     for start in range(0, len(products), 512):
         rows = slice(start, start + 512)
         products[rows] += sq_rows[rows, None] + sq_columns[None, :]

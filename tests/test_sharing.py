@@ -62,3 +62,35 @@ def test_memory_bound_evicts_least_recently_used():
         assert memo.bytes <= bound and len(memo.store) == 3
         double(arrays[-1])
         assert memo.hits == 1
+
+
+def test_token_counts_tokenise_each_text_once_in_a_run_and_charge_what_they_reuse(monkeypatch):
+    """The size study's corpora share most texts: in a sharing scope each text is tokenised once, the counts
+    are those of a plain call, and a corpus made of texts tokenised for another is charged their cost."""
+    import time
+    from collections import Counter
+
+    import bench.api.tokens as tokens
+    from bench.api.sharing import charged_time
+
+    calls = Counter()
+    real = tokens.tokenize
+
+    def slow_tokenize(text):
+        calls[text] += 1
+        time.sleep(0.002)
+        return real(text)
+
+    first = [f"text number {i} of the first corpus" for i in range(40)]
+    second = first[:30] + [f"another text {i}" for i in range(10)]
+    plain = [Counter(t for text in corpus for t in real(text)) for corpus in (first, second)]
+    monkeypatch.setattr(tokens, "tokenize", slow_tokenize)
+    with sharing():
+        assert tokens.token_counts(first) == plain[0]
+        with charged_time() as account:
+            start = time.perf_counter()
+            assert tokens.token_counts(second) == plain[1]
+            wall = time.perf_counter() - start
+    assert all(n == 1 for n in calls.values()) and len(calls) == 50
+    assert wall < 0.04 + 0.015  # 10 new texts tokenised, 30 reused
+    assert wall + account.seconds >= 40 * 0.002  # charged as if all 40 were tokenised

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import itertools
 import sys
 import time
 import types
@@ -54,12 +55,30 @@ def _size(value, seen: set[int] | None = None) -> int:
         return value.nbytes if value.base is None else _size(value.base, seen)
     size = sys.getsizeof(value)
     if isinstance(value, dict):
-        return size + sum(_size(k, seen) + _size(v, seen) for k, v in value.items())
+        return size + _items_size(itertools.chain.from_iterable(value.items()), seen)
     if isinstance(value, (tuple, list, set, frozenset)):
-        return size + sum(_size(v, seen) for v in value)
+        return size + _items_size(value, seen)
     if hasattr(value, "__dict__") and not isinstance(value, (type, types.ModuleType)):
         return size + _size(vars(value), seen)
     return size
+
+
+def _items_size(items, seen: set[int]) -> int:
+    """``sum(_size(item, seen) for item in items)``, with the leaves (str, int, float, bytes: the tokens and
+    counts of a token Counter) counted inline: the memo sizes every value it stores, and recursing into
+    each of a corpus's tokens cost 3 s of the size study's wall time (issue 20)."""
+    total = 0
+    for item in items:
+        if type(item) in _LEAVES:
+            if id(item) not in seen:
+                seen.add(id(item))
+                total += sys.getsizeof(item)
+        else:
+            total += _size(item, seen)
+    return total
+
+
+_LEAVES = frozenset({str, int, float, bytes, bool, type(None)})
 
 
 class Account:
@@ -112,6 +131,7 @@ class _Memo:
         self.store: OrderedDict[tuple, tuple[object, int, dict]] = OrderedDict()
         self.hits = 0
         self.misses = 0
+        self.per_text: dict[str, dict] = {}
 
     def get_or_compute(self, key: tuple, compute: Callable[[], T]) -> T:
         """The memoised value of ``key``; its cost goes to the running account (module note)."""
@@ -155,6 +175,23 @@ class _Memo:
         for key in keys:
             if key in self.store:
                 self.bytes -= self.store.pop(key)[1]
+
+
+#: Entries a ``per_text_cache`` keeps before it starts again (token lists of ~10 tokens: tens of MB).
+PER_TEXT_ENTRIES = 200_000
+
+
+def per_text_cache(name: str) -> dict | None:
+    """A dict named ``name`` that lives as long as the innermost ``sharing()`` scope (None outside one), for
+    results per text that many corpora of a run share (the size study draws each text into ~30 samples).
+    It is emptied when it reaches ``PER_TEXT_ENTRIES``. Fair time is the caller's: a computation that
+    reuses a text's result ``charge``s what computing it cost."""
+    if not _scopes:
+        return None
+    cache = _scopes[-1].per_text.setdefault(name, {})
+    if len(cache) >= PER_TEXT_ENTRIES:
+        cache.clear()
+    return cache
 
 
 def corpus_fingerprint(corpus) -> str:
