@@ -37,15 +37,16 @@ gamma, computed exactly as gamma = "scale" does on its training matrix, 1 / (dim
 ``SVC(kernel="precomputed")``. With ``kernel_precision="float64"`` the values are libsvm's up to
 the last bits of the dot products, and each text's distance to itself is exactly 0, as in libsvm;
 the predictions equal libsvm's own kernel's on real corpora (tests/test_classifier.py,
-tests/test_speedups.py). The default "float32" takes the dot products in float32, the precision the
-embedder delivers (issue 20: twice BLAS's float64 speed, a sixth of the size study's time): the
-kernel moves by about 1e-7, and the distance equalled the float64 kernel's on all 870 evaluations
-of the KSC study and on 309 of the 310 of the full size and imbalance grid (the other one moved by
-one held-out text, .0017). A prediction reads a test text's kernel only in the support vectors'
-columns, so only those are computed (under a third of the training texts at the grid's sizes). One split holds its
-training kernel, 0.64 n x n doubles (176 MiB at n = 6000, the size experiment's largest pair), and
-builds the test block (0.16 n x n) once training has freed it; with ``folds`` the pair's distances
-(n x n) and a fold's training block are held together (450 MiB at n = 6000). A pair whose kernel
+tests/test_speedups.py). The default "float32" computes the kernel (dot products, distances, exp) in
+float32, the precision the embedder delivers, and hands it to libsvm as float64 (issue 20: twice
+BLAS's float64 speed and half the memory traffic): the kernel moves by about 1e-7, and the distance
+equalled the float64 kernel's on all 870 evaluations of the KSC study and all 310 of the full size
+and imbalance grid (it is not guaranteed: a test text within 1e-7 of the decision boundary can
+flip). A prediction reads a test text's kernel only in the support vectors' columns, so only those
+are computed (under a third of the training texts at the grid's sizes). One split holds its training kernel, 0.64 n x n values, in float32 and, for libsvm, float64 (264 MiB at n = 6000, the size
+experiment's largest pair; 176 MiB with float64 alone), and builds the test block once training has
+freed it; with ``folds`` the pair's distances (n x n) and a fold's training block are held together
+(401 MiB at n = 6000; 450 MiB in float64). A pair whose kernel
 memory would exceed ``max_kernel_mb`` MiB falls back to libsvm's own kernel, split by split.
 """
 
@@ -85,9 +86,10 @@ def held_out_predictions(x: np.ndarray, labels: np.ndarray, *, folds: int, C: fl
     predicted = np.full(len(labels), -1, dtype=labels.dtype)
     largest_train = max(len(train) for train, _ in splits)
     # bytes held at once: one split, its training kernel (the test block comes once it is freed); folds, the
-    # pair's distances and a fold's training kernel
-    held = largest_train ** 2 if len(splits) == 1 else len(x) ** 2 + largest_train ** 2
-    if held * 8 > max_kernel_mb * 2**20:
+    # pair's distances and a fold's training kernel; a float32 kernel is held beside its float64 copy for libsvm
+    item, copy = (4, 8) if dtype == np.float32 else (8, 0)
+    held = largest_train ** 2 * (item + copy) + (len(x) ** 2 * item if len(splits) > 1 else 0)
+    if held > max_kernel_mb * 2**20:
         from sklearn.svm import SVC
 
         for train, test in splits:
@@ -140,12 +142,17 @@ def svm_predictions(train_kernel, labels: np.ndarray, test_kernel, *, C: float) 
 
     n_train = len(labels)
     with config_context(assume_finite=True):  # exp of finite distances: skip the n x n finiteness scans
-        svm = SVC(kernel="precomputed", C=C, class_weight="balanced").fit(train_kernel(), labels)
+        svm = SVC(kernel="precomputed", C=C, class_weight="balanced").fit(as_float64(train_kernel()), labels)
         support = np.sort(svm.support_)
         values = test_kernel(support)
         kernel = np.zeros((len(values), n_train))
-        kernel[:, support] = values
+        kernel[:, support] = values  # float32 values (kernel_precision) become float64 here
         return svm.predict(kernel)
+
+
+def as_float64(kernel: np.ndarray) -> np.ndarray:
+    """The kernel as libsvm takes it, freeing a float32 one as soon as it is converted."""
+    return kernel if kernel.dtype == np.float64 else kernel.astype(np.float64)
 
 
 def block(matrix: np.ndarray, rows: np.ndarray, columns: np.ndarray) -> np.ndarray:

@@ -13,7 +13,7 @@ from bench.api.sharing import per_pair
 
 
 def squared_distances(x: np.ndarray, *, dtype=np.float64) -> np.ndarray:
-    """|a|^2 + |b|^2 - 2 a.b between all rows of ``x``, float64, the products computed in ``dtype``.
+    """|a|^2 + |b|^2 - 2 a.b between all rows of ``x``, computed in ``dtype`` (float64 or float32).
 
     The squared norms are read off the Gram matrix's diagonal, so a row's distance to itself
     cancels to exactly 0 (an RBF kernel value of exactly 1, as in libsvm); with norms summed another
@@ -22,16 +22,15 @@ def squared_distances(x: np.ndarray, *, dtype=np.float64) -> np.ndarray:
     """
     x = x.astype(dtype, copy=False)
     gram = x @ x.T
-    sq = np.diagonal(gram).astype(np.float64)
+    sq = np.diagonal(gram).copy()
     return _add_squared_norms(gram, sq, sq)
 
 
 def cross_squared_distances(a: np.ndarray, b: np.ndarray, *, dtype=np.float64) -> np.ndarray:
-    """|a|^2 + |b|^2 - 2 a.b between the rows of ``a`` and of ``b`` (one BLAS product, in row blocks), float64,
-    the products and norms computed in ``dtype``."""
+    """|a|^2 + |b|^2 - 2 a.b between the rows of ``a`` and of ``b`` (one BLAS product, in row blocks), computed
+    in ``dtype``."""
     a, b = a.astype(dtype, copy=False), b.astype(dtype, copy=False)
-    return _add_squared_norms(a @ b.T, np.einsum("ij,ij->i", a, a).astype(np.float64),
-                              np.einsum("ij,ij->i", b, b).astype(np.float64))
+    return _add_squared_norms(a @ b.T, np.einsum("ij,ij->i", a, a), np.einsum("ij,ij->i", b, b))
 
 
 @per_pair
@@ -60,12 +59,9 @@ def root_threshold(radii: np.ndarray) -> np.ndarray:
 
 
 def _add_squared_norms(products: np.ndarray, sq_rows: np.ndarray, sq_columns: np.ndarray) -> np.ndarray:
-    """``sq_rows[i] + sq_columns[j] - 2 products[i, j]`` in float64, in row blocks (no n x n temporary):
-    overwriting float64 ``products``, or read from float32 ones in the same pass that doubles them."""
-    if products.dtype == np.float64:
-        products *= -2.0
-    else:
-        products = np.multiply(products, -2.0, dtype=np.float64)
+    """``sq_rows[i] + sq_columns[j] - 2 products[i, j]``, overwriting ``products``, in row blocks (no n x n
+    temporary)."""
+    products *= -2.0
     for start in range(0, len(products), 512):
         rows = slice(start, start + 512)
         products[rows] += sq_rows[rows, None] + sq_columns[None, :]

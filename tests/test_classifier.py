@@ -121,8 +121,8 @@ def test_kernel_blocks_are_sklearn_rbf_kernel_with_scale_gamma(pairs):
 
 
 @pytest.mark.parametrize("folds, fits, fails, sizes", [
-    (0, 0.196, 0.195, [160]),   # one split: its 160 x 160 training kernel x 8 bytes = 0.195 MiB
-    (5, 0.51, 0.50, [200]),     # folds: 200 x 200 distances + a 160 x 160 training block = 0.50 MiB
+    (0, 0.293, 0.292, [160]),   # one split: its 160 x 160 float32 training kernel and its float64 copy: 0.293 MiB
+    (5, 0.446, 0.445, [200]),   # folds: 200 x 200 float32 distances + a 160 x 160 training block and copy: 0.446 MiB
 ])
 def test_fallback_size_is_the_kernel_memory(pairs, monkeypatch, folds, fits, fails, sizes):
     import metrics.classifier as module
