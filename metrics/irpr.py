@@ -20,32 +20,31 @@ from __future__ import annotations
 
 import numpy as np
 
-from bench.api.inputs import as_embeddings, same_dims, unit_rows
+from bench.api.inputs import as_embeddings, same_dims
 from bench.api.registry import metric
-from metrics.euclidean import pair_squared_distances
+from bench.errors import MetricError
+from metrics.euclidean import pair_products
 from metrics.prdc import f1_distance
 
 
 def nearest_neighbour_similarities(p, q) -> tuple[float, float]:
     """(precision, recall): mean cosine similarity of each text to its nearest in the other corpus.
 
-    The cosines come from the pair's squared distances, which PR and DC compute too (``pair_squared_distances``,
-    one BLAS product per pair in a run): a.b = (|a|^2 + |b|^2 - |a - b|^2) / 2, so cos = a.b / (|a| |b|), exact
-    to 1e-15 (issue 20)."""
+    The cosines come from the pair's inner products, which PR and DC compute too (``pair_products``, one
+    BLAS product per pair in a run), divided by the two norms: exact to 1e-15 (issue 20)."""
     x = as_embeddings(p, role="first corpus")
     y = as_embeddings(q, role="second corpus")
     same_dims(x, y)
-    unit_rows(x, "first corpus")  # raises on an all-zero row, which has no direction
-    unit_rows(y, "second corpus")
     sq_x, sq_y = np.einsum("ij,ij->i", x, x), np.einsum("ij,ij->i", y, y)
-    inv_x, inv_y = 0.5 / np.sqrt(sq_x), 1.0 / np.sqrt(sq_y)
-    distances = pair_squared_distances(x, y)
+    for sq, role in ((sq_x, "first corpus"), (sq_y, "second corpus")):
+        if not (sq > 0).all():
+            raise MetricError(f"{role} holds an all-zero embedding, which has no direction; check the embedder")
+    inv_x, inv_y = 1.0 / np.sqrt(sq_x), 1.0 / np.sqrt(sq_y)
+    products = pair_products(x, y)
     row_max, column_max = np.empty(len(x)), np.full(len(y), -np.inf)
-    for start in range(0, len(x), 256):  # the cosines of 256 rows at a time, never all n x m
-        rows = slice(start, start + 256)
-        cosine = sq_x[rows, None] + sq_y[None, :]
-        cosine -= distances[rows]
-        cosine *= inv_y[None, :]
+    for start in range(0, len(x), 512):  # the cosines of 512 rows at a time, never all n x m
+        rows = slice(start, start + 512)
+        cosine = products[rows] * inv_y[None, :]
         cosine *= inv_x[rows, None]
         row_max[rows] = cosine.max(axis=1)
         np.maximum(column_max, cosine.max(axis=0), out=column_max)

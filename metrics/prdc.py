@@ -37,7 +37,7 @@ from bench.api.inputs import as_embeddings, same_dims
 from bench.api.registry import metric
 from bench.api.sharing import per_corpus, per_pair
 from bench.errors import MetricError
-from metrics.euclidean import kth_nearest_squared_distances, pair_squared_distances, root_threshold
+from metrics.euclidean import kth_nearest_squared_distances, pair_products, root_threshold, squared_distance_rows
 
 
 @per_corpus
@@ -65,14 +65,26 @@ def precision_recall_density_coverage(real, fake, *, nearest_k: int = 5) -> dict
                           f"in each corpus, got {len(x)} and {len(y)}; lower nearest_k")
     real_radii = kth_neighbour_radii(x, k=nearest_k)  # shared by PR and DC and across pairs
     fake_radii = kth_neighbour_radii(y, k=nearest_k)
-    cross = pair_squared_distances(x, y)  # rows: real, columns: fake; shared with IRPR, read-only
+    products = pair_products(x, y)  # rows: real, columns: fake; shared with IRPR, read-only
+    sq_x, sq_y = np.einsum("ij,ij->i", x, x), np.einsum("ij,ij->i", y, y)
     # a distance sqrt(max(c, 0)) lies inside a radius r exactly when c < root_threshold(r): no n x m roots
-    in_real_ball = cross < root_threshold(real_radii)[:, None]
+    inside_real, inside_fake = root_threshold(real_radii), root_threshold(fake_radii)
+    covered = np.zeros(len(y), dtype=bool)  # fake points inside some real ball
+    balls = np.zeros(len(y), dtype=np.int64)  # real balls holding each fake point
+    coverage, recall = np.empty(len(x), dtype=bool), np.empty(len(x), dtype=bool)
+    for start in range(0, len(x), 512):  # the squared distances 512 real points at a time, never all n x m
+        rows = slice(start, start + 512)
+        cross = squared_distance_rows(products, sq_x, sq_y, rows)
+        in_real_ball = cross < inside_real[rows, None]
+        covered |= in_real_ball.any(axis=0)
+        balls += in_real_ball.sum(axis=0)
+        coverage[rows] = in_real_ball.any(axis=1)  # the nearest fake point inside the real point's own ball
+        recall[rows] = (cross < inside_fake[None, :]).any(axis=1)
     return {
-        "precision": float(in_real_ball.any(axis=0).mean()),
-        "recall": float((cross < root_threshold(fake_radii)[None, :]).any(axis=1).mean()),
-        "density": float(in_real_ball.sum(axis=0).mean() / nearest_k),
-        "coverage": float(in_real_ball.any(axis=1).mean()),  # the nearest target point inside the own ball
+        "precision": float(covered.mean()),
+        "recall": float(recall.mean()),
+        "density": float(balls.mean() / nearest_k),
+        "coverage": float(coverage.mean()),
     }
 
 

