@@ -20,6 +20,7 @@ that the eigen-decomposition route adds, so the two differ by up to ~1e-6 relati
 from __future__ import annotations
 
 import numpy as np
+import scipy.linalg
 
 from bench.api.inputs import as_embeddings, same_dims
 from bench.api.registry import metric
@@ -58,7 +59,7 @@ def low_rank_frechet_distance(x: np.ndarray, y: np.ndarray) -> float:
 
 
 def _psd_sqrt(s: np.ndarray) -> np.ndarray:
-    vals, vecs = np.linalg.eigh(s)
+    vals, vecs = scipy.linalg.eigh(s, driver="evd")  # LAPACK dsyevd, as numpy's eigh, a quarter faster (issue 20)
     return (vecs * np.sqrt(np.clip(vals, 0.0, None))) @ vecs.T
 
 
@@ -69,7 +70,7 @@ def frechet_distance(mu_p, cov_p, mu_q, cov_q, *, root_p=None) -> float:
     """
     root_p = _psd_sqrt(cov_p) if root_p is None else root_p
     middle = root_p @ cov_q @ root_p
-    eig = np.linalg.eigvalsh((middle + middle.T) / 2.0)
+    eig = scipy.linalg.eigh((middle + middle.T) / 2.0, eigvals_only=True, driver="evd")
     trace_sqrt = np.sqrt(np.clip(eig, 0.0, None)).sum()
     diff = mu_p - mu_q
     value = diff @ diff + np.trace(cov_p) + np.trace(cov_q) - 2.0 * trace_sqrt
