@@ -68,6 +68,27 @@ def fake_parent_pid(p, q, *, seed: int = 0) -> float:
     return float(os.getppid())
 
 
+def fake_page_faults(p, q, *, seed: int = 0) -> float:
+    """Returns the minor page faults its process takes while it forms and frees arrays as a metric of
+    embeddings does (300 x 384 inputs, their 300 x 300 products) 50 times: shows whether a worker keeps
+    freed memory (a probe of the worker's allocator, not a distance)."""
+    import resource
+
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+
+    def evaluation():
+        x = rng.random((300, 384))
+        return float(np.sqrt(np.abs(x @ x.T - 1.0)).sum())
+
+    evaluation()
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    for _ in range(50):
+        evaluation()
+    return float(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
+
+
 PREPARED_FILE = "FAKE_PREPARED_FILE"  # env var: a JSON-lines file where fake_prepared's hook logs its calls
 
 
@@ -93,7 +114,8 @@ def fake_prepared(p, q, *, seed: int = 0, scale: float = 1.0) -> float:
 FAKES = {"fake_sleeps": fake_sleeps, "fake_kills_itself": fake_kills_itself,
          "fake_raises_when_told": fake_raises_when_told, "fake_crashes": fake_crashes, "fake_raises": fake_raises,
          "fake_reads_context": fake_reads_context, "fake_prepared": fake_prepared,
-         "fake_reads_environment": fake_reads_environment, "fake_parent_pid": fake_parent_pid}
+         "fake_reads_environment": fake_reads_environment, "fake_parent_pid": fake_parent_pid,
+         "fake_page_faults": fake_page_faults}
 PREPARE_HOOKS = {"fake_prepared": _record_prepare}
 
 
