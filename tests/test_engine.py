@@ -1,6 +1,7 @@
 """The evaluation engine: resume, isolation (errors, time limits, crashes), parallel = serial."""
 
 import json
+import logging
 import os
 
 import numpy as np
@@ -178,3 +179,36 @@ def test_workers_keep_freed_memory_for_the_next_evaluation(store):
     faults = [o.distance for o in out.values()]
     assert len(faults) == 3 and all(o.error == "" for o in out.values())
     assert max(faults) < 50 * 20, faults
+
+
+def fast_jobs(metric, count, *, q="b1", first_seed=0):
+    return [Job(key=(metric, "a1", q, seed), metric=metric, p="a1", q=q, seed=seed)
+            for seed in range(first_seed, first_seed + count)]
+
+
+def test_quick_evaluations_travel_in_chunks_and_give_the_same_results(store, caplog):
+    metrics = real_metrics("chi", "zipf")
+    jobs = [Job(key=(m, p, q, s), metric=m, p=p, q=q, seed=s)
+            for s in range(8) for p, q in (("a1", "b1"), ("a2", "b2")) for m in metrics]
+    with caplog.at_level(logging.DEBUG, logger="bench.engine.run"):
+        out = run_jobs(jobs, store, metrics, progress=False)
+    sent = [r.getMessage() for r in caplog.records if "tasks" in r.getMessage()]
+    assert sent and int(sent[-1].split(" in ")[1].split()[0]) < len(jobs) / 2, sent
+    for (name, p, q, seed), outcome in out.items():
+        info = get_metric(name)
+        assert outcome.distance == info(store.inputs(info, p), store.inputs(info, q), seed=seed)
+
+
+@pytest.mark.parametrize("fake, error", [("fake_sleeps", "timed out after 3 s"),
+                                         ("fake_kills_itself", "worker process died (killed by SIGKILL")])
+def test_a_chunk_with_a_failing_evaluation_is_rerun_one_job_at_a_time(store, caplog, fake, error):
+    """The bad job sits among quick jobs of its metric, so it travels inside a chunk: only it fails,
+    with the message it gets alone, and every other job of the chunk keeps its result."""
+    with registered(fake) as infos, caplog.at_level(logging.INFO, logger="bench.engine.run"):
+        metrics = {fake: (infos[fake], {})}
+        jobs = fast_jobs(fake, 10) + fast_jobs(fake, 1, q="short", first_seed=10) + fast_jobs(fake, 5, first_seed=11)
+        out = run_jobs(jobs, store, metrics, workers=1, timeout=3, progress=False)
+    assert any("chunk of" in r.getMessage() and "one at a time" in r.getMessage() for r in caplog.records)
+    bad = {k: o for k, o in out.items() if k[2] == "short"}
+    assert len(bad) == 1 and error in next(iter(bad.values())).error
+    assert all(o.error == "" and o.distance == 80.0 for k, o in out.items() if k[2] != "short")

@@ -145,8 +145,9 @@ def _standard_start_method() -> Callable[[], None]:
     return lambda: mp.set_start_method(method, force=True)
 
 
-def outcome_of(future: cf.Future, timeout: float | None) -> Outcome:
-    """The future's Outcome, or the failure that ended it (time limit, dead worker, pool error)."""
+def outcome_of(future: cf.Future, timeout: float | None):
+    """The future's result (an Outcome, or a chunk's list of them), or the failure Outcome that ended
+    it (time limit, dead worker, pool error)."""
     try:
         result = future.result()
     except TimeoutError:

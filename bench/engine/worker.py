@@ -118,6 +118,11 @@ def run_evaluation(job: Job) -> Outcome:
     return outcome
 
 
+def run_chunk(jobs: list[Job]) -> list[Outcome]:
+    """Evaluate consecutive jobs in one task (``bench.engine.run.CHUNK_SECONDS``), each as ``run_evaluation``."""
+    return [run_evaluation(job) for job in jobs]
+
+
 def run_prepare(metric_name: str, cids: list[str]) -> Outcome:
     """Call the metric's ``prepare`` hook on every distinct text of corpora ``cids`` (distance 0 when done)."""
     if metric_name in _state["broken"]:
