@@ -308,6 +308,21 @@ def test_one_kmeans_run_from_50_buckets_keeps_mauve_s_and_i_and_moves_it_as_its_
     assert len(large) == 220 and one_run <= 1.5 * seed, (one_run, seed)
 
 
+def test_float32_kernel_written_as_float64_has_the_cast_float32_values(big_pairs):
+    """CLASSIFIER's training kernel: the float32 exp stored straight into libsvm's float64 array equals the
+    float32 kernel converted afterwards, bit for bit (numpy picks the float32 loop and casts on store)."""
+    from metrics.classifier import rbf_from_distances, scale_gamma
+    from metrics.euclidean import squared_distances
+
+    p, q = big_pairs["across-1000v1000"]
+    x = np.vstack([p, q])
+    distances = squared_distances(x, dtype=np.float32)
+    gamma = scale_gamma(x)
+    direct = rbf_from_distances(distances.copy(), gamma, out_dtype=np.float64)
+    assert direct.dtype == np.float64
+    assert np.array_equal(direct, rbf_from_distances(distances.copy(), gamma).astype(np.float64))
+
+
 def test_root_threshold_decides_as_the_root():
     """sqrt(max(c, 0)) < r exactly when c < root_threshold(r), at the threshold and the floats around it, for
     radii of every scale, 0 and subnormal ones included."""
