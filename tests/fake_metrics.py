@@ -68,10 +68,10 @@ def fake_parent_pid(p, q, *, seed: int = 0) -> float:
     return float(os.getppid())
 
 
-def fake_page_faults(p, q, *, seed: int = 0) -> float:
+def fake_page_faults(p, q, *, seed: int = 0, rows: int = 300, rounds: int = 50) -> float:
     """Returns the minor page faults its process takes while it forms and frees arrays as a metric of
-    embeddings does (300 x 384 inputs, their 300 x 300 products) 50 times: shows whether a worker keeps
-    freed memory (a probe of the worker's allocator, not a distance)."""
+    embeddings does (``rows`` x 384 inputs, their ``rows`` x ``rows`` products) ``rounds`` times: shows
+    whether a worker keeps freed memory (a probe of the worker's allocator, not a distance)."""
     import resource
 
     import numpy as np
@@ -79,12 +79,12 @@ def fake_page_faults(p, q, *, seed: int = 0) -> float:
     rng = np.random.default_rng(seed)
 
     def evaluation():
-        x = rng.random((300, 384))
+        x = rng.random((rows, 384))
         return float(np.sqrt(np.abs(x @ x.T - 1.0)).sum())
 
     evaluation()
     before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
-    for _ in range(50):
+    for _ in range(rounds):
         evaluation()
     return float(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
 
