@@ -29,7 +29,7 @@ DEFAULT_PREPARE_TIMEOUT = 7200.0
 #: Jobs go to a worker in chunks predicted to take at most CHUNK_SECONDS (each job at the largest
 #: T its metric has shown in this run), and at most MAX_CHUNK of them: one message per job cost a
 #: KSC study (6,960 evaluations of 1-8 ms each) 1.5-2 s on one core. A metric with no finished
-#: evaluation yet, or whose job failed the chunk it was in, is sent one job at a time.
+#: evaluation yet, or one whose job timed out or crashed on its own, is sent one job at a time.
 CHUNK_SECONDS = 0.25
 MAX_CHUNK = 64
 
