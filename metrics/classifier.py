@@ -86,7 +86,7 @@ def held_out_predictions(x: np.ndarray, labels: np.ndarray, *, folds: int, C: fl
     predicted = np.full(len(labels), -1, dtype=labels.dtype)
     largest_train = max(len(train) for train, _ in splits)
     # bytes held at once: one split, its training kernel (the test block comes once it is freed); folds, the
-    # pair's distances and a fold's training kernel; a float32 kernel is held beside its float64 copy for libsvm
+    # pair's distances and a fold's training kernel; float32 distances are held beside the float64 kernel libsvm takes
     item, copy = (4, 8) if dtype == np.float32 else (8, 0)
     held = largest_train ** 2 * (item + copy) + (len(x) ** 2 * item if len(splits) > 1 else 0)
     if held > max_kernel_mb * 2**20:
@@ -145,17 +145,12 @@ def svm_predictions(train_kernel, labels: np.ndarray, test_kernel, *, C: float) 
     # exp of finite distances: skip the n x n finiteness scans; the SVC's fixed, valid parameters: skip their
     # validation (inspect.signature on every fit, a tenth of CLASSIFIER's time at n = 100)
     with config_context(assume_finite=True, skip_parameter_validation=True):
-        svm = SVC(kernel="precomputed", C=C, class_weight="balanced").fit(as_float64(train_kernel()), labels)
+        svm = SVC(kernel="precomputed", C=C, class_weight="balanced").fit(train_kernel(), labels)
         support = np.sort(svm.support_)
         values = test_kernel(support)
         kernel = np.zeros((len(values), n_train))
         kernel[:, support] = values  # float32 values (kernel_precision) become float64 here
         return svm.predict(kernel)
-
-
-def as_float64(kernel: np.ndarray) -> np.ndarray:
-    """The kernel as libsvm takes it, freeing a float32 one as soon as it is converted."""
-    return kernel if kernel.dtype == np.float64 else kernel.astype(np.float64)
 
 
 def block(matrix: np.ndarray, rows: np.ndarray, columns: np.ndarray) -> np.ndarray:

@@ -46,9 +46,7 @@ def squared_distance_rows(products: np.ndarray, sq_rows: np.ndarray, sq_columns:
                           rows: slice) -> np.ndarray:
     """Rows ``rows`` of |a|^2 + |b|^2 - 2 a.b from the pair's ``products`` and squared norms: the values of
     ``cross_squared_distances``, bit for bit, a block at a time."""
-    block = products[rows] * -2.0
-    block += sq_rows[rows, None] + sq_columns[None, :]
-    return block
+    return _plus_squared_norms(products[rows] * -2.0, sq_rows[rows], sq_columns)
 
 
 def root_threshold(radii: np.ndarray) -> np.ndarray:
@@ -73,8 +71,15 @@ def _add_squared_norms(products: np.ndarray, sq_rows: np.ndarray, sq_columns: np
     products *= -2.0
     for start in range(0, len(products), 512):
         rows = slice(start, start + 512)
-        products[rows] += sq_rows[rows, None] + sq_columns[None, :]
+        _plus_squared_norms(products[rows], sq_rows[rows], sq_columns)
     return products
+
+
+def _plus_squared_norms(block: np.ndarray, sq_rows: np.ndarray, sq_columns: np.ndarray) -> np.ndarray:
+    """``block += sq_rows[:, None] + sq_columns[None, :]`` (``block`` already holds -2 a.b): the one formula of
+    ``_add_squared_norms`` and ``squared_distance_rows``, so both give the same values bit for bit."""
+    block += sq_rows[:, None] + sq_columns[None, :]
+    return block
 
 
 #: Unit roundoff of float32.

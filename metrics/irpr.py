@@ -20,9 +20,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from bench.api.inputs import as_embeddings, same_dims
+from bench.api.inputs import as_embeddings, require_directions, same_dims
 from bench.api.registry import metric
-from bench.errors import MetricError
 from metrics.euclidean import pair_products
 from metrics.prdc import f1_distance
 
@@ -36,9 +35,8 @@ def nearest_neighbour_similarities(p, q) -> tuple[float, float]:
     y = as_embeddings(q, role="second corpus")
     same_dims(x, y)
     sq_x, sq_y = np.einsum("ij,ij->i", x, x), np.einsum("ij,ij->i", y, y)
-    for sq, role in ((sq_x, "first corpus"), (sq_y, "second corpus")):
-        if not (sq > 0).all():
-            raise MetricError(f"{role} holds an all-zero embedding, which has no direction; check the embedder")
+    require_directions(sq_x, "first corpus")
+    require_directions(sq_y, "second corpus")
     inv_x, inv_y = 1.0 / np.sqrt(sq_x), 1.0 / np.sqrt(sq_y)
     products = pair_products(x, y)
     row_max, column_max = np.empty(len(x)), np.full(len(y), -np.inf)

@@ -13,6 +13,7 @@ Every case of the issue's list, and where its test lives:
 | robustness grid larger than the sources | test_robustness.py::test_small_sources_truncate_the_grid_and_say_so; here through the CLI |
 | texts that are not strings | here (a card whose text field holds numbers; a metric given numbers) |
 | duplicate-only corpora | here (one text repeated; two sides holding the same texts) |
+| an all-zero embedding (no direction for cosines) | here (IRPR, CLASSIFIER) |
 | NaN, wrong-shape or non-numeric embeddings from a custom embedder | test_embedding.py::test_nan_or_wrong_shape_from_an_embedder_is_a_clear_error; here through `embedder.factory` in a run |
 | unknown metric name | test_config.py::test_unknown_metric_name_suggests_the_closest; test_plugins.py::test_unknown_metric_raises_with_suggestions |
 | unknown pair or task name | test_corpora.py::test_unknown_name_suggests_a_card; here through the CLI |
@@ -127,6 +128,15 @@ def test_an_empty_or_malformed_corpus_file_names_the_file_the_line_and_the_fix(
 def test_a_metric_given_numbers_instead_of_texts_says_so():
     with pytest.raises(MetricError, match="holds a int, not a str"):
         get_metric("chi")(["a text", 42], ["another text"])
+
+
+@pytest.mark.parametrize("name", ["irpr", "classifier"])  # cosines and unit rows: a zero row has no direction
+def test_an_all_zero_embedding_is_named_by_the_metrics_that_need_directions(name):
+    rng = np.random.default_rng(0)
+    p, q = rng.standard_normal((30, 8)), rng.standard_normal((30, 8))
+    q[4] = 0.0
+    with pytest.raises(MetricError, match="second corpus holds an all-zero embedding, which has no direction"):
+        get_metric(name)(p, q)
 
 
 def test_a_corpus_of_one_repeated_text_is_rejected(tmp_path, monkeypatch):

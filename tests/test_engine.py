@@ -3,6 +3,7 @@
 import json
 import logging
 import os
+import platform
 
 import numpy as np
 import pytest
@@ -169,7 +170,7 @@ def test_worker_processes_see_the_run_context(store, tmp_path):
         float(len(context.cache_dir))}
 
 
-@pytest.mark.skipif(not hasattr(os, "sched_getaffinity"), reason="glibc's malloc settings: Linux")
+@pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="the workers' malloc settings are glibc's")
 @pytest.mark.parametrize("rows, rounds", [(300, 50), (2_500, 8)])  # 0.7 MB and 50 MB products
 def test_workers_keep_freed_memory_for_the_next_evaluation(store, rows, rounds):
     """A fresh process under glibc's defaults gives freed arrays back and faults them in again on the

@@ -79,7 +79,12 @@ def lexicographic_order(x: np.ndarray) -> np.ndarray:
 def unit_rows(x: np.ndarray, role: str) -> np.ndarray:
     """``x`` with every row scaled to length 1; a zero row has no direction and raises."""
     norms = np.linalg.norm(x, axis=1, keepdims=True)
-    if (norms == 0).any():
+    require_directions(norms, role)
+    return x / norms
+
+
+def require_directions(norms: np.ndarray, role: str) -> None:
+    """Raise if a row's norm (or squared norm) is 0: an all-zero embedding has no direction."""
+    if not (norms > 0).all():
         raise MetricError(f"{role} holds an all-zero embedding, which has no direction; "
                           "check the embedder")
-    return x / norms

@@ -153,8 +153,7 @@ def _dispatch(pool: EvaluationPool, jobs: Sequence[Job], record, *, timeout: flo
     A metric whose job then times out or crashes on its own is not chunked again in this run.
     """
     pending = deque((job, False) for job in jobs)  # (job, alone): alone = rerun of a failed chunk
-    longest: dict[str, float] = {}  # metric -> its largest T so far (no entry: not chunked)
-    never_chunk: set[str] = set()  # metrics that timed out or crashed on their own
+    longest: dict[str, float] = {}  # metric -> its largest T so far (none yet, or inf: sent alone)
     budget = min(CHUNK_SECONDS, timeout / 4) if timeout else CHUNK_SECONDS
     running: dict[cf.Future, list[Job]] = {}
     tasks = 0
@@ -184,12 +183,11 @@ def _dispatch(pool: EvaluationPool, jobs: Sequence[Job], record, *, timeout: flo
                              len(chunk), outcomes.error)
                     pending.extendleft((job, True) for job in reversed(chunk))
                     continue
-                if outcomes.status in (TIMEOUT, CRASH):
-                    longest.pop(chunk[0].metric, None)
-                    never_chunk.add(chunk[0].metric)
+                if outcomes.status in (TIMEOUT, CRASH):  # failed on its own: never chunked again
+                    longest[chunk[0].metric] = math.inf
                 outcomes = [outcomes]
             for job, outcome in zip(chunk, outcomes):
-                if not outcome.failed and job.metric not in never_chunk:
+                if not outcome.failed:
                     longest[job.metric] = max(longest.get(job.metric, 0.0), outcome.seconds)
                 record(job, outcome)
     log.debug("%d evaluations sent to workers in %d tasks", len(jobs), tasks)

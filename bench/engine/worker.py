@@ -57,7 +57,8 @@ def initialize(store_dir, pickled_metrics: dict, blas_threads: int, context, tim
     from bench.console import send_process_output_to
 
     _state.clear()
-    _state.update(metrics={}, broken={}, warm=set(), timeout=timeout, keeps_freed_memory=keep_freed_memory())
+    _state.update(metrics={}, broken={}, warm=set(), timeout=timeout)
+    keep_freed_memory()
     if environment is not None and environment != os.environ:
         os.environ.clear()
         os.environ.update(environment)
