@@ -21,20 +21,20 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 run: $(STAMP)
-	$(BIN)/python -m bench
+	$(BIN)/python -m textmetric_bench
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q
 
 # Regression gate against reports/baselines/ (see README, "Regression gate").
 check: $(STAMP)
-	$(BIN)/python -m bench task=check progress=false
+	$(BIN)/python -m textmetric_bench task=check progress=false
 
 # Reference results of the default metrics on the shipped pairs (README, "Reference rows"): real runs, then the files.
 reference: $(STAMP)
 	for pair in fortune_computing_people clinc150_banking77 atis_news; do \
-		$(BIN)/python -m bench pair=$$pair engine.workers=auto progress=false hydra.run.dir=outputs/reference/$$pair \
-		&& $(BIN)/python -m bench.tasks.reference outputs/reference/$$pair || exit 1; \
+		$(BIN)/python -m textmetric_bench pair=$$pair engine.workers=auto progress=false hydra.run.dir=outputs/reference/$$pair \
+		&& $(BIN)/python -m textmetric_bench.tasks.reference outputs/reference/$$pair || exit 1; \
 	done
 
 test-slow: $(STAMP)

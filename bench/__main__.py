@@ -1,4 +1,4 @@
-"""`python -m bench` / `textmetric-bench`: the Hydra app that runs a task and writes its report."""
+"""`python -m textmetric_bench` / `textmetric-bench`: the Hydra app that runs a task and writes its report."""
 
 from __future__ import annotations
 
@@ -12,24 +12,24 @@ import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
-from bench.console import setup_run_console
-from bench.errors import BenchError, ConfigError
-from bench.tasks.config import (
-    CONF_DIR,  # importing bench.tasks.config also registers the ${shipped:} and ${checkout:} resolvers
+from textmetric_bench.console import setup_run_console
+from textmetric_bench.errors import BenchError, ConfigError
+from textmetric_bench.tasks.config import (
+    CONF_DIR,  # importing textmetric_bench.tasks.config also registers the ${shipped:} and ${checkout:} resolvers
 )
-from bench.tasks.metric_configs import metric_override_problems, register_metric_configs
+from textmetric_bench.tasks.metric_configs import metric_override_problems, register_metric_configs
 
-log = logging.getLogger("bench")
+log = logging.getLogger("textmetric_bench")
 
 # task name -> "module:function"; the function takes (cfg, out_dir) and returns an object with
 # `files` (name -> Path; "table3_md" or "perturbation_md" is printed when present) and `failures`
 # (metric -> error).
 TASKS = {
-    "ksc": "bench.tasks.ksc:run_ksc",
-    "robustness": "bench.tasks.robustness:run_robustness",
-    "ifc": "bench.tasks.ifc:run_ifc",
-    "check": "bench.tasks.check:run_check",
-    "perturb": "bench.tasks.perturb:run_perturb",
+    "ksc": "textmetric_bench.tasks.ksc:run_ksc",
+    "robustness": "textmetric_bench.tasks.robustness:run_robustness",
+    "ifc": "textmetric_bench.tasks.ifc:run_ifc",
+    "check": "textmetric_bench.tasks.check:run_check",
+    "perturb": "textmetric_bench.tasks.perturb:run_perturb",
 }
 
 
@@ -37,9 +37,9 @@ def run_task(cfg: DictConfig, out_dir: Path):
     """Dispatch to the task named by ``cfg.task.name``, within the run's context (cache, LM)."""
     from importlib import import_module
 
-    from bench.api.context import use_context
-    from bench.tasks.config import run_context
-    from bench.tasks.validate import validate_config
+    from textmetric_bench.api.context import use_context
+    from textmetric_bench.tasks.config import run_context
+    from textmetric_bench.tasks.validate import validate_config
 
     name = cfg.task.name
     if name not in TASKS:
@@ -50,7 +50,7 @@ def run_task(cfg: DictConfig, out_dir: Path):
         return getattr(import_module(module), func)(cfg, out_dir)
 
 
-# An absolute path, the checkout's conf/ or the installed package's copy (bench.shipped_path): "../conf" is resolved
+# An absolute path, the checkout's conf/ or the installed package's copy (textmetric_bench.shipped_path): "../conf" is resolved
 # against the calling module, which the console script `textmetric-bench` makes a package ("pkg://conf", not found).
 @hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name="config")
 def app(cfg: DictConfig) -> None:
@@ -65,7 +65,7 @@ def app(cfg: DictConfig) -> None:
         fail(os_error_message(exc, cfg, out_dir))
     report = None
     try:  # the HTML report of this run; a failure here must not hide the results
-        from reports.html import build_report
+        from textmetric_bench.reports.html import build_report
 
         build_report([out_dir], out_dir)
         report = out_dir / "report.html"
@@ -121,8 +121,8 @@ def to_log_file(record: logging.LogRecord) -> None:
 
 def os_error_message(exc: OSError, cfg: DictConfig, out_dir: Path) -> str:
     """One line for an OSError that escaped a task: the problem, the path, and which setting moves it elsewhere."""
-    from bench.tasks.config import data_locations
-    from bench.tasks.directories import os_problem, run_dir_key
+    from textmetric_bench.tasks.config import data_locations
+    from textmetric_bench.tasks.directories import os_problem, run_dir_key
 
     cache_dir = data_locations(cfg)[0].absolute()
     where = Path(str(exc.filename)).expanduser().absolute() if exc.filename else None
@@ -148,8 +148,8 @@ def run_dir_problem(argv: list[str]) -> str | None:
     from hydra.core.override_parser.overrides_parser import OverridesParser
     from omegaconf import OmegaConf
 
-    from bench.tasks.config import compose_config
-    from bench.tasks.directories import RUN_DIR_EXAMPLES, directory_problem
+    from textmetric_bench.tasks.config import compose_config
+    from textmetric_bench.tasks.directories import RUN_DIR_EXAMPLES, directory_problem
 
     try:
         args, _ = get_args_parser().parse_known_args(argv)

@@ -1,6 +1,6 @@
 """The console of a run: the harness's own messages and progress bars; everything else goes to the run's log file.
 
-A base module (like ``bench.errors``): every layer may use it. Hydra's logging config
+A base module (like ``textmetric_bench.errors``): every layer may use it. Hydra's logging config
 (``conf/hydra/job_logging/bench.yaml``) puts a :class:`ConsoleHandler` with the :class:`OwnMessages`
 filter on the console and a file handler on ``<run dir>/__main__.log``; :func:`setup_run_console`
 routes Python warnings and third-party libraries' own handlers into that logging, and evaluation
@@ -26,7 +26,7 @@ from pathlib import Path
 from tqdm.auto import tqdm
 
 #: Top-level names of the loggers whose INFO messages the console shows; all others go to the log file only.
-OWN_LOGGERS = ("bench", "metrics", "reports", "__main__")
+OWN_LOGGERS = ("textmetric_bench", "__main__")
 #: Progress mode of this process: "auto" (bars when stderr is a terminal), True (always) or False (never).
 _progress: dict[str, object] = {"mode": "auto"}
 #: Libraries that install their own stream handler; their records are sent through the root logger instead.

@@ -22,7 +22,7 @@ from typing import Iterator
 
 from filelock import FileLock, Timeout
 
-from bench.errors import BenchError, StorageError
+from textmetric_bench.errors import BenchError, StorageError
 
 log = logging.getLogger(__name__)
 

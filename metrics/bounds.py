@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from bench.api.inputs import as_texts
-from bench.api.positions import corpus_key, known_position
-from bench.api.registry import metric
+from textmetric_bench.api.inputs import as_texts
+from textmetric_bench.api.positions import corpus_key, known_position
+from textmetric_bench.api.registry import metric
 
 
 @metric("oracle", inputs="texts", symmetric=True, opt_in=True, needs=("known_position",),

@@ -24,10 +24,10 @@ from typing import Literal
 
 import numpy as np
 
-from bench.api.inputs import as_texts
-from bench.api.registry import metric
-from bench.api.tokens import token_counts, top_tokens
-from bench.errors import MetricError
+from textmetric_bench.api.inputs import as_texts
+from textmetric_bench.api.registry import metric
+from textmetric_bench.api.tokens import token_counts, top_tokens
+from textmetric_bench.errors import MetricError
 
 
 def chi_square_statistic(counts_p, counts_q, *, top: int) -> tuple[float, int, int]:

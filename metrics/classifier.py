@@ -24,7 +24,7 @@ A text found in both corpora is predicted as the other corpus by its twin in the
 folds, which pushes the accuracy below 0.5 (0.085 for a corpus against itself); KSC corpora
 are disjoint, so this does not arise there.
 
-Rows and corpora are put in a canonical order first (``bench.api.inputs.canonical_pair``), so
+Rows and corpora are put in a canonical order first (``textmetric_bench.api.inputs.canonical_pair``), so
 the value depends only on the two corpora as sets and the seed, and is symmetric.
 
 Speed (issues 10 and 20): libsvm would compute every kernel value itself, dot product by dot
@@ -56,10 +56,10 @@ from typing import Literal
 
 import numpy as np
 
-from bench.api.inputs import as_embeddings, canonical_pair, same_dims, unit_rows
-from bench.api.registry import metric
-from bench.errors import MetricError
-from metrics.euclidean import cross_squared_distances, squared_distances
+from textmetric_bench.api.inputs import as_embeddings, canonical_pair, same_dims, unit_rows
+from textmetric_bench.api.registry import metric
+from textmetric_bench.errors import MetricError
+from textmetric_bench.metrics.euclidean import cross_squared_distances, squared_distances
 
 
 def held_out_splits(labels: np.ndarray, *, folds: int, test_size: float, seed: int) -> list:

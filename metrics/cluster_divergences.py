@@ -1,13 +1,13 @@
 """Cluster-based divergences (000 §4-§5): five divergences between cluster histograms.
 
-Both corpora's embeddings are quantised as MAUVE does it (``metrics.mauve.quantise``, which forms
+Both corpora's embeddings are quantised as MAUVE does it (``textmetric_bench.metrics.mauve.quantise``, which forms
 the clusters of mauve-text's ``cluster_feats``, the routine 000's authors called): rows
 L2-normalised (mauve-text's convention; the authors' fork passed no normalisation), PCA of the
 joint set keeping ``kmeans_explained_var`` (0.9) of the variance, faiss k-means on the joint set
 into ``num_buckets`` clusters (``kmeans_num_redo`` restarts, ``kmeans_max_iter`` iterations,
 seeded by ``seed``). Each corpus's
 assignments are counted and Laplace-smoothed with ``laplace_alpha`` (000 §5: α = 1, so no
-divergence is infinite), then compared with one of the divergences of ``metrics.divergences``
+divergence is infinite), then compared with one of the divergences of ``textmetric_bench.metrics.divergences``
 (000 eqs. 5-9; the AUC one with s = 5 as in 000 §5).
 
 Number of clusters: "auto" = max(2, round(min(|p|, |q|) / 10)), MAUVE's rule, which is also
@@ -27,11 +27,11 @@ import inspect
 
 import numpy as np
 
-from bench.api.inputs import as_embeddings, canonical_pair, same_dims
-from bench.api.registry import metric
-from bench.api.sharing import per_pair
-from metrics.divergences import Frontier, auc, histogram_frontier, laplace_histogram, register_divergences
-from metrics.mauve import bucket_count, quantise
+from textmetric_bench.api.inputs import as_embeddings, canonical_pair, same_dims
+from textmetric_bench.api.registry import metric
+from textmetric_bench.api.sharing import per_pair
+from textmetric_bench.metrics.divergences import Frontier, auc, histogram_frontier, laplace_histogram, register_divergences
+from textmetric_bench.metrics.mauve import bucket_count, quantise
 
 
 @per_pair

@@ -21,7 +21,7 @@ not fit:
   sentences, so a long text costs at most ``max_masks`` LM passes; texts are scored on their
   first ``max_words`` words.
 
-Coherence is a per-text score; ``bench.api.per_text`` lifts it to a corpus distance, the
+Coherence is a per-text score; ``textmetric_bench.api.per_text`` lifts it to a corpus distance, the
 1-Wasserstein distance between the two corpora's coherence distributions. The LM
 log-probabilities of every masked part are cached per text (they do not depend on the pair);
 only the NISF weights do.
@@ -34,10 +34,10 @@ from collections import Counter
 
 import numpy as np
 
-from bench.api.context import lm_scorer
-from bench.api.per_text import per_text_metric
-from bench.api.tokens import tokenize
-from bench.errors import MetricError
+from textmetric_bench.api.context import lm_scorer
+from textmetric_bench.api.per_text import per_text_metric
+from textmetric_bench.api.tokens import tokenize
+from textmetric_bench.errors import MetricError
 
 PROMPT = "Text with a gap: {masked}\nThe same text with the gap filled in:{left}"
 BLANK = "___"

@@ -1,6 +1,6 @@
 """The five divergences of 000 §2.2 (eqs. 5-9), shared by the cluster and n-gram metrics.
 
-Not a plugin: ``metrics.cluster_divergences`` and ``metrics.ngram_divergences`` register them.
+Not a plugin: ``textmetric_bench.metrics.cluster_divergences`` and ``textmetric_bench.metrics.ngram_divergences`` register them.
 Every divergence of two distributions p and q is a function of the divergence frontier
 λ -> (KL(p ‖ r_λ), KL(q ‖ r_λ)), r_λ = λ p + (1 - λ) q (000 eq. 8), which comes in two forms:
 
@@ -37,8 +37,8 @@ from typing import Callable
 import numpy as np
 from scipy.special import rel_entr
 
-from bench.api.registry import metric
-from bench.errors import MetricError
+from textmetric_bench.api.registry import metric
+from textmetric_bench.errors import MetricError
 
 
 @dataclass(frozen=True)
@@ -172,7 +172,7 @@ def register_divergences(prefix: str, frontier: Callable[..., Frontier], *, inpu
 
     ``descriptions`` maps each suffix to its one-line description; ``notes`` (the parameters' meaning)
     ends every docstring, after what ``more`` says of that suffix. ``version`` is each metric's declared
-    version (``bench.api.registry.metric``); ``sources`` and ``ranges`` (by suffix; ranges default to
+    version (``textmetric_bench.api.registry.metric``); ``sources`` and ``ranges`` (by suffix; ranges default to
     ``RANGES``), ``needs``, ``failure_modes`` and ``stochastic`` are its catalogue facts. Each metric is published in the frontier's module under its
     name, so worker processes find it there.
     """

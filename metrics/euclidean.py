@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from bench.api.sharing import per_pair
+from textmetric_bench.api.sharing import per_pair
 
 
 def squared_distances(x: np.ndarray, *, dtype=np.float64) -> np.ndarray:

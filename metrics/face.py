@@ -1,6 +1,6 @@
 """FACE: Fourier analysis of per-token cross-entropy (Yang et al. 2023, paper 003 §2).
 
-Each text is scored by the run's causal LM (``bench.api.context.lm_scorer``; SmolLM2 by default, any
+Each text is scored by the run's causal LM (``textmetric_bench.api.context.lm_scorer``; SmolLM2 by default, any
 local causal LM through ``lm.path``): its cross-entropy sequence c_1..c_N is
 -log p(token_t | preceding tokens). Its spectrum is the real part of the discrete Fourier
 transform (003 §2.2), taken over the non-negative frequencies k/N, k = 0..N/2 (for a real
@@ -44,11 +44,11 @@ import numpy as np
 from scipy import stats
 from scipy.spatial.distance import cdist
 
-from bench.api.context import lm_scorer
-from bench.api.inputs import as_texts, canonical_pair
-from bench.api.registry import metric
-from bench.api.sharing import per_corpus
-from bench.errors import MetricError
+from textmetric_bench.api.context import lm_scorer
+from textmetric_bench.api.inputs import as_texts, canonical_pair
+from textmetric_bench.api.registry import metric
+from textmetric_bench.api.sharing import per_corpus
+from textmetric_bench.errors import MetricError
 
 
 def cross_entropy_spectrum(cross_entropy: np.ndarray, *, include_dc: bool = False) -> tuple[np.ndarray, np.ndarray]:

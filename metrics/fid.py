@@ -22,9 +22,9 @@ from __future__ import annotations
 import numpy as np
 import scipy.linalg
 
-from bench.api.inputs import as_embeddings, same_dims
-from bench.api.registry import metric
-from bench.api.sharing import per_corpus
+from textmetric_bench.api.inputs import as_embeddings, same_dims
+from textmetric_bench.api.registry import metric
+from textmetric_bench.api.sharing import per_corpus
 
 
 @per_corpus

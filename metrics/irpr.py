@@ -20,10 +20,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from bench.api.inputs import as_embeddings, require_directions, same_dims
-from bench.api.registry import metric
-from metrics.euclidean import pair_products
-from metrics.prdc import f1_distance
+from textmetric_bench.api.inputs import as_embeddings, require_directions, same_dims
+from textmetric_bench.api.registry import metric
+from textmetric_bench.metrics.euclidean import pair_products
+from textmetric_bench.metrics.prdc import f1_distance
 
 
 def nearest_neighbour_similarities(p, q) -> tuple[float, float]:

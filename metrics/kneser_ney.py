@@ -21,7 +21,7 @@ from typing import NamedTuple, Sequence
 
 import numpy as np
 
-from bench.errors import MetricError
+from textmetric_bench.errors import MetricError
 
 START, END, UNK = "<s>", "</s>", "<unk>"
 

@@ -21,7 +21,7 @@ to sklearn's full SVD of the joint (2n x 384) matrix, the rest to input checks a
 variants (MAUVE*, frontier integrals) we never read. ``quantise`` computes the same principal
 components from the eigendecomposition of the smaller of the Gram matrix and the covariance
 matrix, in float64, with sklearn's sign convention, and hands faiss the same float32 scores with
-the same seed; the area is ``metrics.divergences.auc`` of the exact frontier, which equals
+the same seed; the area is ``textmetric_bench.metrics.divergences.auc`` of the exact frontier, which equals
 mauve-text's area to 1e-12. Measured against ``compute_mauve`` on float32 embeddings, with one BLAS
 thread as in the engine's workers (tests/test_speedups.py, slow): equal to 1e-12 on all 870 MAUVE
 evaluations of the KSC study and on 309 of the 310 of the full size and imbalance grid; the other one (450 texts a side) differs by 9e-6, a k-means tie
@@ -49,10 +49,10 @@ from collections.abc import Iterator
 import numpy as np
 import scipy.linalg
 
-from bench.api.inputs import as_embeddings, canonical_pair, same_dims
-from bench.api.registry import metric
-from bench.errors import MetricError
-from metrics.divergences import auc, histogram_frontier
+from textmetric_bench.api.inputs import as_embeddings, canonical_pair, same_dims
+from textmetric_bench.api.registry import metric
+from textmetric_bench.errors import MetricError
+from textmetric_bench.metrics.divergences import auc, histogram_frontier
 
 
 @contextlib.contextmanager

@@ -1,15 +1,15 @@
 """String-based plug-in divergences (000 §3.2): Kneser-Ney n-gram models, Monte Carlo estimates.
 
-A Kneser-Ney smoothed n-gram model p̂ is fitted on each corpus (``metrics.kneser_ney``; 000 §5 used
-KenLM 5-grams); each divergence of ``metrics.divergences`` is then estimated by Monte Carlo on the
+A Kneser-Ney smoothed n-gram model p̂ is fitted on each corpus (``textmetric_bench.metrics.kneser_ney``; 000 §5 used
+KenLM 5-grams); each divergence of ``textmetric_bench.metrics.divergences`` is then estimated by Monte Carlo on the
 corpora's own texts (000 eqs. 10, 12, 13), from log p̂ and log q̂ of every text of p and of q. A text
-is its ``bench.api.tokens`` tokens and an end symbol ``</s>``, each predicted from the previous
+is its ``textmetric_bench.api.tokens`` tokens and an end symbol ``</s>``, each predicted from the previous
 ``order`` - 1 tokens (the start padded with ``<s>``); log-probabilities are in nats.
 
 **One vocabulary per pair.** Both models are fitted and scored over the same closed vocabulary:
 the words seen at least ``min_count`` (default 2) times in p and q together, ``</s>`` and one
 ``<unk>`` that stands for every rarer word in both corpora's texts; the lowest level's uniform
-base is 1 / (size of that vocabulary) (``metrics.kneser_ney``). Per-token log-probabilities of
+base is 1 / (size of that vocabulary) (``textmetric_bench.metrics.kneser_ney``). Per-token log-probabilities of
 models with different vocabularies do not compare (Jurafsky & Martin, *Speech and Language
 Processing*, 3rd ed., ch. 3, on perplexity), and 000 §4 likewise fits one clustering on both
 corpora before comparing their histograms. Until version 2 each model had its own vocabulary and
@@ -82,18 +82,18 @@ from typing import Sequence
 
 import numpy as np
 
-from bench.api.inputs import as_texts
-from bench.api.registry import metric
-from bench.api.sharing import per_corpus, per_pair
-from bench.api.tokens import tokenize
-from bench.errors import MetricError
-from metrics.divergences import Frontier, auc, register_divergences, sample_frontier
-from metrics.kneser_ney import UNK, fit_kneser_ney
+from textmetric_bench.api.inputs import as_texts
+from textmetric_bench.api.registry import metric
+from textmetric_bench.api.sharing import per_corpus, per_pair
+from textmetric_bench.api.tokens import tokenize
+from textmetric_bench.errors import MetricError
+from textmetric_bench.metrics.divergences import Frontier, auc, register_divergences, sample_frontier
+from textmetric_bench.metrics.kneser_ney import UNK, fit_kneser_ney
 
 
 @per_corpus
 def tokenised(texts: Sequence[str]) -> tuple[tuple[str, ...], ...]:
-    """Every text as its ``bench.api.tokens`` tokens."""
+    """Every text as its ``textmetric_bench.api.tokens`` tokens."""
     return tuple(tuple(tokenize(t)) for t in texts)
 
 

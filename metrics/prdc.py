@@ -23,7 +23,7 @@ calls both "asymmetric"; that holds for PR's parts, not for its F1.)
 ``precision_recall_density_coverage`` computes the radii and cross distances once and
 returns all four numbers; in a run, once per pair (``per_pair``: DC after PR on the same pair
 reuses them, each charged the full cost). The distances are scikit-learn's formula from one
-BLAS product (``metrics.euclidean``), clipped at 0, without its input checks, which took a third
+BLAS product (``textmetric_bench.metrics.euclidean``), clipped at 0, without its input checks, which took a third
 of PR/DC's time at n = 100 (issue 20). It equals ``prdc.compute_prdc`` (Naeem et al.'s
 package, which 004 used) to 1e-9 (tests/test_reference_metrics.py), without its printing and
 its 8-worker distance computation, which dominates the run time at n = 100.
@@ -40,11 +40,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from bench.api.inputs import as_embeddings, same_dims
-from bench.api.registry import metric
-from bench.api.sharing import per_corpus, per_pair
-from bench.errors import MetricError
-from metrics.euclidean import kth_nearest_squared_distances, pair_products, root_threshold, squared_distance_rows
+from textmetric_bench.api.inputs import as_embeddings, same_dims
+from textmetric_bench.api.registry import metric
+from textmetric_bench.api.sharing import per_corpus, per_pair
+from textmetric_bench.errors import MetricError
+from textmetric_bench.metrics.euclidean import kth_nearest_squared_distances, pair_products, root_threshold, squared_distance_rows
 
 
 @per_corpus

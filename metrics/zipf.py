@@ -5,7 +5,7 @@ Each corpus's z is the negated least-squares slope of log frequency on log rank 
 ``top`` most frequent tokens (ranks 1..top, ties in frequency ranked alphabetically, which
 does not change the fitted points). The distance is |z_P - z_Q|: zero when both corpora
 follow the same power law, larger the more their rank-frequency curves differ. Tokens come
-from ``bench.api.tokens.tokenize``, shared with CHI.
+from ``textmetric_bench.api.tokens.tokenize``, shared with CHI.
 
 ``log_rank_resolution`` = 0 (default) fits every rank, as 004 §2 states. A positive value
 keeps one point per 1/resolution step of log rank, as the Zipf code of Holtzman et al.
@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from bench.api.inputs import as_texts
-from bench.api.registry import metric
-from bench.api.tokens import token_counts
-from bench.errors import MetricError
+from textmetric_bench.api.inputs import as_texts
+from textmetric_bench.api.registry import metric
+from textmetric_bench.api.tokens import token_counts
+from textmetric_bench.errors import MetricError
 
 
 def zipf_coefficient(texts, *, top: int = 5000, log_rank_resolution: int = 0) -> float:

@@ -1,4 +1,4 @@
-"""`python -m reports DIR [DIR ...]` / `textmetric-bench-report`: build the HTML report."""
+"""`python -m textmetric_bench.reports DIR [DIR ...]` / `textmetric-bench-report`: build the HTML report."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=None,
                         help="where to write (default: the first directory given)")
     args = parser.parse_args(argv)
-    from reports.html import build_report
+    from textmetric_bench.reports.html import build_report
 
     missing = [str(d) for d in args.dirs if not d.is_dir()]
     if missing:

@@ -20,11 +20,11 @@ import pandas as pd
 import yaml
 from omegaconf import DictConfig, OmegaConf
 
-from reports.bounds import bound_label, bound_of
-from reports.intervals import INTERVAL_NAME, few_repetitions_warning
-from reports.reference_rows import labelled
-from reports.significance import all_comparisons
-from reports.tables import (
+from textmetric_bench.reports.bounds import bound_label, bound_of
+from textmetric_bench.reports.intervals import INTERVAL_NAME, few_repetitions_warning
+from textmetric_bench.reports.reference_rows import labelled
+from textmetric_bench.reports.significance import all_comparisons
+from textmetric_bench.reports.tables import (
     BOLD_TOLERANCE,
     RAW_MEASURES,
     TABLE3_ORDER,

@@ -9,10 +9,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from reports.bounds import bound_label, bound_of
-from reports.intervals import INTERVAL_NAME, few_repetitions_warning
-from reports.significance import TEST_NAME, WILCOXON_NOTE, compact_letters
-from reports.tables import (
+from textmetric_bench.reports.bounds import bound_label, bound_of
+from textmetric_bench.reports.intervals import INTERVAL_NAME, few_repetitions_warning
+from textmetric_bench.reports.significance import TEST_NAME, WILCOXON_NOTE, compact_letters
+from textmetric_bench.reports.tables import (
     BOLD_TOLERANCE,
     best_mask,
     format_score,

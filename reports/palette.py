@@ -5,7 +5,7 @@ for lines on white). With more metrics than colours, the line style and marker c
 round through the colours, so no two metrics share (colour, line style, marker) up to
 7 colours × 8 markers = 56 metrics. Metrics are numbered in
 name order, so every figure drawn from the same set of metrics gives a metric the same look.
-The bounds of ``reports.bounds`` (oracle, chance) take no palette entry: they are grey outlines.
+The bounds of ``textmetric_bench.reports.bounds`` (oracle, chance) take no palette entry: they are grey outlines.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from reports.bounds import bound_of
+from textmetric_bench.reports.bounds import bound_of
 
 #: Okabe-Ito (2008), without yellow: blue, orange, bluish green, vermillion, reddish purple, sky blue, black.
 COLOURS = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#000000")

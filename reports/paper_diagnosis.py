@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from reports.paper_judgements import accuracy_variants
+from textmetric_bench.reports.paper_judgements import accuracy_variants
 
 FOLDER = Path(__file__).resolve().parent / "paper_table3"
 MEASURES = ["A", "Aw", "rho", "omega2", "L"]
@@ -128,10 +128,10 @@ def diagnoses(ours: pd.DataFrame, paper: pd.DataFrame, variants: pd.DataFrame) -
 
 
 def load_variants(folder: Path = FOLDER) -> pd.DataFrame:
-    """A and A^w of the re-run distances under every tie rule and counting (reports.paper_judgements)."""
+    """A and A^w of the re-run distances under every tie rule and counting (textmetric_bench.reports.paper_judgements)."""
     path = folder / "distances.csv"
     if not path.is_file():
-        raise FileNotFoundError(f"{path} is missing: build it with python -m reports.paper_distances")
+        raise FileNotFoundError(f"{path} is missing: build it with python -m textmetric_bench.reports.paper_distances")
     return accuracy_variants(pd.read_csv(path))
 
 

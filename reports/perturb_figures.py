@@ -1,6 +1,6 @@
 """Perturbation-sensitivity report: the table and heatmap of relative shifts (metric × perturbation).
 
-The shift (``bench.tasks.perturb``) places d(R, p(S)) on the scale from d(R, S), another sample of
+The shift (``textmetric_bench.tasks.perturb``) places d(R, p(S)) on the scale from d(R, S), another sample of
 the same source (0%), to d(R, O), a sample of the other source (100%). 000 Figure 4 shows the
 raw distances of the same experiment; those are in the second table.
 """
@@ -16,8 +16,8 @@ from matplotlib.colors import Normalize
 from matplotlib.figure import Figure
 from matplotlib.ticker import PercentFormatter
 
-from reports.figures import _save
-from reports.tables import failures_markdown, markdown_table, metric_labels
+from textmetric_bench.reports.figures import _save
+from textmetric_bench.reports.tables import failures_markdown, markdown_table, metric_labels
 
 LEGEND = ("Cells: relative shift (d(R, p(S)) − d(R, S)) / (d(R, O) − d(R, S)) in %, mean ± sd "
           "[95% t-interval] over repetitions. 0% = no farther from the reference R than another sample "

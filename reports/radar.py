@@ -3,7 +3,7 @@
 Any quality measure can be an axis (A, A^w, ρ, ω², L, S, I and IFC), all on one 0..1 scale, time
 left out as in the paper. A missing value (the measure was not run for that metric) breaks the
 outline at its axis and is written "n/a" there; it is never drawn as zero. The bounds of
-``reports.bounds`` are drawn behind the metrics as grey outlines, dashed (ceiling) and dotted (floor).
+``textmetric_bench.reports.bounds`` are drawn behind the metrics as grey outlines, dashed (ceiling) and dotted (floor).
 """
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from reports.bounds import bound_label, bound_of
-from reports.drawing import save_figure, symbol
-from reports.palette import bound_line, metric_styles
-from reports.tables import QUALITY_MEASURES, metric_labels
+from textmetric_bench.reports.bounds import bound_label, bound_of
+from textmetric_bench.reports.drawing import save_figure, symbol
+from textmetric_bench.reports.palette import bound_line, metric_styles
+from textmetric_bench.reports.tables import QUALITY_MEASURES, metric_labels
 
 #: Default number of metrics in one overlaid radar; more cannot be told apart.
 MAX_OVERLAID = 6

@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 from statsmodels.stats.multitest import multipletests
 
-from reports.bounds import ranked
+from textmetric_bench.reports.bounds import ranked
 
 ALPHA = 0.05
 GROUP_LETTERS = string.ascii_lowercase + string.ascii_uppercase  # one letter per rank group, never reused

@@ -9,11 +9,11 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from reports.bounds import bound_label, bound_of
-from reports.drawing import integer_axis
-from reports.drawing import save_figure as _save
-from reports.palette import bound_line, metric_styles
-from reports.tables import QUALITY_MEASURES, metric_labels
+from textmetric_bench.reports.bounds import bound_label, bound_of
+from textmetric_bench.reports.drawing import integer_axis
+from textmetric_bench.reports.drawing import save_figure as _save
+from textmetric_bench.reports.palette import bound_line, metric_styles
+from textmetric_bench.reports.tables import QUALITY_MEASURES, metric_labels
 
 #: Panel titles: the paper's symbol and what the measure is.
 MEASURE_TITLES = {"A": "A: judgement accuracy", "Aw": "$A^w$: weighted accuracy", "rho": "ρ: monotonicity",

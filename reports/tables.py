@@ -17,10 +17,10 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from reports.bounds import bound_of, table_order
-from reports.intervals import mean_interval
-from reports.reference_rows import labelled
-from reports.significance import all_comparisons, column_groups, compact_letters, write_significance
+from textmetric_bench.reports.bounds import bound_of, table_order
+from textmetric_bench.reports.intervals import mean_interval
+from textmetric_bench.reports.reference_rows import labelled
+from textmetric_bench.reports.significance import all_comparisons, column_groups, compact_letters, write_significance
 
 #: Measure columns the runner may write, in the order they are summarised.
 RAW_MEASURES = ("A", "Aw", "T", "rho", "omega2", "L", "S", "I", "IFC")
@@ -249,7 +249,7 @@ def write_tables(
     if "orientation" in summary.columns and not wide.empty:
         wide.insert(0, "orientation", summary.groupby("metric")["orientation"].first().reindex(wide.index))
     wide.rename_axis("metric").to_csv(paths["table3_csv"])
-    from reports.table3_markdown import table3_text  # it builds on this module
+    from textmetric_bench.reports.table3_markdown import table3_text  # it builds on this module
 
     text = table3_text(summary, title or "Metric robustness scores (004 Table 3)", failures, repetitions, groups)
     paths["table3_md"].write_text(text, encoding="utf-8")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from bench import PROJECT_ROOT
+from textmetric_bench import PROJECT_ROOT
 
 CHECKOUT_PARTS = ("bench", "metrics", "reports", "conf", "datasets", "pyproject.toml", "README.md")
 
@@ -19,4 +19,19 @@ def copy_checkout(dest: Path) -> Path:
             shutil.copytree(PROJECT_ROOT / part, dest / part, ignore=shutil.ignore_patterns("__pycache__"))
         else:
             shutil.copy(PROJECT_ROOT / part, dest / part)
+    return dest
+
+
+def installed_layout(checkout: Path, dest: Path) -> Path:
+    """``checkout``'s folders laid out as the wheel installs them (``dest/textmetric_bench/...``); returns ``dest``.
+
+    The mapping is read from the checkout's pyproject.toml ([tool.setuptools.package-dir]), so this layout is the
+    wheel's. Put ``dest`` first on PYTHONPATH to run that checkout, or hand it to grimp.
+    """
+    import tomllib
+
+    mapping = tomllib.loads((checkout / "pyproject.toml").read_text())["tool"]["setuptools"]["package-dir"]
+    for package, folder in sorted(mapping.items(), key=lambda item: item[0].count(".")):
+        shutil.copytree(checkout / folder, dest.joinpath(*package.split(".")), dirs_exist_ok=True,
+                        ignore=shutil.ignore_patterns("__pycache__"))
     return dest

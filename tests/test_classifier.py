@@ -13,8 +13,8 @@ over 30 seeds on each real pair below, so the metric's value is the reference's.
 import numpy as np
 import pytest
 
-from bench.api.inputs import canonical_pair
-from metrics.classifier import (
+from textmetric_bench.api.inputs import canonical_pair
+from textmetric_bench.metrics.classifier import (
     classifier,
     held_out_predictions,
     rbf_kernel_blocks,
@@ -78,7 +78,7 @@ def test_predictions_equal_libsvm_own_kernel(pairs, name, folds):
 
 
 def test_one_split_holds_out_a_fifth_of_each_corpus_and_the_seed_moves_it(pairs):
-    from metrics.classifier import held_out_splits
+    from textmetric_bench.metrics.classifier import held_out_splits
 
     labels = np.r_[np.zeros(50, dtype=int), np.ones(400, dtype=int)]
     (train, test), = held_out_splits(labels, folds=0, test_size=0.2, seed=3)
@@ -92,14 +92,14 @@ def test_one_split_holds_out_a_fifth_of_each_corpus_and_the_seed_moves_it(pairs)
 @pytest.mark.parametrize("kwargs, message", [({"folds": 1}, "folds must be 0"), ({"test_size": 1.0}, "test_size"),
                                              ({"test_size": 0.0}, "test_size")])
 def test_bad_split_settings_are_named(pairs, kwargs, message):
-    from bench.errors import MetricError
+    from textmetric_bench.errors import MetricError
 
     with pytest.raises(MetricError, match=message):
         classifier(*pairs["across-100v100"], **kwargs)
 
 
 def test_too_few_texts_for_the_split_are_named(pairs):
-    from bench.errors import MetricError
+    from textmetric_bench.errors import MetricError
 
     p, q = pairs["across-100v100"]
     with pytest.raises(MetricError, match="needs at least 5 texts in each corpus, got 4 and 100"):
@@ -125,7 +125,7 @@ def test_kernel_blocks_are_sklearn_rbf_kernel_with_scale_gamma(pairs):
     (5, 0.446, 0.445, [200]),   # folds: 200 x 200 float32 distances + a 160 x 160 training block and copy: 0.446 MiB
 ])
 def test_fallback_size_is_the_kernel_memory(pairs, monkeypatch, folds, fits, fails, sizes):
-    import metrics.classifier as module
+    import textmetric_bench.metrics.classifier as module
 
     p, q = pairs["across-100v100"]
     calls = []
@@ -138,7 +138,7 @@ def test_fallback_size_is_the_kernel_memory(pairs, monkeypatch, folds, fits, fai
 
 
 def test_negative_kernel_memory_is_rejected(pairs):
-    from bench.errors import MetricError
+    from textmetric_bench.errors import MetricError
 
     with pytest.raises(MetricError, match="max_kernel_mb must be >= 0"):
         classifier(*pairs["across-100v100"], max_kernel_mb=-1)

@@ -5,13 +5,13 @@ import time
 import numpy as np
 import pytest
 
-from bench.api.inputs import canonical_pair
-from bench.api.registry import get_metric
-from bench.api.sharing import sharing
-from bench.errors import MetricError
-from metrics.cluster_divergences import cluster_counts
-from metrics.divergences import DIVERGENCES, histogram_frontier, laplace_histogram
-from metrics.mauve import mauve
+from textmetric_bench.api.inputs import canonical_pair
+from textmetric_bench.api.registry import get_metric
+from textmetric_bench.api.sharing import sharing
+from textmetric_bench.errors import MetricError
+from textmetric_bench.metrics.cluster_divergences import cluster_counts
+from textmetric_bench.metrics.divergences import DIVERGENCES, histogram_frontier, laplace_histogram
+from textmetric_bench.metrics.mauve import mauve
 
 NAMES = ["cluster_kl_forward", "cluster_kl_backward", "cluster_exp_kl", "cluster_js", "cluster_auc"]
 CLUSTERING = dict(num_buckets=10, kmeans_explained_var=0.9, kmeans_num_redo=5, kmeans_max_iter=500)

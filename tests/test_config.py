@@ -11,15 +11,15 @@ from typing import Any, Literal, Optional
 
 import pandas as pd
 import pytest
-from checkout_copy import copy_checkout
+from checkout_copy import copy_checkout, installed_layout
 from hydra.errors import ConfigCompositionException
 from omegaconf import OmegaConf
 
-from bench import PROJECT_ROOT
-from bench.api.registry import available_metrics, builtin_metrics, default_metrics, get_metric
-from bench.errors import ConfigError
-from bench.tasks.config import CONF_DIR, compose_config, selected_metrics
-from bench.tasks.metric_configs import config_type, metric_dataclass, metric_override_problems
+from textmetric_bench import PROJECT_ROOT
+from textmetric_bench.api.registry import available_metrics, builtin_metrics, default_metrics, get_metric
+from textmetric_bench.errors import ConfigError
+from textmetric_bench.tasks.config import CONF_DIR, compose_config, selected_metrics
+from textmetric_bench.tasks.metric_configs import config_type, metric_dataclass, metric_override_problems
 
 GROUPS = sorted(p.name for p in CONF_DIR.iterdir() if p.is_dir() and p.name != "hydra")
 
@@ -149,7 +149,7 @@ def test_good_overrides_pass_the_metric_check(override):
 def test_the_command_line_names_a_missing_parameter_in_one_line(tmp_path):
     env = {**os.environ, "BENCH_CACHE_DIR": str(tmp_path / "cache"),
            "PYTHONPATH": os.pathsep.join([str(PROJECT_ROOT), os.environ.get("PYTHONPATH", "")])}
-    proc = subprocess.run([sys.executable, "-m", "bench", "metrics=[chi]", "metric.chi.topp=10"], cwd=tmp_path,
+    proc = subprocess.run([sys.executable, "-m", "textmetric_bench", "metrics=[chi]", "metric.chi.topp=10"], cwd=tmp_path,
                           env=env, capture_output=True, text=True, timeout=120, check=False)
     assert proc.returncode != 0
     assert proc.stderr.strip().splitlines() == [
@@ -191,8 +191,8 @@ def test_engine_defaults_are_the_documented_ones():
 NEW_METRIC = '''
 """LENGTH_OFFSET: gap in mean characters per text, plus an offset (a test's one-file metric)."""
 
-from bench.api.inputs import as_texts
-from bench.api.registry import metric
+from textmetric_bench.api.inputs import as_texts
+from textmetric_bench.api.registry import metric
 
 
 @metric("length_offset", inputs="texts", symmetric=True)
@@ -207,8 +207,9 @@ def test_a_new_file_in_metrics_is_a_metric_with_parameters_on_the_command_line(t
     copy = copy_checkout(tmp_path / "checkout")
     (copy / "metrics" / "length_offset.py").write_text(textwrap.dedent(NEW_METRIC))
     out = tmp_path / "run"
-    env = {**os.environ, "PYTHONPATH": str(copy), "BENCH_CACHE_DIR": str(cache_dir)}
-    proc = subprocess.run([sys.executable, "-m", "bench", "metrics=[length_offset]", "metric.length_offset.offset=1000",
+    importable = installed_layout(copy, tmp_path / "importable")
+    env = {**os.environ, "PYTHONPATH": str(importable), "BENCH_CACHE_DIR": str(cache_dir)}
+    proc = subprocess.run([sys.executable, "-m", "textmetric_bench", "metrics=[length_offset]", "metric.length_offset.offset=1000",
                            "k=3", "n=6", "repetitions=1", "engine.workers=1", "progress=false", f"hydra.run.dir={out}"],
                           cwd=copy, env=env, capture_output=True, text=True, timeout=300, check=False)
     assert proc.returncode == 0, proc.stderr[-3000:]

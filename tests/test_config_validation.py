@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from bench import PROJECT_ROOT
-from bench.errors import ConfigError
-from bench.tasks.config import compose_config
-from bench.tasks.validate import validate_config
+from textmetric_bench import PROJECT_ROOT
+from textmetric_bench.errors import ConfigError
+from textmetric_bench.tasks.config import compose_config
+from textmetric_bench.tasks.validate import validate_config
 
 TESTS_DIR = Path(__file__).parent
 
@@ -141,14 +141,14 @@ def test_a_cache_on_a_read_only_file_system_is_refused(tmp_path, monkeypatch):
 
 def run_cli(tmp_path: Path, *args: str, code: str | None = None,
             prefix: tuple[str, ...] | list[str] = (sys.executable,)) -> subprocess.CompletedProcess:
-    """`python -m bench ARGS` (or `python -c CODE ARGS`) of this checkout, run in a scratch directory with a
+    """`python -m textmetric_bench ARGS` (or `python -c CODE ARGS`) of this checkout, run in a scratch directory with a
     fresh cache; ``prefix`` is the command that runs Python."""
     mirror = os.environ.get("BENCH_DATA_MIRROR") or str(PROJECT_ROOT.parent / "shared" / "datasets")
     env = {**os.environ, "BENCH_CACHE_DIR": str(tmp_path / "cache"), "BENCH_DATA_MIRROR": mirror,
            "PYTHONPATH": os.pathsep.join([str(TESTS_DIR), str(PROJECT_ROOT), os.environ.get("PYTHONPATH", "")])}
     work = tmp_path / "work"
     work.mkdir(exist_ok=True)
-    command = [*prefix, "-m", "bench"] if code is None else [*prefix, "-c", code]
+    command = [*prefix, "-m", "textmetric_bench"] if code is None else [*prefix, "-c", code]
     return subprocess.run([*command, *args, "progress=false", "metrics=[fid]", "k=3", "n=6", "repetitions=1"],
                           cwd=work, env=env, capture_output=True, text=True, timeout=120)
 
@@ -202,16 +202,16 @@ def test_the_command_line_refuses_a_directory_on_a_read_only_file_system(key, tm
 
 def fake_run_ksc_out_of_space(cfg, out_dir):
     """Stands in for the KSC task when its shard write meets a full disk."""
-    from bench.tasks.config import data_locations
+    from textmetric_bench.tasks.config import data_locations
 
     cache_dir, _ = data_locations(cfg)
     raise OSError(errno.ENOSPC, "No space left on device", str(cache_dir / "embeddings" / "m" / "shard.npz"))
 
 
 def test_an_os_error_escaping_a_task_is_one_line_and_its_traceback_goes_to_the_log(tmp_path):
-    # `python -m bench` with the task swapped for the fake (`python -m` runs bench/__main__.py as __main__).
-    code = ("import runpy, bench.tasks.ksc, test_config_validation as t; "
-            "bench.tasks.ksc.run_ksc = t.fake_run_ksc_out_of_space; runpy.run_module('bench', run_name='__main__')")
+    # `python -m textmetric_bench` with the task swapped for the fake (`python -m` runs bench/__main__.py as __main__).
+    code = ("import runpy, textmetric_bench.tasks.ksc, test_config_validation as t; "
+            "textmetric_bench.tasks.ksc.run_ksc = t.fake_run_ksc_out_of_space; runpy.run_module('textmetric_bench', run_name='__main__')")
     run_dir = tmp_path / "run"
     proc = run_cli(tmp_path, f"hydra.run.dir={run_dir}", code=code)
     assert proc.returncode != 0

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from bench import PROJECT_ROOT
-from bench.console import bars_shown, progress_mode, set_progress
+from textmetric_bench import PROJECT_ROOT
+from textmetric_bench.console import bars_shown, progress_mode, set_progress
 
 #: What a warning line of a library looks like: Python's "UserWarning: ...", faiss's "WARNING clustering ...".
 WARNING_LINE = re.compile(r"Warning|WARNING|please provide")
@@ -24,11 +24,11 @@ KSC = ("k=4", "n=20", "repetitions=5", "metrics=[mauve,chi]")
 
 
 def run_app(out: Path, cache: Path, *overrides: str, task: tuple[str, ...] = KSC) -> str:
-    """`python -m bench` on ``task``; returns stdout and stderr as one stream, in the order they were written."""
+    """`python -m textmetric_bench` on ``task``; returns stdout and stderr as one stream, in the order they were written."""
     env = {**os.environ, "BENCH_CACHE_DIR": str(cache)}
     env.pop("TOKENIZERS_PARALLELISM", None)
     proc = subprocess.run(
-        [sys.executable, "-m", "bench", *task, f"hydra.run.dir={out}", *overrides],
+        [sys.executable, "-m", "textmetric_bench", *task, f"hydra.run.dir={out}", *overrides],
         cwd=PROJECT_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=600,
         check=False)
     assert proc.returncode == 0, proc.stdout[-3000:]
@@ -79,19 +79,19 @@ def test_third_party_records_and_python_warnings_go_to_the_log_file_only(tmp_pat
     """The shipped logging config (conf/hydra/job_logging/bench.yaml) with setup_run_console, in a fresh process."""
     code = f"""
 import logging.config, warnings, yaml
-from bench.console import setup_run_console
+from textmetric_bench.console import setup_run_console
 config = yaml.safe_load(open({str(PROJECT_ROOT / 'conf/hydra/job_logging/bench.yaml')!r}))
 config["handlers"]["file"]["filename"] = {str(tmp_path / 'run.log')!r}
 logging.config.dictConfig(config)
 setup_run_console("auto")
 warnings.warn("a library's deprecation notice", FutureWarning)
 logging.getLogger("sklearn.cluster").warning("a library's warning record")
-logging.getLogger("bench.tasks.ksc").info("our own message")
+logging.getLogger("textmetric_bench.tasks.ksc").info("our own message")
 """
     proc = subprocess.run([sys.executable, "-c", code], cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=120,
                           check=False)
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout == "" and proc.stderr.strip() == "INFO bench.tasks.ksc: our own message"
+    assert proc.stdout == "" and proc.stderr.strip() == "INFO textmetric_bench.tasks.ksc: our own message"
     log = (tmp_path / "run.log").read_text()
     assert "FutureWarning: a library's deprecation notice" in log and "a library's warning record" in log
 

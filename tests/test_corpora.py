@@ -15,14 +15,14 @@ from pathlib import Path
 
 import pytest
 
-from bench.data import corpora, fetch
-from bench.data.card_schema import Normalisation
-from bench.data.cards import (DATASETS_DIR, corpus_card, corpus_names, pair_card, pair_names,
+from textmetric_bench.data import corpora, fetch
+from textmetric_bench.data.card_schema import Normalisation
+from textmetric_bench.data.cards import (DATASETS_DIR, corpus_card, corpus_names, pair_card, pair_names,
                               read_corpus_card)
-from bench.data.corpora import Source, load_corpus, load_pair, normalise_text, normalise_texts
-from bench.data.fetch import resolve_cache_dir, scoped_bytes, sha256_hex
-from bench.data.parsing import parse_csv, parse_fortune
-from bench.errors import ConfigError, DataError
+from textmetric_bench.data.corpora import Source, load_corpus, load_pair, normalise_text, normalise_texts
+from textmetric_bench.data.fetch import resolve_cache_dir, scoped_bytes, sha256_hex
+from textmetric_bench.data.parsing import parse_csv, parse_fortune
+from textmetric_bench.errors import ConfigError, DataError
 
 MIRRORED_MIN_SIZE = {"clinc150": 20_000, "banking77": 9_000, "atis": 4_000, "news_category": 9_000}
 NEWS_FILE = "News_Category_Dataset_v3.jsonl"
@@ -216,7 +216,7 @@ def test_news_file_cut_short_is_rejected(mirror_dir, tmp_path):
 
 
 def test_fortune_pair_is_large_clean_and_disjoint(caplog):
-    with caplog.at_level(logging.INFO, logger="bench.data.corpora"):
+    with caplog.at_level(logging.INFO, logger="textmetric_bench.data.corpora"):
         a, b = load_pair("fortune_computing_people", mirror=None)
     assert isinstance(a, Source) and (a.name, b.name) == ("fortune_computing", "fortune_people")
     for side in (a, b):

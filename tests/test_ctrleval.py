@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 from scipy.stats import wasserstein_distance
 
-from bench.api.context import lm_scorer
-from bench.api.registry import get_metric
-from metrics.ctrleval import coherence, infill_logprobs, infill_prompts, masked_parts, nisf_weights, sentences
+from textmetric_bench.api.context import lm_scorer
+from textmetric_bench.api.registry import get_metric
+from textmetric_bench.metrics.ctrleval import coherence, infill_logprobs, infill_prompts, masked_parts, nisf_weights, sentences
 
 
 def test_sentences_and_masked_parts():

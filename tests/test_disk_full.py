@@ -17,12 +17,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import bench.features.embedding as embedding
-import bench.files as files
-from bench.data.corpora import load_corpus
-from bench.errors import StorageError
-from bench.features.embedding import Embedder, EmbeddingCache
-from bench.features.shard_cache import shard_files
+import textmetric_bench.features.embedding as embedding
+import textmetric_bench.files as files
+from textmetric_bench.data.corpora import load_corpus
+from textmetric_bench.errors import StorageError
+from textmetric_bench.features.embedding import Embedder, EmbeddingCache
+from textmetric_bench.features.shard_cache import shard_files
 
 
 @pytest.fixture
@@ -112,7 +112,7 @@ def _tiny_causal_lm():
 
 
 def test_a_checkpoint_that_does_not_fit_is_a_storage_error_and_the_old_one_stays(small_disk):
-    from bench.features.lm import save_causal_lm
+    from textmetric_bench.features.lm import save_causal_lm
 
     model, tokenizer = _tiny_causal_lm()  # about 16 MB of weights
     disk = small_disk("24m")
@@ -149,8 +149,8 @@ def _mode(path: Path) -> int:
 
 
 def test_written_files_get_the_usual_permissions(tmp_path, umask_022, mirror_dir):
-    from bench.collections.ifc_generate import _save_corpus
-    from bench.features.lm import save_causal_lm
+    from textmetric_bench.collections.ifc_generate import _save_corpus
+    from textmetric_bench.features.lm import save_causal_lm
 
     cache = EmbeddingCache(tmp_path / "cache", "fake")
     cache.get_or_compute(["k" * 64], ["a"], lambda t: np.ones((1, 3)), chunk=8)
@@ -172,9 +172,9 @@ def test_a_run_directory_filling_up_keeps_the_logged_evaluations_and_resumes(sma
     rerun after space is freed evaluates only what is missing."""
     import json
 
-    from bench.api.registry import get_metric
-    from bench.engine import CorpusStore, Job, ResultLog, run_jobs
-    from bench.errors import StorageError
+    from textmetric_bench.api.registry import get_metric
+    from textmetric_bench.engine import CorpusStore, Job, ResultLog, run_jobs
+    from textmetric_bench.errors import StorageError
 
     run_dir = small_disk("64k")
     texts = [f"sample text {i} about {'cats' if i % 2 else 'dogs'}" for i in range(40)]

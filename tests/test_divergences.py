@@ -8,8 +8,8 @@ import pytest
 from mauve.compute_mauve import get_divergence_curve_for_multinomials
 from sklearn.metrics import auc as area_under_curve
 
-from bench.errors import MetricError
-from metrics.divergences import (DIVERGENCES, auc, exp_kl, histogram_frontier, js, kl_backward, kl_forward,
+from textmetric_bench.errors import MetricError
+from textmetric_bench.metrics.divergences import (DIVERGENCES, auc, exp_kl, histogram_frontier, js, kl_backward, kl_forward,
                                  laplace_histogram, sample_frontier)
 
 # p = (.5, .5), q = (.25, .75), by hand:

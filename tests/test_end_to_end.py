@@ -9,8 +9,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from bench import PROJECT_ROOT
-from bench.api.registry import default_metrics
+from textmetric_bench import PROJECT_ROOT
+from textmetric_bench.api.registry import default_metrics
 
 PAPER_METRICS = ["chi", "classifier", "dc", "fid", "irpr", "mauve", "pr", "zipf"]  # 004 §2
 
@@ -19,7 +19,7 @@ def run_bench(*args, cache_dir, mirror=None, timeout=900):
     env = {**os.environ, "BENCH_CACHE_DIR": str(cache_dir)}
     if mirror is not None:
         env["BENCH_DATA_MIRROR"] = str(mirror)
-    return subprocess.run([sys.executable, "-m", "bench", *args, "progress=false"], cwd=PROJECT_ROOT,
+    return subprocess.run([sys.executable, "-m", "textmetric_bench", *args, "progress=false"], cwd=PROJECT_ROOT,
                           env=env, capture_output=True, text=True, timeout=timeout)
 
 
@@ -62,7 +62,7 @@ def test_multirun_sweep_and_its_aggregate(tmp_path, cache_dir):
     proc = run_bench("-m", "k=3,4", "n=12", "repetitions=1", "metrics=chi", f"hydra.sweep.dir={sweep}",
                      cache_dir=cache_dir)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    agg = subprocess.run([sys.executable, "-m", "reports.aggregate", str(sweep)], cwd=PROJECT_ROOT,
+    agg = subprocess.run([sys.executable, "-m", "textmetric_bench.reports.aggregate", str(sweep)], cwd=PROJECT_ROOT,
                          capture_output=True, text=True, timeout=300)
     assert agg.returncode == 0, agg.stderr[-3000:]
     table = pd.read_csv(sweep / "sweep_summary.csv")
@@ -91,7 +91,7 @@ def test_a_run_killed_mid_way_resumes_to_the_same_tables(tmp_path, cache_dir):
     total = 3 * 3 * 28 + 2 * 2  # and the own-noise evaluations: 2 pairs x 2 seeds of the stochastic mauve
     killed = tmp_path / "killed"
     env = {**os.environ, "BENCH_CACHE_DIR": str(cache_dir)}
-    proc = subprocess.Popen([sys.executable, "-m", "bench", *args, "progress=false", f"hydra.run.dir={killed}"],
+    proc = subprocess.Popen([sys.executable, "-m", "textmetric_bench", *args, "progress=false", f"hydra.run.dir={killed}"],
                             cwd=PROJECT_ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     log = killed / "evaluations.jsonl"
     deadline = time.monotonic() + 600

@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 from fake_metrics import registered
 
-from bench.api.registry import get_metric
-from bench.api.sharing import per_corpus, sharing
-from bench.engine import CorpusStore, Job, ResultLog, run_jobs
-from bench.errors import ConfigError
+from textmetric_bench.api.registry import get_metric
+from textmetric_bench.api.sharing import per_corpus, sharing
+from textmetric_bench.engine import CorpusStore, Job, ResultLog, run_jobs
+from textmetric_bench.errors import ConfigError
 
 
 @pytest.fixture(scope="module")
@@ -134,7 +134,7 @@ def test_prepare_hooks_see_every_text_of_the_run_once(store, tmp_path, monkeypat
 
 def test_workers_see_the_environment_of_each_run(store, monkeypatch):
     """Workers forked from a forkserver get the parent's environment as it is when their pool starts,
-    not as it was when the server started (bench.engine.pool.worker_context)."""
+    not as it was when the server started (textmetric_bench.engine.pool.worker_context)."""
     with registered("fake_reads_environment") as infos:
         metrics = {"fake_reads_environment": (infos["fake_reads_environment"], {})}
         seen = []
@@ -159,7 +159,7 @@ def test_workers_are_forked_from_a_forkserver_where_there_is_one(store):
 
 
 def test_worker_processes_see_the_run_context(store, tmp_path):
-    from bench.api.context import RunContext, use_context
+    from textmetric_bench.api.context import RunContext, use_context
 
     context = RunContext(str(tmp_path / "a-cache-dir-of-some-length"), {})
     with registered("fake_reads_context") as infos, use_context(context):
@@ -193,7 +193,7 @@ def test_quick_evaluations_travel_in_chunks_and_give_the_same_results(store, cap
     metrics = real_metrics("chi", "zipf")
     jobs = [Job(key=(m, p, q, s), metric=m, p=p, q=q, seed=s)
             for s in range(8) for p, q in (("a1", "b1"), ("a2", "b2")) for m in metrics]
-    with caplog.at_level(logging.DEBUG, logger="bench.engine.run"):
+    with caplog.at_level(logging.DEBUG, logger="textmetric_bench.engine.run"):
         out = run_jobs(jobs, store, metrics, progress=False)
     sent = [r.getMessage() for r in caplog.records if "tasks" in r.getMessage()]
     assert sent and int(sent[-1].split(" in ")[1].split()[0]) < len(jobs) / 2, sent
@@ -207,7 +207,7 @@ def test_quick_evaluations_travel_in_chunks_and_give_the_same_results(store, cap
 def test_a_chunk_with_a_failing_evaluation_is_rerun_one_job_at_a_time(store, caplog, fake, error):
     """The bad job sits among quick jobs of its metric, so it travels inside a chunk: only it fails,
     with the message it gets alone, and every other job of the chunk keeps its result."""
-    with registered(fake) as infos, caplog.at_level(logging.INFO, logger="bench.engine.run"):
+    with registered(fake) as infos, caplog.at_level(logging.INFO, logger="textmetric_bench.engine.run"):
         metrics = {fake: (infos[fake], {})}
         jobs = fast_jobs(fake, 10) + fast_jobs(fake, 1, q="short", first_seed=10) + fast_jobs(fake, 5, first_seed=11)
         out = run_jobs(jobs, store, metrics, workers=1, timeout=3, progress=False)

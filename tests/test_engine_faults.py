@@ -9,11 +9,11 @@ import pandas as pd
 import pytest
 from fake_metrics import SlowToUnpickle, registered
 
-from bench.api.registry import get_metric
-from bench.engine import CorpusStore, Job, ResultLog, run_jobs
-from bench.engine.pool import EvaluationPool, WorkerStartError
-from bench.measures.failures import failure_summary
-from reports.tables import write_tables
+from textmetric_bench.api.registry import get_metric
+from textmetric_bench.engine import CorpusStore, Job, ResultLog, run_jobs
+from textmetric_bench.engine.pool import EvaluationPool, WorkerStartError
+from textmetric_bench.measures.failures import failure_summary
+from textmetric_bench.reports.tables import write_tables
 
 
 @pytest.fixture(scope="module")
@@ -86,12 +86,12 @@ def test_a_changed_metric_version_is_recomputed_with_a_message(store, tmp_path, 
 
 
 def test_a_result_log_of_another_project_version_is_refused(store, tmp_path, monkeypatch):
-    from bench.errors import ConfigError
+    from textmetric_bench.errors import ConfigError
 
     path = tmp_path / "evaluations.jsonl"
     run_jobs(jobs_for(["chi"], ("a", "b")), store, {"chi": (get_metric("chi"), {})},
              result_log=ResultLog(path, {"run": 1}), progress=False)
-    monkeypatch.setattr("bench.engine.result_log.__version__", "99.0")
+    monkeypatch.setattr("textmetric_bench.engine.result_log.__version__", "99.0")
     with pytest.raises(ConfigError, match="version"):
         ResultLog(path, {"run": 1}).load()
 

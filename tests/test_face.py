@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from bench.api.context import lm_scorer
-from bench.api.registry import get_metric
-from metrics.face import (centred_distance, cross_entropy_spectrum, dissimilarities, on_grid, pearson, spearman,
+from textmetric_bench.api.context import lm_scorer
+from textmetric_bench.api.registry import get_metric
+from textmetric_bench.metrics.face import (centred_distance, cross_entropy_spectrum, dissimilarities, on_grid, pearson, spearman,
                           spectral_angle, spectral_overlap, text_spectra)
 
 FACE = ["face_so", "face_sam", "face_corr", "face_spear"]
@@ -111,7 +111,7 @@ def test_cross_entropies_are_cached_per_text(lm_context, corpora):
     for x, y in zip(first, reversed(again)):
         np.testing.assert_array_equal(x, y)
     # The cached log-probabilities are the model's own: the same as scoring the text directly.
-    from bench.features.lm import token_logprobs
+    from textmetric_bench.features.lm import token_logprobs
 
     model, tok = lm._loaded()
     direct = token_logprobs(model, tok, corpora["a1"][:3])

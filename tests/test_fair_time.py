@@ -1,5 +1,5 @@
 """A fair T (004 §4.4): an evaluation's seconds are its own compute plus the full cost of the shared
-preparations it used (``bench.api.sharing``), whichever metric ran first and however many workers."""
+preparations it used (``textmetric_bench.api.sharing``), whichever metric ran first and however many workers."""
 
 from __future__ import annotations
 
@@ -10,12 +10,12 @@ from statistics import median
 import numpy as np
 import pytest
 
-from bench.api.context import RunContext, default_lm
-from bench.api.registry import MetricInfo, get_metric
-from bench.api.sharing import charged_time, per_corpus, sharing
-from bench.engine import CorpusStore, Job, evaluate, run_jobs, worker
-from bench.features.lm_scores import LMScorer
-from bench.features.shard_cache import text_key
+from textmetric_bench.api.context import RunContext, default_lm
+from textmetric_bench.api.registry import MetricInfo, get_metric
+from textmetric_bench.api.sharing import charged_time, per_corpus, sharing
+from textmetric_bench.engine import CorpusStore, Job, evaluate, run_jobs, worker
+from textmetric_bench.features.lm_scores import LMScorer
+from textmetric_bench.features.shard_cache import text_key
 
 FAIR = 1.5  # T of a metric alone and after the metric it shares work with: within this factor
 
@@ -31,7 +31,7 @@ def fortune_vectors(real_samples):
 @pytest.fixture(scope="module")
 def fortune_texts(cache_dir, mirror_dir):
     """Every text of both sides of the fortune pair (about 2,000 each)."""
-    from bench.data.corpora import load_pair
+    from textmetric_bench.data.corpora import load_pair
 
     a, b = load_pair("fortune_computing_people", cache_dir=cache_dir, mirror=mirror_dir)
     return list(a.texts), list(b.texts)
@@ -235,8 +235,8 @@ def test_an_old_cache_without_recorded_costs_charges_nothing(tmp_path):
 
 def test_face_time_includes_the_lm_pass_it_reuses(lm_context, intent_texts):
     """FACE after its prepare hook (the run's LM pass) is charged that pass, whichever FACE metric first."""
-    from bench.api.context import lm_scorer
-    from metrics.face import score_texts
+    from textmetric_bench.api.context import lm_scorer
+    from textmetric_bench.metrics.face import score_texts
 
     p, q = intent_texts["a"][1000:1016], intent_texts["b"][1000:1016]
     lm = lm_scorer()

@@ -9,11 +9,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bench.collections.ifc import reference_samples, split_source
-from bench.errors import ConfigError, DataError
-from bench.measures.ifc import gap_closed, ifc_score, type_token_ratio
-from bench.tasks.config import compose_config
-from bench.tasks.ifc import run_ifc
+from textmetric_bench.collections.ifc import reference_samples, split_source
+from textmetric_bench.errors import ConfigError, DataError
+from textmetric_bench.measures.ifc import gap_closed, ifc_score, type_token_ratio
+from textmetric_bench.tasks.config import compose_config
+from textmetric_bench.tasks.ifc import run_ifc
 
 
 def test_ifc_score_is_one_when_the_distance_falls_at_every_step():

@@ -15,11 +15,12 @@ import sysconfig
 import zipfile
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import yaml
 from checkout_copy import copy_checkout
 
-from bench import PACKAGED_AS, PROJECT_ROOT
+from textmetric_bench import PACKAGED_AS, PROJECT_ROOT
 
 
 def run(cmd: list, cwd: Path, **env: str) -> subprocess.CompletedProcess:
@@ -69,23 +70,30 @@ def ksc_run(venv, tmp_path_factory) -> Path:
 def test_the_wheel_holds_every_module_config_and_card_of_the_checkout(wheel):
     """A subpackage missing from [tool.setuptools] packages in pyproject.toml would be left out of the wheel."""
     inside = set(zipfile.ZipFile(wheel).namelist())
-    expected = {p.relative_to(PROJECT_ROOT).as_posix() for top in ("bench", "metrics", "reports")
-                for p in (PROJECT_ROOT / top).rglob("*.py") if "__pycache__" not in p.parts}
-    expected |= {f"bench/{PACKAGED_AS[top]}/{p.relative_to(PROJECT_ROOT / top).as_posix()}"
-                 for top in PACKAGED_AS for p in (PROJECT_ROOT / top).rglob("*.yaml")}
-    expected.add("reports/baselines/ksc_fortune_computing_people.json")
+    expected = {f"textmetric_bench/{p.relative_to(PROJECT_ROOT / 'bench').as_posix()}"
+                for p in (PROJECT_ROOT / "bench").rglob("*.py") if "__pycache__" not in p.parts}
+    expected |= {f"textmetric_bench/{PACKAGED_AS[top]}/{p.relative_to(PROJECT_ROOT / top).as_posix()}"
+                 for top in ("metrics", "reports") for p in (PROJECT_ROOT / top).rglob("*.py") if "__pycache__" not in p.parts}
+    expected |= {f"textmetric_bench/{PACKAGED_AS[top]}/{p.relative_to(PROJECT_ROOT / top).as_posix()}"
+                 for top in ("conf", "datasets") for p in (PROJECT_ROOT / top).rglob("*.yaml")}
+    expected |= {f"textmetric_bench/reports/{p.relative_to(PROJECT_ROOT / 'reports').as_posix()}"
+                 for folder in ("baselines", "reference") for p in (PROJECT_ROOT / "reports" / folder).glob("*.json")}
     missing = sorted(expected - inside)
     assert missing == [], f"not in the wheel (add their package to [tool.setuptools] packages): {missing}"
-    assert not any(name.startswith(("datasets/", "conf/")) for name in inside)  # no top-level `datasets` package
+    # exactly one top-level import package: nothing a user's metrics.py, reports/ or bench.py could shadow
+    tops = {name.split("/")[0] for name in inside if not name.split("/")[0].endswith((".dist-info", ".data"))}
+    assert tops == {"textmetric_bench"}, tops
 
 
-def test_bench_is_imported_from_the_wheel_not_the_checkout(venv, tmp_path):
-    code = "import bench, metrics, reports; print(bench.IN_CHECKOUT); [print(m.__file__) for m in (bench, metrics, " \
-           "reports)]; print(bench.shipped_path('conf')); print(bench.shipped_path('datasets'))"
+def test_the_package_is_imported_from_the_wheel_not_the_checkout(venv, tmp_path):
+    code = ("import textmetric_bench as b, textmetric_bench.metrics as m, textmetric_bench.reports as r; "
+            "print(b.IN_CHECKOUT); [print(x.__file__) for x in (b, m, r)]; print(b.shipped_path('conf')); "
+            "print(b.shipped_path('datasets')); print(b.shipped_path('reports/reference'))")
     in_checkout, *paths = run([venv / "bin" / "python", "-c", code], cwd=tmp_path).stdout.split()
     assert in_checkout == "False"
     assert all(Path(p).is_relative_to(venv) for p in paths), paths
-    assert (Path(paths[-2]) / "config.yaml").is_file() and (Path(paths[-1]) / "pairs").is_dir()
+    assert (Path(paths[-3]) / "config.yaml").is_file() and (Path(paths[-2]) / "pairs").is_dir()
+    assert any(Path(paths[-1]).glob("*.json"))
 
 
 def test_the_installed_command_runs_from_any_directory_and_writes_there(ksc_run, venv):
@@ -98,14 +106,34 @@ def test_the_installed_command_runs_from_any_directory_and_writes_there(ksc_run,
     assert len(sources) == 1 and Path(sources[0]).is_relative_to(venv), sources  # the wheel's configs
 
 
+SHADOWS = {"metrics.py": "def fid(p, q):\n    return 0.0\n", "bench.py": "raise SystemExit('shadowed')\n",
+           "reports/__init__.py": "raise ImportError('shadowed')\n", "conf/config.yaml": "defaults: []\nk: 99\n"}
+
+
+def test_files_in_the_working_directory_do_not_shadow_the_installed_harness(ksc_run, venv, tmp_path):
+    """A researcher's metrics.py, a reports/ folder, a bench.py and a conf/ beside them change nothing,
+    also in the engine's worker processes, and the run exits 0 with the same table as in an empty directory."""
+    for name, text in SHADOWS.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    run([venv / "bin" / "textmetric-bench", "k=3", "n=6", "repetitions=1", "metrics=[chi,fid]", "progress=false",
+         "engine.workers=2", "hydra.run.dir=shadowed"], cwd=tmp_path, BENCH_CACHE_DIR=str(ksc_run / ".cache"))
+    (plain,) = (ksc_run / "outputs" / "ksc" / "fortune_computing_people").iterdir()
+    ours = pd.read_csv(tmp_path / "shadowed" / "distances.csv", keep_default_na=False)
+    assert (ours["error"] == "").all() and set(ours["metric"]) == {"chi", "fid"}
+    before = pd.read_csv(plain / "distances.csv", keep_default_na=False)
+    chi = lambda frame: frame[frame["metric"] == "chi"].sort_values(["repetition", "i", "j"])["distance"].tolist()  # noqa: E731
+    assert chi(ours) == chi(before)
+
+
 def test_every_task_composes_from_the_installed_configs(venv, tmp_path):
     command = venv / "bin" / "textmetric-bench"
     assert "name: ksc" in run([command, "--cfg", "job"], cwd=tmp_path).stdout
     assert "name: robustness" in run([command, "task=robustness", "--cfg", "job"], cwd=tmp_path).stdout
     code = """if True:
         from omegaconf import OmegaConf
-        from bench import shipped_path
-        from bench.tasks.config import compose_config, data_locations
+        from textmetric_bench import shipped_path
+        from textmetric_bench.tasks.config import compose_config, data_locations
         for task in sorted(p.stem for p in (shipped_path("conf") / "task").glob("*.yaml")):
             cfg = compose_config([f"task={task}"])
             OmegaConf.resolve(cfg)

@@ -2,8 +2,8 @@
 
 import pytest
 
-from bench.collections.ksc import corpus_pairs, known_similarity_corpora, mixture_counts, texts_needed
-from bench.errors import ConfigError, DataError
+from textmetric_bench.collections.ksc import corpus_pairs, known_similarity_corpora, mixture_counts, texts_needed
+from textmetric_bench.errors import ConfigError, DataError
 
 A = [f"a{i}" for i in range(2000)]
 B = [f"b{i}" for i in range(2000)]

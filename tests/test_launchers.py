@@ -23,8 +23,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from bench import PROJECT_ROOT
-from bench.tasks.config import CONF_DIR, compose_config
+from textmetric_bench import PROJECT_ROOT
+from textmetric_bench.tasks.config import CONF_DIR, compose_config
 
 SWEEP = ["k=3,4", "n=12", "repetitions=1", "metrics=[chi,fid]", "progress=false"]
 LAUNCHERS = sorted(p.stem for p in (CONF_DIR / "hydra" / "launcher").glob("*.yaml"))
@@ -48,7 +48,7 @@ def sweep(launcher: str, out: Path, cache_dir: Path, *extra: str, env: dict | No
     """Run the sweep with ``hydra/launcher=<launcher>`` into ``out``; return the finished process."""
     full_env = {**os.environ, "BENCH_CACHE_DIR": str(cache_dir), "RAY_USAGE_STATS_ENABLED": "0",
                 "BENCH_RAY_CPUS": "2", **(env or {})}
-    return subprocess.run([sys.executable, "-m", "bench", "-m", f"hydra/launcher={launcher}", *SWEEP, *extra,
+    return subprocess.run([sys.executable, "-m", "textmetric_bench", "-m", f"hydra/launcher={launcher}", *SWEEP, *extra,
                            f"hydra.sweep.dir={out}"], cwd=PROJECT_ROOT, env=full_env,
                           capture_output=True, text=True, timeout=timeout)
 

@@ -6,20 +6,56 @@ import cannot hide a dependency that runs the wrong way.
 
 from __future__ import annotations
 
+import importlib
+import sys
+from contextlib import contextmanager
+from pathlib import Path
+
 import grimp
 import pytest
+from checkout_copy import installed_layout
+
+from textmetric_bench import PROJECT_ROOT
 
 #: bench's layers, top first: a module imports only from its own layer, the layers above it and BASE.
-LAYERS = ["bench.api", "bench.data", "bench.features", "bench.collections", "bench.measures", "bench.engine",
-          "bench.tasks", "bench.__main__"]
+PACKAGE = "textmetric_bench"
+METRICS, REPORTS = f"{PACKAGE}.metrics", f"{PACKAGE}.reports"
+LAYERS = [f"{PACKAGE}.{layer}" for layer in ("api", "data", "features", "collections", "measures", "engine", "tasks",
+                                             "__main__")]
 #: Leaf modules every layer may use: the package root (version, paths), the error types, atomic files,
 #: the console (logging routes and progress bars).
-BASE = {"bench", "bench.errors", "bench.files", "bench.console"}
+BASE = {PACKAGE, "textmetric_bench.errors", "textmetric_bench.files", "textmetric_bench.console",
+        "textmetric_bench.numerics"}
+
+
+@contextmanager
+def package_found_at(directory: Path):
+    """grimp finds the package through importlib: point it at ``directory`` while the graph is built."""
+    loaded = sys.modules.pop(PACKAGE)
+    sys.path.insert(0, str(directory))
+    importlib.invalidate_caches()
+    try:
+        yield
+    finally:
+        sys.path.remove(str(directory))
+        sys.modules[PACKAGE] = loaded
 
 
 @pytest.fixture(scope="module")
-def graph() -> grimp.ImportGraph:
-    return grimp.build_graph("bench", "metrics", "reports", cache_dir=None)
+def graph(tmp_path_factory) -> grimp.ImportGraph:
+    """The import graph of the package as the wheel lays it out (metrics/ and reports/ inside it)."""
+    layout = installed_layout(PROJECT_ROOT, tmp_path_factory.mktemp("layout"))
+    with package_found_at(layout):
+        return grimp.build_graph(PACKAGE, cache_dir=None)
+
+
+def in_package(module: str, package: str) -> bool:
+    return module == package or module.startswith(package + ".")
+
+
+def harness(module: str) -> bool:
+    """A module of the harness proper: the package, but not its built-in metrics or its reports."""
+    return in_package(module, PACKAGE) and not in_package(module, METRICS) and not in_package(module, REPORTS)
 
 
 def layer_of(module: str) -> int | None:
@@ -30,13 +66,13 @@ def layer_of(module: str) -> int | None:
 
 
 def test_every_bench_module_belongs_to_a_layer_or_the_base(graph):
-    loose = sorted(m for m in graph.modules if m.startswith("bench") and m not in BASE and layer_of(m) is None)
+    loose = sorted(m for m in graph.modules if harness(m) and m not in BASE and layer_of(m) is None)
     assert loose == [], f"modules outside every layer (move them into one): {loose}"
 
 
 def test_base_modules_import_nothing_of_the_layers(graph):
     bad = [(m, i) for m in BASE for i in graph.find_modules_directly_imported_by(m)
-           if i.startswith("bench") and i not in BASE]
+           if harness(i) and i not in BASE]
     assert bad == []
 
 
@@ -46,11 +82,11 @@ def test_a_layer_imports_only_the_layers_above_it(graph, layer):
     bad = []
     for module in sorted(m for m in graph.modules if layer_of(m) == index):
         for imported in graph.find_modules_directly_imported_by(module):
-            if imported.startswith("metrics") or imported.startswith("reports"):
-                if index < LAYERS.index("bench.tasks"):
+            if in_package(imported, METRICS) or in_package(imported, REPORTS):
+                if index < LAYERS.index("textmetric_bench.tasks"):
                     bad.append((module, imported))
                 continue
-            if not imported.startswith("bench") or imported in BASE:
+            if not harness(imported) or imported in BASE:
                 continue
             if layer_of(imported) > index:
                 bad.append((module, imported))
@@ -59,28 +95,28 @@ def test_a_layer_imports_only_the_layers_above_it(graph, layer):
 
 def test_the_plugin_api_imports_nothing_of_the_application(graph):
     outside = sorted({i for m in graph.modules if layer_of(m) == 0 for i in graph.find_modules_directly_imported_by(m)
-                      if (i.startswith("bench") and i not in BASE and layer_of(i) != 0) or i.split(".")[0] in
-                      ("metrics", "reports")})
+                      if (harness(i) and i not in BASE and layer_of(i) != 0) or in_package(i, METRICS)
+                      or in_package(i, REPORTS)})
     assert outside == []
 
 
 def test_built_in_metrics_use_only_the_plugin_api(graph):
-    """What the built-ins import is what a plugin author can import: bench.api (and the error types)."""
-    bad = sorted((m, i) for m in graph.modules if m.split(".")[0] == "metrics"
+    """What the built-ins import is what a plugin author can import: textmetric_bench.api (and the error types)."""
+    bad = sorted((m, i) for m in graph.modules if in_package(m, METRICS)
                  for i in graph.find_modules_directly_imported_by(m)
-                 if i.startswith("bench") and not (layer_of(i) == 0 or i == "bench.errors"))
+                 if harness(i) and not (layer_of(i) == 0 or i == "textmetric_bench.errors"))
     assert bad == []
 
 
 def test_reports_read_result_tables_without_the_harness(graph):
-    bad = sorted((m, i) for m in graph.modules if m.split(".")[0] == "reports"
-                 for i in graph.find_modules_directly_imported_by(m) if i.split(".")[0] in ("bench", "metrics"))
+    bad = sorted((m, i) for m in graph.modules if in_package(m, REPORTS)
+                 for i in graph.find_modules_directly_imported_by(m) if harness(i) or in_package(i, METRICS))
     assert bad == []
 
 
 def test_no_import_cycle_between_packages(graph):
-    packages = ["bench.api", "bench.data", "bench.features", "bench.collections", "bench.measures",
-                "bench.engine", "bench.tasks", "metrics", "reports"]
+    packages = ["textmetric_bench.api", "textmetric_bench.data", "textmetric_bench.features", "textmetric_bench.collections", "textmetric_bench.measures",
+                "textmetric_bench.engine", "textmetric_bench.tasks", METRICS, REPORTS]
     cycles = [(a, b) for a in packages for b in packages if a < b
               and graph.chain_exists(importer=a, imported=b, as_packages=True)
               and graph.chain_exists(importer=b, imported=a, as_packages=True)]

@@ -7,8 +7,8 @@ import sys
 import numpy as np
 import pytest
 
-from bench.errors import ConfigError
-from bench.features.lm import (checkpoint_path, converted_checkpoint, load_causal_lm, model_id, package_gguf,
+from textmetric_bench.errors import ConfigError
+from textmetric_bench.features.lm import (checkpoint_path, converted_checkpoint, load_causal_lm, model_id, package_gguf,
                                token_logprobs)
 
 

@@ -7,9 +7,9 @@ import pandas as pd
 import pytest
 from test_end_to_end import run_bench
 
-from bench.api.registry import get_metric
-from bench.collections.ifc import ifc_pairs, reference_samples
-from bench.engine import CorpusStore, Job, run_jobs
+from textmetric_bench.api.registry import get_metric
+from textmetric_bench.collections.ifc import ifc_pairs, reference_samples
+from textmetric_bench.engine import CorpusStore, Job, run_jobs
 
 LM_METRICS = "metrics=[face_so,face_spear,ctrleval_coherence]"
 

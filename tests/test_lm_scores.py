@@ -1,11 +1,11 @@
-"""The per-text LM score cache (bench.features.lm_scores, bench.features.shard_cache): ragged shards, chunked writes, resume."""
+"""The per-text LM score cache (textmetric_bench.features.lm_scores, textmetric_bench.features.shard_cache): ragged shards, chunked writes, resume."""
 
 import numpy as np
 import pytest
 
-import bench.features.lm_scores as lm_scores
-from bench.api.context import RunContext, default_lm
-from bench.features.shard_cache import RaggedCache, text_key
+import textmetric_bench.features.lm_scores as lm_scores
+from textmetric_bench.api.context import RunContext, default_lm
+from textmetric_bench.features.shard_cache import RaggedCache, text_key
 
 
 def test_ragged_cache_round_trip_and_a_corrupt_shard_is_set_aside(tmp_path):

@@ -9,8 +9,8 @@ import statsmodels.api as sm
 from scipy import stats
 from statsmodels.formula.api import ols
 
-from bench.collections.ksc import corpus_pairs, mixture_counts
-from bench.measures.ksc import (collection_measures, judgement_accuracy, judgement_set, linearity, monotonicity,
+from textmetric_bench.collections.ksc import corpus_pairs, mixture_counts
+from textmetric_bench.measures.ksc import (collection_measures, judgement_accuracy, judgement_set, linearity, monotonicity,
                                 omega_squared, zscore)
 
 

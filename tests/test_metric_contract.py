@@ -11,7 +11,7 @@ built-ins on 004's clinc150/banking77 pair.
 import numpy as np
 import pytest
 
-from bench.api.registry import available_metrics, get_metric
+from textmetric_bench.api.registry import available_metrics, get_metric
 
 
 def check_returns_finite_float(m, s):
@@ -66,7 +66,7 @@ CHECKS = [check_returns_finite_float, check_same_seed_same_value, check_order_in
 
 # The reference rows oracle and chance (metrics/bounds.py) are no text metrics: the oracle needs known
 # positions and chance ignores the texts, so their own checks are in tests/test_bounds.py.
-REFERENCE_ROWS = {name for name in available_metrics() if get_metric(name).module == "metrics.bounds"}
+REFERENCE_ROWS = {name for name in available_metrics() if get_metric(name).module == "textmetric_bench.metrics.bounds"}
 
 
 # Opt-in metrics (a language-model pass over every text) run their checks on 2 draws of 100 texts

@@ -7,16 +7,16 @@ import time
 import numpy as np
 import pytest
 
-from bench.api.registry import get_metric
-from bench.api.sharing import sharing
-from bench.api.tokens import tokenize
-from bench.collections.ksc import corpus_pairs, known_similarity_corpora
-from bench.data.corpora import load_corpus, load_pair
-from bench.errors import MetricError
-from bench.measures.ksc import judgement_accuracy
-from metrics.divergences import kl_forward
-from metrics.kneser_ney import UNK, _discount, fit_kneser_ney
-from metrics.ngram_divergences import ngram_frontier, pair_log_probs
+from textmetric_bench.api.registry import get_metric
+from textmetric_bench.api.sharing import sharing
+from textmetric_bench.api.tokens import tokenize
+from textmetric_bench.collections.ksc import corpus_pairs, known_similarity_corpora
+from textmetric_bench.data.corpora import load_corpus, load_pair
+from textmetric_bench.errors import MetricError
+from textmetric_bench.measures.ksc import judgement_accuracy
+from textmetric_bench.metrics.divergences import kl_forward
+from textmetric_bench.metrics.kneser_ney import UNK, _discount, fit_kneser_ney
+from textmetric_bench.metrics.ngram_divergences import ngram_frontier, pair_log_probs
 
 NAMES = ["ngram_kl_forward", "ngram_kl_backward", "ngram_exp_kl", "ngram_js", "ngram_auc"]
 

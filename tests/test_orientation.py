@@ -13,13 +13,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bench.api import as_embeddings, metric
-from bench.api.registry import unregister
-from bench.measures.ifc import gap_closed, ifc_score
-from bench.measures.perturbation import relative_shift
-from bench.measures.robustness import robustness_score
-from bench.tasks.config import compose_config
-from bench.tasks.ksc import run_ksc
+from textmetric_bench.api import as_embeddings, metric
+from textmetric_bench.api.registry import unregister
+from textmetric_bench.measures.ifc import gap_closed, ifc_score
+from textmetric_bench.measures.perturbation import relative_shift
+from textmetric_bench.measures.robustness import robustness_score
+from textmetric_bench.tasks.config import compose_config
+from textmetric_bench.tasks.ksc import run_ksc
 
 KSC_MEASURES = ["rho", "omega2", "L", "A", "Aw"]
 
@@ -117,7 +117,7 @@ def test_a_metric_flagged_the_wrong_way_round_is_reported(ksc_run, caplog, tmp_p
     assert "cosine_similarity`" not in notes and "`cosine_negated`" not in notes
     # The warning is logged as well: rerun in a copy of the directory (every evaluation is reused).
     again = shutil.copytree(out, tmp_path / "again")
-    with caplog.at_level(logging.WARNING, logger="bench.tasks.skeleton"):
+    with caplog.at_level(logging.WARNING, logger="textmetric_bench.tasks.skeleton"):
         run_ksc(cfg, again)
     logged = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert any("'cosine_similarity_unflagged'" in m and "higher_is_more_different=False" in m for m in logged)

@@ -13,14 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from bench.data.cards import CARDS_ENV, DATASETS_DIR, card_dirs, corpus_card, corpus_names, read_corpus_card
-from bench.data.corpora import load_pair, load_source, normalise_texts
-from bench.data.language import guess_language
-from bench.data.local_files import load_file
-from bench.data.make_card import write_cards
-from bench.errors import ConfigError, DataError
-from bench.tasks.config import compose_config
-from bench.tasks.validate import validate_config
+from textmetric_bench.data.cards import CARDS_ENV, DATASETS_DIR, card_dirs, corpus_card, corpus_names, read_corpus_card
+from textmetric_bench.data.corpora import load_pair, load_source, normalise_texts
+from textmetric_bench.data.language import guess_language
+from textmetric_bench.data.local_files import load_file
+from textmetric_bench.data.make_card import write_cards
+from textmetric_bench.errors import ConfigError, DataError
+from textmetric_bench.tasks.config import compose_config
+from textmetric_bench.tasks.validate import validate_config
 
 
 @pytest.fixture(scope="module")
@@ -158,7 +158,7 @@ def test_a_local_file_changed_since_its_card_was_written_is_refused(fortune, tmp
 def pair_problem(tmp_path: Path, monkeypatch, a: str, b: str = "b.csv", *overrides: str) -> str:
     """What a user meets for `pair=files pair.a=A pair.b=B` started in tmp_path: the config check's message,
     else the run's (the files are parsed only then)."""
-    from bench.tasks.ksc import run_ksc
+    from textmetric_bench.tasks.ksc import run_ksc
 
     monkeypatch.chdir(tmp_path)
     cfg = compose_config(["pair=files", f"pair.a={a}", f"pair.b={b}", "k=3", "n=10", "repetitions=1",
@@ -232,8 +232,8 @@ def test_a_pair_config_that_cannot_work_fails_before_loading(overrides, parts, f
 ])
 def test_robustness_and_perturb_read_a_file_pair_and_record_it(task, overrides, fortune, tmp_path, monkeypatch,
                                                                cache_dir):
-    from bench.tasks.perturb import run_perturb
-    from bench.tasks.robustness import run_robustness
+    from textmetric_bench.tasks.perturb import run_perturb
+    from textmetric_bench.tasks.robustness import run_robustness
 
     a = write_texts(tmp_path / "a.txt", fortune[0][:60])
     b = write_texts(tmp_path / "b.parquet", fortune[1][:60])
@@ -249,8 +249,8 @@ def test_robustness_and_perturb_read_a_file_pair_and_record_it(task, overrides, 
 
 
 def test_the_ifc_source_can_be_a_file_or_a_user_card(fortune, tmp_path, monkeypatch):
-    from bench.tasks.ifc import run_ifc
-    from bench.tasks.sources import ifc_source
+    from textmetric_bench.tasks.ifc import run_ifc
+    from textmetric_bench.tasks.sources import ifc_source
 
     path = write_texts(tmp_path / "mine.csv", fortune[0][:80])
     local_card(tmp_path / "cards", "carded", str(path), fmt="csv")

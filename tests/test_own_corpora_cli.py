@@ -1,4 +1,4 @@
-"""Your own corpora end to end, as a user starts the app: `python -m bench` in a directory of their own (not the
+"""Your own corpora end to end, as a user starts the app: `python -m textmetric_bench` in a directory of their own (not the
 checkout), with files of real texts (the fortune pair) that the test writes there (issue 17, items 2 and 5)."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from test_own_corpora import write_texts
 
-from bench import PROJECT_ROOT
-from bench.data.corpora import load_pair
+from textmetric_bench import PROJECT_ROOT
+from textmetric_bench.data.corpora import load_pair
 
 QUICK = ["k=3", "n=10", "repetitions=1", "metrics=[chi,zipf]", "progress=false"]
 
@@ -25,7 +25,7 @@ def fortune():
     return list(a.texts), list(b.texts)
 
 
-def run_in(directory: Path, *args: str, cache_dir: Path, module: str = "bench", env: dict | None = None):
+def run_in(directory: Path, *args: str, cache_dir: Path, module: str = "textmetric_bench", env: dict | None = None):
     """``python -m <module> args`` started in ``directory``, importing this checkout's code."""
     inherited = {k: v for k, v in os.environ.items() if k != "BENCH_CARDS_PATH"}
     env = {**inherited, "PYTHONPATH": str(PROJECT_ROOT), "BENCH_CACHE_DIR": str(cache_dir), **(env or {})}
@@ -86,10 +86,10 @@ def test_user_cards_and_a_pair_config_on_the_search_path_run(fortune, tmp_path, 
 def test_the_card_command_writes_cards_that_run(fortune, tmp_path, cache_dir):
     write_texts(tmp_path / "ours.csv", fortune[0][:40])
     write_texts(tmp_path / "theirs.jsonl", fortune[1][:40], field="body")
-    written = run_in(tmp_path, "ours.csv", "--out", "cards", cache_dir=cache_dir, module="bench.data.make_card")
+    written = run_in(tmp_path, "ours.csv", "--out", "cards", cache_dir=cache_dir, module="textmetric_bench.data.make_card")
     assert written.returncode == 0 and "wrote cards/corpora/ours.yaml: 40 texts" in written.stdout, written.stderr
     written = run_in(tmp_path, "theirs.jsonl", "--field", "body", "--out", "cards", cache_dir=cache_dir,
-                     module="bench.data.make_card")
+                     module="textmetric_bench.data.make_card")
     assert written.returncode == 0, written.stderr
     (tmp_path / "cards" / "pairs").mkdir()
     (tmp_path / "cards" / "pairs" / "both.yaml").write_text("name: both\ndescription: d\na: ours\nb: theirs\n")

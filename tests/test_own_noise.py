@@ -6,11 +6,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bench.errors import ConfigError
-from bench.measures.own_noise import COLUMNS, own_noise_table
-from bench.tasks.config import compose_config
-from bench.tasks.ksc import run_ksc
-from bench.tasks.own_noise import own_noise_pairs
+from textmetric_bench.errors import ConfigError
+from textmetric_bench.measures.own_noise import COLUMNS, own_noise_table
+from textmetric_bench.tasks.config import compose_config
+from textmetric_bench.tasks.ksc import run_ksc
+from textmetric_bench.tasks.own_noise import own_noise_pairs
 
 
 def small_run(cache_dir, *overrides):

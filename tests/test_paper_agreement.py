@@ -11,23 +11,23 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from bench import PROJECT_ROOT
-from bench.measures.ksc import (
+from textmetric_bench import PROJECT_ROOT
+from textmetric_bench.measures.ksc import (
     judgement_accuracy,
     linearity,
     monotonicity,
     omega_squared,
 )
-from reports import paper_agreement, paper_distances
-from reports.paper_diagnosis import FOLDER, SETTINGS, load_ours, load_paper, values
-from reports.paper_judgements import accuracy, judgement_count, shape_measures
+from textmetric_bench.reports import paper_agreement, paper_distances
+from textmetric_bench.reports.paper_diagnosis import FOLDER, SETTINGS, load_ours, load_paper, values
+from textmetric_bench.reports.paper_judgements import accuracy, judgement_count, shape_measures
 
 README = (FOLDER / "README.md").read_text()
 PAPER_METRICS = ["chi", "classifier", "dc", "fid", "irpr", "mauve", "pr", "zipf"]
 
 
 def test_committed_readme_is_what_the_numbers_give():
-    assert paper_agreement.render() == README, "run python -m reports.paper_agreement"
+    assert paper_agreement.render() == README, "run python -m textmetric_bench.reports.paper_agreement"
     assert paper_agreement.main(["--check"]) == 0
 
 

@@ -1,12 +1,12 @@
-"""The per-text score -> corpus distance adapter (bench.api.per_text): registration, W1, pool and seed, errors."""
+"""The per-text score -> corpus distance adapter (textmetric_bench.api.per_text): registration, W1, pool and seed, errors."""
 
 import numpy as np
 import pytest
 from scipy.stats import wasserstein_distance
 
-from bench.api.per_text import per_text_metric
-from bench.api.registry import get_metric, unregister
-from bench.errors import MetricError
+from textmetric_bench.api.per_text import per_text_metric
+from textmetric_bench.api.registry import get_metric, unregister
+from textmetric_bench.errors import MetricError
 
 
 @pytest.fixture

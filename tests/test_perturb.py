@@ -8,13 +8,13 @@ import pytest
 from scipy import stats
 from test_end_to_end import run_bench  # the Hydra app as a user starts it
 
-from bench.collections.perturbation_samples import draw_samples, perturbation_rng, validate_perturb_parameters
-from bench.collections.perturbations import (PERTURBATIONS, get_perturbation, perturb_corpus, remove_articles,
+from textmetric_bench.collections.perturbation_samples import draw_samples, perturbation_rng, validate_perturb_parameters
+from textmetric_bench.collections.perturbations import (PERTURBATIONS, get_perturbation, perturb_corpus, remove_articles,
                                              remove_stopwords, shuffle_words, split_core, swap_first_halves, truncate)
-from bench.errors import ConfigError, DataError
-from bench.measures.perturbation import perturbation_measures, relative_shift
-from bench.tasks.perturb import summarise_shifts
-from reports.perturb_figures import perturbation_cells, perturbation_heatmap, perturbation_markdown
+from textmetric_bench.errors import ConfigError, DataError
+from textmetric_bench.measures.perturbation import perturbation_measures, relative_shift
+from textmetric_bench.tasks.perturb import summarise_shifts
+from textmetric_bench.reports.perturb_figures import perturbation_cells, perturbation_heatmap, perturbation_markdown
 
 TEXT = "The cat saw an owl and A hawk (the one) in theory."
 
@@ -195,9 +195,9 @@ def test_end_to_end_perturbation_run_on_the_embedded_pair(tmp_path, cache_dir):
     # With a KSC run of the same pair, the shift table joins that pair's section, beside Table 3.
     from omegaconf import OmegaConf
 
-    from bench.tasks.config import compose_config
-    from bench.tasks.ksc import run_ksc
-    from reports.html import build_report
+    from textmetric_bench.tasks.config import compose_config
+    from textmetric_bench.tasks.ksc import run_ksc
+    from textmetric_bench.reports.html import build_report
 
     ksc_cfg = compose_config([
         "k=4", "n=12", "repetitions=2", "metrics=[chi]", "progress=false", f"data.cache_dir={cache_dir}"])

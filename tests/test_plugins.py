@@ -3,8 +3,8 @@ results: tests/test_readme_plugin.py, with the package the README prints.)"""
 
 import pytest
 
-from bench.api.registry import get_metric, metric, unregister
-from bench.errors import ConfigError
+from textmetric_bench.api.registry import get_metric, metric, unregister
+from textmetric_bench.errors import ConfigError
 
 
 def test_duplicate_name_from_another_function_is_rejected():

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bench import PROJECT_ROOT
+from textmetric_bench import PROJECT_ROOT
 
 PART = "**In your own package**"
 #: A fenced block whose first line is a comment naming its file, e.g. "# pyproject.toml".
@@ -53,7 +53,7 @@ def user_env(site, cache_dir, mirror_dir) -> dict:
 
 def test_the_installed_metric_is_registered(readme_plugin, tmp_path, cache_dir, mirror_dir):
     name, module, site = readme_plugin
-    probe = ("import json; from bench.api.registry import available_metrics, get_metric; "
+    probe = ("import json; from textmetric_bench.api.registry import available_metrics, get_metric; "
              f"m = get_metric({name!r}); "
              "print(json.dumps([available_metrics(), m.module, m.params, m.higher_is_more_different]))")
     proc = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, env=user_env(site, cache_dir, mirror_dir),
@@ -68,7 +68,7 @@ def test_the_installed_metric_runs_in_a_ksc_study(readme_plugin, tmp_path, cache
     name, _, site = readme_plugin
     out = tmp_path / "run"
     proc = subprocess.run(
-        [sys.executable, "-m", "bench", f"metrics=[{name}]", f"metric.{name}.min_count=1", "k=3", "n=6",
+        [sys.executable, "-m", "textmetric_bench", f"metrics=[{name}]", f"metric.{name}.min_count=1", "k=3", "n=6",
          "repetitions=1", "progress=false", f"hydra.run.dir={out}"],
         cwd=tmp_path, env=user_env(site, cache_dir, mirror_dir), capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -83,6 +83,6 @@ def test_the_installed_metric_runs_in_a_ksc_study(readme_plugin, tmp_path, cache
 
 
 def test_the_running_venv_is_untouched(readme_plugin):
-    from bench.api.registry import available_metrics
+    from textmetric_bench.api.registry import available_metrics
 
     assert readme_plugin[0] not in available_metrics()

@@ -11,18 +11,18 @@ import pytest
 from scipy import linalg, stats
 from scipy.spatial.distance import cdist
 
-from bench.api.inputs import canonical_pair
-from bench.api.registry import builtin_metrics, get_metric
-from bench.api.tokens import token_counts, top_tokens
-from bench.data.corpora import load_pair
-from bench.errors import MetricError
-from metrics.chi import chi
-from metrics.classifier import classifier
-from metrics.fid import fid
-from metrics.irpr import irpr
-from metrics.mauve import mauve
-from metrics.prdc import dc, pr, precision_recall_density_coverage
-from metrics.zipf import zipf, zipf_coefficient
+from textmetric_bench.api.inputs import canonical_pair
+from textmetric_bench.api.registry import builtin_metrics, get_metric
+from textmetric_bench.api.tokens import token_counts, top_tokens
+from textmetric_bench.data.corpora import load_pair
+from textmetric_bench.errors import MetricError
+from textmetric_bench.metrics.chi import chi
+from textmetric_bench.metrics.classifier import classifier
+from textmetric_bench.metrics.fid import fid
+from textmetric_bench.metrics.irpr import irpr
+from textmetric_bench.metrics.mauve import mauve
+from textmetric_bench.metrics.prdc import dc, pr, precision_recall_density_coverage
+from textmetric_bench.metrics.zipf import zipf, zipf_coefficient
 
 
 @pytest.fixture(scope="module")
@@ -258,7 +258,7 @@ def direction_draws(pools, inputs):
 
 # Opt-in LM metrics score 1,500 texts here (minutes on 2 cores): slow suite only.
 @pytest.mark.parametrize("name", [pytest.param(n, marks=[pytest.mark.slow] if get_metric(n).opt_in else [])
-                                  for n in builtin_metrics() if get_metric(n).module != "metrics.bounds"])
+                                  for n in builtin_metrics() if get_metric(n).module != "textmetric_bench.metrics.bounds"])
 def test_direction_on_clinc150_banking77(clinc_banking, name):
     # Averaged over draws: at n = 100 a single draw can misorder a noisy metric (PR orders
     # same < mix < other in about 7 draws of 10, DC in 9), while every mean is ordered.

@@ -7,16 +7,16 @@ import logging
 import pandas as pd
 import pytest
 
-from bench import __version__
-from bench.api.registry import default_metrics, get_metric, metric, unregister
-from bench.engine import params_digest
-from bench.tasks.config import compose_config
-from bench.tasks.ksc import run_ksc
-from bench.tasks.reference import REFERENCE_DIR, version_parts, write_reference
-from bench.tasks.reference import main as reference_main
-from reports.html import build_report
-from reports.reference_rows import REFERENCE_NOTE
-from reports.tables import mean_ci
+from textmetric_bench import __version__
+from textmetric_bench.api.registry import default_metrics, get_metric, metric, unregister
+from textmetric_bench.engine import params_digest
+from textmetric_bench.tasks.config import compose_config
+from textmetric_bench.tasks.ksc import run_ksc
+from textmetric_bench.tasks.reference import REFERENCE_DIR, version_parts, write_reference
+from textmetric_bench.tasks.reference import main as reference_main
+from textmetric_bench.reports.html import build_report
+from textmetric_bench.reports.reference_rows import REFERENCE_NOTE
+from textmetric_bench.reports.tables import mean_ci
 
 #: The settings of the shipped reference files: conf/task/ksc.yaml's defaults.
 REFERENCE_SETTINGS = ("k=7", "n=100", "repetitions=5", "seed=0")
@@ -130,7 +130,7 @@ def test_settings_that_do_not_match_merge_nothing(tmp_path, cache_dir, length_ga
     renamed = tmp_path / "renamed"
     renamed.mkdir()
     (renamed / "fortune_computing_people_k7_n50_r5_s0.json").write_text(FORTUNE.read_text())
-    with caplog.at_level(logging.WARNING, logger="bench.tasks.reference"):
+    with caplog.at_level(logging.WARNING, logger="textmetric_bench.tasks.reference"):
         refused = run_ksc(ksc_config(cache_dir, f"metrics=[{length_gap}]", f"reference={renamed}", "k=7", "n=50",
                                      "repetitions=5"), tmp_path / "renamed_run")
     assert set(refused.measures["metric"]) == {length_gap}
@@ -157,7 +157,7 @@ def test_a_metric_whose_declared_version_differs_is_not_merged(tmp_path, cache_d
         assert set(merged.measures.loc[merged.measures["source"] == "reference", "metric"]) == {"length_gap"}
 
         register_length_gap("2")  # the metric changed what it computes
-        with caplog.at_level(logging.WARNING, logger="bench.tasks.reference"):
+        with caplog.at_level(logging.WARNING, logger="textmetric_bench.tasks.reference"):
             result = run_ksc(ksc_config(cache_dir, "metrics=[chi]", f"reference={tmp_path / 'refs'}", *SMALL),
                              tmp_path / "v2")
         assert set(result.measures["metric"]) == {"chi"}

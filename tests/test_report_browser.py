@@ -1,7 +1,7 @@
 """Every page and figure of a report, opened in headless Chromium as a reader opens it (issue 18 item 8).
 
-The report comes from a real two-run sweep of every default metric (`python -m bench -m ...`), built by the public entry point
-`python -m reports SWEEP --out DIR` (README "Reading the report"). Each page reachable from report.html
+The report comes from a real two-run sweep of every default metric (`python -m textmetric_bench -m ...`), built by the public entry point
+`python -m textmetric_bench.reports SWEEP --out DIR` (README "Reading the report"). Each page reachable from report.html
 by a local link is checked on a 1280 px wide viewport: no console error or uncaught exception, no failed
 request, no horizontal overflow of the page (a wide table may scroll inside its own box), every image
 loaded. Each figure file the report wrote is opened on its own as well.
@@ -16,7 +16,7 @@ from urllib.parse import unquote, urlparse
 
 import pytest
 
-from bench import PROJECT_ROOT
+from textmetric_bench import PROJECT_ROOT
 
 CHROMIUM = next((path for path in (shutil.which("chromium"), shutil.which("chromium-browser"), "/usr/bin/chromium")
                  if path and Path(path).is_file()), None)
@@ -38,9 +38,9 @@ def report_dir(tmp_path_factory, cache_dir) -> Path:
     root = tmp_path_factory.mktemp("browser")
     env = {**os.environ, "BENCH_CACHE_DIR": str(cache_dir)}
     # every default metric, as the layout must hold at that many rows, columns and radar axes
-    run("-m", "bench", "-m", "k=4,5", "n=12", "repetitions=2", "metrics=default", "progress=false",
+    run("-m", "textmetric_bench", "-m", "k=4,5", "n=12", "repetitions=2", "metrics=default", "progress=false",
         f"hydra.sweep.dir={root / 'sweep'}", env=env)
-    run("-m", "reports", str(root / "sweep"), "--out", str(root / "report"), env=env)
+    run("-m", "textmetric_bench.reports", str(root / "sweep"), "--out", str(root / "report"), env=env)
     return root / "report"
 
 
@@ -82,7 +82,7 @@ def local_pages(page, report: Path) -> list[Path]:
 
 def test_every_page_loads_without_errors_overflow_or_broken_images(browser, report_dir):
     start = report_dir / "report.html"
-    assert start.is_file(), f"python -m reports wrote no {start}"
+    assert start.is_file(), f"python -m textmetric_bench.reports wrote no {start}"
     todo, seen, checked_images = [start], set(), 0
     while todo:
         path = todo.pop()

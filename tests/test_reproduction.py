@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 from test_end_to_end import PAPER_METRICS, run_bench
 
-from bench import PROJECT_ROOT
+from textmetric_bench import PROJECT_ROOT
 
 MEASURES = ["A", "Aw", "rho", "omega2", "L"]
 EXACT = {"chi": 0.005, "zipf": 0.005, "pr": 1e-9, "dc": 1e-9, "fid": 1e-6, "irpr": 1e-6}

@@ -5,9 +5,9 @@ import math
 import pandas as pd
 import pytest
 
-from bench.api.registry import metric, unregister
-from bench.tasks.config import compose_config
-from bench.tasks.ksc import run_ksc
+from textmetric_bench.api.registry import metric, unregister
+from textmetric_bench.tasks.config import compose_config
+from textmetric_bench.tasks.ksc import run_ksc
 
 
 @pytest.fixture

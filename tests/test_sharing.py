@@ -5,10 +5,10 @@ import itertools
 import numpy as np
 import pytest
 
-from bench.api.registry import builtin_metrics, get_metric
-from bench.api.sharing import sharing
-from bench.collections.ksc import known_similarity_corpora
-from bench.engine import CorpusStore, Job, run_jobs
+from textmetric_bench.api.registry import builtin_metrics, get_metric
+from textmetric_bench.api.sharing import sharing
+from textmetric_bench.collections.ksc import known_similarity_corpora
+from textmetric_bench.engine import CorpusStore, Job, run_jobs
 
 
 @pytest.fixture(scope="module")
@@ -48,7 +48,7 @@ def test_each_corpus_statistic_is_computed_once(names, per_pair, pair_entries, c
 
 
 def test_memory_bound_evicts_least_recently_used():
-    from bench.api.sharing import per_corpus
+    from textmetric_bench.api.sharing import per_corpus
 
     @per_corpus
     def double(x):
@@ -70,8 +70,8 @@ def test_token_counts_tokenise_each_text_once_in_a_run_and_charge_what_they_reus
     import time
     from collections import Counter
 
-    import bench.api.tokens as tokens
-    from bench.api.sharing import charged_time
+    import textmetric_bench.api.tokens as tokens
+    from textmetric_bench.api.sharing import charged_time
 
     calls = Counter()
     real = tokens.tokenize

@@ -7,15 +7,15 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from reports.bounds import bound_label, bound_of, ranked
-from reports.significance import (
+from textmetric_bench.reports.bounds import bound_label, bound_of, ranked
+from textmetric_bench.reports.significance import (
     all_comparisons,
     paired_bootstrap_p,
     paired_comparisons,
     rank_groups,
     separated,
 )
-from reports.tables import table3_markdown_cells, write_tables
+from textmetric_bench.reports.tables import table3_markdown_cells, write_tables
 
 
 def measures_of(centres: dict[str, float], repetitions: int = 5, noise: float = 0.01, seed: int = 0) -> pd.DataFrame:
@@ -117,7 +117,7 @@ def test_comparisons_need_two_metrics_and_repetitions():
 
 
 def test_sweep_table_puts_the_ceiling_first_the_floor_last_and_bolds_neither(tmp_path):
-    from reports.aggregate import sweep_markdown
+    from textmetric_bench.reports.aggregate import sweep_markdown
 
     long = pd.DataFrame([{"pair": "p", "k": 4, "n": 12, "task": "ksc", "run_dir": str(tmp_path / "0"),
                           "metric": m, "measure": "A", "mean": v, "warning": ""}
@@ -128,7 +128,7 @@ def test_sweep_table_puts_the_ceiling_first_the_floor_last_and_bolds_neither(tmp
 
 
 def test_a_run_of_rank_letters_is_shown_by_its_ends():
-    from reports.significance import GROUP_LETTERS, compact_letters
+    from textmetric_bench.reports.significance import GROUP_LETTERS, compact_letters
 
     assert compact_letters("klmnopqrstuvwxyz") == "k–z"
     assert compact_letters("abdefgk") == "abd–gk"  # two in a row stay as they are

@@ -13,7 +13,7 @@
   eigen-decomposition route's value within 1e-6 relative (not exactly: that route adds the square
   roots of ~1e-17 noise eigenvalues); larger corpora keep that route, exactly.
 - PR and DC: one computation per pair in a run (``per_pair``), DC after PR reusing PR's cross
-  distances, gives the values each computes alone. Their distances (``metrics.euclidean``:
+  distances, gives the values each computes alone. Their distances (``textmetric_bench.metrics.euclidean``:
   scikit-learn's formula from one BLAS product, without its input checks) equal prdc's to 1e-9
   (tests/test_reference_metrics.py).
 Inputs are real MiniLM embeddings of the fortune pair (``real_samples``), stacked over draws.
@@ -22,12 +22,12 @@ Inputs are real MiniLM embeddings of the fortune pair (``real_samples``), stacke
 import numpy as np
 import pytest
 
-from bench.api.sharing import sharing
-from metrics.classifier import classifier
-from metrics.fid import fid, frechet_distance, gaussian_fit
-from metrics.irpr import irpr
-from metrics.mauve import mauve
-from metrics.prdc import dc, f1_distance, pr
+from textmetric_bench.api.sharing import sharing
+from textmetric_bench.metrics.classifier import classifier
+from textmetric_bench.metrics.fid import fid, frechet_distance, gaussian_fit
+from textmetric_bench.metrics.irpr import irpr
+from textmetric_bench.metrics.mauve import mauve
+from textmetric_bench.metrics.prdc import dc, f1_distance, pr
 
 
 @pytest.fixture(scope="module")
@@ -75,8 +75,8 @@ def test_pr_and_dc_equal_the_roots_compared_with_the_radii(big_pairs):
     """Squared distances compared with ``root_threshold`` of the radii decide exactly as the n x m roots
     compared with the radii (the formula before issue 20), and the float32-screened radii are the float64
     partition's to 1e-13."""
-    from metrics.euclidean import cross_squared_distances, squared_distances
-    from metrics.prdc import kth_neighbour_radii, precision_recall_density_coverage
+    from textmetric_bench.metrics.euclidean import cross_squared_distances, squared_distances
+    from textmetric_bench.metrics.prdc import kth_neighbour_radii, precision_recall_density_coverage
 
     for p, q in big_pairs.values():
         x, y = np.asarray(p, np.float64), np.asarray(q, np.float64)
@@ -93,7 +93,7 @@ def test_pr_and_dc_equal_the_roots_compared_with_the_radii(big_pairs):
 def test_kth_nearest_squared_distances_settles_near_ties_in_float64():
     """Rows whose k-th and (k+1)-th neighbours tie within float32's error are settled by float64: exact
     duplicates and points 1e-9 apart, against the float64 partition."""
-    from metrics.euclidean import kth_nearest_squared_distances, squared_distances
+    from textmetric_bench.metrics.euclidean import kth_nearest_squared_distances, squared_distances
 
     rng = np.random.default_rng(11)
     base = rng.standard_normal((300, 384))
@@ -109,7 +109,7 @@ def test_kth_nearest_squared_distances_settles_near_ties_in_float64():
 def test_mauve_equals_mauve_texts_compute_mauve(big_pairs, name):
     from mauve import compute_mauve
 
-    from bench.api.inputs import canonical_pair
+    from textmetric_bench.api.inputs import canonical_pair
 
     p, q = big_pairs[name]
     x, y = canonical_pair(np.asarray(p, np.float64), np.asarray(q, np.float64))
@@ -126,8 +126,8 @@ def test_mauve_equals_mauve_texts_compute_mauve(big_pairs, name):
 
 
 def test_mauve_restarts_auto_is_five_below_50_buckets_and_one_from_there():
-    from bench.errors import MetricError
-    from metrics.mauve import restart_count
+    from textmetric_bench.errors import MetricError
+    from textmetric_bench.metrics.mauve import restart_count
 
     assert [restart_count("auto", b) for b in (2, 10, 49, 50, 51, 300)] == [5, 5, 5, 1, 1, 1]
     assert restart_count(3, 300) == 3 and restart_count(5, 10) == 5
@@ -139,7 +139,7 @@ def test_mauve_restarts_auto_is_five_below_50_buckets_and_one_from_there():
 def test_principal_scores_are_sklearns_pca_scores(big_pairs):
     from sklearn.decomposition import PCA
 
-    from metrics.mauve import principal_scores
+    from textmetric_bench.metrics.mauve import principal_scores
 
     for rows in (200, 2000):  # the Gram route (rows < 384 dimensions) and the covariance route
         data = np.vstack(big_pairs["across-1000v1000"])[:rows].astype(np.float64)
@@ -171,7 +171,7 @@ def test_fid_of_corpora_larger_than_the_dimension_keeps_the_eigen_route(big_pair
 def test_fid_takes_the_covariance_root_of_the_first_corpus_only(big_pairs, monkeypatch):
     """The root is a preparation of its own: a corpus that is only ever second is never decomposed, and
     the value is the one computed with every root at hand."""
-    import metrics.fid as module
+    import textmetric_bench.metrics.fid as module
 
     p, q = (np.asarray(v, np.float64) for v in big_pairs["same-source-500v500"])
     expected = fid(p, q)
@@ -188,7 +188,7 @@ def test_fid_takes_the_covariance_root_of_the_first_corpus_only(big_pairs, monke
 def test_kth_smallest_per_row_is_the_partition_value():
     """PR/DC's k-NN radii: the block-minimum selection returns np.partition's value, with ties (small integers),
     any width (a shorter last block, fewer blocks than k + 2) and k from 0 up."""
-    from metrics.euclidean import kth_smallest_per_row
+    from textmetric_bench.metrics.euclidean import kth_smallest_per_row
 
     rng = np.random.default_rng(7)
     for _ in range(600):
@@ -201,7 +201,7 @@ def test_kth_smallest_per_row_is_the_partition_value():
 
 def test_bytes_before_orders_as_tobytes():
     """canonical_pair's corpus order: the first differing byte decides, a prefix comes first."""
-    from bench.api.inputs import bytes_before
+    from textmetric_bench.api.inputs import bytes_before
 
     rng = np.random.default_rng(3)
     for _ in range(3000):
@@ -215,7 +215,7 @@ def test_bytes_before_orders_as_tobytes():
 
 def test_the_row_order_of_canonical_pairs_is_the_full_lexsort():
     """Sorting by the first column when it has no ties gives np.lexsort's order; ties fall back to it."""
-    from bench.api.inputs import lexicographic_order
+    from textmetric_bench.api.inputs import lexicographic_order
 
     rng = np.random.default_rng(3)
     untied = rng.normal(size=(300, 384)).astype(np.float32)
@@ -237,8 +237,8 @@ def test_mauve_equals_mauve_text_on_every_evaluation_of_the_benchmark_studies(mo
 
     from mauve import compute_mauve
 
-    from bench.api.inputs import canonical_pair
-    from metrics.mauve import restart_count
+    from textmetric_bench.api.inputs import canonical_pair
+    from textmetric_bench.metrics.mauve import restart_count
 
     monkeypatch.syspath_prepend(str(Path(__file__).parent / "benchmarks"))
     import timed_experiments
@@ -276,8 +276,8 @@ def test_one_kmeans_run_from_50_buckets_keeps_mauve_s_and_i_and_moves_it_as_its_
     import pandas as pd
     from threadpoolctl import threadpool_limits
 
-    from bench.tasks.robustness import robustness_measures
-    from reports.intervals import bootstrap_interval
+    from textmetric_bench.tasks.robustness import robustness_measures
+    from textmetric_bench.reports.intervals import bootstrap_interval
 
     monkeypatch.syspath_prepend(str(Path(__file__).parent / "benchmarks"))
     import timed_experiments
@@ -311,8 +311,8 @@ def test_one_kmeans_run_from_50_buckets_keeps_mauve_s_and_i_and_moves_it_as_its_
 def test_float32_kernel_written_as_float64_has_the_cast_float32_values(big_pairs):
     """CLASSIFIER's training kernel: the float32 exp stored straight into libsvm's float64 array equals the
     float32 kernel converted afterwards, bit for bit (numpy picks the float32 loop and casts on store)."""
-    from metrics.classifier import rbf_from_distances, scale_gamma
-    from metrics.euclidean import squared_distances
+    from textmetric_bench.metrics.classifier import rbf_from_distances, scale_gamma
+    from textmetric_bench.metrics.euclidean import squared_distances
 
     p, q = big_pairs["across-1000v1000"]
     x = np.vstack([p, q])
@@ -326,7 +326,7 @@ def test_float32_kernel_written_as_float64_has_the_cast_float32_values(big_pairs
 def test_root_threshold_decides_as_the_root():
     """sqrt(max(c, 0)) < r exactly when c < root_threshold(r), at the threshold and the floats around it, for
     radii of every scale, 0 and subnormal ones included."""
-    from metrics.euclidean import root_threshold
+    from textmetric_bench.metrics.euclidean import root_threshold
 
     rng = np.random.default_rng(5)
     radii = np.abs(np.concatenate([rng.standard_normal(5000), rng.standard_normal(50) * 1e-150,

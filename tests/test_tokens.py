@@ -4,9 +4,9 @@ import sys
 
 import pytest
 
-from bench.api.registry import get_metric
-from bench.api.tokens import APOSTROPHES, MARK_PLANES, _marks, token_counts, tokenize
-from bench.data.corpora import load_pair
+from textmetric_bench.api.registry import get_metric
+from textmetric_bench.api.tokens import APOSTROPHES, MARK_PLANES, _marks, token_counts, tokenize
+from textmetric_bench.data.corpora import load_pair
 
 
 @pytest.mark.parametrize("apostrophe", list(APOSTROPHES), ids=[f"U+{ord(c):04X}" for c in APOSTROPHES])

@@ -14,9 +14,9 @@ import tracemalloc
 import numpy as np
 import pytest
 
-from bench import PROJECT_ROOT
-from bench.api.registry import get_metric
-from bench.api.sharing import per_corpus, sharing
+from textmetric_bench import PROJECT_ROOT
+from textmetric_bench.api.registry import get_metric
+from textmetric_bench.api.sharing import per_corpus, sharing
 
 
 def test_memo_counts_the_matrix_that_a_view_keeps_alive():
@@ -26,7 +26,7 @@ def test_memo_counts_the_matrix_that_a_view_keeps_alive():
 
     rng = np.random.default_rng(0)
     matrix_bytes = 300 * 300 * 8
-    records = 2**11  # each entry's cost record (bench.api.sharing), counted too
+    records = 2**11  # each entry's cost record (textmetric_bench.api.sharing), counted too
     with sharing(max_bytes=2 * (matrix_bytes + records)) as memo:
         for _ in range(4):
             first_column(rng.normal(size=(300, 8)))
@@ -56,7 +56,7 @@ def test_memo_bytes_are_what_the_memo_holds(name, intent_texts, embedder):
 def test_knn_radii_keep_only_their_own_values(real_samples):
     from sklearn.metrics.pairwise import euclidean_distances
 
-    from metrics.prdc import kth_neighbour_radii
+    from textmetric_bench.metrics.prdc import kth_neighbour_radii
 
     x = np.asarray(real_samples.draws[0][1]["a1"], dtype=np.float64)
     radii = kth_neighbour_radii(x, k=5)
@@ -72,7 +72,7 @@ def test_mauve_metrics_run_without_loading_torch(real_samples, tmp_path):
     np.savez(tmp_path / "pair.npz", p=vectors["a1"], q=vectors["b1"])
     code = (
         "import json, sys, numpy as np\n"
-        "from bench.api.registry import get_metric\n"
+        "from textmetric_bench.api.registry import get_metric\n"
         f"pair = np.load({str(tmp_path / 'pair.npz')!r})\n"
         "values = [get_metric(m)(pair['p'], pair['q'], seed=3) for m in ('mauve', 'cluster_js')]\n"
         "print(json.dumps({'values': values, 'torch': 'torch' in sys.modules}))\n"

@@ -1,6 +1,6 @@
 """The plugin API: all a metric author imports, and nothing of the application.
 
-    from bench.api import as_texts, metric
+    from textmetric_bench.api import as_texts, metric
 
 - ``metric`` registers a function of two corpora as a metric (``MetricInfo`` describes it);
 - ``as_texts``, ``as_embeddings``, ``same_dims`` check a metric's inputs with clear errors;
@@ -9,18 +9,18 @@
 - ``per_text_metric`` lifts a per-text score to a corpus distance;
 - ``lm_scorer`` gives the run's causal-LM scores per text; ``tokenize``/``token_counts`` the shared tokeniser;
 - ``known_position`` gives a metric that declares ``needs=("known_position",)`` the known position of a
-  corpus in its collection (the reference metric ``oracle``; ``bench.api.positions``);
+  corpus in its collection (the reference metric ``oracle``; ``textmetric_bench.api.positions``);
 - ``MetricError`` is what to raise on input the metric cannot work with.
 """
 
-from bench.api.context import lm_scorer
-from bench.api.inputs import as_embeddings, as_texts, same_dims
-from bench.api.per_text import per_text_metric
-from bench.api.positions import known_position
-from bench.api.registry import MetricInfo, metric
-from bench.api.sharing import per_corpus, per_pair
-from bench.api.tokens import token_counts, tokenize
-from bench.errors import MetricError
+from textmetric_bench.api.context import lm_scorer
+from textmetric_bench.api.inputs import as_embeddings, as_texts, same_dims
+from textmetric_bench.api.per_text import per_text_metric
+from textmetric_bench.api.positions import known_position
+from textmetric_bench.api.registry import MetricInfo, metric
+from textmetric_bench.api.sharing import per_corpus, per_pair
+from textmetric_bench.api.tokens import token_counts, tokenize
+from textmetric_bench.errors import MetricError
 
 __all__ = ["MetricError", "MetricInfo", "as_embeddings", "as_texts", "known_position", "lm_scorer", "metric", "per_corpus",
            "per_pair", "per_text_metric", "same_dims", "token_counts", "tokenize"]

@@ -9,7 +9,7 @@ worker processes, and code outside a run (tests, notebooks) gets the default one
 ``conf/lm/smollm2.yaml`` model and ``$BENCH_CACHE_DIR`` (else ``~/.cache/textmetric-bench``).
 
 ``lm_scorer()`` gives a metric the context's per-text LM scores. Its implementation lives in
-``bench.features.lm_scores``, a lower layer; the API names it (``LM_SCORER``) and imports it at the
+``textmetric_bench.features.lm_scores``, a lower layer; the API names it (``LM_SCORER``) and imports it at the
 first call, as the registry imports plugins, so the API imports nothing of the application.
 """
 
@@ -22,19 +22,19 @@ from importlib import import_module
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Protocol, Sequence
 
-from bench import shipped_path
-from bench.api.scopes import pushed
+from textmetric_bench import shipped_path
+from textmetric_bench.api.scopes import pushed
 
 _active: list["RunContext"] = []
 
 #: "module:function" returning the ``LMScores`` of a context: the application's implementation.
-LM_SCORER = "bench.features.lm_scores:scorer"
+LM_SCORER = "textmetric_bench.features.lm_scores:scorer"
 
 
 @dataclass(frozen=True)
 class RunContext:
-    """``positions``: the known position of each corpus of the run, by ``bench.api.positions.corpus_key``;
-    read only through ``bench.api.known_position`` by a metric that declares it needs them."""
+    """``positions``: the known position of each corpus of the run, by ``textmetric_bench.api.positions.corpus_key``;
+    read only through ``textmetric_bench.api.known_position`` by a metric that declares it needs them."""
 
     cache_dir: str
     lm: Mapping[str, Any] = field(default_factory=dict)

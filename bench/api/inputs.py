@@ -6,7 +6,7 @@ from typing import Sequence
 
 import numpy as np
 
-from bench.errors import MetricError
+from textmetric_bench.errors import MetricError
 
 
 def as_texts(corpus: Sequence[str], *, role: str = "corpus") -> list[str]:

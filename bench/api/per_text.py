@@ -5,7 +5,7 @@ text at a time. Two corpora differ in that score as much as the distributions of
 scores differ, and W1, the area between the two empirical CDFs, measures that in the score's
 own units; it is 0 for identical distributions, symmetric, and independent of text order.
 
-    from bench.api.per_text import per_text_metric
+    from textmetric_bench.api.per_text import per_text_metric
 
     @per_text_metric("length_w1", description="W1 between the corpora's text lengths in words")
     def words(texts, *, lowercase: bool = True):
@@ -26,9 +26,9 @@ from typing import Callable, Sequence
 import numpy as np
 from scipy.stats import wasserstein_distance
 
-from bench.api.inputs import as_embeddings, as_texts
-from bench.api.registry import NOT_DECLARED, Inputs, metric
-from bench.errors import MetricError
+from textmetric_bench.api.inputs import as_embeddings, as_texts
+from textmetric_bench.api.registry import NOT_DECLARED, Inputs, metric
+from textmetric_bench.errors import MetricError
 
 Scorer = Callable[..., Sequence[float]]
 
@@ -40,7 +40,7 @@ def per_text_metric(name: str, *, inputs: Inputs = "texts", description: str = "
     """Register ``score(texts, *, params...) -> one float per text`` as corpus metric ``name``.
 
     The metric is W1(scores of p, scores of q). ``opt_in``, ``prepare``, ``version`` and the catalogue
-    facts (``needs`` ... ``stochastic``) are passed to ``bench.api.registry.metric``; ``prepare`` receives every text of a run and the parameters.
+    facts (``needs`` ... ``stochastic``) are passed to ``textmetric_bench.api.registry.metric``; ``prepare`` receives every text of a run and the parameters.
     The scorer is returned unchanged.
     """
     def register(score: Scorer) -> Scorer:
@@ -68,7 +68,7 @@ def per_text_metric(name: str, *, inputs: Inputs = "texts", description: str = "
         corpus_metric.__module__ = score.__module__
         # Published in the scorer's module under that name, so worker processes can unpickle it.
         setattr(sys.modules[score.__module__], corpus_metric.__name__, corpus_metric)
-        corpus_metric.__doc__ = f"W1 between the corpora's distributions of ``{score.__name__}`` (bench.api.per_text)."
+        corpus_metric.__doc__ = f"W1 between the corpora's distributions of ``{score.__name__}`` (textmetric_bench.api.per_text)."
         summary = description or f"W1 between per-text {score.__name__} scores"
         metric(name, inputs=inputs, symmetric=True, description=summary, opt_in=opt_in,
                prepare=prepare, version=version, needs=needs, source=source, value_range=value_range,

@@ -17,9 +17,9 @@ import hashlib
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 
-from bench.api.context import RunContext, current_context, use_context
-from bench.api.scopes import pushed
-from bench.errors import MetricError
+from textmetric_bench.api.context import RunContext, current_context, use_context
+from textmetric_bench.api.scopes import pushed
+from textmetric_bench.errors import MetricError
 
 _readers: list[str] = []
 

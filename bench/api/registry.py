@@ -3,7 +3,7 @@
 A metric is a pure function ``fn(p, q, *, seed, **params) -> float`` of two corpora,
 either as texts (sequences of str) or as embeddings (2-D float arrays), where a
 larger value means *more different*; registered with ``higher_is_more_different=False`` it is a
-similarity (larger = more alike), whose negation the harness scores (``bench.measures.orientation``).
+similarity (larger = more alike), whose negation the harness scores (``textmetric_bench.measures.orientation``).
 Built-ins live in the top-level ``metrics`` package; third-party packages register through the
 entry-point group ``textmetric_bench.metrics`` (the entry point names a module to import or a
 decorated function).
@@ -19,14 +19,14 @@ from dataclasses import dataclass, field
 from importlib import import_module, metadata
 from typing import Any, Callable, Literal, Mapping
 
-from bench.errors import ConfigError
+from textmetric_bench.errors import ConfigError
 
 log = logging.getLogger(__name__)
 
 ENTRY_POINT_GROUP = "textmetric_bench.metrics"
 Inputs = Literal["texts", "embeddings"]
 #: What a metric may declare it ``needs`` beyond its inputs: the shared tokeniser, the run's causal LM,
-#: or the known position of each corpus in its collection (``bench.api.positions``; the oracle only).
+#: or the known position of each corpus in its collection (``textmetric_bench.api.positions``; the oracle only).
 NEEDS = ("tokens", "lm", "known_position")
 #: What a plugin that does not state a fact of the metric catalogue shows for it.
 NOT_DECLARED = "not declared"
@@ -55,7 +55,7 @@ class MetricInfo:
 
     def __call__(self, p, q, *, seed: int = 0, **params) -> float:
         if "known_position" in self.needs:  # only such a metric's call may read known positions
-            from bench.api.positions import reading_positions
+            from textmetric_bench.api.positions import reading_positions
 
             with reading_positions(self.name):
                 return self.fn(p, q, seed=seed, **params)
@@ -104,10 +104,10 @@ def metric(
     and a digest of the module's source it forms ``MetricInfo.version``, and a resumed run
     recomputes the evaluations a metric of another version made.
 
-    Facts for the metric catalogue (``python -m bench.tasks.catalogue`` writes ``metrics/README.md``;
+    Facts for the metric catalogue (``python -m textmetric_bench.tasks.catalogue`` writes ``metrics/README.md``;
     a plugin may leave them out, they then read "not declared"): ``needs``, what the metric uses beyond
     its inputs (any of ``NEEDS``; ``"known_position"`` is also what lets a call read
-    ``bench.api.known_position``); ``source``, the paper and equation (e.g. ``"004 §4.1, Eq. 2"``);
+    ``textmetric_bench.api.known_position``); ``source``, the paper and equation (e.g. ``"004 §4.1, Eq. 2"``);
     ``value_range``, (low, high) of its values, ``math.inf`` for unbounded; ``failure_modes``, the
     conditions under which it is known to mislead (small n, few clusters, short texts); ``stochastic``,
     whether its value depends on ``seed`` on fixed corpora (the KSC task then measures its own noise).
@@ -167,8 +167,8 @@ def _metric_version(fn: Callable[..., float], declared: str) -> str:
     import sys
 
     top = fn.__module__.split(".")[0]
-    if top in ("metrics", "bench"):
-        from bench import __version__ as shipped
+    if top == "textmetric_bench":
+        from textmetric_bench import __version__ as shipped
     else:
         try:
             dists = _distributions().get(top) or []
@@ -210,13 +210,22 @@ def _keyword_params(name: str, fn: Callable[..., float]) -> dict[str, Any]:
     return params
 
 
+#: The package of the built-in metrics (the repository's metrics/ folder).
+BUILTIN_PACKAGE = "textmetric_bench.metrics"
+
+
+def is_builtin_module(module: str) -> bool:
+    """Whether ``module`` is one of the built-in metric modules shipped with the harness."""
+    return module == BUILTIN_PACKAGE or module.startswith(BUILTIN_PACKAGE + ".")
+
+
 def load_plugins() -> None:
     """Import the built-in metrics and every entry point of the plugin group (once)."""
     global _PLUGINS_LOADED
     if _PLUGINS_LOADED:
         return
     _PLUGINS_LOADED = True
-    import_module("metrics")
+    import_module(BUILTIN_PACKAGE)
     for ep in metadata.entry_points(group=ENTRY_POINT_GROUP):
         try:
             ep.load()
@@ -239,7 +248,7 @@ def default_metrics() -> list[str]:
 def builtin_metrics() -> list[str]:
     """Names of the metrics shipped in this repository's ``metrics`` package."""
     load_plugins()
-    return sorted(n for n, i in _REGISTRY.items() if i.module.split(".")[0] == "metrics")
+    return sorted(n for n, i in _REGISTRY.items() if is_builtin_module(i.module))
 
 
 def get_metric(name: str) -> MetricInfo:

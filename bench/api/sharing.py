@@ -34,7 +34,7 @@ from typing import Callable, Hashable, Iterable, Iterator, Mapping, TypeVar
 import numpy as np
 import xxhash
 
-from bench.api.scopes import pushed
+from textmetric_bench.api.scopes import pushed
 
 T = TypeVar("T")
 
@@ -245,7 +245,7 @@ def per_pair(fn: Callable[..., T]) -> Callable[..., T]:
     each charged its cost.
 
     The key is the ordered pair: callers that want (p, q) and (q, p) to share put the pair in
-    a canonical order first (``bench.api.inputs.canonical_pair``).
+    a canonical order first (``textmetric_bench.api.inputs.canonical_pair``).
     """
 
     @functools.wraps(fn)

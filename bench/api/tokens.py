@@ -24,7 +24,7 @@ import unicodedata
 from collections import Counter
 from typing import Iterable
 
-from bench.api.sharing import charge, per_corpus, per_text_cache
+from textmetric_bench.api.sharing import charge, per_corpus, per_text_cache
 
 #: Characters read as an apostrophe: U+0027, U+2019, U+2018, U+201B, U+02BC, U+FF07, U+0060, U+00B4,
 #: U+2032, U+2035, U+02B9, U+FF40.

@@ -12,8 +12,8 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from bench.collections.seeds import repetition_seed
-from bench.errors import ConfigError, DataError
+from textmetric_bench.collections.seeds import repetition_seed
+from textmetric_bench.errors import ConfigError, DataError
 
 SPLIT_STREAM = 2  # seed stream of the training/reference split (0: samples, 1: metrics, 3-4: generation)
 

@@ -31,13 +31,13 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from bench.collections.seeds import repetition_seed
-from bench.console import adopt_library_loggers, progress_bar
-from bench.data.card_schema import Normalisation
-from bench.data.corpora import normalise_texts
-from bench.errors import ConfigError
-from bench.features.lm import padded_batch, save_causal_lm, text_token_ids
-from bench.files import atomic_write, make_dirs, remove_stale_temporaries
+from textmetric_bench.collections.seeds import repetition_seed
+from textmetric_bench.console import adopt_library_loggers, progress_bar
+from textmetric_bench.data.card_schema import Normalisation
+from textmetric_bench.data.corpora import normalise_texts
+from textmetric_bench.errors import ConfigError
+from textmetric_bench.features.lm import padded_batch, save_causal_lm, text_token_ids
+from textmetric_bench.files import atomic_write, make_dirs, remove_stale_temporaries
 
 log = logging.getLogger(__name__)
 

@@ -15,7 +15,7 @@ from typing import Sequence
 
 import numpy as np
 
-from bench.errors import ConfigError, DataError
+from textmetric_bench.errors import ConfigError, DataError
 
 
 @dataclass(frozen=True)

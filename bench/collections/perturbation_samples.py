@@ -1,5 +1,5 @@
 """The samples of the perturbation study: per repetition a reference R and a sample S of source A, a sample O of
-source B, and S under every perturbation (``bench.collections.perturbations``), each on its own seed."""
+source B, and S under every perturbation (``textmetric_bench.collections.perturbations``), each on its own seed."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ import zlib
 import numpy as np
 from omegaconf import ListConfig
 
-from bench.collections.perturbations import get_perturbation
-from bench.collections.seeds import repetition_seed
-from bench.errors import ConfigError, DataError
+from textmetric_bench.collections.perturbations import get_perturbation
+from textmetric_bench.collections.seeds import repetition_seed
+from textmetric_bench.errors import ConfigError, DataError
 
 SAME, OTHER = "same", "other"  # conditions (a) and (c); (b) is named by its perturbation
 PERTURB_STREAM = 2  # seed stream of the perturbations (0: samples, 1: metrics)

@@ -27,7 +27,7 @@ from typing import Callable, Sequence
 import numpy as np
 from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
-from bench.errors import ConfigError
+from textmetric_bench.errors import ConfigError
 
 ARTICLES = frozenset({"a", "an", "the"})
 STOPWORDS = frozenset(ENGLISH_STOP_WORDS)

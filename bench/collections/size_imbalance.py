@@ -2,7 +2,7 @@
 
 For d(A, B) pairs of n_ref texts; for the size curve pairs (a_s, b_s); for the imbalance curve
 pairs (a_s, b_(N-s)). Each pair is drawn on its own seed, so the grid and the repetitions can
-change without moving the other samples. The measures S and I are in ``bench.measures.robustness``.
+change without moving the other samples. The measures S and I are in ``textmetric_bench.measures.robustness``.
 """
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ from typing import Sequence
 
 import numpy as np
 
-from bench.collections.seeds import repetition_seed
-from bench.errors import ConfigError, DataError
+from textmetric_bench.collections.seeds import repetition_seed
+from textmetric_bench.errors import ConfigError, DataError
 
 #: Known position of a sample by its source (what the oracle knows): every sample is pure A or pure B, so
-#: d(a_s, b) = 1 at every size and S = I = 1. A task publishes them per corpus (``bench.tasks.positions``).
+#: d(a_s, b) = 1 at every size and S = I = 1. A task publishes them per corpus (``textmetric_bench.tasks.positions``).
 SOURCE_POSITIONS = {"a": 0.0, "b": 1.0}
 
 #: Seed stream of each curve (streams 0 and 1 are the KSC collection and the metric seeds).

@@ -1,5 +1,5 @@
 """What a data card holds (the dataclasses), the parser formats and their options, and the typed reader
-that validates a card's mapping; `bench.data.cards` finds and reads card files with them."""
+that validates a card's mapping; `textmetric_bench.data.cards` finds and reads card files with them."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, NamedTuple
 
-from bench.errors import ConfigError
+from textmetric_bench.errors import ConfigError
 
 #: Parser formats the loader knows: required options, and optional ones with their defaults.
 PARSER_OPTIONS: dict[str, tuple[frozenset[str], dict[str, Any]]] = {
@@ -36,7 +36,7 @@ OPTION_TYPES: dict[str, type | tuple[type, ...]] = {
 #: Where a card's files come from: downloaded (url, sha256), an installed package, or the user's disk.
 ORIGINS = ("download", "package", "local")
 
-#: The licence a written card leaves for its author to fill in (`bench.data.make_card`).
+#: The licence a written card leaves for its author to fill in (`textmetric_bench.data.make_card`).
 LICENCE_PLACEHOLDER = "TO FILL IN: the licence under which these texts may be used"
 
 
@@ -64,7 +64,7 @@ class PackageOrigin(NamedTuple):
 
 @dataclass(frozen=True)
 class Normalisation:
-    """How raw texts become corpus texts; applied in this order by `bench.data.corpora.normalise_text`."""
+    """How raw texts become corpus texts; applied in this order by `textmetric_bench.data.corpora.normalise_text`."""
 
     remove_overstrike: bool = False
     remove_control: bool = True

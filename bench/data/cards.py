@@ -1,7 +1,7 @@
 """Declarative data cards: find and read corpus cards (`corpora/<name>.yaml`) and pair cards (`pairs/<name>.yaml`).
 
 A card describes a source corpus (origin, checksum, licence, how to parse and normalise it) or a
-pair of corpora; the generic loader in `bench.data.corpora` does the rest (the MTEB `TaskMetadata` idea).
+pair of corpora; the generic loader in `textmetric_bench.data.corpora` does the rest (the MTEB `TaskMetadata` idea).
 Cards are looked up in the user's card directories first (`data.cards`, then $BENCH_CARDS_PATH), then in
 the built-in `datasets/`; each directory is laid out like `datasets/`: `corpora/` and `pairs/`.
 """
@@ -18,10 +18,10 @@ from typing import Sequence
 
 import yaml
 
-from bench import shipped_path
-from bench.data.card_schema import (LICENCE_PLACEHOLDER, ORIGINS, CardFile, CardReader, CorpusCard,
+from textmetric_bench import shipped_path
+from textmetric_bench.data.card_schema import (LICENCE_PLACEHOLDER, ORIGINS, CardFile, CardReader, CorpusCard,
                                     Normalisation, PackageOrigin, PairCard, read_parser)
-from bench.errors import ConfigError
+from textmetric_bench.errors import ConfigError
 
 log = logging.getLogger(__name__)
 

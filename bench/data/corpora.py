@@ -2,7 +2,7 @@
 
 Files come from a mirror directory laid out `<corpus>/<file>` when one is set, else from the card's URL;
 cards whose origin is an installed package, and local cards, are read in place. Everything is driven by
-`bench.data.cards`; a file given without a card gets one made in memory (`bench.data.local_files`).
+`textmetric_bench.data.cards`; a file given without a card gets one made in memory (`textmetric_bench.data.local_files`).
 Every source records what it was read from (file, sha256, counts), for the run's `run.json`.
 """
 
@@ -15,12 +15,12 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Sequence
 
-from bench.data import fetch
-from bench.data.card_schema import TEXT_OPTION
-from bench.data.card_schema import CorpusCard, Normalisation
-from bench.data.cards import corpus_card, pair_card
-from bench.data.parsing import parse_file
-from bench.errors import DataError
+from textmetric_bench.data import fetch
+from textmetric_bench.data.card_schema import TEXT_OPTION
+from textmetric_bench.data.card_schema import CorpusCard, Normalisation
+from textmetric_bench.data.cards import corpus_card, pair_card
+from textmetric_bench.data.parsing import parse_file
+from textmetric_bench.errors import DataError
 
 log = logging.getLogger(__name__)
 
@@ -87,7 +87,7 @@ def read_source(card: CorpusCard, *, cache_dir: str | Path | None = None, mirror
 
 def load_source(name: str, *, cache_dir: str | Path | None = None, mirror: str | Path | None = None,
                 cards: Sequence[Path] | None = None) -> Source:
-    """Corpus `name`, its card looked up in ``cards`` (default: `bench.data.cards.card_dirs()`)."""
+    """Corpus `name`, its card looked up in ``cards`` (default: `textmetric_bench.data.cards.card_dirs()`)."""
     return read_source(corpus_card(name, cards), cache_dir=cache_dir, mirror=mirror)
 
 

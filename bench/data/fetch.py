@@ -13,9 +13,9 @@ import shutil
 import urllib.request
 from pathlib import Path
 
-from bench.data.card_schema import CardFile, CorpusCard
-from bench.errors import DataError
-from bench.files import NO_SPACE, NOT_WRITABLE, atomic_path
+from textmetric_bench.data.card_schema import CardFile, CorpusCard
+from textmetric_bench.errors import DataError
+from textmetric_bench.files import NO_SPACE, NOT_WRITABLE, atomic_path
 
 log = logging.getLogger(__name__)
 

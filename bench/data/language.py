@@ -1,4 +1,4 @@
-"""A guess at a corpus's language, for a card written from a file (`bench.data.make_card`). Only a guess:
+"""A guess at a corpus's language, for a card written from a file (`textmetric_bench.data.make_card`). Only a guess:
 
 1. letters not of the Latin script in the majority: the script is named (Greek, Hangul, Hebrew, kana, Thai
    map to a language; Cyrillic, Arabic, CJK ideographs and the others are several languages, so `und`);

@@ -6,10 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from bench.data.card_schema import (OPTION_TYPES, PARSER_OPTIONS, TEXT_OPTION, CardFile, CorpusCard, Normalisation,
+from textmetric_bench.data.card_schema import (OPTION_TYPES, PARSER_OPTIONS, TEXT_OPTION, CardFile, CorpusCard, Normalisation,
                                     Parser)
-from bench.data.corpora import Source, read_source
-from bench.errors import ConfigError
+from textmetric_bench.data.corpora import Source, read_source
+from textmetric_bench.errors import ConfigError
 
 #: File extension -> (parser format, options besides the defaults of `PARSER_OPTIONS`).
 FORMATS: dict[str, tuple[str, dict[str, Any]]] = {

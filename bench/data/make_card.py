@@ -1,7 +1,7 @@
-"""`textmetric-bench-card FILE...` (or `python -m bench.data.make_card`): write a corpus card for files on disk.
+"""`textmetric-bench-card FILE...` (or `python -m textmetric_bench.data.make_card`): write a corpus card for files on disk.
 
 The card records the file's path and sha256, the parser its extension implies, the counts (raw texts, texts
-after normalisation, duplicates and empty texts dropped) and a guess at the language (`bench.data.language`);
+after normalisation, duplicates and empty texts dropped) and a guess at the language (`textmetric_bench.data.language`);
 the licence is left for the author to fill in. With `--out DIR` the cards go to DIR/corpora/<name>.yaml (and,
 given `--pair NAME` and two files, a pair card to DIR/pairs/NAME.yaml); `data.cards=[DIR]` then finds them.
 """
@@ -15,12 +15,12 @@ import re
 from dataclasses import fields
 from pathlib import Path
 
-from bench.data.card_schema import LICENCE_PLACEHOLDER, CorpusCard, Normalisation
-from bench.data.cards import read_corpus_card, read_pair_card
-from bench.data.corpora import normalise_texts, raw_texts
-from bench.data.language import guess_language
-from bench.data.local_files import file_card
-from bench.errors import BenchError, ConfigError
+from textmetric_bench.data.card_schema import LICENCE_PLACEHOLDER, CorpusCard, Normalisation
+from textmetric_bench.data.cards import read_corpus_card, read_pair_card
+from textmetric_bench.data.corpora import normalise_texts, raw_texts
+from textmetric_bench.data.language import guess_language
+from textmetric_bench.data.local_files import file_card
+from textmetric_bench.errors import BenchError, ConfigError
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 
@@ -99,9 +99,9 @@ def write_cards(files: list[Path], *, name: str | None, field: str | None, out: 
         _write(target, f"name: {pair}\ndescription: {json.dumps(f'{names[0]} vs {names[1]}')}\n"
                        f"a: {names[0]}\nb: {names[1]}\n", force)
         read_pair_card(target, (out.absolute(),))
-        output.append(f"wrote {target}\nrun it: python -m bench data.cards=[{out}] pair.name={pair}")
+        output.append(f"wrote {target}\nrun it: python -m textmetric_bench data.cards=[{out}] pair.name={pair}")
     elif out is not None:
-        output.append(f"use them: python -m bench data.cards=[{out}] with a pair card in {out / 'pairs'}, "
+        output.append(f"use them: python -m textmetric_bench data.cards=[{out}] with a pair card in {out / 'pairs'}, "
                       f"or ifc.source={names[0]}")
     return output
 

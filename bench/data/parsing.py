@@ -12,8 +12,8 @@ import json
 from pathlib import Path
 from typing import Any, Callable
 
-from bench.data.card_schema import CardFile, CorpusCard
-from bench.errors import DataError
+from textmetric_bench.data.card_schema import CardFile, CorpusCard
+from textmetric_bench.errors import DataError
 
 #: How a message names a parser option: "text_field" -> "the card's parser.text_field" (or "pair.a_field=NAME").
 Setting = Callable[[str], str]
@@ -187,7 +187,7 @@ def parse_parquet(data: bytes, *, text_column: str | int) -> list[str]:
     return [_text(value, f"row {i} [{name!r}]", "text_column") for i, value in enumerate(values, 1)]
 
 
-#: Card `parser.format` -> parser; their options are declared in `bench.data.card_schema.PARSER_OPTIONS`.
+#: Card `parser.format` -> parser; their options are declared in `textmetric_bench.data.card_schema.PARSER_OPTIONS`.
 PARSERS: dict[str, Any] = {
     "json_splits": parse_json_splits, "jsonl": parse_jsonl, "csv": parse_csv, "fortune": parse_fortune,
     "txt": parse_txt, "parquet": parse_parquet,

@@ -1,7 +1,7 @@
 """The evaluation engine: many (metric, corpus pair) evaluations, resumable, isolated and parallel.
 
 Every task reduces to a list of ``Job``s over corpora held in one ``CorpusStore``.
-- Isolation: every evaluation runs in a worker process (``bench.engine.pool``, on pebble) with a
+- Isolation: every evaluation runs in a worker process (``textmetric_bench.engine.pool``, on pebble) with a
   time limit (``engine.timeout``, 600 s by default); a metric that raises or returns no finite
   number, exceeds the limit, or kills its worker is recorded as a failure with its reason, the
   worker is replaced, and the run goes on.
@@ -10,16 +10,16 @@ Every task reduces to a list of ``Job``s over corpora held in one ``CorpusStore`
 - Parallelism: ``workers`` processes evaluate jobs concurrently. Every job carries its own seed,
   so results do not depend on the number of workers or their order.
 - Start: workers open the store from disk (``store``), memory-mapped, in seconds.
-- Shared work: per-corpus statistics (``bench.api.sharing``) are reused across pairs in a worker,
+- Shared work: per-corpus statistics (``textmetric_bench.api.sharing``) are reused across pairs in a worker,
   and a metric's ``prepare`` hook sees every text of the run once, before any pair (an LM pass).
   Reuse saves wall time, not measured time: each evaluation's seconds include the full cost of
   the preparations it used, so T does not depend on the order of metrics or the number of workers.
 """
 
-from bench.engine.jobs import CRASH, ERROR, OK, TIMEOUT, Job, Outcome, evaluate, params_digest
-from bench.engine.result_log import ResultLog
-from bench.engine.run import DEFAULT_START_TIMEOUT, DEFAULT_TIMEOUT, engine_options, result_log_for, run_jobs
-from bench.engine.store import CorpusStore
+from textmetric_bench.engine.jobs import CRASH, ERROR, OK, TIMEOUT, Job, Outcome, evaluate, params_digest
+from textmetric_bench.engine.result_log import ResultLog
+from textmetric_bench.engine.run import DEFAULT_START_TIMEOUT, DEFAULT_TIMEOUT, engine_options, result_log_for, run_jobs
+from textmetric_bench.engine.store import CorpusStore
 
 __all__ = ["CRASH", "ERROR", "OK", "TIMEOUT", "CorpusStore", "DEFAULT_START_TIMEOUT", "DEFAULT_TIMEOUT", "Job",
            "Outcome", "ResultLog", "engine_options", "evaluate", "params_digest", "result_log_for",

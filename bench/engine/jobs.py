@@ -11,8 +11,8 @@ from typing import Mapping
 
 import numpy as np
 
-from bench.api.registry import MetricInfo
-from bench.api.sharing import charged_time
+from textmetric_bench.api.registry import MetricInfo
+from textmetric_bench.api.sharing import charged_time
 
 #: Outcome statuses. ``error``: the metric raised or returned no finite number; ``timeout``: it
 #: exceeded the time limit and its worker was killed; ``crash``: its worker process died.
@@ -61,7 +61,7 @@ def evaluate(metric: MetricInfo, params: dict, p, q, *, seed: int) -> Outcome:
     """Call the metric once; a failure (exception, NaN/inf, not a number) is returned, never raised.
 
     Its seconds (T, 004 §4.4) are the call's wall time plus the full cost of the shared preparations
-    it reused (``bench.api.sharing.charged_time``), so they do not depend on what ran before it.
+    it reused (``textmetric_bench.api.sharing.charged_time``), so they do not depend on what ran before it.
     """
     with charged_time() as charged:
         start = time.perf_counter()

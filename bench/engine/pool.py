@@ -18,11 +18,11 @@ from typing import Callable, Iterator, Mapping
 
 from pebble import ProcessExpired, ProcessPool
 
-from bench.api.context import current_context
-from bench.console import log_file
-from bench.engine import worker
-from bench.engine.jobs import CRASH, ERROR, TIMEOUT, Outcome, failure
-from bench.errors import BenchError
+from textmetric_bench.api.context import current_context
+from textmetric_bench.console import log_file
+from textmetric_bench.engine import worker
+from textmetric_bench.engine.jobs import CRASH, ERROR, TIMEOUT, Outcome, failure
+from textmetric_bench.errors import BenchError
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +61,7 @@ def _raise_unpicklable(name, error):
 
 #: What a forkserver imports once, before it forks any worker: the engine's worker module, the built-in
 #: metrics and the libraries they import lazily (faiss, sklearn's SVM).
-PRELOAD = ["bench.engine.worker", "metrics", "faiss", "sklearn.svm", "sklearn.model_selection"]
+PRELOAD = ["textmetric_bench.engine.worker", "textmetric_bench.metrics", "faiss", "sklearn.svm", "sklearn.model_selection"]
 
 
 def worker_context() -> mp.context.BaseContext:

@@ -17,10 +17,10 @@ from collections import Counter
 from pathlib import Path
 from typing import Mapping
 
-from bench import __version__
-from bench.engine.jobs import CRASH, ERROR, OK, TIMEOUT, Outcome
-from bench.errors import BenchError, ConfigError, StorageError
-from bench.files import storage_error
+from textmetric_bench import __version__
+from textmetric_bench.engine.jobs import CRASH, ERROR, OK, TIMEOUT, Outcome
+from textmetric_bench.errors import BenchError, ConfigError, StorageError
+from textmetric_bench.files import storage_error
 
 log = logging.getLogger(__name__)
 

@@ -12,13 +12,13 @@ from collections import deque
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
-from bench.api.registry import MetricInfo
-from bench.console import progress_bar
-from bench.engine import worker
-from bench.engine.jobs import CRASH, TIMEOUT, Job, Outcome
-from bench.engine.pool import EvaluationPool, outcome_of
-from bench.engine.result_log import ResultLog, retry_wanted
-from bench.engine.store import CorpusStore
+from textmetric_bench.api.registry import MetricInfo
+from textmetric_bench.console import progress_bar
+from textmetric_bench.engine import worker
+from textmetric_bench.engine.jobs import CRASH, TIMEOUT, Job, Outcome
+from textmetric_bench.engine.pool import EvaluationPool, outcome_of
+from textmetric_bench.engine.result_log import ResultLog, retry_wanted
+from textmetric_bench.engine.store import CorpusStore
 
 log = logging.getLogger(__name__)
 

@@ -15,8 +15,8 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from bench.api.registry import MetricInfo
-from bench.errors import ConfigError
+from textmetric_bench.api.registry import MetricInfo
+from textmetric_bench.errors import ConfigError
 
 
 class CorpusStore:

@@ -1,4 +1,4 @@
-"""What runs inside an evaluation worker process (started by ``bench.engine.pool``).
+"""What runs inside an evaluation worker process (started by ``textmetric_bench.engine.pool``).
 
 The initializer opens the run's corpus store from disk and unpickles each metric on its own,
 so a plugin that cannot be imported in a worker fails its own evaluations, not the pool.
@@ -8,9 +8,9 @@ call (over ``WARM_UP_SECONDS``, or a quarter of the time limit) is kept as it is
 repetition would cost too much and one-time costs are small beside it. Before the repetition the
 shared preparations that the first call computed are dropped from the worker's memo, so they are
 computed again warm: their recorded cost, charged to every later evaluation that reuses them
-(``bench.api.sharing``), holds no one-time costs either. The repetition's seconds are its own
+(``textmetric_bench.api.sharing``), holds no one-time costs either. The repetition's seconds are its own
 compute plus the full cost of the preparations it used, as for any evaluation.
-A worker of a run that has a log file writes everything it prints there (``bench.console``).
+A worker of a run that has a log file writes everything it prints there (``textmetric_bench.console``).
 
 A worker keeps the memory its evaluations free for the next ones (``keep_freed_memory``): with
 glibc's defaults, a fresh process returns freed arrays to the system after nearly every evaluation
@@ -27,8 +27,8 @@ import pickle
 import time
 from contextlib import ExitStack
 
-from bench.engine.jobs import ERROR, Job, Outcome, evaluate, failure
-from bench.engine.store import CorpusStore
+from textmetric_bench.engine.jobs import ERROR, Job, Outcome, evaluate, failure
+from textmetric_bench.engine.store import CorpusStore
 
 WARM_UP_SECONDS = 2.0
 #: glibc malloc: blocks below MMAP_THRESHOLD_MB come from the heap instead of a fresh mapping each (glibc's
@@ -48,13 +48,13 @@ def initialize(store_dir, pickled_metrics: dict, blas_threads: int, context, tim
 
     With ``log_path`` (the run's log file), the worker's output and warnings go there, not to the console.
     ``environment``: the parent's environment variables, which a worker forked from a forkserver would
-    otherwise take from the server's start (``bench.engine.pool.worker_context``).
+    otherwise take from the server's start (``textmetric_bench.engine.pool.worker_context``).
     """
     from threadpoolctl import threadpool_limits
 
-    from bench.api.context import use_context
-    from bench.api.sharing import sharing
-    from bench.console import send_process_output_to
+    from textmetric_bench.api.context import use_context
+    from textmetric_bench.api.sharing import sharing
+    from textmetric_bench.console import send_process_output_to
 
     _state.clear()
     _state.update(metrics={}, broken={}, warm=set(), timeout=timeout)
@@ -123,7 +123,7 @@ def run_evaluation(job: Job) -> Outcome:
 
 
 def run_chunk(jobs: list[Job]) -> list[Outcome]:
-    """Evaluate consecutive jobs in one task (``bench.engine.run.CHUNK_SECONDS``), each as ``run_evaluation``."""
+    """Evaluate consecutive jobs in one task (``textmetric_bench.engine.run.CHUNK_SECONDS``), each as ``run_evaluation``."""
     return [run_evaluation(job) for job in jobs]
 
 

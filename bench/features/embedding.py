@@ -1,6 +1,6 @@
 """Sentence embeddings and their persistent cache, keyed by (model id, text).
 
-The cache is a directory of immutable shard files per model id (``bench.features.shard_cache``), which
+The cache is a directory of immutable shard files per model id (``textmetric_bench.features.shard_cache``), which
 names the model's files and the device as well as its name: parallel jobs sharing it never see
 a partial file, embed each text once between them, and keep every chunk of 1024 texts they
 finished; a shard that cannot be read is set aside and its texts are embedded again.
@@ -17,9 +17,10 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from bench.console import adopt_library_loggers, progress_bar
-from bench.errors import EmbeddingError
-from bench.features.shard_cache import VectorCache, slug, text_key
+from textmetric_bench.console import adopt_library_loggers, progress_bar
+from textmetric_bench.errors import EmbeddingError
+from textmetric_bench.numerics import numerics_label, torch_follows_the_switches
+from textmetric_bench.features.shard_cache import VectorCache, slug, text_key
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +43,7 @@ class Embedder:
     encode: Callable[[list[str]], np.ndarray]
     cache: EmbeddingCache | None = None
     stats: dict[str, int] = field(default_factory=lambda: {"encoded": 0, "cached": 0})
-    progress: bool = True  # a bar (texts/s) while texts are encoded, as bench.console.progress_bar allows
+    progress: bool = True  # a bar (texts/s) while texts are encoded, as textmetric_bench.console.progress_bar allows
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Vectors of ``texts`` in order, shape (len(texts), dim)."""
@@ -160,7 +161,9 @@ def sentence_transformer(
             raise EmbeddingError(f"embedder {model!r}: model directory {path} does not exist")
         model_id = f"{model}@{Path(path).resolve()}+files.{model_files_digest(path, mtimes=True)}"
     device = resolve_device(device)
-    model_id += f"|{device.split(':')[0]}"  # vectors differ slightly between CPU and GPU kernels
+    kind = device.split(":")[0]
+    # vectors differ slightly between CPU and GPU kernels, and between CPU kernels unless they are pinned
+    model_id += f"|cpu-{numerics_label()}" if kind == "cpu" else f"|{kind}"
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -170,14 +173,39 @@ def sentence_transformer(
         if "model" not in state:  # load lazily: a fully cached run never loads the model
             from sentence_transformers import SentenceTransformer
 
+            problem = torch_follows_the_switches() if kind == "cpu" else None
+            if problem:
+                raise EmbeddingError(f"embedder {model!r}: {problem}")
             state["model"] = SentenceTransformer(path, device=device)
             adopt_library_loggers()  # transformers, imported just now, prints through its own handler
-        return state["model"].encode(  # type: ignore[union-attr]
-            texts, batch_size=batch_size, show_progress_bar=show_progress, convert_to_numpy=True
-        )
+        return encode_by_length(state["model"], texts, batch_size=batch_size, show_progress=show_progress)
 
     cache = EmbeddingCache(cache_dir, model_id) if cache_dir is not None else None
     return Embedder(model_id=model_id, encode=encode, cache=cache)
+
+
+def encode_by_length(model, texts: list[str], *, batch_size: int, show_progress: bool = False) -> np.ndarray:
+    """Vectors of ``texts``, each computed in a batch of texts of its own token length.
+
+    A padded batch changes the shapes every kernel sees, and with them the order of its sums: the same text
+    came out ~1e-7 different beside a longer one. Without padding, and with the kernels pinned
+    (textmetric_bench.numerics), a text's vector is the same bit for bit alone, in any batch and with any
+    number of threads. Costs about a quarter of the padded batches' throughput (README, "Reproducibility").
+    """
+    by_length: dict[int, list[int]] = {}
+    for index, text in enumerate(texts):
+        length = int(model.tokenize([text])["attention_mask"].sum())
+        by_length.setdefault(length, []).append(index)
+    vectors: np.ndarray | None = None
+    for indices in by_length.values():
+        for start in range(0, len(indices), batch_size):
+            chunk = indices[start:start + batch_size]
+            batch = model.encode([texts[i] for i in chunk], batch_size=len(chunk), show_progress_bar=show_progress,
+                                 convert_to_numpy=True)
+            if vectors is None:
+                vectors = np.empty((len(texts), batch.shape[1]), dtype=batch.dtype)
+            vectors[chunk] = batch
+    return vectors if vectors is not None else np.zeros((0, 0), dtype=np.float32)
 
 
 PROBE_TEXTS = 8  # a custom embedder encodes this many texts first, so a broken one fails in seconds

@@ -23,10 +23,10 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from bench.errors import ConfigError
-from bench.features.embedding import resolve_device
-from bench.features.shard_cache import slug
-from bench.files import atomic_directory, atomic_write, held_lock, make_dirs, remove_stale_temporaries
+from textmetric_bench.errors import ConfigError
+from textmetric_bench.features.embedding import resolve_device
+from textmetric_bench.features.shard_cache import slug
+from textmetric_bench.files import atomic_directory, atomic_write, held_lock, make_dirs, remove_stale_temporaries
 
 log = logging.getLogger(__name__)
 
@@ -184,7 +184,7 @@ def length_batches(seqs: Sequence[Sequence[int]], batch_size: int) -> list[list[
     """Indices of ``seqs`` in batches of ``batch_size``, shortest first, so padding stays small.
 
     The batches depend only on the sequences and ``batch_size``: scoring them in one process or
-    spread over worker processes gives the same numbers (``bench.features.lm_workers``).
+    spread over worker processes gives the same numbers (``textmetric_bench.features.lm_workers``).
     """
     order = sorted(range(len(seqs)), key=lambda i: len(seqs[i]))
     return [order[b:b + batch_size] for b in range(0, len(order), batch_size)]

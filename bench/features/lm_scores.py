@@ -1,23 +1,23 @@
 """Per-text scores from the run's causal LM, batched and cached like embeddings.
 
 Metrics that read a language model (FACE's cross-entropy spectra, the infilling score) ask
-the ``LMScorer`` of the current run context (``bench.api.context``) for per-text arrays. Each
+the ``LMScorer`` of the current run context (``textmetric_bench.api.context``) for per-text arrays. Each
 kind of score lives in its own shard cache under ``<cache_dir>/lm_scores/<model + device + kind>/``,
 keyed by the text, so a run scores every distinct text once, later runs and parallel jobs
 reuse it, and a KSC run costs one LM pass over its texts, not one per pair. Sequences are
 sorted by length before batching, so padding is small.
 
 The LM pass is per-text preparation, charged to every evaluation that uses it (T, 004 §4.4;
-``bench.api.sharing``): each shard records the seconds its texts took to score (model loading
+``textmetric_bench.api.sharing``): each shard records the seconds its texts took to score (model loading
 left out), and an evaluation that reads scores from the cache is charged the cache's mean seconds
 per text for each distinct text it reads, once per evaluation. A cache written before shards
 recorded their cost charges nothing for those texts: their cost is unknown.
 
-Scoring uses every core (``lm.workers``, ``bench.features.lm_workers``): the batches go to
+Scoring uses every core (``lm.workers``, ``textmetric_bench.features.lm_workers``): the batches go to
 worker processes when there are at least two, else are scored in this process; the scores do
 not depend on the number of workers. The seconds a shard records are the summed seconds of its
 batches, what one core would take, so T does not depend on the number of workers either.
-A progress bar (bench.console) shows the texts scored per second (the run's ``progress`` option).
+A progress bar (textmetric_bench.console) shows the texts scored per second (the run's ``progress`` option).
 """
 
 from __future__ import annotations
@@ -29,14 +29,14 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from bench.console import adopt_library_loggers, progress_bar
-from bench.api.context import RunContext, current_context
-from bench.api.sharing import charge
-from bench.features.embedding import model_files_digest, resolve_device
-from bench.features.lm import (checkpoint_path, continuation_sequences, length_batches, load_causal_lm, load_tokenizer,
+from textmetric_bench.console import adopt_library_loggers, progress_bar
+from textmetric_bench.api.context import RunContext, current_context
+from textmetric_bench.api.sharing import charge
+from textmetric_bench.features.embedding import model_files_digest, resolve_device
+from textmetric_bench.features.lm import (checkpoint_path, continuation_sequences, length_batches, load_causal_lm, load_tokenizer,
                                model_id, text_sequences)
-from bench.features.lm_workers import Batch, LMWorkers, resolve_workers, score_batch
-from bench.features.shard_cache import RaggedCache, slug, text_key
+from textmetric_bench.features.lm_workers import Batch, LMWorkers, resolve_workers, score_batch
+from textmetric_bench.features.shard_cache import RaggedCache, slug, text_key
 
 _scorers: dict[tuple, "LMScorer"] = {}
 CHUNK = 512  # texts scored between two cache writes
@@ -83,7 +83,7 @@ class LMScorer:
         self.batch_size = int(context.lm.get("batch_size") or 16)
         self.workers = resolve_workers(context.lm)
         progress = context.lm.get("progress", True)
-        self.progress = progress is not False and str(progress).lower() != "false"  # bench.console decides "auto"
+        self.progress = progress is not False and str(progress).lower() != "false"  # textmetric_bench.console decides "auto"
         self._model = None
         self._tokenizer = None
         self._pool: LMWorkers | None = None
@@ -135,7 +135,7 @@ class LMScorer:
                compute: Callable[[list[str]], list[np.ndarray]]) -> list[np.ndarray]:
         """``compute(texts)`` per text, cached under ``kind`` (which must name every setting of it).
 
-        Missing texts are scored shortest first, a shard per chunk (``bench.features.shard_cache``): an
+        Missing texts are scored shortest first, a shard per chunk (``textmetric_bench.features.shard_cache``): an
         interrupted pass keeps its work, and parallel jobs score each text once between them. Within
         an evaluation, each text's scoring cost is charged to it (module note).
         """
@@ -173,7 +173,7 @@ class LMScorer:
         return [found[k] for k in keys]
 
     def sequence_logprobs(self, seqs: Sequence[Sequence[int]], starts: Sequence[int]) -> list[np.ndarray]:
-        """``bench.features.lm.sequence_logprobs`` on every core: the same batches, in worker processes
+        """``textmetric_bench.features.lm.sequence_logprobs`` on every core: the same batches, in worker processes
         when there are at least two of them and ``lm.workers`` > 1."""
         rows = length_batches(seqs, self.batch_size)
         batches: list[Batch] = [([list(seqs[i]) for i in r], [int(starts[i]) for i in r]) for r in rows]

@@ -1,7 +1,7 @@
 """LM scoring on every core: worker processes, each holding one copy of the causal LM.
 
 ``lm.workers`` processes (``auto``: one per usable core on the CPU, one on a GPU) score the
-length-sorted batches of ``bench.features.lm.length_batches`` in a pebble pool, one batch per
+length-sorted batches of ``textmetric_bench.features.lm.length_batches`` in a pebble pool, one batch per
 task, each worker with one torch thread (``lm.threads``). The batches are the same as in one
 process, so the scores are bit-for-bit those of serial scoring, whatever the number of workers.
 
@@ -39,9 +39,9 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from bench.errors import BenchError, ConfigError
-from bench.features.embedding import resolve_device
-from bench.features.lm import batch_logprobs, load_causal_lm
+from textmetric_bench.errors import BenchError, ConfigError
+from textmetric_bench.features.embedding import resolve_device
+from textmetric_bench.features.lm import batch_logprobs, load_causal_lm
 
 Batch = tuple[list[list[int]], list[int]]  # token sequences and where each one's scored part starts
 Scored = tuple[list[np.ndarray], float, float]  # log-probabilities, wall seconds, CPU seconds

@@ -3,7 +3,7 @@
 One directory per producer (an embedding model, a language model and what it computes), holding
 ``.npz`` shards of (sha256 key of a text, value). Shards are only ever added, each written under a
 hidden temporary name that the shard pattern does not match and then renamed into place
-(``bench.files``), so readers never see a partial file and need no lock. Writers take the
+(``textmetric_bench.files``), so readers never see a partial file and need no lock. Writers take the
 directory's file lock (``.lock``) for one chunk at a time: look again at the shards, compute one chunk
 of what is still missing, write it, let go. So a value is computed by one job while the others wait
 for it, never twice, and an interrupted or failing job keeps every chunk it wrote. A shard that
@@ -11,7 +11,7 @@ cannot be read is set aside (renamed ``*.corrupt``) and its texts are computed a
 
 A shard written by ``get_or_compute`` also holds the seconds its chunk took to compute
 (``seconds``), so ``seconds_per_value`` tells what a cached value cost: the charge for reusing it
-(``bench.api.sharing``). Shards of older caches lack it and count as of unknown cost.
+(``textmetric_bench.api.sharing``). Shards of older caches lack it and count as of unknown cost.
 
 Two layouts: ``VectorCache`` holds one fixed-length vector per text (embeddings);
 ``RaggedCache`` holds one 1-D array of any length per text (per-token log-probabilities,
@@ -31,7 +31,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from bench.files import atomic_write, held_lock, make_dirs, remove_stale_temporaries
+from textmetric_bench.files import atomic_write, held_lock, make_dirs, remove_stale_temporaries
 
 log = logging.getLogger(__name__)
 

@@ -53,7 +53,7 @@ def per_repetition(distances: pd.DataFrame, compute, columns: list[str]) -> tupl
     """Apply ``compute(group) -> dict`` to each (metric, repetition) of an evaluation table.
 
     A repetition with any failed evaluation gets no measures; the failures of each metric are
-    returned as one text naming every failing repetition and its reasons (``bench.measures.failures``).
+    returned as one text naming every failing repetition and its reasons (``textmetric_bench.measures.failures``).
     """
     rows = []
     for (name, rep), grp in distances.groupby(["metric", "repetition"], sort=True):

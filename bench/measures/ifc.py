@@ -21,14 +21,14 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from bench.api.tokens import tokenize
-from bench.measures.failures import per_repetition
+from textmetric_bench.api.tokens import tokenize
+from textmetric_bench.measures.failures import per_repetition
 
 MEASURE_COLUMNS = ["metric", "repetition", "IFC"]
 
 
 def type_token_ratio(texts: Sequence[str]) -> float:
-    """TTR: distinct word tokens over all word tokens of a corpus (004 §5), with ``bench.api.tokens``."""
+    """TTR: distinct word tokens over all word tokens of a corpus (004 §5), with ``textmetric_bench.api.tokens``."""
     tokens = [tok for text in texts for tok in tokenize(text)]
     return len(set(tokens)) / len(tokens) if tokens else float("nan")
 

@@ -1,6 +1,6 @@
 """Which way a metric points: the one orientation rule every measure follows.
 
-A metric declares ``higher_is_more_different`` (``bench.api.metric``). A *distance* (True, the
+A metric declares ``higher_is_more_different`` (``textmetric_bench.api.metric``). A *distance* (True, the
 default) grows as corpora grow apart; a *similarity* (False) grows as they grow alike. The
 distance tables keep each metric's own value (column ``distance``) and say which way it points
 (column ``orientation``); every measure, summary and z-score is computed on the **oriented value**,
@@ -29,7 +29,7 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from bench.api.registry import MetricInfo
+from textmetric_bench.api.registry import MetricInfo
 
 DISTANCE, SIMILARITY = "distance", "similarity"
 #: A metric whose mean ρ over the repetitions of a KSC study is at most this looks upside down.

@@ -11,8 +11,8 @@ import math
 
 import pandas as pd
 
-from bench.collections.perturbation_samples import OTHER, SAME
-from bench.measures.failures import failure_summary
+from textmetric_bench.collections.perturbation_samples import OTHER, SAME
+from textmetric_bench.measures.failures import failure_summary
 
 MEASURE_COLUMNS = ["metric", "perturbation", "repetition", "d_same", "d_perturbed", "d_other", "gap", "shift"]
 

@@ -4,7 +4,7 @@ A metric's distance between samples a_s of A and b_s of B should approach the
 asymptotic distance d(A, B) quickly as s grows (size robustness S), and should not
 drift when the two samples differ in size, a_s against b_{N-s} (imbalance robustness I).
 Both scores are 1 minus the mean absolute error of the curve against d(A, B),
-normalised by d(A, B) (004 eq. 8). The samples are drawn by ``bench.collections.size_imbalance``.
+normalised by d(A, B) (004 eq. 8). The samples are drawn by ``textmetric_bench.collections.size_imbalance``.
 """
 
 from __future__ import annotations

@@ -21,10 +21,10 @@ from pathlib import Path
 import pandas as pd
 from omegaconf import DictConfig, OmegaConf
 
-from bench.errors import ConfigError
-from bench.tasks.ksc import run_ksc
-from bench.tasks.skeleton import TaskResult
-from reports.tables import markdown_table
+from textmetric_bench.errors import ConfigError
+from textmetric_bench.tasks.ksc import run_ksc
+from textmetric_bench.tasks.skeleton import TaskResult
+from textmetric_bench.reports.tables import markdown_table
 
 log = logging.getLogger(__name__)
 
@@ -87,7 +87,7 @@ def run_check(cfg: DictConfig, out_dir: Path | str) -> TaskResult:
     settings = _settings(cfg)
     if not cfg.get("update", False):
         if not path.exists():
-            raise ConfigError(f"no baseline at {path}; create one with `python -m bench task=check update=true`")
+            raise ConfigError(f"no baseline at {path}; create one with `python -m textmetric_bench task=check update=true`")
         baseline = json.loads(path.read_text())
         differs = {k: (baseline["settings"].get(k), settings[k]) for k in SETTINGS
                    if baseline["settings"].get(k) != settings[k]}

@@ -9,16 +9,16 @@ from typing import Any
 
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
-from bench import checkout_path, shipped_path
-from bench.api.context import RunContext, default_lm
-from bench.api.registry import MetricInfo, available_metrics, default_metrics, get_metric
-from bench.errors import ConfigError
-from bench.features.embedding import Embedder, custom_embedder, sentence_transformer
+from textmetric_bench import checkout_path, shipped_path
+from textmetric_bench.api.context import RunContext, default_lm
+from textmetric_bench.api.registry import MetricInfo, available_metrics, default_metrics, get_metric
+from textmetric_bench.errors import ConfigError
+from textmetric_bench.features.embedding import Embedder, custom_embedder, sentence_transformer
 
 CONF_DIR = shipped_path("conf")
 
 # ${shipped:reports/baselines/x.json}: a repository file where it is at run time (checkout or installed wheel);
-# ${checkout:../shared/datasets}: a path beside the checkout, null when installed (bench.shipped_path, checkout_path).
+# ${checkout:../shared/datasets}: a path beside the checkout, null when installed (textmetric_bench.shipped_path, checkout_path).
 if not OmegaConf.has_resolver("shipped"):
     OmegaConf.register_new_resolver("shipped", lambda relative: str(shipped_path(relative)))
 if not OmegaConf.has_resolver("checkout"):
@@ -28,7 +28,7 @@ if not OmegaConf.has_resolver("checkout"):
 
 def corpus_label(source: Any) -> str:
     """A corpus as the run directory names it: a card's name, or a file's name without its folder and extension."""
-    from bench.data.local_files import is_corpus_file
+    from textmetric_bench.data.local_files import is_corpus_file
 
     return Path(str(source)).stem if is_corpus_file(str(source)) else str(source)
 
@@ -38,13 +38,13 @@ if not OmegaConf.has_resolver("corpus_label"):
 
 
 def compose_config(overrides: Sequence[str] = (), *, return_hydra_config: bool = False) -> DictConfig:
-    """The config ``python -m bench <overrides>`` runs with, composed outside the app (tests, checks).
+    """The config ``python -m textmetric_bench <overrides>`` runs with, composed outside the app (tests, checks).
 
-    Registers the metrics' generated nodes first (``bench.tasks.metric_configs``), as ``main`` does.
+    Registers the metrics' generated nodes first (``textmetric_bench.tasks.metric_configs``), as ``main`` does.
     """
     from hydra import compose, initialize_config_dir
 
-    from bench.tasks.metric_configs import register_metric_configs
+    from textmetric_bench.tasks.metric_configs import register_metric_configs
 
     register_metric_configs()
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
-from bench.tasks.config import data_locations, shown
+from textmetric_bench.tasks.config import data_locations, shown
 
 
 def directory_problems(cfg: DictConfig, out_dir: Path | str | None) -> list[str]:

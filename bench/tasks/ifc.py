@@ -2,7 +2,7 @@
 
 The source is split once (seeded) into a training pool, from which each fine-tuning step draws
 its m texts, and a disjoint reference pool, from which the reference samples are drawn; so no
-reference text was ever trained on. Generation (``bench.collections.ifc_generate``) resumes from what is on
+reference text was ever trained on. Generation (``textmetric_bench.collections.ifc_generate``) resumes from what is on
 disk in ``<out_dir>/generated``; scoring always re-reads the corpora from
 there, so a re-run with new metrics and ``ifc.generate=false`` never loads the language model.
 """
@@ -17,21 +17,21 @@ from pathlib import Path
 import pandas as pd
 from omegaconf import DictConfig, OmegaConf
 
-from bench.collections.ifc import ifc_pairs, ifc_positions, reference_samples, split_source
-from bench.collections.ifc_generate import GenerationPlan, finished_iterations, generate_ifc, read_corpus
-from bench.errors import ConfigError, DataError
-from bench.measures.ifc import gap_closed, ifc_measures, type_token_ratio
-from bench.tasks.config import data_locations
-from bench.tasks.positions import KnownPositions, runner_with_positions
-from bench.tasks.skeleton import Collections, Evaluation, Scores, Task, TaskResult
-from bench.tasks.sources import ifc_source
+from textmetric_bench.collections.ifc import ifc_pairs, ifc_positions, reference_samples, split_source
+from textmetric_bench.collections.ifc_generate import GenerationPlan, finished_iterations, generate_ifc, read_corpus
+from textmetric_bench.errors import ConfigError, DataError
+from textmetric_bench.measures.ifc import gap_closed, ifc_measures, type_token_ratio
+from textmetric_bench.tasks.config import data_locations
+from textmetric_bench.tasks.positions import KnownPositions, runner_with_positions
+from textmetric_bench.tasks.skeleton import Collections, Evaluation, Scores, Task, TaskResult
+from textmetric_bench.tasks.sources import ifc_source
 
 log = logging.getLogger(__name__)
 
 
 def generation_plan(cfg: DictConfig) -> GenerationPlan:
     """The generation settings of ``cfg.ifc`` and ``cfg.lm``, validated."""
-    from bench.features.lm import model_id
+    from textmetric_bench.features.lm import model_id
 
     g, s = cfg.ifc, cfg.ifc.sampling
     plan = GenerationPlan(
@@ -103,7 +103,7 @@ class IFCTask(KnownPositions, Task, name="ifc", fields=("kind", "iteration", "re
 
     def write(self, result: TaskResult, out_dir: Path) -> dict[str, Path]:
         """The summary and TTR tables, the IFC table and the Figure 5 plots."""
-        from reports.ifc_figures import ifc_figures, ifc_markdown
+        from textmetric_bench.reports.ifc_figures import ifc_figures, ifc_markdown
 
         ttr = result.info.pop("ttr")
         files = {"ifc_summary": out_dir / "ifc_summary.csv", "ifc_ttr": out_dir / "ifc_ttr.csv",
@@ -119,7 +119,7 @@ class IFCTask(KnownPositions, Task, name="ifc", fields=("kind", "iteration", "re
 
 def _generate(cfg, plan: GenerationPlan, gen_dir: Path, training_pool, cache_dir, normalisation) -> list[int]:
     """Generate what is missing, loading the language model only when something is."""
-    from bench.features.lm import checkpoint_path, load_causal_lm, text_token_ids
+    from textmetric_bench.features.lm import checkpoint_path, load_causal_lm, text_token_ids
 
     done = finished_iterations(gen_dir, plan) if gen_dir.is_dir() else []
     if set(range(plan.iterations + 1)) <= set(done):
@@ -153,7 +153,7 @@ def corpus_ttr(source, reference_pool, samples, generated) -> pd.DataFrame:
 
 def ifc_summary(distances: pd.DataFrame, measures: pd.DataFrame) -> pd.DataFrame:
     """Per metric: mean IFC with its 95% CI, d(A, A), d(0), d(T) and the share of the gap closed."""
-    from reports.tables import mean_ci
+    from textmetric_bench.reports.tables import mean_ci
 
     rows = []
     for name, grp in distances.groupby("metric", sort=True):

@@ -8,20 +8,20 @@ from pathlib import Path
 import pandas as pd
 from omegaconf import DictConfig
 
-from bench.api.registry import MetricInfo
-from bench.collections.ksc import corpus_pairs, known_similarity_corpora, validate_ksc_parameters
-from bench.collections.seeds import repetition_seed
-from bench.errors import ConfigError
-from bench.measures.failures import per_repetition
-from bench.measures.ksc import collection_measures, zscore
-from bench.measures.own_noise import COLUMNS as OWN_NOISE_COLUMNS
-from bench.measures.own_noise import own_noise_table
-from bench.tasks.config import selected_metrics
-from bench.tasks.own_noise import own_noise_distances, own_noise_seeds
-from bench.tasks.positions import KnownPositions, runner_with_positions
-from bench.tasks.reference import merge_reference
-from bench.tasks.skeleton import Collections, Evaluation, Scores, Task, TaskResult
-from bench.tasks.sources import pair_sources
+from textmetric_bench.api.registry import MetricInfo
+from textmetric_bench.collections.ksc import corpus_pairs, known_similarity_corpora, validate_ksc_parameters
+from textmetric_bench.collections.seeds import repetition_seed
+from textmetric_bench.errors import ConfigError
+from textmetric_bench.measures.failures import per_repetition
+from textmetric_bench.measures.ksc import collection_measures, zscore
+from textmetric_bench.measures.own_noise import COLUMNS as OWN_NOISE_COLUMNS
+from textmetric_bench.measures.own_noise import own_noise_table
+from textmetric_bench.tasks.config import selected_metrics
+from textmetric_bench.tasks.own_noise import own_noise_distances, own_noise_seeds
+from textmetric_bench.tasks.positions import KnownPositions, runner_with_positions
+from textmetric_bench.tasks.reference import merge_reference
+from textmetric_bench.tasks.skeleton import Collections, Evaluation, Scores, Task, TaskResult
+from textmetric_bench.tasks.sources import pair_sources
 
 log = logging.getLogger(__name__)
 
@@ -76,7 +76,7 @@ class KSCTask(KnownPositions, Task, name="ksc", fields=("repetition", "i", "j"))
 
     def merge_reference(self, cfg: DictConfig, collections: Collections, measures: pd.DataFrame,
                         computed: set[str]) -> tuple[pd.DataFrame, dict]:
-        """The shipped reference rows of metrics not computed here (``reference: auto``; bench.tasks.reference)."""
+        """The shipped reference rows of metrics not computed here (``reference: auto``; textmetric_bench.tasks.reference)."""
         return merge_reference(cfg, collections, measures, computed)
 
     def title(self, cfg: DictConfig, collections: Collections) -> str:
@@ -85,8 +85,8 @@ class KSCTask(KnownPositions, Task, name="ksc", fields=("repetition", "i", "j"))
 
     def write(self, result: TaskResult, out_dir: Path) -> dict[str, Path]:
         """Table 3, radar chart, scatter plots, and the stochastic metrics' own noise (``own_noise.csv``)."""
-        from reports.figures import distance_scatter, radar_chart
-        from reports.tables import summarise_measures, write_tables
+        from textmetric_bench.reports.figures import distance_scatter, radar_chart
+        from textmetric_bench.reports.tables import summarise_measures, write_tables
 
         if result.measures.empty:
             log.error("no metric produced measures; see %s", out_dir / self.distances_file)

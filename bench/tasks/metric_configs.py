@@ -31,9 +31,9 @@ from hydra.errors import HydraException
 from omegaconf import OmegaConf
 from omegaconf.errors import ValidationError
 
-from bench.api.registry import MetricInfo, available_metrics, get_metric
-from bench.errors import ConfigError
-from bench.tasks.config import shown
+from textmetric_bench.api.registry import MetricInfo, available_metrics, get_metric
+from textmetric_bench.errors import ConfigError
+from textmetric_bench.tasks.config import shown
 
 log = logging.getLogger(__name__)
 
@@ -165,7 +165,7 @@ def parameter_types(info: MetricInfo) -> dict[str, Any]:
         if param.name not in info.params:
             continue
         hint = hints.get(param.name, param.annotation)
-        if isinstance(hint, str):  # a signature built by hand (bench.api.per_text) keeps its strings
+        if isinstance(hint, str):  # a signature built by hand (textmetric_bench.api.per_text) keeps its strings
             try:
                 hint = eval(hint, namespace)  # the plugin's own annotation, in its module
             except Exception:  # noqa: BLE001

@@ -6,7 +6,7 @@ with ``own_noise.seeds`` seeds of their own (0 disables). They run on the engine
 evaluation, logged in the run's ``evaluations.jsonl`` (so resumed and cached), under keys whose
 repetition is -1 - s for seed s, which the distance table never reads. This runs in the task's
 scoring step, after the main evaluation (the skeleton plans one list of evaluations for every
-metric; these are only for the stochastic ones). ``bench.measures.own_noise`` turns them into
+metric; these are only for the stochastic ones). ``textmetric_bench.measures.own_noise`` turns them into
 ``own_noise.csv``.
 """
 
@@ -18,8 +18,8 @@ import numpy as np
 import pandas as pd
 from omegaconf import DictConfig
 
-from bench.collections.seeds import repetition_seed
-from bench.engine import (
+from textmetric_bench.collections.seeds import repetition_seed
+from textmetric_bench.engine import (
     CorpusStore,
     Job,
     engine_options,
@@ -27,9 +27,9 @@ from bench.engine import (
     result_log_for,
     run_jobs,
 )
-from bench.errors import ConfigError
-from bench.tasks.config import build_embedder, selected_metrics
-from bench.tasks.skeleton import Collections, pair_digest
+from textmetric_bench.errors import ConfigError
+from textmetric_bench.tasks.config import build_embedder, selected_metrics
+from textmetric_bench.tasks.skeleton import Collections, pair_digest
 
 OWN_NOISE_STREAM = 5  # seed stream of the metric seeds (0 collections, 1 metric seeds, 2-4 robustness curves)
 

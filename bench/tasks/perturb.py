@@ -11,7 +11,7 @@ perturbation p, (c) d(R, O), all with the repetition's one metric seed, and
 domain (000 Figure 4 plots the raw d; the ratio makes metrics comparable). A repetition whose
 gap (c) − (a) is not positive has no shift: the metric did not separate the domains, and the
 table flags it, as it flags a gap that varies across repetitions by more than half its mean.
-Evaluations run in ``bench.engine`` (resume, isolation, workers, time limits).
+Evaluations run in ``textmetric_bench.engine`` (resume, isolation, workers, time limits).
 """
 
 from __future__ import annotations
@@ -24,11 +24,11 @@ import numpy as np
 import pandas as pd
 from omegaconf import DictConfig
 
-from bench.collections.perturbation_samples import OTHER, SAME, perturbation_corpora, validate_perturb_parameters
-from bench.collections.perturbations import get_perturbation
-from bench.measures.perturbation import perturbation_measures
-from bench.tasks.skeleton import Collections, Evaluation, Scores, Task, TaskResult, task_runner
-from bench.tasks.sources import pair_sources
+from textmetric_bench.collections.perturbation_samples import OTHER, SAME, perturbation_corpora, validate_perturb_parameters
+from textmetric_bench.collections.perturbations import get_perturbation
+from textmetric_bench.measures.perturbation import perturbation_measures
+from textmetric_bench.tasks.skeleton import Collections, Evaluation, Scores, Task, TaskResult, task_runner
+from textmetric_bench.tasks.sources import pair_sources
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +40,7 @@ def summarise_shifts(measures: pd.DataFrame) -> pd.DataFrame:
     """Per (metric, perturbation): mean, std and 95% t-interval of the shift over repetitions, how
     many repetitions had a gap that is not positive, the gap's coefficient of variation (sd / mean
     over repetitions: a noisy denominator makes the shifts unreliable), and the mean raw distances."""
-    from reports.tables import mean_ci
+    from textmetric_bench.reports.tables import mean_ci
 
     rows = []
     for (name, p), grp in measures.groupby(["metric", "perturbation"], sort=False):
@@ -83,7 +83,7 @@ class PerturbTask(Task, name="perturb", fields=("repetition", "condition")):
 
     def write(self, result: TaskResult, out_dir: Path) -> dict[str, Path]:
         """perturbation.csv (summary), perturbation.md and the heatmap perturb_heatmap.png."""
-        from reports.perturb_figures import perturbation_heatmap, perturbation_markdown
+        from textmetric_bench.reports.perturb_figures import perturbation_heatmap, perturbation_markdown
 
         title = result.info["title"]
         files = {"perturbation": out_dir / "perturbation.csv", "perturbation_md": out_dir / "perturbation.md"}

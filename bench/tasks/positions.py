@@ -3,7 +3,7 @@
 A task that knows where each corpus lies (``KnownPositions``) calls ``publish_positions`` in its
 ``build``; the runner ``runner_with_positions`` keeps them in the run context from then until the
 run ends, so the engine's worker processes, started after ``build``, receive them
-(``bench.api.positions``). Without that runner (or for a corpus left out) the oracle fails with an
+(``textmetric_bench.api.positions``). Without that runner (or for a corpus left out) the oracle fails with an
 error naming the problem, recorded as its failure.
 """
 
@@ -15,8 +15,8 @@ from pathlib import Path
 
 from omegaconf import DictConfig
 
-from bench.api.positions import corpus_key, known_positions
-from bench.tasks.skeleton import TaskResult, run_task
+from textmetric_bench.api.positions import corpus_key, known_positions
+from textmetric_bench.tasks.skeleton import TaskResult, run_task
 
 
 class KnownPositions:

@@ -2,7 +2,7 @@
 a run of one new metric shows it beside them without computing them again (issue 17).
 
 A reference file ``reports/reference/<pair>_k<k>_n<n>_r<repetitions>_s<seed>.json`` is written from a real
-KSC run directory by ``python -m bench.tasks.reference <run dir>``. It holds the run's settings, a digest of
+KSC run directory by ``python -m textmetric_bench.tasks.reference <run dir>``. It holds the run's settings, a digest of
 its corpora, its embedding model and project version, and per metric its version (declared, package,
 source digest), its parameters and its measures in every repetition.
 
@@ -25,13 +25,13 @@ from typing import Callable
 import pandas as pd
 from omegaconf import DictConfig
 
-from bench import PROJECT_ROOT, __version__, shipped_path
-from bench.api.registry import get_metric
-from bench.engine import params_digest
-from bench.errors import BenchError, ConfigError
-from bench.files import atomic_write
-from bench.tasks.config import build_embedder, metric_params
-from bench.tasks.skeleton import Collections
+from textmetric_bench import PROJECT_ROOT, __version__, shipped_path
+from textmetric_bench.api.registry import get_metric
+from textmetric_bench.engine import params_digest
+from textmetric_bench.errors import BenchError, ConfigError
+from textmetric_bench.files import atomic_write
+from textmetric_bench.tasks.config import build_embedder, metric_params
+from textmetric_bench.tasks.skeleton import Collections
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +66,7 @@ def reference_dir(cfg: DictConfig) -> Path | None:
     if isinstance(value, str) and Path(value).expanduser().is_dir():
         return Path(value).expanduser()
     raise ConfigError(f"reference={value!r} is not valid: give auto (the shipped reference results), false (none) "
-                      "or a directory of files written by `python -m bench.tasks.reference <run dir>`")
+                      "or a directory of files written by `python -m textmetric_bench.tasks.reference <run dir>`")
 
 
 def version_parts(version: str) -> dict:
@@ -180,7 +180,7 @@ def reference_from_run(run_dir: Path | str) -> dict:
         measures = pd.read_csv(run_dir / "measures.csv")
     except (OSError, ValueError) as exc:
         raise ConfigError(f"{run_dir} is not a finished run directory ({exc}); give the directory of a "
-                          "`python -m bench task=ksc` run (with run.json and measures.csv)") from exc
+                          "`python -m textmetric_bench task=ksc` run (with run.json and measures.csv)") from exc
     if run.get("task") != "ksc":
         raise ConfigError(f"{run_dir / 'run.json'}: task {run.get('task')!r}; reference results come from a KSC run")
     if run.get("version") != __version__ or "corpora_digest" not in run or "metric_params" not in run:
@@ -211,7 +211,7 @@ def reference_from_run(run_dir: Path | str) -> dict:
     if not metrics:
         raise ConfigError(f"{run_dir}: no metric with complete measures to write")
     settings = {key: run[key] for key in SETTINGS if key != "task"}
-    return {"format": FORMAT, "written_by": "python -m bench.tasks.reference <run dir>",
+    return {"format": FORMAT, "written_by": "python -m textmetric_bench.tasks.reference <run dir>",
             "settings": {"task": "ksc", **settings}, "corpora_digest": run["corpora_digest"], "embedder": embedder,
             "project_version": __version__, "metrics": metrics}
 
@@ -265,10 +265,10 @@ def write_reference(run_dir: Path | str, out_dir: Path | str = REFERENCE_DIR, *,
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m bench.tasks.reference RUN_DIR [--out DIR]``."""
-    parser = argparse.ArgumentParser(prog="python -m bench.tasks.reference",
+    """``python -m textmetric_bench.tasks.reference RUN_DIR [--out DIR]``."""
+    parser = argparse.ArgumentParser(prog="python -m textmetric_bench.tasks.reference",
                                      description="Write the reference results of a finished KSC run directory.")
-    parser.add_argument("run_dirs", type=Path, nargs="+", help="run directories of `python -m bench task=ksc`")
+    parser.add_argument("run_dirs", type=Path, nargs="+", help="run directories of `python -m textmetric_bench task=ksc`")
     parser.add_argument("--out", type=Path, default=REFERENCE_DIR, help=f"where to write (default {REFERENCE_DIR})")
     parser.add_argument("--merge", action="store_true",
                         help="keep the existing file's other metrics; replace only those the run computed")
@@ -279,7 +279,7 @@ def main(argv: list[str] | None = None) -> int:
             path = write_reference(run_dir, args.out, merge=args.merge)
             print(f"wrote {path} ({len(json.loads(path.read_text())['metrics'])} metrics)")
     except BenchError as exc:
-        print(f"python -m bench.tasks.reference: {exc}", file=sys.stderr)
+        print(f"python -m textmetric_bench.tasks.reference: {exc}", file=sys.stderr)
         return 1
     return 0
 

@@ -19,13 +19,13 @@ import numpy as np
 import pandas as pd
 from omegaconf import DictConfig
 
-from bench.collections.size_imbalance import (CURVES, SOURCE_POSITIONS, RobustnessGrid, draw_sample_pair, feasible_grid,
+from textmetric_bench.collections.size_imbalance import (CURVES, SOURCE_POSITIONS, RobustnessGrid, draw_sample_pair, feasible_grid,
                                               sample_seed, validate_robustness_parameters)
-from bench.measures.failures import failure_summary
-from bench.measures.robustness import asymptotic_distance, imbalance_robustness, size_robustness
-from bench.tasks.positions import KnownPositions, runner_with_positions
-from bench.tasks.skeleton import Collections, Evaluation, Scores, Task, TaskResult
-from bench.tasks.sources import pair_sources
+from textmetric_bench.measures.failures import failure_summary
+from textmetric_bench.measures.robustness import asymptotic_distance, imbalance_robustness, size_robustness
+from textmetric_bench.tasks.positions import KnownPositions, runner_with_positions
+from textmetric_bench.tasks.skeleton import Collections, Evaluation, Scores, Task, TaskResult
+from textmetric_bench.tasks.sources import pair_sources
 
 log = logging.getLogger(__name__)
 
@@ -98,8 +98,8 @@ class RobustnessTask(KnownPositions, Task, name="robustness", fields=("curve", "
 
         No radar chart: S and I alone are two axes; merge with a KSC run of the same pair for one.
         """
-        from reports.robustness_figures import robustness_figures
-        from reports.tables import write_tables
+        from textmetric_bench.reports.robustness_figures import robustness_figures
+        from textmetric_bench.reports.tables import write_tables
 
         info, files = result.info, {}
         if not result.measures.empty:
@@ -139,7 +139,7 @@ def robustness_measures(curves: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, f
 
 
 def _grid_section(info: dict) -> str:
-    from reports.tables import SIMILARITY_MARK
+    from textmetric_bench.reports.tables import SIMILARITY_MARK
 
     grid, similar = info["grid"], {m for m, kind in info["orientation"].items() if kind == "similarity"}
     lines = ["", "## Grid", "",

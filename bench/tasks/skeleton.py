@@ -1,6 +1,6 @@
 """The one skeleton every task runs on: build collections → evaluate on the engine → measures → artifacts.
 
-A task (``bench.tasks.ksc``, ``robustness``, ``perturb``, ``ifc``; ``check`` runs the KSC task and
+A task (``textmetric_bench.tasks.ksc``, ``robustness``, ``perturb``, ``ifc``; ``check`` runs the KSC task and
 compares) says only what is particular to it, as a ``Task``:
 
 - ``build(cfg)`` draws its corpora and lists the ``Evaluation``s (pairs of corpora, each named by the
@@ -12,7 +12,7 @@ The skeleton does the rest the same way for all: it checks the metrics, embeds t
 when a metric takes embeddings), runs every (metric, evaluation) job on the engine (isolated workers,
 time limits, resume from the run directory's ``evaluations.jsonl``), and writes ``run.json``, the
 distance and measure tables, and ``failures.csv``. A task scores every metric's values oriented as
-distances (``bench.measures.orientation``: a similarity is negated); the tables keep each metric's own
+distances (``textmetric_bench.measures.orientation``: a similarity is negated); the tables keep each metric's own
 values and say which way it points.
 
 Results add up. A run directory keeps the evaluations of every metric ever scored in it (its
@@ -20,7 +20,7 @@ evaluation log); scoring more or fewer metrics there again adds the new ones to 
 and figures and keeps the others as they were (a metric run again with new parameters replaces its
 earlier rows). Files a previous run wrote that this run does not are removed, so no figure goes stale.
 A task may add rows of metrics it did not compute from reference results (``Task.merge_reference``; KSC
-does, from ``reports/reference/``: ``bench.tasks.reference``).
+does, from ``reports/reference/``: ``textmetric_bench.tasks.reference``).
 """
 
 from __future__ import annotations
@@ -38,12 +38,12 @@ from typing import Callable, Iterable, Mapping, Sequence
 import pandas as pd
 from omegaconf import DictConfig
 
-from bench import __version__
-from bench.collections.seeds import metric_seed
-from bench.engine import CorpusStore, Job, Outcome, engine_options, params_digest, result_log_for, run_jobs
-from bench.measures.failures import write_failures_csv
-from bench.measures.orientation import DISTANCE, orientation_of, orientation_warnings, oriented, with_orientation
-from bench.tasks.config import build_embedder, data_locations, selected_metrics
+from textmetric_bench import __version__
+from textmetric_bench.collections.seeds import metric_seed
+from textmetric_bench.engine import CorpusStore, Job, Outcome, engine_options, params_digest, result_log_for, run_jobs
+from textmetric_bench.measures.failures import write_failures_csv
+from textmetric_bench.measures.orientation import DISTANCE, orientation_of, orientation_warnings, oriented, with_orientation
+from textmetric_bench.tasks.config import build_embedder, data_locations, selected_metrics
 
 log = logging.getLogger(__name__)
 
@@ -206,7 +206,7 @@ def run_task(task: Task, cfg: DictConfig, out_dir: Path | str) -> TaskResult:
 def metric_orientations(names: Sequence[str], out_dir: Path) -> dict[str, str]:
     """Each metric's orientation: as registered (this run's metrics always are), else as the run
     directory's ``run.json`` recorded it (an earlier metric whose plugin is gone), else a distance."""
-    from bench.api.registry import available_metrics, get_metric
+    from textmetric_bench.api.registry import available_metrics, get_metric
 
     registered, recorded = set(available_metrics()), _previous_manifest(out_dir).get("orientation") or {}
     return {name: orientation_of(get_metric(name)) if name in registered else recorded.get(name, DISTANCE)
@@ -261,7 +261,7 @@ def write_artifacts(task: Task, result: TaskResult, out_dir: Path, *, title: str
     result.info["title"] = title
     files.update(task.write(result, out_dir))
     if result.info.get("orientation_warnings") and "table3_md" in files:
-        from reports.tables import orientation_markdown
+        from textmetric_bench.reports.tables import orientation_markdown
 
         with files["table3_md"].open("a", encoding="utf-8") as md:
             md.write("\n".join(["", *orientation_markdown(result.info["orientation_warnings"])]))
@@ -289,7 +289,7 @@ def _previous_manifest(out_dir: Path) -> dict:
 
 
 def task_runner(task: Task) -> Callable[[DictConfig, Path | str], TaskResult]:
-    """``fn(cfg, out_dir)`` running ``task``: what ``bench.__main__`` dispatches to."""
+    """``fn(cfg, out_dir)`` running ``task``: what ``textmetric_bench.__main__`` dispatches to."""
     def run(cfg: DictConfig, out_dir: Path | str) -> TaskResult:
         return run_task(task, cfg, out_dir)
 

@@ -11,13 +11,13 @@ from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
-from bench.data.cards import card_dirs as search_path
-from bench.data.cards import corpus_card, pair_card
-from bench.data.corpora import Source, disjoint_pair, load_pair, load_source
-from bench.data.fetch import local_file
-from bench.data.local_files import file_card, is_corpus_file, load_file
-from bench.errors import ConfigError, DataError
-from bench.tasks.config import data_locations, shown
+from textmetric_bench.data.cards import card_dirs as search_path
+from textmetric_bench.data.cards import corpus_card, pair_card
+from textmetric_bench.data.corpora import Source, disjoint_pair, load_pair, load_source
+from textmetric_bench.data.fetch import local_file
+from textmetric_bench.data.local_files import file_card, is_corpus_file, load_file
+from textmetric_bench.errors import ConfigError, DataError
+from textmetric_bench.tasks.config import data_locations, shown
 
 
 @dataclass(frozen=True)

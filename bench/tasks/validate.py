@@ -15,9 +15,9 @@ from typing import Any, Callable
 
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
-from bench.errors import ConfigError
-from bench.tasks.config import shown
-from bench.tasks.directories import directory_problems
+from textmetric_bench.errors import ConfigError
+from textmetric_bench.tasks.config import shown
+from textmetric_bench.tasks.directories import directory_problems
 
 _ABSENT = object()
 _DEVICE = re.compile(r"auto|cpu|mps|cuda(:\d+)?")
@@ -120,7 +120,7 @@ TASK_RULES["check"] = TASK_RULES["ksc"] + (
 
 def gated_measures() -> list[str]:
     """What the regression gate can compare: run_ksc's measures but T, which depends on the machine."""
-    from bench.tasks.ksc import MEASURE_COLUMNS
+    from textmetric_bench.tasks.ksc import MEASURE_COLUMNS
 
     return [m for m in MEASURE_COLUMNS[2:] if m != "T"]
 
@@ -164,27 +164,27 @@ def rule_problem(cfg: DictConfig, rule: Rule) -> str | None:
 
 def _pair_cards(cfg: DictConfig, bad: set[str]) -> None:
     if OmegaConf.select(cfg, "task.name") != "ifc":
-        from bench.tasks.sources import check_pair
+        from textmetric_bench.tasks.sources import check_pair
 
         check_pair(cfg)
 
 
 def _metrics(cfg: DictConfig, bad: set[str]) -> None:
-    from bench.tasks.config import selected_metrics
+    from textmetric_bench.tasks.config import selected_metrics
 
     selected_metrics(cfg)
 
 
 def _ksc(cfg: DictConfig, bad: set[str]) -> None:
     if not bad & {"k", "n", "repetitions"}:
-        from bench.tasks.ksc import check_run_config
+        from textmetric_bench.tasks.ksc import check_run_config
 
         check_run_config(cfg)
 
 
 def _reference(cfg: DictConfig, bad: set[str]) -> None:
     if "reference" not in bad:
-        from bench.tasks.reference import reference_dir
+        from textmetric_bench.tasks.reference import reference_dir
 
         reference_dir(cfg)
 
@@ -194,32 +194,32 @@ def _check_baseline(cfg: DictConfig, bad: set[str]) -> None:
         path = Path(str(cfg.check.baseline)).expanduser()
         if not path.is_file():
             raise ConfigError(f"check.baseline={shown(str(path))} is not valid: no such file; point it at a "
-                              f"baseline JSON, or write one with `python -m bench task=check update=true`")
+                              f"baseline JSON, or write one with `python -m textmetric_bench task=check update=true`")
 
 
 def _robustness(cfg: DictConfig, bad: set[str]) -> None:
     if not bad & {"n_ref", "sizes", "imbalance_total", "repetitions"}:
-        from bench.collections.size_imbalance import validate_robustness_parameters
+        from textmetric_bench.collections.size_imbalance import validate_robustness_parameters
 
         validate_robustness_parameters(cfg.n_ref, cfg.sizes, cfg.imbalance_total, cfg.repetitions)
 
 
 def _perturb(cfg: DictConfig, bad: set[str]) -> None:
     if not bad & {"n", "repetitions"}:
-        from bench.collections.perturbation_samples import validate_perturb_parameters
+        from textmetric_bench.collections.perturbation_samples import validate_perturb_parameters
 
         validate_perturb_parameters(cfg.n, cfg.repetitions, cfg.perturbations)
 
 
 def _ifc_source(cfg: DictConfig, bad: set[str]) -> None:
-    from bench.tasks.sources import check_ifc_source
+    from textmetric_bench.tasks.sources import check_ifc_source
 
     check_ifc_source(cfg)
 
 
 def _ifc_plan(cfg: DictConfig, bad: set[str]) -> None:
     if not any(key.startswith("ifc.") for key in bad):
-        from bench.tasks.ifc import generation_plan, split_source
+        from textmetric_bench.tasks.ifc import generation_plan, split_source
 
         generation_plan(cfg)
         split_source([], float(cfg.ifc.reference_share), 0)

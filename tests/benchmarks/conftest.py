@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 from summary import machine, summary_rows, table_lines, write_summary
 
-from bench import PROJECT_ROOT
+from textmetric_bench import PROJECT_ROOT
 
 HERE = Path(__file__).resolve().parent
 RECORD_FILE = PROJECT_ROOT / "outputs" / "benchmark" / "results.jsonl"  # every result as it arrives

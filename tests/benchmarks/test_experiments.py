@@ -21,7 +21,7 @@ import time
 
 import pytest
 
-from bench import PROJECT_ROOT
+from textmetric_bench import PROJECT_ROOT
 
 pytestmark = pytest.mark.benchmark
 RECORDS: dict[str, dict] = {}
@@ -56,13 +56,13 @@ def test_ksc_ours_parallel_equals_serial(benchmark, experiment):
 def _make_run(out_dir, cache_dir) -> tuple[float, dict]:
     env = {**os.environ, "BENCH_CACHE_DIR": str(cache_dir)}
     start = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "bench", f"hydra.run.dir={out_dir}", "progress=false"],
+    subprocess.run([sys.executable, "-m", "textmetric_bench", f"hydra.run.dir={out_dir}", "progress=false"],
                    cwd=PROJECT_ROOT, env=env, check=True, capture_output=True)
     return time.perf_counter() - start, json.loads((out_dir / "run.json").read_text())
 
 
 def test_make_run_cold_then_warm(benchmark, tmp_path, experiment_results, metric_records):
-    """`make run` (= python -m bench) with an empty cache, then again: the second embeds nothing."""
+    """`make run` (= python -m textmetric_bench) with an empty cache, then again: the second embeds nothing."""
     keep = metric_records[2]
     cache = tmp_path / "cache"
     cold_seconds, cold = _make_run(tmp_path / "cold", cache)

@@ -1,6 +1,6 @@
 """Peak memory of the default robustness study with 2 workers (issue 15: summed RSS <= 3 GiB).
 
-Runs ``python -m bench task=robustness pair=clinc150_banking77 engine.workers=2`` (the default
+Runs ``python -m textmetric_bench task=robustness pair=clinc150_banking77 engine.workers=2`` (the default
 grid of conf/task/robustness.yaml, or the one ``BENCH_ROBUSTNESS_GRID`` names, every default
 metric) as a user does, and samples the process
 tree (the CLI process, its workers and multiprocessing's resource tracker): peak summed RSS,
@@ -20,7 +20,7 @@ import time
 import pytest
 from timed_experiments import GRIDS
 
-from bench import PROJECT_ROOT
+from textmetric_bench import PROJECT_ROOT
 
 pytestmark = pytest.mark.benchmark
 GOAL_MB = 3 * 1024  # issue 15: at most 3 GiB of summed RSS
@@ -28,7 +28,7 @@ GOAL_MB = 3 * 1024  # issue 15: at most 3 GiB of summed RSS
 
 def _robustness_run(measured_run, out_dir) -> dict:
     grid = GRIDS.get(os.environ.get("BENCH_ROBUSTNESS_GRID", "full"), [])
-    cmd = [sys.executable, "-m", "bench", "task=robustness", "pair=clinc150_banking77", "engine.workers=2",
+    cmd = [sys.executable, "-m", "textmetric_bench", "task=robustness", "pair=clinc150_banking77", "engine.workers=2",
            "progress=false", f"hydra.run.dir={out_dir}", *grid]
     start = time.perf_counter()
     done, memory = measured_run(cmd, cwd=PROJECT_ROOT)

@@ -43,7 +43,7 @@ def pair_inputs(prepared_inputs):
 
 def _function(metric: str, impl: str):
     if impl == "ours":
-        from bench.api.registry import get_metric
+        from textmetric_bench.api.registry import get_metric
 
         return lambda p, q, seed: get_metric(metric)(p, q, seed=seed)
     if impl == "compcor":
@@ -53,7 +53,7 @@ def _function(metric: str, impl: str):
 
 @pytest.mark.parametrize("metric,size,impl", CASES, ids=["-".join(c) for c in CASES])
 def test_metric_speed(benchmark, pair_inputs, metric_records, metric, size, impl):
-    from bench.api.registry import get_metric
+    from textmetric_bench.api.registry import get_metric
 
     text_p, text_q, emb_p, emb_q = pair_inputs[size]
     p, q = (text_p, text_q) if get_metric(metric).inputs == "texts" else (emb_p, emb_q)

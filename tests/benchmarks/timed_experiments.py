@@ -4,7 +4,7 @@ EXPERIMENT is ``ksc`` (004's KSC study: clinc150_banking77 and atis_news, k = 7 
 n = 100, 5 repetitions, eight metrics) or ``robustness`` (004's size and imbalance grid on
 clinc150_banking77, conf/task/robustness.yaml; ``BENCH_ROBUSTNESS_GRID=quick`` shrinks it).
 ``BENCH_METRICS`` and ``BENCH_OVERRIDES`` change the metrics and add Hydra overrides, for experiments.
-IMPL is ``ours`` (``bench.engine.run_jobs``, ``--workers N``), ``compcor`` (compcor's
+IMPL is ``ours`` (``textmetric_bench.engine.run_jobs``, ``--workers N``), ``compcor`` (compcor's
 functions called per pair in a plain loop) or ``prepare`` (only build the inputs, embedding
 what the cache lacks, so timed runs never run the sentence encoder).
 
@@ -60,12 +60,12 @@ class _Captured(Exception):
 def capture(overrides: list[str]) -> dict:
     """The (jobs, store, metrics) the task would hand to ``run_jobs`` under ``overrides``."""
 
-    from bench.tasks.config import compose_config
+    from textmetric_bench.tasks.config import compose_config
 
     cfg = compose_config(overrides)
-    task = {"ksc": ("bench.tasks.ksc", "run_ksc"), "robustness": ("bench.tasks.robustness", "run_robustness")}
+    task = {"ksc": ("textmetric_bench.tasks.ksc", "run_ksc"), "robustness": ("textmetric_bench.tasks.robustness", "run_robustness")}
     runner = getattr(importlib.import_module(task[cfg.task.name][0]), task[cfg.task.name][1])
-    module = importlib.import_module("bench.tasks.skeleton")  # every task calls run_jobs from there
+    module = importlib.import_module("textmetric_bench.tasks.skeleton")  # every task calls run_jobs from there
     got: dict = {}
 
     def intercept(jobs, store, metrics, **_):
@@ -86,7 +86,7 @@ def capture(overrides: list[str]) -> dict:
 
 
 def run_ours(runs: list[dict], workers: int) -> tuple[list[float], dict[str, float], list[str]]:
-    from bench.engine import run_jobs
+    from textmetric_bench.engine import run_jobs
 
     distances, per_metric, errors = [], defaultdict(float), []
     for run in runs:

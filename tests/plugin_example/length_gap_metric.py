@@ -1,7 +1,7 @@
 """Example third-party metric: difference of the mean text length in words of two corpora."""
 
-from bench.api.inputs import as_texts
-from bench.api.registry import metric
+from textmetric_bench.api.inputs import as_texts
+from textmetric_bench.api.registry import metric
 
 
 @metric("length_gap", inputs="texts", symmetric=True, description="gap in mean words per text")

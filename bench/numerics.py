@@ -1,0 +1,78 @@
+"""CPU numerics that do not depend on the machine: the switches that pin torch's float32 kernels to one instruction set.
+
+Math libraries pick their kernels by the CPU they run on (MKL's GEMM, PyTorch's vectorised ATen kernels and the
+oneDNN ones it calls, AVX2 or AVX-512), and each kernel sums in its own order: the same text embedded on two of
+our machines differed by ~1e-7, which MAUVE's k-means and CLASSIFIER's split amplify into a different table. Each
+library has a documented switch for reproducible results: MKL's conditional numerical reproducibility
+(``MKL_CBWR``: the AVX2 code branch, ``STRICT`` so that thread counts do not matter either), ATen's capability cap
+(``ATEN_CPU_CAPABILITY``) and oneDNN's ISA cap (``ONEDNN_MAX_CPU_ISA``). They are read when torch first computes,
+so the package sets them when it is imported (a value the user set is kept). MKL's CNR guarantees its AVX2
+branch on Intel CPUs; on other vendors MKL falls back to its own dispatch (README, "Reproducibility").
+"""
+
+from __future__ import annotations
+
+import os
+from functools import lru_cache
+from pathlib import Path
+
+#: The switches and the values that make float32 CPU results the same on every AVX2 or AVX-512 machine.
+PINNED = {"MKL_CBWR": "AVX2,STRICT", "ATEN_CPU_CAPABILITY": "avx2", "ONEDNN_MAX_CPU_ISA": "AVX2"}
+#: ``BENCH_CPU_NUMERICS=native`` leaves every library its own choice (faster on AVX-512, machine-dependent).
+OPT_OUT = "BENCH_CPU_NUMERICS"
+PINNED_LABEL, NATIVE_LABEL = "avx2-cnr", "native"
+
+
+@lru_cache(maxsize=1)
+def cpu_flags() -> frozenset[str]:
+    """The instruction-set flags of this CPU (Linux /proc/cpuinfo; empty where it cannot be read)."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("flags"):
+                return frozenset(line.partition(":")[2].split())
+    except OSError:
+        pass
+    return frozenset()
+
+
+def cpu_vendor() -> str:
+    """``GenuineIntel``, ``AuthenticAMD``, ... ('' where /proc/cpuinfo cannot be read)."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("vendor_id"):
+                return line.partition(":")[2].strip()
+    except OSError:
+        pass
+    return ""
+
+
+def pin_cpu_numerics() -> None:
+    """Set the switches of PINNED that the user did not set (on x86 CPUs with AVX2 and FMA, unless opted out)."""
+    if os.environ.get(OPT_OUT, "").strip().lower() == NATIVE_LABEL or not {"avx2", "fma"} <= cpu_flags():
+        return
+    for name, value in PINNED.items():
+        os.environ.setdefault(name, value)
+
+
+def numerics_label() -> str:
+    """``avx2-cnr`` when every switch holds the pinned value, else ``native``: part of an embedding's cache key."""
+    pinned = all(os.environ.get(name, "").replace(" ", "").upper() == value.upper() for name, value in PINNED.items())
+    return PINNED_LABEL if pinned else NATIVE_LABEL
+
+
+def torch_follows_the_switches() -> str | None:
+    """None if torch computes with the pinned kernels (or none are pinned), else what is wrong.
+
+    ATen reads its cap when it first dispatches a kernel: a process that computed with torch before this package
+    was imported keeps the machine's own kernels whatever the environment says now.
+    """
+    if numerics_label() != PINNED_LABEL:
+        return None
+    import torch
+
+    capability = torch.backends.cpu.get_cpu_capability()
+    if capability.upper() != "AVX2":
+        return (f"torch computes with its {capability} kernels, not the pinned AVX2 ones: it ran before "
+                f"textmetric_bench was imported. Import textmetric_bench first (or set {', '.join(PINNED)} in the "
+                f"environment before Python starts), or set {OPT_OUT}=native to accept machine-dependent vectors")
+    return None

