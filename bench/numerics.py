@@ -76,3 +76,9 @@ def torch_follows_the_switches() -> str | None:
                 f"textmetric_bench was imported. Import textmetric_bench first (or set {', '.join(PINNED)} in the "
                 f"environment before Python starts), or set {OPT_OUT}=native to accept machine-dependent vectors")
     return None
+
+
+def bit_for_bit() -> bool:
+    """Whether this process computes what the shipped results were computed with, bit for bit: pinned kernels
+    on an Intel CPU (where MKL guarantees its AVX2 branch; the shipped results were made on one)."""
+    return numerics_label() == PINNED_LABEL and cpu_vendor() == "GenuineIntel"

@@ -81,3 +81,73 @@ def test_committed_baseline_matches_the_check_config():
     baseline = json.loads(open(cfg.check.baseline).read())
     assert baseline["settings"] == {"pair": cfg.pair.name, "k": cfg.k, "n": cfg.n,
                                     "repetitions": cfg.repetitions, "seed": cfg.seed}
+
+
+def _baseline_of(values: dict[str, list[float]], **extra) -> dict:
+    return {"measures": {metric: {"A": {"mean": float(np.mean(v)), "values": {str(r): x for r, x in enumerate(v)}}}
+                         for metric, v in values.items()}, **extra}
+
+
+def _measures(values: dict[str, list[float]]) -> pd.DataFrame:
+    return pd.DataFrame([{"metric": m, "repetition": r, "A": x} for m, v in values.items() for r, x in enumerate(v)])
+
+
+def test_built_in_metrics_are_gated_both_ways_plugins_on_request(fake_degradable_chi):
+    before = {"chi": [0.80, 0.82, 0.81], fake_degradable_chi: [0.80, 0.82, 0.81]}
+    after = {name: [x + 0.1 for x in values] for name, values in before.items()}
+    table = compare(_baseline_of(before), _measures(after), z=2.0, min_tolerance=0.02).set_index("metric")
+    assert table.loc["chi", "status"] == "ROSE" and table.loc[fake_degradable_chi, "status"] == "improved"
+    both = compare(_baseline_of(before), _measures(after), z=2.0, min_tolerance=0.02, plugins_two_sided=True)
+    assert set(both["status"]) == {"ROSE"}
+
+
+def test_a_built_in_metric_that_changes_at_all_fails_where_the_numerics_are_the_baselines():
+    from textmetric_bench.tasks.check import numerics, reproducible
+
+    before = {"chi": [0.80, 0.82, 0.81]}
+    nudged = _measures({"chi": [0.80, 0.82 + 1e-6, 0.81]})
+    same_numerics = _baseline_of(before, numerics=numerics())
+    other_numerics = _baseline_of(before, numerics={"label": "native", "cpu_vendor": "SomeOtherCPU"})
+    assert compare(other_numerics, nudged, z=2.0, min_tolerance=0.02).loc[0, "status"] == "ok"
+    if not reproducible(same_numerics):
+        pytest.skip(f"numerics {numerics()} are not guaranteed bit for bit: the gate holds to tolerance only here")
+    assert compare(same_numerics, nudged, z=2.0, min_tolerance=0.02).loc[0, "status"] == "CHANGED"
+    assert compare(same_numerics, _measures(before), z=2.0, min_tolerance=0.02).loc[0, "status"] == "ok"
+
+
+def test_a_metric_whose_declared_version_changed_is_not_compared():
+    baseline = _baseline_of({"chi": [0.8, 0.8, 0.8]}, versions={"chi": {"version": "0-old", "source_digest": "x"}})
+    table = compare(baseline, _measures({"chi": [0.2, 0.2, 0.2]}), z=2.0, min_tolerance=0.02)
+    assert len(table) == 1 and table.loc[0, "status"].startswith("version 0-old -> ")
+    assert "make regenerate" in table.loc[0, "status"]
+
+
+def test_the_committed_baseline_was_written_by_todays_metrics():
+    """Its versions and source digests are the registered built-ins': regenerate it when a metric module changes."""
+    from textmetric_bench.tasks.check import metric_versions
+
+    cfg = compose_config(["task=check"])
+    baseline = json.loads(open(cfg.check.baseline).read())
+    stale = {name: (entry, now) for name, now in metric_versions(baseline["measures"]).items()
+             if (entry := baseline["versions"].get(name)) != now}
+    assert stale == {}, f"the baseline is stale for {sorted(stale)}: run `make regenerate`"
+
+
+def test_make_check_fails_when_a_built_in_metric_rises_and_names_the_command(tmp_path, cache_dir):
+    """Through the CLI, as CI runs it: the committed baseline with CHI's values lowered is a CHI that now rises."""
+    import subprocess
+    import sys
+
+    cfg = compose_config(["task=check"])
+    baseline = json.loads(open(cfg.check.baseline).read())
+    baseline["measures"] = {"chi": baseline["measures"]["chi"]}
+    for measure in baseline["measures"]["chi"].values():
+        measure["values"] = {r: v - 0.1 for r, v in measure["values"].items()}
+        measure["mean"] -= 0.1
+    (tmp_path / "lowered.json").write_text(json.dumps(baseline))
+    proc = subprocess.run([sys.executable, "-m", "textmetric_bench", "task=check", "metrics=[chi]", "progress=false",
+                           f"check.baseline={tmp_path / 'lowered.json'}", f"hydra.run.dir={tmp_path / 'run'}",
+                           f"data.cache_dir={cache_dir}"], capture_output=True, text=True, timeout=600, check=False)
+    assert proc.returncode != 0, proc.stdout[-2000:]
+    assert "REGRESSION: metric chi measure A rose from" in proc.stdout
+    assert "make regenerate" in proc.stdout

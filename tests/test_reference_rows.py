@@ -4,12 +4,14 @@ marked as reference, without computing them; a reference row equals a fresh run.
 import json
 import logging
 
+import numpy as np
 import pandas as pd
 import pytest
 
 from textmetric_bench import __version__
 from textmetric_bench.api.registry import default_metrics, get_metric, metric, unregister
 from textmetric_bench.engine import params_digest
+from textmetric_bench.numerics import bit_for_bit
 from textmetric_bench.tasks.config import compose_config
 from textmetric_bench.tasks.ksc import run_ksc
 from textmetric_bench.tasks.reference import REFERENCE_DIR, version_parts, write_reference
@@ -194,21 +196,39 @@ def test_merge_replaces_only_the_metrics_the_run_computed(tmp_path, cache_dir, l
 
 
 @pytest.mark.slow
-def test_every_reference_row_of_fortune_equals_a_fresh_run(tmp_path, cache_dir):
-    """Text metrics and the embedding metrics that read embeddings smoothly reproduce to 1e-6 in every repetition;
-    MAUVE, CLASSIFIER and the cluster divergences amplify ~1e-7 differences between embeddings computed in other
-    batches, so for them each measure's fresh mean must fall inside the reference's 95% interval."""
+@pytest.mark.parametrize("path", SHIPPED, ids=[p.stem for p in SHIPPED])
+def test_every_shipped_reference_row_equals_a_fresh_run(path, tmp_path, cache_dir):
+    """Each shipped reference file is what today's code computes: every measure of every metric in every
+    repetition, bit for bit where the numerics are the shipped ones (pinned kernels on an Intel CPU); elsewhere
+    MKL's own dispatch moves embeddings by ~1e-7, so smooth metrics hold to 1e-6 and MAUVE, CLASSIFIER and the
+    cluster divergences, which amplify such differences, to the reference's 95% interval."""
+    settings = json.loads(path.read_text())["settings"]
     result = run_ksc(ksc_config(cache_dir, "metrics=default", "reference=false", "engine.workers=2",
-                                *REFERENCE_SETTINGS), tmp_path / "fresh")
-    reference = json.loads(FORTUNE.read_text())
+                                f"pair={settings['pair']}", *REFERENCE_SETTINGS), tmp_path / "fresh")
+    reference = json.loads(path.read_text())
     assert result.failures == {} and sorted(set(result.measures["metric"])) == sorted(reference["metrics"])
     amplifying = {"mauve", "classifier"} | {name for name in reference["metrics"] if name.startswith("cluster_")}
     for name in reference["metrics"]:
         fresh, expected = run_measures(result.measures, name), reference_measures(reference, name)
         for measure in QUALITY:
-            if name in amplifying:
-                _, _, _, low, high = mean_ci(expected[measure].to_numpy())
-                assert low - 1e-9 <= fresh[measure].mean() <= high + 1e-9, (name, measure, low, high)
+            values, shipped = fresh[measure].to_numpy(), expected[measure].to_numpy()
+            if bit_for_bit():
+                assert np.array_equal(values, shipped, equal_nan=True), (name, measure, values, shipped)
+            elif name in amplifying:
+                _, _, _, low, high = mean_ci(shipped)
+                assert low - 1e-9 <= values.mean() <= high + 1e-9, (name, measure, low, high)
             else:
-                expected_values = pytest.approx(expected[measure].to_numpy(), abs=1e-6)
-                assert fresh[measure].to_numpy() == expected_values, (name, measure)
+                assert values == pytest.approx(shipped, abs=1e-6, nan_ok=True), (name, measure)
+
+
+def test_shipped_reference_rows_come_from_todays_metric_modules_and_embedder():
+    """A built-in metric's module or the embedder changed since the files were written: `make regenerate`."""
+    from textmetric_bench.tasks.config import build_embedder
+
+    embedder = build_embedder(compose_config([])).model_id
+    for path in SHIPPED:
+        reference = json.loads(path.read_text())
+        assert reference["embedder"] == embedder, f"{path.name} was embedded otherwise: run `make regenerate`"
+        stale = sorted(name for name, entry in reference["metrics"].items()
+                       if entry["source_digest"] != version_parts(get_metric(name).version)["source_digest"])
+        assert stale == [], f"{path.name}: modules of {stale} changed since it was written: run `make regenerate`"

@@ -1,13 +1,17 @@
 """The regression gate, `task=check`: rerun a small fixed KSC study and compare with a baseline.
 
-The baseline is a small JSON committed in the repository: the study's settings and, per
-metric and measure, the value in every repetition. A measure *drops* when its new mean
-is below the baseline mean by more than max(min_tolerance, z * sd / sqrt(n)), where sd
-is the baseline's spread across its n repetitions: a change smaller than the sampling
-uncertainty of the baseline itself is not called a regression. (Runs are deterministic
-from their seed, so an unchanged metric reproduces its baseline exactly.) A drop, or a
-baseline metric that is missing or failed, fails the gate. Time (T) depends on the
-machine and is never gated.
+The baseline is a small JSON committed in the repository: the study's settings, the numerics it was computed
+with, and per metric its declared version, source digest and, per measure, the value in every repetition.
+A measure *moves* when its new mean differs from the baseline mean by more than
+max(min_tolerance, z * sd / sqrt(n)), where sd is the baseline's spread across its n repetitions.
+
+- A built-in metric is gated both ways: a drop or a rise fails the gate, because either means that what the
+  metric computes changed; and where the run's numerics are the baseline's (pinned kernels on the same CPU
+  vendor: textmetric_bench.numerics), any change of a value beyond ``exact_tolerance`` fails too, as an
+  unchanged metric reproduces its baseline bit for bit. A metric whose declared ``version`` changed is not
+  compared: its baseline is regenerated with the rest (``make regenerate``).
+- A plugin metric fails only when it drops (``check.two_sided=true``: both ways, as a built-in).
+- A baseline metric that is missing or failed fails the gate. Time (T) depends on the machine and is never gated.
 """
 
 from __future__ import annotations
@@ -21,14 +25,40 @@ from pathlib import Path
 import pandas as pd
 from omegaconf import DictConfig, OmegaConf
 
+from textmetric_bench.api.registry import get_metric, is_builtin_module
 from textmetric_bench.errors import ConfigError
+from textmetric_bench.numerics import bit_for_bit, cpu_vendor, numerics_label
 from textmetric_bench.tasks.ksc import run_ksc
+from textmetric_bench.tasks.reference import version_parts
 from textmetric_bench.tasks.skeleton import TaskResult
 from textmetric_bench.reports.tables import markdown_table
 
 log = logging.getLogger(__name__)
 
 SETTINGS = ("pair", "k", "n", "repetitions", "seed")
+#: The one command that rewrites the baseline, the reference results and the paper tables from today's code.
+REGENERATE = "make regenerate (python -m textmetric_bench.tasks.regenerate)"
+FAILING = ("DROPPED", "ROSE", "CHANGED", "MISSING")
+
+
+def numerics() -> dict:
+    """What decides whether a rerun reproduces the baseline bit for bit (textmetric_bench.numerics)."""
+    return {"label": numerics_label(), "cpu_vendor": cpu_vendor()}
+
+
+def reproducible(baseline: dict) -> bool:
+    """Whether this run computes with the baseline's numerics: pinned kernels, and the same CPU vendor (MKL
+    guarantees its pinned branch on Intel CPUs; elsewhere it falls back to its own dispatch)."""
+    return baseline.get("numerics") == numerics() and bit_for_bit()
+
+
+def metric_versions(names) -> dict:
+    """The declared version and source digest of each registered metric in ``names``."""
+    out = {}
+    for name in names:
+        parts = version_parts(get_metric(str(name)).version)
+        out[str(name)] = {"version": parts["version"], "source_digest": parts["source_digest"]}
+    return out
 
 
 def _settings(cfg: DictConfig) -> dict:
@@ -49,11 +79,35 @@ def baseline_from_measures(measures: pd.DataFrame, settings: dict, gated: list[s
     return {"settings": settings, **extra, "measures": table}
 
 
-def compare(baseline: dict, measures: pd.DataFrame, *, z: float, min_tolerance: float) -> pd.DataFrame:
-    """One row per (metric, measure) of the baseline: old and new mean, tolerance, status."""
+def two_sided(metric: str, plugins_too: bool) -> bool:
+    """Built-in metrics are gated both ways; plugins only when asked (``check.two_sided``)."""
+    try:
+        return plugins_too or is_builtin_module(get_metric(metric).module)
+    except ConfigError:  # no longer registered: reported as MISSING
+        return plugins_too
+
+
+def compare(baseline: dict, measures: pd.DataFrame, *, z: float, min_tolerance: float, exact_tolerance: float = 1e-9,
+            plugins_two_sided: bool = False) -> pd.DataFrame:
+    """One row per (metric, measure) of the baseline: old and new mean, tolerance, status.
+
+    Statuses that fail the gate: DROPPED, ROSE (a two-sided metric moved up), CHANGED (a built-in metric's values
+    differ beyond ``exact_tolerance`` where the run reproduces the baseline's numerics), MISSING."""
     rows = []
+    exact = reproducible(baseline)
+    versions = baseline.get("versions", {})
     for metric, by_measure in baseline["measures"].items():
         grp = measures[measures["metric"] == metric].set_index("repetition")
+        both_ways = two_sided(metric, plugins_two_sided)
+        declared = versions.get(metric, {}).get("version")
+        try:
+            declared_now = version_parts(get_metric(metric).version)["version"]
+        except ConfigError:
+            declared_now = declared
+        if declared is not None and declared_now != declared:
+            rows.append({"metric": metric, "measure": "*", "status": f"version {declared} -> {declared_now}: "
+                         f"not compared; regenerate the baseline: {REGENERATE}"})
+            continue
         for measure, old in by_measure.items():
             new = grp[measure].dropna() if measure in grp else pd.Series(dtype=float)
             row = {"metric": metric, "measure": measure, "baseline": old["mean"]}
@@ -68,7 +122,11 @@ def compare(baseline: dict, measures: pd.DataFrame, *, z: float, min_tolerance: 
             se = float(base.std(ddof=1)) / math.sqrt(len(base)) if len(base) > 1 else 0.0
             tol = max(min_tolerance, z * se)
             change = float(new.mean()) - float(base.mean())
-            status = "DROPPED" if change < -tol else "improved" if change > tol else "ok"
+            status = "DROPPED" if change < -tol else ("ROSE" if both_ways else "improved") if change > tol else "ok"
+            if status == "ok" and exact and both_ways:
+                old_values = {int(r): v for r, v in old["values"].items()}
+                gap = max((abs(float(new[r]) - v) for r, v in old_values.items() if r in new.index), default=0.0)
+                status = "CHANGED" if gap > exact_tolerance else status
             rows.append({**row, "new": float(new.mean()), "change": change, "tolerance": tol, "status": status})
     for metric in sorted(set(measures["metric"]) - set(baseline["measures"])):
         rows.append({"metric": metric, "measure": "*", "status": "new metric (not in baseline)"})
@@ -99,7 +157,8 @@ def run_check(cfg: DictConfig, out_dir: Path | str) -> TaskResult:
     result = run_ksc(cfg, out_dir)
     files = dict(result.files)
     if cfg.get("update", False):
-        extra = {"embedding_model": result.info["embedding"]["model"],
+        extra = {"embedding_model": result.info["embedding"]["model"], "numerics": numerics(),
+                 "written_by": REGENERATE, "versions": metric_versions(sorted(set(result.measures["metric"]))),
                  "metric_params": OmegaConf.to_container(cfg.get("metric") or {}, resolve=True)}
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(baseline_from_measures(result.measures, settings, gated, extra), indent=2) + "\n")
@@ -109,8 +168,10 @@ def run_check(cfg: DictConfig, out_dir: Path | str) -> TaskResult:
     if baseline.get("embedding_model") not in (None, result.info["embedding"]["model"]):
         log.warning("embedding model changed: baseline %s, now %s",
                     baseline.get("embedding_model"), result.info["embedding"]["model"])
-    table = compare(baseline, result.measures, z=float(check.z), min_tolerance=float(check.min_tolerance))
-    failed = table[table["status"].isin(["DROPPED", "MISSING"])]
+    table = compare(baseline, result.measures, z=float(check.z), min_tolerance=float(check.min_tolerance),
+                    exact_tolerance=float(check.get("exact_tolerance", 1e-9)),
+                    plugins_two_sided=bool(check.get("two_sided", False)))
+    failed = table[table["status"].isin(FAILING)]
     table.to_csv(out_dir / "check.csv", index=False)
     moved = table[(table["status"] != "ok")]
     shown = moved.copy()
@@ -118,13 +179,28 @@ def run_check(cfg: DictConfig, out_dir: Path | str) -> TaskResult:
         shown[col] = shown[col].map(lambda v: "" if pd.isna(v) else f"{v:+.4f}" if col == "change" else f"{v:.4f}")
     verdict = "FAILED" if len(failed) else "passed"
     text = (f"# Regression check {verdict}\n\nBaseline: {path}\nSettings: {settings}\n"
-            f"Tolerance: max({check.min_tolerance}, {check.z} x the baseline's standard error across repetitions)\n\n"
+            f"Tolerance: max({check.min_tolerance}, {check.z} x the baseline's standard error across repetitions); "
+            "built-in metrics both ways"
+            + (f", and to {check.get('exact_tolerance', 1e-9)} per value (this run has the baseline's numerics: "
+               f"{numerics()['label']} on {numerics()['cpu_vendor']})" if reproducible(baseline) else
+               f" (to tolerance only: the baseline's numerics {baseline.get('numerics')} are not this run's "
+               f"{numerics()}, so values may differ in their last bits)")
+            + "\n\n"
             + (markdown_table(shown) if len(moved) else "Nothing moved beyond tolerance.")
             + "\n")
     for _, row in failed.iterrows():
-        what = "is missing or failed" if row["status"] == "MISSING" else \
-            f"dropped from {row['baseline']:.4f} to {row['new']:.4f} (tolerance {row['tolerance']:.4f})"
+        if row["status"] == "MISSING":
+            what = "is missing or failed"
+        elif row["status"] == "CHANGED":
+            what = (f"changed from {row['baseline']:.6f} to {row['new']:.6f} (mean; values differ beyond "
+                    f"{check.get('exact_tolerance', 1e-9)} where an unchanged metric reproduces them exactly)")
+        else:
+            verb = "dropped" if row["status"] == "DROPPED" else "rose"
+            what = f"{verb} from {row['baseline']:.4f} to {row['new']:.4f} (tolerance {row['tolerance']:.4f})"
         text += f"\nREGRESSION: metric {row['metric']} measure {row['measure']} {what}"
+    if failed["status"].isin(["ROSE", "CHANGED"]).any() or (failed["status"] == "DROPPED").any():
+        text += (f"\n\nIf the change is intended, declare it (@metric(version=...)) and regenerate the baseline and the "
+                 f"reference results: {REGENERATE}")
     (out_dir / "check.md").write_text(text + "\n")
     return replace(result, task="check", summary=table, files={**files, "check_md": out_dir / "check.md"},
                    passed=failed.empty)

@@ -113,6 +113,8 @@ TASK_RULES["check"] = TASK_RULES["ksc"] + (
     Rule("update", boolean, FLAG, "true"),
     Rule("check.z", number(0), "a number > 0", "2.0"),
     Rule("check.min_tolerance", number(0, strict=False), "a number >= 0", "0.02"),
+    Rule("check.exact_tolerance", number(0, strict=False), "a number >= 0", "1e-9"),
+    Rule("check.two_sided", boolean, FLAG, "true"),
     Rule("check.measures", lambda v: isinstance(v, ListConfig) and 0 < len(v) and set(v) <= set(gated_measures()),
          "a non-empty list of the measures rho, omega2, L, A, Aw", "[A,Aw,rho]"),
 )

@@ -1,9 +1,9 @@
 """One-off experiment behind reports/paper_table3/README.md: CLASSIFIER scored as 004's authors' code did.
 
-Kept with the benchmark's compcor reference, outside the packages (it imports bench and compcor): a script run once with the harness
-on PYTHONPATH, from any directory,
+Kept with the benchmark's compcor reference, outside the packages (it imports the harness and compcor): a script
+that `make regenerate` runs in the checkout's venv, as
 
-    PYTHONPATH=<checkout> python <checkout>/tests/benchmarks/compcor_classifier_run.py DISTANCES.csv
+    python tests/benchmarks/compcor_classifier_run.py DISTANCES.csv
 
 It rebuilds the KSC collections of the four settings of `distances.csv` (same seeds, same
 embedder and cache as the runs) and, for every pair (c_i, c_j), scores what compcor 1.0.6's
