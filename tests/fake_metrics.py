@@ -19,6 +19,13 @@ def fake_sleeps(p, q, *, seed: int = 0, seconds: float = 30.0) -> float:
     return float(len(p) + len(q))
 
 
+def fake_hangs(p, q, *, seed: int = 0) -> float:
+    """Sleeps forever while $FAKE_HANG is "1" (a plugin stuck in a deadlock); otherwise returns the corpora's size."""
+    while os.environ.get("FAKE_HANG") == "1":
+        time.sleep(3600)
+    return float(len(p) + len(q))
+
+
 def fake_kills_itself(p, q, *, seed: int = 0) -> float:
     """Sends SIGKILL to its own process on 7-text corpora, as the kernel's out-of-memory killer would."""
     if len(q) == 7:
@@ -111,7 +118,7 @@ def fake_prepared(p, q, *, seed: int = 0, scale: float = 1.0) -> float:
     return scale * (len(p) + len(q))
 
 
-FAKES = {"fake_sleeps": fake_sleeps, "fake_kills_itself": fake_kills_itself,
+FAKES = {"fake_sleeps": fake_sleeps, "fake_hangs": fake_hangs, "fake_kills_itself": fake_kills_itself,
          "fake_raises_when_told": fake_raises_when_told, "fake_crashes": fake_crashes, "fake_raises": fake_raises,
          "fake_reads_context": fake_reads_context, "fake_prepared": fake_prepared,
          "fake_reads_environment": fake_reads_environment, "fake_parent_pid": fake_parent_pid,

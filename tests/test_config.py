@@ -184,6 +184,7 @@ def test_a_composed_config_unpickles_in_a_fresh_process(tmp_path):
 def test_engine_defaults_are_the_documented_ones():
     engine = compose_with().engine
     assert (engine.timeout, engine.start_timeout, engine.retry_failed, engine.resume) == (600, 120, True, True)
+    assert engine.max_timeouts == 3
 
 
 # --- a built-in metric is one file -----------------------------------------------------------------

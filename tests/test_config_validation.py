@@ -46,6 +46,8 @@ BAD_VALUES = {
     "workers-zero": (["engine.workers=0"], ["engine.workers=0"]),
     "timeout-negative": (["engine.timeout=-5"], ["engine.timeout=-5", "null for no limit"]),
     "timeout-zero": (["engine.timeout=0"], ["engine.timeout=0"]),
+    "max-timeouts-negative": (["engine.max_timeouts=-1"], ["engine.max_timeouts=-1", "0 or null: never skip"]),
+    "max-timeouts-fraction": (["engine.max_timeouts=2.5"], ["engine.max_timeouts=2.5", "e.g. engine.max_timeouts=3"]),
     "start-timeout-null": (["engine.start_timeout=null"], ["engine.start_timeout=null", "e.g. engine.start_timeout="]),
     "retry-failed-not-a-flag": (["engine.retry_failed=sometimes"], ["engine.retry_failed='sometimes'"]),
     "resume-a-number": (["engine.resume=2"], ["engine.resume=2"]),
@@ -98,7 +100,8 @@ def test_every_task_default_config_is_valid(task, tmp_path):
 
 
 @pytest.mark.parametrize("override", ["engine.timeout=null", "engine.workers=auto", "embedder.device=cuda:1",
-                                      "lm.device=mps", "lm.threads=null", "engine.timeout=0.5", "reference=false"])
+                                      "lm.device=mps", "lm.threads=null", "engine.timeout=0.5", "reference=false",
+                                      "engine.max_timeouts=0", "engine.max_timeouts=null"])
 def test_valid_alternatives_are_accepted(override, tmp_path):
     assert problems(tmp_path, override) == []
 

@@ -1,19 +1,24 @@
-"""The engine under faults: hangs, self-kills, transient errors, retries, changed metrics, stuck worker start."""
+"""The engine under faults: hangs, metrics that keep hanging, self-kills, transient errors, retries, changed
+metrics, stuck worker start."""
 
 import dataclasses
 import json
 import logging
+import time
+from collections import Counter
 
 import numpy as np
 import pandas as pd
 import pytest
 from fake_metrics import SlowToUnpickle, registered
+from omegaconf import OmegaConf
 
 from textmetric_bench.api.registry import get_metric
-from textmetric_bench.engine import CorpusStore, Job, ResultLog, run_jobs
+from textmetric_bench.engine import DEFAULT_MAX_TIMEOUTS, CorpusStore, Job, ResultLog, engine_options, run_jobs
 from textmetric_bench.engine.pool import EvaluationPool, WorkerStartError
-from textmetric_bench.measures.failures import failure_summary
+from textmetric_bench.measures.failures import failure_summary, write_failures_csv
 from textmetric_bench.reports.tables import write_tables
+from textmetric_bench.tasks.skeleton import distance_table
 
 
 @pytest.fixture(scope="module")
@@ -128,3 +133,69 @@ def test_every_failing_repetition_is_named_and_tables_say_k_of_n(tmp_path):
     md = write_tables(measures, tmp_path, failures=failure_summary(evaluations), repetitions=3)["table3_md"]
     body = md.read_text()
     assert "| m | 1 of 3 |" in body and "| ok | 3 of 3 |" in body and "repetition 2: 2 × ValueError" in body
+
+
+def hang_jobs(count, name="fake_hangs"):
+    """``count`` evaluations of ``name`` on corpora a and b, one per seed; keys shaped as a task's."""
+    return [Job(key=(name, "params", "a", "b", seed, "corpora"), metric=name, p="a", q="b", seed=seed)
+            for seed in range(count)]
+
+
+def test_a_metric_that_keeps_timing_out_is_skipped_then_retried_on_rerun(store, tmp_path, monkeypatch):
+    """8 evaluations that hang, a 2 s limit, engine.max_timeouts=2: the run costs about 2 limits (3 at
+    most: the one already sent when the second timed out runs on), not 8; CHI is unaffected."""
+    log = ResultLog(tmp_path / "evaluations.jsonl", {"run": "breaker"})
+    jobs = hang_jobs(8) + [Job(key=("chi", "params", p, q, 0, "corpora"), metric="chi", p=p, q=q, seed=0)
+                           for p, q in (("a", "b"), ("a", "short"), ("b", "short"))]
+    with registered("fake_hangs") as infos:
+        metrics = {"fake_hangs": (infos["fake_hangs"], {}), "chi": (get_metric("chi"), {})}
+        monkeypatch.setenv("FAKE_HANG", "1")
+        start = time.monotonic()
+        first = run_jobs(jobs, store, metrics, result_log=log, workers=1, timeout=2, max_timeouts=2, progress=False)
+        seconds = time.monotonic() - start
+        monkeypatch.setenv("FAKE_HANG", "0")
+        second = run_jobs(jobs, store, metrics, result_log=log, workers=1, timeout=2, max_timeouts=2,
+                          retry_failed=False, progress=False)
+    hung = {k: o for k, o in first.items() if k[0] == "fake_hangs"}
+    statuses = Counter(o.status for o in hung.values())
+    assert statuses["timeout"] in (2, 3) and statuses["skipped"] == 8 - statuses["timeout"], statuses
+    assert seconds < 6 * 2, f"{seconds:.1f} s: the breaker did not stop the hanging metric"
+    skipped = [o for o in hung.values() if o.status == "skipped"]
+    assert all(o.error.startswith("skipped: metric fake_hangs timed out 2 times in this run at engine.timeout=2 s")
+               and "engine.max_timeouts" in o.error and o.attempts == 0 for o in skipped)
+    assert all(o.status == "ok" and o.distance > 0 for k, o in first.items() if k[0] == "chi")
+
+    distances = distance_table(["p", "q", "seed"], list(first.items()))
+    failures = pd.read_csv(write_failures_csv(distances, tmp_path), keep_default_na=False)
+    assert len(failures) == 8 and set(failures["metric"]) == {"fake_hangs"}
+    assert (failures["error"].str.contains("timed out 2 times")).sum() == len(skipped)
+
+    # the rerun tries the skipped evaluations (never tried: this is their first attempt) and the timed-out ones
+    assert {k for k, o in second.items() if o.status != "ok"} == set()
+    assert all(second[k].attempts == (1 if o.status == "skipped" else 2) for k, o in hung.items())
+    assert all(o.attempts == 1 for k, o in second.items() if k[0] == "chi")  # done the first time: kept
+    key = next(k for k, o in hung.items() if o.status == "skipped")
+    assert [r["status"] for r in logged_rows(tmp_path / "evaluations.jsonl") if tuple(r["key"]) == key] == [
+        "skipped", "ok"]
+
+
+@pytest.mark.parametrize("max_timeouts", [0, None])
+def test_a_disabled_breaker_lets_every_evaluation_time_out(store, monkeypatch, max_timeouts):
+    monkeypatch.setenv("FAKE_HANG", "1")
+    with registered("fake_hangs") as infos:
+        metrics = {"fake_hangs": (infos["fake_hangs"], {})}
+        out = run_jobs(hang_jobs(4), store, metrics, workers=1, timeout=1, max_timeouts=max_timeouts, progress=False)
+    assert [o.status for o in out.values()] == ["timeout"] * 4
+
+
+def test_the_timeout_count_is_configurable(store, monkeypatch):
+    assert engine_options(OmegaConf.create({}))["max_timeouts"] == DEFAULT_MAX_TIMEOUTS == 3
+    assert [engine_options(OmegaConf.create({"engine": {"max_timeouts": v}}))["max_timeouts"]
+            for v in (5, 1, 0, None)] == [5, 1, None, None]
+    monkeypatch.setenv("FAKE_HANG", "1")
+    with registered("fake_hangs") as infos:
+        metrics = {"fake_hangs": (infos["fake_hangs"], {})}
+        out = run_jobs(hang_jobs(4), store, metrics, workers=1, timeout=1, max_timeouts=1, progress=False)
+    statuses = [o.status for o in out.values()]
+    assert statuses[0] == "timeout" and statuses.count("skipped") >= 2, statuses
+    assert all("timed out once" in o.error for o in out.values() if o.status == "skipped")

@@ -15,8 +15,9 @@ from textmetric_bench.api.registry import MetricInfo
 from textmetric_bench.api.sharing import charged_time
 
 #: Outcome statuses. ``error``: the metric raised or returned no finite number; ``timeout``: it
-#: exceeded the time limit and its worker was killed; ``crash``: its worker process died.
-OK, ERROR, TIMEOUT, CRASH = "ok", "error", "timeout", "crash"
+#: exceeded the time limit and its worker was killed; ``crash``: its worker process died;
+#: ``skipped``: not evaluated, its metric having timed out too often in the run (not an attempt).
+OK, ERROR, TIMEOUT, CRASH, SKIPPED = "ok", "error", "timeout", "crash", "skipped"
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Mapping
 
 from textmetric_bench import __version__
-from textmetric_bench.engine.jobs import CRASH, ERROR, OK, TIMEOUT, Outcome
+from textmetric_bench.engine.jobs import CRASH, ERROR, OK, SKIPPED, TIMEOUT, Outcome
 from textmetric_bench.errors import BenchError, ConfigError, StorageError
 from textmetric_bench.files import storage_error
 
@@ -44,7 +44,7 @@ class ResultLog:
             if versions is not None and metric in versions and row.get("metric_version") != versions[metric]:
                 stale[(metric, row.get("metric_version"))] += 1
                 continue
-            attempts[key] += 1
+            attempts[key] += row.get("status") != SKIPPED  # a skipped evaluation was never tried
             latest[key] = _outcome(row, attempts[key])
         for (metric, old), count in stale.items():
             log.warning("metric %s changed (version %s, now %s): its %d logged evaluations are recomputed",
@@ -58,7 +58,7 @@ class ResultLog:
         attempts: Counter = Counter()
         params: dict[str, object] = {}
         for key, row in self._rows():
-            attempts[key] += 1
+            attempts[key] += row.get("status") != SKIPPED
             latest[key] = _outcome(row, attempts[key])
             params[key[0]] = key[1]
         return {key: o for key, o in latest.items() if params[key[0]] == key[1]}
@@ -129,8 +129,8 @@ def _outcome(row: dict, attempts: int) -> Outcome:
 
 
 def retry_wanted(outcome: Outcome, retry_failed: bool) -> bool:
-    """Whether a logged outcome is evaluated again: timeouts and crashes always, errors if asked."""
-    return outcome.status in (TIMEOUT, CRASH) or (outcome.status == ERROR and retry_failed)
+    """Whether a logged outcome is evaluated again: timeouts, crashes and skipped ones always, errors if asked."""
+    return outcome.status in (TIMEOUT, CRASH, SKIPPED) or (outcome.status == ERROR and retry_failed)
 
 
 def _storage_error(exc: OSError, path: Path, size: int | None = None) -> BenchError:

@@ -8,14 +8,14 @@ import math
 import os
 import shutil
 import tempfile
-from collections import deque
+from collections import Counter, deque
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
 from textmetric_bench.api.registry import MetricInfo
 from textmetric_bench.console import progress_bar
 from textmetric_bench.engine import worker
-from textmetric_bench.engine.jobs import CRASH, TIMEOUT, Job, Outcome
+from textmetric_bench.engine.jobs import CRASH, SKIPPED, TIMEOUT, Job, Outcome, failure
 from textmetric_bench.engine.pool import EvaluationPool, outcome_of
 from textmetric_bench.engine.result_log import ResultLog, retry_wanted
 from textmetric_bench.engine.store import CorpusStore
@@ -26,6 +26,8 @@ log = logging.getLogger(__name__)
 DEFAULT_TIMEOUT = 600.0
 DEFAULT_START_TIMEOUT = 120.0
 DEFAULT_PREPARE_TIMEOUT = 7200.0
+#: After this many of a metric's evaluations timed out in a run, its remaining ones are skipped.
+DEFAULT_MAX_TIMEOUTS = 3
 #: Jobs go to a worker in chunks predicted to take at most CHUNK_SECONDS (each job at the largest
 #: T its metric has shown in this run), and at most MAX_CHUNK of them: one message per job cost a
 #: KSC study (6,960 evaluations of 1-8 ms each) 1.5-2 s on one core. A metric with no finished
@@ -44,9 +46,11 @@ def engine_options(cfg) -> dict:
         value = engine.get(key, default)
         return float(value) if value is not None else None
 
+    max_timeouts = engine.get("max_timeouts", DEFAULT_MAX_TIMEOUTS)
     return {"workers": workers, "timeout": seconds("timeout", DEFAULT_TIMEOUT),
             "start_timeout": seconds("start_timeout", DEFAULT_START_TIMEOUT),
             "prepare_timeout": seconds("prepare_timeout", DEFAULT_PREPARE_TIMEOUT),
+            "max_timeouts": int(max_timeouts) if max_timeouts else None,
             "retry_failed": bool(engine.get("retry_failed", True)),
             "blas_threads": int(engine.get("blas_threads", 1)), "progress": bool(cfg.get("progress", True))}
 
@@ -69,6 +73,7 @@ def run_jobs(
     timeout: float | None = DEFAULT_TIMEOUT,
     start_timeout: float = DEFAULT_START_TIMEOUT,
     prepare_timeout: float | None = DEFAULT_PREPARE_TIMEOUT,
+    max_timeouts: int | None = DEFAULT_MAX_TIMEOUTS,
     retry_failed: bool = True,
     blas_threads: int = 1,
     progress: bool = True,
@@ -78,9 +83,10 @@ def run_jobs(
     """Evaluate every job not already done in ``result_log``; return the latest outcome per key.
 
     Each evaluation runs in one of ``workers`` worker processes and is killed after ``timeout``
-    seconds (None: no limit). A logged evaluation that timed out or crashed is tried again, one
-    that raised too unless ``retry_failed`` is false. A metric's logged attempts count only
-    for its current version (``MetricInfo.version``, plus ``embedder_id`` for metrics of embeddings).
+    seconds (None: no limit). Once ``max_timeouts`` evaluations of a metric have timed out, its
+    remaining ones are not started but recorded as skipped (0 or None: never). A logged evaluation
+    that timed out, crashed or was skipped is tried again, one that raised too unless
+    ``retry_failed`` is false. A metric's logged attempts count only for its current version (``MetricInfo.version``, plus ``embedder_id`` for metrics of embeddings).
     """
     jobs = list(jobs)
     versions = {name: info.version + (f"|{embedder_id}" if info.inputs == "embeddings" and embedder_id else "")
@@ -97,11 +103,11 @@ def run_jobs(
 
     def record(job: Job, outcome: Outcome) -> None:
         previous = done[job.key].attempts if job.key in done else 0
-        outcome = outcome.attempt(previous + 1)
+        outcome = outcome.attempt(previous + (outcome.status != SKIPPED))  # a skipped job was not tried
         done[job.key] = outcome
         if result_log is not None:
             result_log.append(job.key, outcome, versions[job.metric])
-        if outcome.failed:
+        if outcome.failed and outcome.status != SKIPPED:  # skips are announced once per metric
             log.warning("metric %s failed on %s (attempt %d): %s", job.metric, job.key, outcome.attempts,
                         outcome.error)
         bar.update()
@@ -109,7 +115,7 @@ def run_jobs(
     try:
         if todo:
             _evaluate(todo, store, metrics, record, workers=workers, timeout=timeout, start_timeout=start_timeout,
-                      prepare_timeout=prepare_timeout, blas_threads=blas_threads)
+                      prepare_timeout=prepare_timeout, max_timeouts=max_timeouts, blas_threads=blas_threads)
     finally:
         bar.close()
         if result_log is not None:
@@ -118,7 +124,7 @@ def run_jobs(
 
 
 def _evaluate(todo: Sequence[Job], store, metrics, record, *, workers, timeout, start_timeout, prepare_timeout,
-              blas_threads) -> None:
+              max_timeouts, blas_threads) -> None:
     """Save the store for the workers, run the metrics' prepare steps, then every job."""
     used = {name: metrics[name] for name in dict.fromkeys(j.metric for j in todo)}
     store_dir = Path(tempfile.mkdtemp(prefix="textmetric-store-"))
@@ -134,7 +140,7 @@ def _evaluate(todo: Sequence[Job], store, metrics, record, *, workers, timeout, 
                 record(job, unprepared[job.metric])
             else:
                 ready.append(job)
-        _dispatch(pool, ready, record, timeout=timeout, in_flight=2 * max(1, workers))
+        _dispatch(pool, ready, record, timeout=timeout, in_flight=2 * max(1, workers), max_timeouts=max_timeouts)
         pool.close()
         pool = None
     finally:
@@ -143,7 +149,8 @@ def _evaluate(todo: Sequence[Job], store, metrics, record, *, workers, timeout, 
         shutil.rmtree(store_dir, ignore_errors=True)
 
 
-def _dispatch(pool: EvaluationPool, jobs: Sequence[Job], record, *, timeout: float | None, in_flight: int) -> None:
+def _dispatch(pool: EvaluationPool, jobs: Sequence[Job], record, *, timeout: float | None, in_flight: int,
+              max_timeouts: int | None = None) -> None:
     """Evaluate ``jobs`` in the pool's workers, in their order, ``in_flight`` tasks at a time, each
     task a chunk of consecutive jobs (``CHUNK_SECONDS``); ``record(job, outcome)`` as each chunk ends.
 
@@ -151,12 +158,19 @@ def _dispatch(pool: EvaluationPool, jobs: Sequence[Job], record, *, timeout: flo
     times out, crashes its worker or fails as a whole is run again one job per task, so each of its
     jobs gets its own limit and its own outcome (a job that hangs costs up to twice the limit).
     A metric whose job then times out or crashes on its own is not chunked again in this run.
+    Once ``max_timeouts`` of a metric's jobs have timed out on their own (a chunk's timeout is not
+    counted: its jobs are rerun alone), its jobs not yet sent are recorded as skipped; those already
+    sent run to their end.
     """
     pending = deque((job, False) for job in jobs)  # (job, alone): alone = rerun of a failed chunk
     longest: dict[str, float] = {}  # metric -> its largest T so far (none yet, or inf: sent alone)
     budget = min(CHUNK_SECONDS, timeout / 4) if timeout else CHUNK_SECONDS
     running: dict[cf.Future, list[Job]] = {}
+    timeouts: Counter = Counter()  # metric -> its jobs that timed out on their own
     tasks = 0
+
+    def given_up(metric: str) -> bool:
+        return bool(max_timeouts) and timeouts[metric] >= max_timeouts
 
     def next_chunk() -> list[Job]:
         job, alone = pending.popleft()
@@ -170,6 +184,10 @@ def _dispatch(pool: EvaluationPool, jobs: Sequence[Job], record, *, timeout: flo
 
     while pending or running:
         while pending and len(running) < in_flight:
+            if given_up(pending[0][0].metric):  # never inside a chunk: its metric's longest T is inf
+                job = pending.popleft()[0]
+                record(job, skipped_after_timeouts(job.metric, max_timeouts, timeout))
+                continue
             chunk = next_chunk()
             running[pool.submit(worker.run_chunk, chunk, timeout=timeout)] = chunk
             tasks += 1
@@ -190,7 +208,21 @@ def _dispatch(pool: EvaluationPool, jobs: Sequence[Job], record, *, timeout: flo
                 if not outcome.failed:
                     longest[job.metric] = max(longest.get(job.metric, 0.0), outcome.seconds)
                 record(job, outcome)
+                if outcome.status == TIMEOUT:  # only a task of one job times out here, never a chunk
+                    timeouts[job.metric] += 1
+                    if timeouts[job.metric] == max_timeouts:
+                        log.warning("metric %s timed out %d times (engine.max_timeouts): its evaluations not "
+                                    "yet started are skipped", job.metric, max_timeouts)
     log.debug("%d evaluations sent to workers in %d tasks", len(jobs), tasks)
+
+
+def skipped_after_timeouts(metric: str, count: int, timeout: float | None) -> Outcome:
+    """The outcome of a job not started because its metric timed out ``count`` times (``_dispatch``)."""
+    limit = f" at engine.timeout={timeout:g} s" if timeout else ""
+    times = "once" if count == 1 else f"{count} times"
+    return failure(SKIPPED, f"skipped: metric {metric} timed out {times} in this run{limit} "
+                            f"(engine.max_timeouts={count}); rerun in the same run directory to try it again, "
+                            "after raising engine.timeout or engine.max_timeouts (0 or null: never skip)")
 
 
 def _prepare(pool: EvaluationPool, todo: Sequence[Job], metrics, prepare_timeout) -> dict[str, Outcome]:

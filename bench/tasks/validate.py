@@ -75,6 +75,7 @@ COMMON_RULES = (
     Rule("progress", either(boolean, lambda v: v == "auto"), "auto, true or false", "false"),
     Rule("engine.workers", either(whole(1), lambda v: v == "auto"), "a whole number >= 1 or 'auto'", "2"),
     Rule("engine.timeout", either(number(0), null), f"{SECONDS}, or null for no limit", "600"),
+    Rule("engine.max_timeouts", either(whole(0), null), "a whole number >= 0 (0 or null: never skip a metric)", "3"),
     Rule("engine.start_timeout", number(0), SECONDS, "120"),
     Rule("engine.prepare_timeout", either(number(0), null), f"{SECONDS}, or null for no limit", "7200"),
     Rule("engine.retry_failed", boolean, FLAG, "false"),
