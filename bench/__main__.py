@@ -146,7 +146,11 @@ def last_line(out_dir: Path, report: Path | None) -> str:
 
 def log_traceback_to_file(exc: BaseException) -> None:
     """The traceback of ``exc`` into the run's log file only (at debug level), not onto the console."""
-    log.debug("traceback of the error below", exc_info=exc, extra=FILE_ONLY)
+    record = log.makeRecord(log.name, logging.DEBUG, __file__, 0, "traceback of the error below", (),
+                            (type(exc), exc, exc.__traceback__))
+    for handler in logging.getLogger().handlers:  # at debug level, below the loggers' own
+        if isinstance(handler, logging.FileHandler):
+            handler.handle(record)
 
 
 def os_error_message(exc: OSError, cfg: DictConfig, out_dir: Path) -> str:
