@@ -6,17 +6,19 @@ import errno
 import logging
 import sys
 from pathlib import Path
-from typing import NoReturn
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
+from hydra.types import RunMode
 from omegaconf import DictConfig
 
-from textmetric_bench.console import setup_run_console
-from textmetric_bench.errors import BenchError, ConfigError
+from textmetric_bench.console import FILE_ONLY, log_file, setup_run_console
+from textmetric_bench.errors import EXIT_BAD_INPUT, EXIT_OK, BenchError, ConfigError
+from textmetric_bench.measures.failures import failure_counts
 from textmetric_bench.tasks.config import (
     CONF_DIR,  # importing textmetric_bench.tasks.config also registers the ${shipped:} and ${checkout:} resolvers
 )
+from textmetric_bench.tasks.exit_status import run_exit_status, sweep_exit_status, sweep_jobs, write_run_status
 from textmetric_bench.tasks.metric_configs import metric_override_problems, register_metric_configs
 
 log = logging.getLogger("textmetric_bench")
@@ -53,16 +55,22 @@ def run_task(cfg: DictConfig, out_dir: Path):
 # An absolute path, the checkout's conf/ or the installed package's copy (textmetric_bench.shipped_path): "../conf" is resolved
 # against the calling module, which the console script `textmetric-bench` makes a package ("pkg://conf", not found).
 @hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name="config")
-def app(cfg: DictConfig) -> None:
+def app(cfg: DictConfig) -> int:
+    """Run the task, print its results, and end with its exit status (``textmetric_bench.errors``: ``EXIT_*``).
+
+    A job of a sweep returns its status instead of exiting, so the sweep goes on to its other jobs; the
+    process that launched the sweep exits with the worst of them (``main``)."""
+    _app_entered.append(True)
     out_dir = Path(HydraConfig.get().runtime.output_dir).absolute()
     setup_run_console(progress_setting(cfg))
     try:
         result = run_task(cfg, out_dir)
     except BenchError as exc:
-        fail(str(exc))
+        return finish(out_dir, EXIT_BAD_INPUT, first_line(str(exc)), error=str(exc))
     except OSError as exc:  # a full disk, a read-only or forbidden directory met mid-run
         log_traceback_to_file(exc)
-        fail(os_error_message(exc, cfg, out_dir))
+        message = os_error_message(exc, cfg, out_dir)
+        return finish(out_dir, EXIT_BAD_INPUT, first_line(message), error=message)
     report = None
     try:  # the HTML report of this run; a failure here must not hide the results
         from textmetric_bench.reports.html import build_report
@@ -74,16 +82,53 @@ def app(cfg: DictConfig) -> None:
     table = result.files.get("table3_md") or result.files.get("perturbation_md")
     if table is not None:
         print(Path(table).read_text())
-    for name, failure in result.failures.items():
-        print(f"metric {name} FAILED: {failure}", file=sys.stderr)
+    for line in failure_lines(result, out_dir):
+        print(line, file=sys.stderr)
     if "check_md" in result.files:
         print(Path(result.files["check_md"]).read_text())
     if "baseline" in result.files:
         print(f"baseline written to {result.files['baseline']}")
     sys.stderr.flush()
     print(last_line(out_dir, report), flush=True)
-    if getattr(result, "passed", True) is False:
-        raise SystemExit(1)
+    code, reason = run_exit_status(result, bool(cfg.get("allow_metric_failures", False)))
+    return finish(out_dir, code, reason)
+
+
+#: Whether this process ran ``app``'s body: Hydra exits 1 on arguments it refuses before that.
+_app_entered: list[bool] = []
+
+
+def finish(out_dir: Path, code: int, reason: str, *, error: str | None = None) -> int:
+    """Record the run's exit status in its directory; exit with it, or, in a job of a sweep, return it.
+    ``error``: a message printed as `error: ...` lines (no traceback) and logged."""
+    if error is not None:
+        log.error("%s", error, extra=FILE_ONLY)  # the console gets it once, below
+        print("\n".join(f"error: {line}" for line in error.splitlines()), file=sys.stderr, flush=True)
+    write_run_status(out_dir, code, reason, list(HydraConfig.get().overrides.task))
+    if HydraConfig.get().mode == RunMode.MULTIRUN:
+        return code
+    if code != EXIT_OK:
+        raise SystemExit(code)
+    return code
+
+
+def first_line(text: str) -> str:
+    return text.strip().splitlines()[0] if text.strip() else ""
+
+
+def failure_lines(result, out_dir: Path) -> list[str]:
+    """One console line per failing metric: how many of its evaluations failed, the first reason, and where
+    the details are (``failures.csv``, with tracebacks, and the run's log)."""
+    counts = failure_counts(result.distances)
+    details = [str(p) for p in (result.files.get("failures"), log_file()) if p is not None]
+    where = f"; details: {' and '.join(details)}" if details else ""
+    lines = []
+    for name, failure in result.failures.items():
+        if name in counts:
+            failed, total, reason = counts[name]
+            failure = f"{failed} of {total} evaluations failed, first: {reason}"
+        lines.append(f"metric {name} FAILED: {failure}{where}")
+    return lines
 
 
 def progress_setting(cfg: DictConfig) -> object:
@@ -99,22 +144,11 @@ def last_line(out_dir: Path, report: Path | None) -> str:
     return f"outputs written to {out_dir}"
 
 
-def fail(message: str) -> NoReturn:
-    """Log ``message`` (to the log file: the console gets it once, below) and exit non-zero, printing each of
-    its lines as `error: ...` without a traceback."""
-    to_log_file(log.makeRecord(log.name, logging.ERROR, __file__, 0, "%s", (message,), None))
-    raise SystemExit("\n".join(f"error: {line}" for line in message.splitlines()))
-
-
 def log_traceback_to_file(exc: BaseException) -> None:
     """The traceback of ``exc`` into the run's log file only (at debug level), not onto the console."""
-    to_log_file(log.makeRecord(log.name, logging.DEBUG, __file__, 0, "traceback of the error below", (),
-                               (type(exc), exc, exc.__traceback__)))
-
-
-def to_log_file(record: logging.LogRecord) -> None:
-    """``record`` into the run's log file only, not onto the console."""
-    for handler in logging.getLogger().handlers:
+    record = log.makeRecord(log.name, logging.DEBUG, __file__, 0, "traceback of the error below", (),
+                            (type(exc), exc, exc.__traceback__))
+    for handler in logging.getLogger().handlers:  # at debug level, below the loggers' own
         if isinstance(handler, logging.FileHandler):
             handler.handle(record)
 
@@ -180,8 +214,19 @@ def main() -> None:
     if not problems:
         problems = [p for p in [run_dir_problem(sys.argv[1:])] if p is not None]
     if problems:
-        raise SystemExit("\n".join(f"error: {problem}" for problem in problems))
-    app()
+        print("\n".join(f"error: {problem}" for problem in problems), file=sys.stderr)
+        raise SystemExit(EXIT_BAD_INPUT)
+    try:
+        app()
+        code = EXIT_OK
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else EXIT_OK if exc.code is None else 1
+        if code == 1 and not _app_entered and sweep_jobs() is None:
+            code = EXIT_BAD_INPUT  # Hydra refused the arguments (an unknown key, a config group that does not exist)
+    code, lines = sweep_exit_status(code)
+    for line in lines:
+        print(line, file=sys.stderr if code else sys.stdout, flush=True)
+    raise SystemExit(code)
 
 
 if __name__ == "__main__":

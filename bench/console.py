@@ -29,15 +29,19 @@ from tqdm.auto import tqdm
 OWN_LOGGERS = ("textmetric_bench", "__main__")
 #: Progress mode of this process: "auto" (bars when stderr is a terminal), True (always) or False (never).
 _progress: dict[str, object] = {"mode": "auto"}
+#: ``log.warning(..., extra=FILE_ONLY)``: a record for the run's log file only, never the console (e.g. each failed
+#: evaluation with its traceback, which the console sums up in one line per metric).
+FILE_ONLY = {"file_only": True}
 #: Libraries that install their own stream handler; their records are sent through the root logger instead.
 _SELF_HANDLING = ("transformers", "datasets")
 
 
 class OwnMessages(logging.Filter):
-    """Lets through the records of the harness's own loggers (bench, metrics, reports), none of a third party."""
+    """Lets through the records of the harness's own loggers (bench, metrics, reports), none of a third party,
+    and none logged with ``extra=FILE_ONLY``."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        return record.name.split(".")[0] in OWN_LOGGERS
+        return record.name.split(".")[0] in OWN_LOGGERS and not getattr(record, "file_only", False)
 
 
 class ConsoleHandler(logging.StreamHandler):

@@ -23,3 +23,19 @@ class EmbeddingError(BenchError):
 
 class StorageError(BenchError):
     """A file cannot be written: out of space, read-only or no permission. Work done so far is kept."""
+
+
+#: Exit statuses of `python -m textmetric_bench` (README "Reliability", "Exit status"); a sweep exits with its
+#: worst job's. An unexpected error (a bug: Python prints its traceback) exits 1 as well.
+EXIT_OK = 0  # every metric produced its measures
+EXIT_REGRESSION = 1  # task=check: the regression gate failed
+EXIT_BAD_INPUT = 2  # bad configuration or input: nothing, or not all, was run (as argparse's usage errors)
+EXIT_METRIC_FAILED = 3  # the run finished, but a metric failed some or all of its evaluations
+#: From least to most severe: a sweep's status is the most severe of its jobs' (any other code ranks above).
+EXIT_SEVERITY = (EXIT_OK, EXIT_METRIC_FAILED, EXIT_REGRESSION, EXIT_BAD_INPUT)
+
+
+def worst_exit_status(codes) -> int:
+    """The most severe of ``codes`` (``EXIT_SEVERITY``; a code not listed there ranks above all), 0 for none."""
+    rank = {code: i for i, code in enumerate(EXIT_SEVERITY)}
+    return max(codes, key=lambda code: rank.get(code, len(EXIT_SEVERITY)), default=EXIT_OK)

@@ -110,8 +110,11 @@ def test_a_metric_that_did_not_declare_the_need_cannot_read_positions(fake_peeki
 
 
 def test_unknown_needs_are_rejected():
-    with pytest.raises(ValueError, match="needs must be"):
-        metric("fake_needs_magic", inputs="texts", symmetric=True, needs=("magic",))
+    def fake_needs_magic(p, q, *, seed: int = 0) -> float:
+        return 0.0
+
+    with pytest.raises(TypeError, match=r"argument needs=\('magic',\) is not valid"):
+        metric("fake_needs_magic", inputs="texts", symmetric=True, needs=("magic",))(fake_needs_magic)
 
 
 def test_ksc_run_scores_oracle_at_the_ceiling(tmp_path, cache_dir):

@@ -56,5 +56,8 @@ def test_check_flags_a_stale_file(tmp_path):
 
 
 def test_bad_facts_are_rejected():
-    with pytest.raises(ValueError, match="value_range"):
-        metric("fake_bad_range", inputs="texts", symmetric=True, value_range=(1.0, 0.0))
+    def fake_bad_range(p, q, *, seed: int = 0) -> float:
+        return 0.0
+
+    with pytest.raises(TypeError, match="value_range"):
+        metric("fake_bad_range", inputs="texts", symmetric=True, value_range=(1.0, 0.0))(fake_bad_range)

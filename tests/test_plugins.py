@@ -1,6 +1,8 @@
 """Third-party metrics: the registry's rules hold. (A separately installed package joining the
 results: tests/test_readme_plugin.py, with the package the README prints.)"""
 
+import re
+
 import pytest
 
 from textmetric_bench.api.registry import get_metric, metric, unregister
@@ -38,3 +40,40 @@ def test_malformed_plugin_signatures_are_rejected(source, problem):
 def test_unknown_metric_raises_with_suggestions():
     with pytest.raises(ConfigError, match="Did you mean chi"):
         get_metric("chii")
+
+
+def fake_plugin_function(p, q, *, seed: int = 0) -> float:
+    return 0.0
+
+
+@pytest.mark.parametrize("arguments,problem", [
+    ({"inputs": "texts"}, "argument 'symmetric' is missing"),
+    ({"symmetric": True}, "argument 'inputs' is missing"),
+    ({"inputs": "texts", "symmetric": "yes"}, "argument symmetric='yes' is not valid: give True or False"),
+    ({"inputs": "sentences", "symmetric": True}, "argument inputs='sentences' is not valid: give 'texts' or 'embeddings'"),
+    ({"inputs": "texts", "symmetric": True, "version": 2}, "argument version=2 is not valid: give a str"),
+    ({"inputs": "texts", "symmetric": True, "needs": "tokens"}, "argument needs='tokens' is not valid"),
+    ({"inputs": "texts", "symmetric": True, "symetric": True}, "unknown argument 'symetric' .did you mean 'symmetric'"),
+])
+def test_a_bad_decorator_call_names_the_function_its_module_and_the_argument(arguments, problem):
+    with pytest.raises(TypeError) as raised:
+        metric("tmp_bad_decorator", **arguments)(fake_plugin_function)
+    message = str(raised.value)
+    assert "function fake_plugin_function in module test_plugins" in message and "tmp_bad_decorator" in message
+    assert re.search(problem, message), message
+    with pytest.raises(ConfigError):
+        get_metric("tmp_bad_decorator")  # nothing was registered
+
+
+def test_a_bare_decorator_says_how_to_call_it():
+    with pytest.raises(TypeError, match=r"function fake_plugin_function in module test_plugins .*@metric\('fake_plugin_function', inputs="):
+        metric(fake_plugin_function)
+
+
+def test_readme_rules_list_every_required_decorator_argument():
+    from textmetric_bench import PROJECT_ROOT
+
+    readme = (PROJECT_ROOT / "README.md").read_text(encoding="utf-8")
+    rules = readme[readme.index("Rules:"):readme.index("**In your own package**")]
+    for argument in ("name", "inputs", "symmetric"):
+        assert f"`{argument}`" in rules

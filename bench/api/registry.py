@@ -75,11 +75,15 @@ _REGISTRY: dict[str, MetricInfo] = {}
 _PLUGINS_LOADED = False
 
 
+#: The default of the decorator's required arguments: absent, reported with the function they were meant for.
+_REQUIRED: Any = type("Required", (), {"__repr__": lambda self: "<required>"})()
+
+
 def metric(
-    name: str,
+    name: str = _REQUIRED,
     *,
-    inputs: Inputs,
-    symmetric: bool,
+    inputs: Inputs = _REQUIRED,
+    symmetric: bool = _REQUIRED,
     description: str = "",
     higher_is_more_different: bool = True,
     opt_in: bool = False,
@@ -90,8 +94,13 @@ def metric(
     value_range: tuple[float, float] | None = None,
     failure_modes: tuple[str, ...] = (),
     stochastic: bool = False,
+    **unknown: Any,
 ) -> Callable[[Callable[..., float]], Callable[..., float]]:
     """Register ``fn`` as metric ``name``; the function is returned unchanged.
+
+    Required: ``name``, ``inputs`` (``"texts"`` or ``"embeddings"``) and ``symmetric`` (True when
+    d(p, q) = d(q, p)). A missing or wrong argument raises when the decorator meets the function, naming
+    the function, its module and the argument (``DECORATOR_ARGUMENTS``).
 
     ``higher_is_more_different=False`` declares a similarity (larger = more alike): every measure
     is then computed on the negated value, and tables mark it "(similarity, negated)".
@@ -112,13 +121,21 @@ def metric(
     conditions under which it is known to mislead (small n, few clusters, short texts); ``stochastic``,
     whether its value depends on ``seed`` on fixed corpora (the KSC task then measures its own noise).
     """
-    if inputs not in ("texts", "embeddings"):
-        raise ValueError(f"metric {name!r}: inputs must be 'texts' or 'embeddings', not {inputs!r}")
-    unknown = sorted(set(needs) - set(NEEDS))
-    if unknown or isinstance(needs, str):
-        raise ValueError(f"metric {name!r}: needs must be a tuple of {NEEDS}, got {needs!r}")
-    if value_range is not None and not (len(value_range) == 2 and value_range[0] <= value_range[1]):
-        raise ValueError(f"metric {name!r}: value_range must be (low, high) with low <= high, got {value_range!r}")
+    if callable(name) and not isinstance(name, str):  # a bare `@metric` met the function itself
+        raise TypeError(f"@metric on {_where(name)}: give its arguments, e.g. "
+                        f"@metric({name.__name__!r}, inputs='texts', symmetric=True)")
+    arguments = {"name": name, "inputs": inputs, "symmetric": symmetric, "description": description,
+                 "higher_is_more_different": higher_is_more_different, "opt_in": opt_in, "prepare": prepare,
+                 "version": version, "needs": needs, "source": source, "value_range": value_range,
+                 "failure_modes": failure_modes, "stochastic": stochastic}
+    problems = [f"unknown argument {key!r}" + _did_you_mean(key, DECORATOR_ARGUMENTS) for key in unknown]
+    problems += [problem for key, value in arguments.items() if (problem := _argument_problem(key, value))]
+    if problems:
+        def refuse(fn: Callable[..., float]) -> Callable[..., float]:
+            label = name if isinstance(name, str) else "?"
+            raise TypeError(f"@metric({label!r}) on {_where(fn)}: " + "; ".join(problems))
+
+        return refuse
 
     def register(fn: Callable[..., float]) -> Callable[..., float]:
         params = _keyword_params(name, fn)
@@ -154,6 +171,49 @@ def metric(
         return fn
 
     return register
+
+
+#: Every argument of ``@metric``: what it accepts, and how to say so. The first three are required.
+DECORATOR_ARGUMENTS: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "name": (lambda v: isinstance(v, str) and v.strip() != "", "a non-empty str, the metric's name"),
+    "inputs": (lambda v: v in ("texts", "embeddings"), "'texts' or 'embeddings'"),
+    "symmetric": (lambda v: isinstance(v, bool), "True or False: whether d(p, q) = d(q, p)"),
+    "description": (lambda v: isinstance(v, str), "a str"),
+    "higher_is_more_different": (lambda v: isinstance(v, bool), "True (a distance) or False (a similarity)"),
+    "opt_in": (lambda v: isinstance(v, bool), "True or False"),
+    "prepare": (lambda v: v is None or callable(v), "None or a function prepare(texts, **params)"),
+    "version": (lambda v: isinstance(v, str), "a str, e.g. '2'"),
+    "needs": (lambda v: isinstance(v, (tuple, list)) and set(v) <= set(NEEDS), f"a tuple of {NEEDS}"),
+    "source": (lambda v: isinstance(v, str), "a str, e.g. '004 §4.1, Eq. 2'"),
+    "value_range": (lambda v: v is None or (isinstance(v, (tuple, list)) and len(v) == 2
+                                            and all(isinstance(x, (int, float)) for x in v) and v[0] <= v[1]),
+                    "None or (low, high) with low <= high"),
+    "failure_modes": (lambda v: isinstance(v, (tuple, list)) and all(isinstance(x, str) for x in v),
+                      "a tuple of str"),
+    "stochastic": (lambda v: isinstance(v, bool), "True or False"),
+}
+
+
+def _argument_problem(key: str, value: Any) -> str | None:
+    accepts, advice = DECORATOR_ARGUMENTS[key]
+    if value is _REQUIRED:
+        return f"argument {key!r} is missing ({key}: {advice})"
+    if not accepts(value):
+        return f"argument {key}={value!r} is not valid: give {advice}"
+    return None
+
+
+def _did_you_mean(key: str, known) -> str:
+    close = difflib.get_close_matches(key, list(known), n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def _where(fn: Any) -> str:
+    """``module.function`` (file:line) of the function a decorator met."""
+    module, qualname = getattr(fn, "__module__", "?"), getattr(fn, "__qualname__", repr(fn))
+    code = getattr(fn, "__code__", None)
+    place = f" ({code.co_filename}:{code.co_firstlineno})" if code is not None else ""
+    return f"function {qualname} in module {module}{place}"
 
 
 @functools.lru_cache(maxsize=1)

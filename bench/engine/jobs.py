@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import math
 import time
+import traceback
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Mapping
 
 import numpy as np
@@ -33,13 +36,15 @@ class Job:
 
 @dataclass(frozen=True)
 class Outcome:
-    """One evaluation's result; ``attempts`` counts this and every earlier try logged for the job."""
+    """One evaluation's result; ``attempts`` counts this and every earlier try logged for the job;
+    ``traceback``: where the metric raised (``metric_traceback``), when it did."""
 
     distance: float
     seconds: float
     error: str = ""
     status: str = OK
     attempts: int = 1
+    traceback: str = ""
 
     @property
     def failed(self) -> bool:
@@ -49,8 +54,46 @@ class Outcome:
         return replace(self, attempts=number)
 
 
-def failure(status: str, error: str, seconds: float = 0.0) -> Outcome:
-    return Outcome(math.nan, seconds, error, status)
+def failure(status: str, error: str, seconds: float = 0.0, traceback: str = "") -> Outcome:
+    return Outcome(math.nan, seconds, error, status, traceback=traceback)
+
+
+def raised(exc: BaseException, seconds: float = 0.0, prefix: str = "") -> Outcome:
+    """The failure of a metric (or its prepare step) that raised ``exc``: its one-line reason and its traceback."""
+    return failure(ERROR, f"{prefix}{type(exc).__name__}: {exc}", seconds, metric_traceback(exc))
+
+
+@functools.lru_cache(maxsize=1)
+def _harness_dirs() -> tuple[Path, Path]:
+    """(the harness package's directory, that of its built-in metrics), as installed or in a checkout."""
+    import importlib.util
+
+    import textmetric_bench
+
+    spec = importlib.util.find_spec("textmetric_bench.metrics")
+    metrics = Path(next(iter(spec.submodule_search_locations))) if spec else Path("/nonexistent")
+    return Path(textmetric_bench.__file__).parent.resolve(), metrics.resolve()
+
+
+def metric_traceback(exc: BaseException) -> str:
+    """``exc``'s traceback limited to the metric's own frames (and the libraries it called): the harness's
+    frames (worker, engine, registry) are left out, the built-in metrics' kept; chained exceptions too."""
+    harness, builtin = _harness_dirs()
+
+    def own(frame: traceback.FrameSummary) -> bool:
+        path = Path(frame.filename).resolve()
+        return not path.is_relative_to(harness) or path.is_relative_to(builtin)
+
+    summary = traceback.TracebackException.from_exception(exc)
+    seen, todo = set(), [summary]
+    while todo:
+        part = todo.pop()
+        if id(part) in seen:
+            continue
+        seen.add(id(part))
+        part.stack = traceback.StackSummary.from_list([f for f in part.stack if own(f)])
+        todo += [p for p in (part.__cause__, part.__context__) if p is not None]
+    return "".join(summary.format()).rstrip("\n")
 
 
 def params_digest(params: Mapping) -> str:
@@ -70,7 +113,7 @@ def evaluate(metric: MetricInfo, params: dict, p, q, *, seed: int) -> Outcome:
             value = metric(p, q, seed=seed, **params)
         except Exception as exc:  # isolate the plugin: record and go on
             wall = time.perf_counter() - start
-            return failure(ERROR, f"{type(exc).__name__}: {exc}", wall + charged.seconds)
+            return raised(exc, wall + charged.seconds)
         seconds = time.perf_counter() - start
         seconds += charged.seconds
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.number)):

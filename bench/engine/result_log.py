@@ -102,7 +102,8 @@ class ResultLog:
     def append(self, key: tuple, outcome: Outcome, metric_version: str = "") -> None:
         distance = outcome.distance if math.isfinite(outcome.distance) else None
         self._write({"key": list(key), "distance": distance, "seconds": outcome.seconds, "error": outcome.error,
-                     "status": outcome.status, "metric_version": metric_version})
+                     "status": outcome.status, "metric_version": metric_version,
+                     **({"traceback": outcome.traceback} if outcome.traceback else {})})
 
     def _write(self, row: dict) -> None:
         line = json.dumps(row) + "\n"
@@ -125,7 +126,7 @@ class ResultLog:
 def _outcome(row: dict, attempts: int) -> Outcome:
     distance = row["distance"] if row["distance"] is not None else math.nan
     status = row.get("status") or (ERROR if row["error"] else OK)
-    return Outcome(distance, row["seconds"], row["error"], status, attempts)
+    return Outcome(distance, row["seconds"], row["error"], status, attempts, row.get("traceback") or "")
 
 
 def retry_wanted(outcome: Outcome, retry_failed: bool) -> bool:

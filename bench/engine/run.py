@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
 from textmetric_bench.api.registry import MetricInfo
-from textmetric_bench.console import progress_bar
+from textmetric_bench.console import FILE_ONLY, progress_bar
 from textmetric_bench.engine import worker
 from textmetric_bench.engine.jobs import CRASH, SKIPPED, TIMEOUT, Job, Outcome, failure
 from textmetric_bench.engine.pool import EvaluationPool, outcome_of
@@ -100,6 +100,7 @@ def run_jobs(
     bar = progress_bar(len(jobs), initial=len(jobs) - len(todo), desc=desc, unit="evaluation", enabled=progress)
     if result_log is not None and todo:
         result_log.open()
+    traced: set[tuple[str, str]] = set()  # (metric, error) whose traceback the log file has
 
     def record(job: Job, outcome: Outcome) -> None:
         previous = done[job.key].attempts if job.key in done else 0
@@ -107,9 +108,13 @@ def run_jobs(
         done[job.key] = outcome
         if result_log is not None:
             result_log.append(job.key, outcome, versions[job.metric])
-        if outcome.failed and outcome.status != SKIPPED:  # skips are announced once per metric
-            log.warning("metric %s failed on %s (attempt %d): %s", job.metric, job.key, outcome.attempts,
-                        outcome.error)
+        if outcome.failed and outcome.status != SKIPPED:  # the log file only; skips are announced once per metric
+            where = ""
+            if outcome.traceback:
+                where = " (traceback above)" if (job.metric, outcome.error) in traced else f"\n{outcome.traceback}"
+                traced.add((job.metric, outcome.error))
+            log.warning("metric %s failed on %s (attempt %d): %s%s", job.metric, job.key, outcome.attempts,
+                        outcome.error, where, extra=FILE_ONLY)
         bar.update()
 
     try:
@@ -236,8 +241,9 @@ def _prepare(pool: EvaluationPool, todo: Sequence[Job], metrics, prepare_timeout
     for name, outcome in pool.outcomes(futures):
         if outcome.failed:
             log.warning("metric %s: its prepare step failed (%s); its evaluations are recorded as failed",
-                        name, outcome.error)
-            failed[name] = Outcome(outcome.distance, 0.0, f"prepare step failed: {outcome.error}", outcome.status)
+                        name, outcome.error, extra=FILE_ONLY)
+            failed[name] = Outcome(outcome.distance, 0.0, f"prepare step failed: {outcome.error}", outcome.status,
+                                   traceback=outcome.traceback)
         else:
             log.info("metric %s: prepared its texts in %.1f s", name, outcome.seconds)
     return failed

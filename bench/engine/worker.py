@@ -27,7 +27,7 @@ import pickle
 import time
 from contextlib import ExitStack
 
-from textmetric_bench.engine.jobs import ERROR, Job, Outcome, evaluate, failure
+from textmetric_bench.engine.jobs import ERROR, Job, Outcome, evaluate, failure, raised
 from textmetric_bench.engine.store import CorpusStore
 
 WARM_UP_SECONDS = 2.0
@@ -107,7 +107,7 @@ def run_evaluation(job: Job) -> Outcome:
     try:
         p, q = _state["store"].inputs(info, job.p), _state["store"].inputs(info, job.q)
     except Exception as exc:
-        return failure(ERROR, f"{type(exc).__name__}: {exc}")
+        return raised(exc)
     first = job.metric not in _state["warm"]
     memo = _state["memo"]
     before = set(memo.store) if first else set()
@@ -136,5 +136,5 @@ def run_prepare(metric_name: str, cids: list[str]) -> Outcome:
     try:
         info.prepare(_state["store"].texts_of(cids), **params)
     except Exception as exc:
-        return failure(ERROR, f"{type(exc).__name__}: {exc}", time.perf_counter() - start)
+        return raised(exc, time.perf_counter() - start)
     return Outcome(0.0, time.perf_counter() - start)

@@ -39,11 +39,26 @@ def failure_summary(evaluations: pd.DataFrame, by: str = "repetition") -> dict[s
     return out
 
 
-def write_failures_csv(evaluations: pd.DataFrame, out_dir) -> "Path | None":
-    """``failures.csv``: every failed evaluation with its reason and attempt count; None when none failed."""
+def failure_counts(evaluations: pd.DataFrame) -> dict[str, tuple[int, int, str]]:
+    """metric -> (its failed evaluations, all its evaluations, the first failure's reason), for failing metrics."""
+    if evaluations.empty:
+        return {}
+    failed = evaluations[evaluations["error"].fillna("").astype(str) != ""]
+    totals = evaluations.groupby("metric").size()
+    return {str(metric): (len(grp), int(totals[metric]), _reason(grp["error"].iloc[0]))
+            for metric, grp in failed.groupby("metric", sort=True)}
+
+
+def write_failures_csv(evaluations: pd.DataFrame, out_dir, tracebacks: pd.DataFrame | None = None) -> "Path | None":
+    """``failures.csv``: every failed evaluation with its reason, attempt count and, when the metric raised,
+    its traceback (``tracebacks``: the evaluations' key columns and ``traceback``); None when none failed."""
     failed = evaluations[evaluations["error"].fillna("").astype(str) != ""]
     if failed.empty:
         return None
+    if tracebacks is not None and len(tracebacks):
+        keys = [c for c in tracebacks.columns if c != "traceback"]
+        failed = failed.merge(tracebacks, how="left", on=keys)
+    failed = failed.assign(traceback=failed["traceback"].fillna("") if "traceback" in failed else "")
     path = Path(out_dir) / "failures.csv"
     failed.to_csv(path, index=False)
     return path

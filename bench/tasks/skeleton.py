@@ -95,6 +95,7 @@ class TaskResult:
     files: dict[str, Path] = field(default_factory=dict)
     info: dict = field(default_factory=dict)
     passed: bool = True
+    tracebacks: pd.DataFrame | None = None  # metric, the task's fields, traceback: of each evaluation that raised
 
 
 @dataclass
@@ -169,6 +170,7 @@ def run_task(task: Task, cfg: DictConfig, out_dir: Path | str) -> TaskResult:
                         **engine_options(cfg))
     earlier = earlier_outcomes(result_log, content, {m.name for m, _ in metrics})
     distances = distance_table(task.fields, [*outcomes.items(), *earlier.items()])
+    tracebacks = traceback_table(task.fields, [*outcomes.items(), *earlier.items()])
     names = list(dict.fromkeys(distances["metric"]))
     orientation = metric_orientations(names, out_dir)
     scores = task.score(oriented(distances, orientation), collections)
@@ -198,7 +200,7 @@ def run_task(task: Task, cfg: DictConfig, out_dir: Path | str) -> TaskResult:
     if summary is not None and "metric" in summary.columns:
         summary = with_orientation(summary, orientation)
     result = TaskResult(task.name, with_orientation(distances, orientation), with_orientation(measures, orientation),
-                        summary, scores.failures, {}, info)
+                        summary, scores.failures, {}, info, tracebacks=tracebacks)
     result.files = write_artifacts(task, result, out_dir, title=task.title(cfg, collections))
     return result
 
@@ -249,6 +251,12 @@ def distance_table(fields: Sequence[str], outcomes: Sequence[tuple[tuple, Outcom
     return pd.DataFrame(rows, columns=["metric", *fields, *OUTCOME_COLUMNS])
 
 
+def traceback_table(fields: Sequence[str], outcomes: Sequence[tuple[tuple, Outcome]]) -> pd.DataFrame:
+    """One row per evaluation that raised: metric, ``fields`` and the metric's traceback (for ``failures.csv``)."""
+    rows = [(key[0], *key[2:-1], o.traceback) for key, o in outcomes if o.traceback]
+    return pd.DataFrame(rows, columns=["metric", *fields, "traceback"])
+
+
 def write_artifacts(task: Task, result: TaskResult, out_dir: Path, *, title: str) -> dict[str, Path]:
     """The common files, then the task's own; files an earlier run wrote and this one did not are removed."""
     previous = _previous_files(out_dir)
@@ -256,7 +264,7 @@ def write_artifacts(task: Task, result: TaskResult, out_dir: Path, *, title: str
              "run": out_dir / MANIFEST}
     result.distances.to_csv(files["distances"], index=False)
     result.measures.to_csv(files["measures"], index=False)
-    if (failed := write_failures_csv(result.distances, out_dir)) is not None:
+    if (failed := write_failures_csv(result.distances, out_dir, result.tracebacks)) is not None:
         files["failures"] = failed
     result.info["title"] = title
     files.update(task.write(result, out_dir))

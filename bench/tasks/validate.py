@@ -73,6 +73,7 @@ DEVICES = "auto, cpu, cuda, cuda:N or mps"
 COMMON_RULES = (
     Rule("seed", whole(0), "a whole number >= 0", "0"),
     Rule("progress", either(boolean, lambda v: v == "auto"), "auto, true or false", "false"),
+    Rule("allow_metric_failures", boolean, FLAG, "true"),
     Rule("engine.workers", either(whole(1), lambda v: v == "auto"), "a whole number >= 1 or 'auto'", "2"),
     Rule("engine.timeout", either(number(0), null), f"{SECONDS}, or null for no limit", "600"),
     Rule("engine.max_timeouts", either(whole(0), null), "a whole number >= 0 (0 or null: never skip a metric)", "3"),

@@ -1,0 +1,120 @@
+"""The exit status of a run (``textmetric_bench.errors``: ``EXIT_*``), and of a sweep: its worst job's.
+
+Every run writes its status into ``<run dir>/exit_status.json``. A sweep's jobs may run in other processes
+(joblib, submitit, Ray), so the process that launched them learns their outcomes from those files:
+:class:`SweepExitStatus`, a Hydra callback (``hydra.callbacks`` in ``conf/config.yaml``), notes the sweep
+directory and the time the sweep started, and :func:`sweep_exit_status` reads the job directories written
+since then. A job that left no status (it crashed, or was killed) counts as failed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from hydra.experimental.callback import Callback
+
+from textmetric_bench.errors import EXIT_METRIC_FAILED, EXIT_OK, EXIT_REGRESSION, worst_exit_status
+
+STATUS_FILE = "exit_status.json"
+#: A job directory counts as this sweep's when Hydra wrote its config at most this long before the sweep began
+#: (file times on another machine of a cluster may lag a little).
+CLOCK_SLACK_SECONDS = 2.0
+#: The status of a job that left none: Python's own exit status for an unexpected error.
+NO_STATUS = 1
+
+_sweep: dict[str, object] = {}
+
+
+def run_exit_status(result, allow_metric_failures: bool) -> tuple[int, str]:
+    """(status, reason) of a finished task: the gate's verdict first, then any metric of this run that failed."""
+    this_run = set(result.info.get("metrics_this_run") or result.failures)
+    failed = [name for name in result.failures if name in this_run]
+    if getattr(result, "passed", True) is False:
+        return EXIT_REGRESSION, "the regression gate failed (check.md)"
+    if failed and not allow_metric_failures:
+        return EXIT_METRIC_FAILED, f"metric{'s' if len(failed) > 1 else ''} {', '.join(failed)} failed"
+    return EXIT_OK, f"metrics {', '.join(failed)} failed (allowed by allow_metric_failures)" if failed else ""
+
+
+def write_run_status(out_dir: Path, code: int, reason: str, overrides: list[str]) -> None:
+    """``<out_dir>/exit_status.json``; best effort (a directory that cannot be written was reported already)."""
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        path = out_dir / STATUS_FILE
+        tmp = path.with_name(f".{STATUS_FILE}.{os.getpid()}")
+        tmp.write_text(json.dumps({"exit_status": code, "reason": reason, "overrides": overrides}) + "\n")
+        tmp.replace(path)
+    except OSError:
+        pass
+
+
+class SweepExitStatus(Callback):
+    """Notes, in the process that launches a sweep, its directory and when it started."""
+
+    def on_multirun_start(self, config, **kwargs) -> None:
+        _sweep.update(dir=Path(str(config.hydra.sweep.dir)).absolute(), start=time.time())
+
+
+@dataclass(frozen=True)
+class JobStatus:
+    directory: Path
+    code: int
+    reason: str
+    overrides: list[str]
+
+
+def sweep_jobs() -> list[JobStatus] | None:
+    """The status of every job of the sweep this process launched, by job directory; None when it launched none."""
+    if "dir" not in _sweep:
+        return None
+    root, since = Path(_sweep["dir"]), float(_sweep["start"]) - CLOCK_SLACK_SECONDS
+    fresh = lambda path: path.stat().st_mtime >= since  # noqa: E731 - not a job of an earlier sweep here
+    directories = {c.parent.parent for c in root.glob("**/.hydra/config.yaml") if fresh(c)}
+    directories |= {s.parent for s in root.glob(f"**/{STATUS_FILE}") if fresh(s)}
+    jobs = []
+    for directory in directories:
+        status = directory / STATUS_FILE
+        try:
+            if not fresh(status):
+                raise FileNotFoundError(status)
+            data = json.loads(status.read_text())
+            jobs.append(JobStatus(directory, int(data["exit_status"]), str(data.get("reason", "")),
+                                  list(data.get("overrides") or [])))
+        except (OSError, ValueError, KeyError, TypeError):
+            jobs.append(JobStatus(directory, NO_STATUS, f"no exit status recorded (it crashed or was stopped; see "
+                                  f"its log in {directory})", _overrides_of(directory)))
+    return sorted(jobs, key=lambda job: _job_order(root, job.directory))
+
+
+def _overrides_of(directory: Path) -> list[str]:
+    try:
+        import yaml
+
+        return list(yaml.safe_load((directory / ".hydra" / "overrides.yaml").read_text()) or [])
+    except Exception:  # noqa: BLE001 - only for the message
+        return []
+
+
+def _job_order(root: Path, directory: Path) -> tuple:
+    parts = directory.relative_to(root).parts
+    return tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in parts)
+
+
+def sweep_exit_status(launcher_status: int) -> tuple[int, list[str]]:
+    """(exit status, last lines) of the sweep this process launched, given the status Hydra ended it with."""
+    jobs = sweep_jobs() or []
+    code = worst_exit_status([launcher_status, *(job.code for job in jobs)])
+    failed = [job for job in jobs if job.code != EXIT_OK]
+    if not failed:
+        return code, ([f"sweep: all {len(jobs)} jobs succeeded ({_sweep['dir']})"] if jobs else [])
+    lines = [f"sweep: {len(failed)} of {len(jobs)} jobs failed (exit status {code}; {_sweep['dir']}):"]
+    shared = set.intersection(*(set(job.overrides) for job in jobs)) if len(jobs) > 1 else set()
+    for job in failed:  # named by the overrides that set it apart from the sweep's other jobs
+        what = " ".join(o for o in job.overrides if o not in shared) or " ".join(job.overrides) or "(no overrides)"
+        lines.append(f"  job {what} -> {job.directory}: exit status {job.code}, {job.reason}")
+    return code, lines
+

@@ -1,0 +1,146 @@
+"""Exit statuses (README "Reliability", "Exit status") and failing plugins' reports, through the CLI.
+
+Each run is a real subprocess of `python -m textmetric_bench`, as a script would start it, with the fake
+plugins of ``tests/fake_failing_plugin.py`` installed through the entry-point group (a dist-info directory on
+PYTHONPATH): ``fake_divides_by_zero`` fails every evaluation, ``fake_fails_once`` only the first.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from textmetric_bench.errors import EXIT_BAD_INPUT, EXIT_METRIC_FAILED, EXIT_OK, worst_exit_status
+
+TESTS_DIR = Path(__file__).parent
+TINY = ["k=3", "n=6", "repetitions=1", "engine.workers=1", "progress=false"]
+
+
+@pytest.fixture(scope="module")
+def plugin_path(tmp_path_factory) -> Path:
+    """A directory whose dist-info declares ``fake_failing_plugin`` in the plugin entry-point group."""
+    site = tmp_path_factory.mktemp("site")
+    info = site / "fake_failing_plugin-0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: fake-failing-plugin\nVersion: 0\n")
+    (info / "entry_points.txt").write_text("[textmetric_bench.metrics]\nfake_failing = fake_failing_plugin\n")
+    return site
+
+
+def cli(tmp_path: Path, plugin_path: Path, cache_dir: Path, *args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(plugin_path), str(TESTS_DIR)]),
+           "BENCH_CACHE_DIR": str(cache_dir), "FAKE_FAIL_ONCE_FILE": str(tmp_path / "failed-once")}
+    return subprocess.run([sys.executable, "-m", "textmetric_bench", *args], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=600)
+
+
+def run(tmp_path, plugin_path, cache_dir, metrics: str, *extra: str):
+    out = tmp_path / "run"
+    proc = cli(tmp_path, plugin_path, cache_dir, *TINY, f"metrics={metrics}", f"hydra.run.dir={out}", *extra)
+    return proc, out
+
+
+def test_a_run_whose_metrics_all_succeed_exits_0(tmp_path, plugin_path, cache_dir):
+    proc, out = run(tmp_path, plugin_path, cache_dir, "[chi]")
+    assert proc.returncode == EXIT_OK, proc.stderr[-3000:]
+    assert json.loads((out / "exit_status.json").read_text())["exit_status"] == EXIT_OK
+    assert "FAILED" not in proc.stderr and not (out / "failures.csv").exists()
+
+
+def test_a_metric_that_always_raises_exits_with_the_metric_failure_status_and_says_where(
+        tmp_path, plugin_path, cache_dir):
+    proc, out = run(tmp_path, plugin_path, cache_dir, "[chi,fake_divides_by_zero]")
+    assert proc.returncode == EXIT_METRIC_FAILED, proc.stderr[-3000:]
+    # the console: one line for the metric, none per evaluation
+    lines = [line for line in proc.stderr.splitlines() if "fake_divides_by_zero" in line]
+    assert lines == [f"metric fake_divides_by_zero FAILED: 3 of 3 evaluations failed, first: ZeroDivisionError: "
+                     f"division by zero; details: {out / 'failures.csv'} and {out / '__main__.log'}"], proc.stderr
+    assert "failed on" not in proc.stderr and "Traceback" not in proc.stderr
+    # failures.csv, the evaluation log and the log file keep the metric's traceback, without the harness's frames
+    failures = pd.read_csv(out / "failures.csv")
+    assert len(failures) == 3 and set(failures["metric"]) == {"fake_divides_by_zero"}
+    logged = [json.loads(line) for line in (out / "evaluations.jsonl").read_text().splitlines()[1:]]
+    logged = [row["traceback"] for row in logged if row["key"][0] == "fake_divides_by_zero"]
+    log_file = (out / "__main__.log").read_text()
+    assert len(logged) == 3
+    for traceback in [*failures["traceback"], *logged]:
+        assert traceback.startswith("Traceback (most recent call last):")
+        assert "fake_failing_plugin.py" in traceback and "in _mean_length" in traceback
+        assert traceback.rstrip().endswith("ZeroDivisionError: division by zero")
+        for harness in ("engine", "registry.py", "worker.py"):
+            assert harness not in traceback
+        assert traceback in log_file
+    assert log_file.count("metric fake_divides_by_zero failed on") == 3
+    assert json.loads((out / "exit_status.json").read_text())["exit_status"] == EXIT_METRIC_FAILED
+
+
+def test_allow_metric_failures_keeps_exit_0_and_still_reports(tmp_path, plugin_path, cache_dir):
+    proc, out = run(tmp_path, plugin_path, cache_dir, "[fake_divides_by_zero]", "allow_metric_failures=true")
+    assert proc.returncode == EXIT_OK, proc.stderr[-3000:]
+    assert "metric fake_divides_by_zero FAILED: 3 of 3 evaluations failed" in proc.stderr
+    assert (out / "failures.csv").exists()
+
+
+def test_a_metric_that_fails_some_evaluations_exits_with_the_metric_failure_status(tmp_path, plugin_path, cache_dir):
+    proc, out = run(tmp_path, plugin_path, cache_dir, "[chi,fake_fails_once]")
+    assert proc.returncode == EXIT_METRIC_FAILED, proc.stderr[-3000:]
+    assert "metric fake_fails_once FAILED: 1 of 3 evaluations failed, first: RuntimeError: fake first call fails" \
+        in proc.stderr
+    failures = pd.read_csv(out / "failures.csv")
+    assert len(failures) == 1 and "in fake_fails_once" in failures["traceback"][0]
+
+
+@pytest.mark.parametrize("bad", [
+    "allow_metric_failures=maybe",  # refused by the config validation
+    "metric.chi.no_such_parameter=1",  # refused by main() before Hydra starts
+    "no_such_key=1",  # refused by Hydra itself
+])
+def test_bad_configuration_exits_with_the_bad_input_status(tmp_path, plugin_path, cache_dir, bad):
+    proc, _ = run(tmp_path, plugin_path, cache_dir, "[chi]", bad)
+    assert proc.returncode == EXIT_BAD_INPUT, proc.stderr[-3000:]
+    assert bad.split("=")[0].split(".")[-1] in proc.stderr
+
+
+def sweep(tmp_path, plugin_path, cache_dir, *args: str):
+    out = tmp_path / "sweep"
+    proc = cli(tmp_path, plugin_path, cache_dir, "-m", *TINY, f"hydra.sweep.dir={out}", *args)
+    return proc, out
+
+
+def launchers() -> list[str]:
+    import importlib.util
+
+    joblib = importlib.util.find_spec("hydra_plugins.hydra_joblib_launcher") is not None
+    return ["basic", pytest.param("joblib", marks=pytest.mark.skipif(not joblib, reason="no joblib launcher"))]
+
+
+@pytest.mark.parametrize("launcher", launchers())
+def test_a_sweep_exits_non_zero_when_a_job_failed_and_names_it(tmp_path, plugin_path, cache_dir, launcher):
+    proc, out = sweep(tmp_path, plugin_path, cache_dir, f"hydra/launcher={launcher}",
+                      "metrics=[chi,fake_divides_by_zero]", "allow_metric_failures=true,false")
+    assert proc.returncode == EXIT_METRIC_FAILED, proc.stderr[-3000:]
+    last = proc.stderr.strip().splitlines()[-2:]
+    assert last[0].startswith("sweep: 1 of 2 jobs failed (exit status 3;"), proc.stderr[-3000:]
+    assert last[1].lower().startswith("  job allow_metric_failures=false ->") and f"{out / '1'}:" in last[1], last
+    for job, status in ((0, EXIT_OK), (1, EXIT_METRIC_FAILED)):
+        assert json.loads((out / str(job) / "exit_status.json").read_text())["exit_status"] == status
+
+
+def test_a_job_with_a_bad_value_does_not_stop_the_sweep(tmp_path, plugin_path, cache_dir):
+    proc, out = sweep(tmp_path, plugin_path, cache_dir, "metrics=[chi]", "seed=-1,0")
+    assert proc.returncode == EXIT_BAD_INPUT, proc.stderr[-3000:]
+    assert (out / "1" / "measures.csv").exists()  # the job after the bad one ran
+    assert "seed=-1" in proc.stderr.strip().splitlines()[-1]
+
+
+def test_the_worst_status_wins():
+    assert worst_exit_status([]) == EXIT_OK
+    assert worst_exit_status([EXIT_OK, EXIT_METRIC_FAILED, EXIT_OK]) == EXIT_METRIC_FAILED
+    assert worst_exit_status([EXIT_METRIC_FAILED, 1, EXIT_BAD_INPUT, EXIT_OK]) == EXIT_BAD_INPUT
+    assert worst_exit_status([EXIT_BAD_INPUT, 7]) == 7
