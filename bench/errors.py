@@ -26,9 +26,10 @@ class StorageError(BenchError):
 
 
 #: Exit statuses of `python -m textmetric_bench` (README "Reliability", "Exit status"); a sweep exits with its
-#: worst job's. An unexpected error (a bug: Python prints its traceback) exits 1 as well.
+#: worst job's.
 EXIT_OK = 0  # every metric produced its measures
-EXIT_REGRESSION = 1  # task=check: the regression gate failed
+EXIT_REGRESSION = 4  # task=check: the regression gate failed
+#: 1 is left to Python: an unexpected error (a bug), which prints its traceback.
 EXIT_BAD_INPUT = 2  # bad configuration or input: nothing, or not all, was run (as argparse's usage errors)
 EXIT_METRIC_FAILED = 3  # the run finished, but a metric failed some or all of its evaluations
 #: From least to most severe: a sweep's status is the most severe of its jobs' (any other code ranks above).

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from textmetric_bench.api.registry import metric, unregister
-from textmetric_bench.errors import ConfigError
+from textmetric_bench.errors import EXIT_REGRESSION, ConfigError
 from textmetric_bench.tasks.check import compare, run_check
 from textmetric_bench.tasks.config import compose_config
 from textmetric_bench.metrics.chi import chi
@@ -148,6 +148,6 @@ def test_make_check_fails_when_a_built_in_metric_rises_and_names_the_command(tmp
     proc = subprocess.run([sys.executable, "-m", "textmetric_bench", "task=check", "metrics=[chi]", "progress=false",
                            f"check.baseline={tmp_path / 'lowered.json'}", f"hydra.run.dir={tmp_path / 'run'}",
                            f"data.cache_dir={cache_dir}"], capture_output=True, text=True, timeout=600, check=False)
-    assert proc.returncode != 0, proc.stdout[-2000:]
+    assert proc.returncode == EXIT_REGRESSION, (proc.returncode, proc.stdout[-2000:], proc.stderr[-2000:])
     assert "REGRESSION: metric chi measure A rose from" in proc.stdout
     assert "make regenerate" in proc.stdout
