@@ -1,9 +1,11 @@
-"""A copy of the checkout for tests that change or build it (a module of its own: `conftest` is ambiguous
+"""A copy of the checkout for tests that change or build it, and a plugin package installed apart (a module of its own: `conftest` is ambiguous
 between tests/ and tests/benchmarks/ when the whole suite is collected)."""
 
 from __future__ import annotations
 
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 from textmetric_bench import PROJECT_ROOT
@@ -35,3 +37,12 @@ def installed_layout(checkout: Path, dest: Path) -> Path:
         shutil.copytree(checkout / folder, dest.joinpath(*package.split(".")), dirs_exist_ok=True,
                         ignore=shutil.ignore_patterns("__pycache__"))
     return dest
+
+
+def install_package(source: Path, site: Path) -> Path:
+    """pip-install the package at ``source`` into the directory ``site`` (put it on PYTHONPATH to use it), without
+    network and without touching the running venv; built from a copy, so no build files land in ``source``."""
+    build = shutil.copytree(source, site.parent / f"{site.name}-build", ignore=shutil.ignore_patterns("__pycache__"))
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-index", "--no-deps", "--no-build-isolation",
+                    "--target", str(site), str(build)], check=True, cwd=build)
+    return site

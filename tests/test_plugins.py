@@ -1,9 +1,14 @@
-"""Third-party metrics: the registry's rules hold. (A separately installed package joining the
-results: tests/test_readme_plugin.py, with the package the README prints.)"""
+"""Third-party metrics: the registry's rules hold, and a plugin's own tests run the public contract checks.
+(A separately installed package joining the results: tests/test_readme_plugin.py, with the package the README prints.)"""
 
+import os
 import re
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
+from checkout_copy import install_package
 
 from textmetric_bench.api.registry import get_metric, metric, unregister
 from textmetric_bench.errors import ConfigError
@@ -77,3 +82,18 @@ def test_readme_rules_list_every_required_decorator_argument():
     rules = readme[readme.index("Rules:"):readme.index("**In your own package**")]
     for argument in ("name", "inputs", "symmetric"):
         assert f"`{argument}`" in rules
+
+
+def test_the_example_plugin_runs_the_contract_checks_in_its_own_tests(tmp_path):
+    """tests/plugin_example installed apart, and its test file run by pytest from outside this repository."""
+    example = Path(__file__).parent / "plugin_example"
+    site = install_package(example, tmp_path / "site")
+    tests = tmp_path / "plugin-tests"
+    tests.mkdir()
+    test_file = tests / "test_length_gap_metric.py"
+    test_file.write_text((example / test_file.name).read_text(encoding="utf-8"), encoding="utf-8")
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-rs", str(test_file)],
+                          cwd=tests, env={**os.environ, "PYTHONPATH": str(site)}, capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert re.search(r"\b12 passed\b", proc.stdout), proc.stdout[-2000:]  # 6 checks, synthetic and own corpora

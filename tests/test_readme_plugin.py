@@ -12,6 +12,7 @@ from importlib import metadata
 import numpy as np
 import pandas as pd
 import pytest
+from checkout_copy import install_package
 
 from textmetric_bench import PROJECT_ROOT
 
@@ -36,8 +37,7 @@ def readme_plugin(tmp_path_factory):
     package, site = tmp_path_factory.mktemp("package"), tmp_path_factory.mktemp("site")
     for file, body in files.items():
         (package / file).write_text(body, encoding="utf-8")
-    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-index", "--no-deps",
-                    "--no-build-isolation", "--target", str(site), str(package)], check=True, cwd=package)
+    install_package(package, site)
     entry_points = [ep for dist in metadata.distributions(path=[str(site)]) for ep in dist.entry_points
                     if ep.group == "textmetric_bench.metrics"]
     assert len(entry_points) == 1, f"the installed package declares {entry_points}"
