@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 export HF_HUB_OFFLINE ?= 1
 export TRANSFORMERS_OFFLINE ?= 1
 
-.PHONY: run test test-slow check report venv clean benchmark regenerate
+.PHONY: run test test-fast test-slow check report venv clean benchmark regenerate
 
 venv: $(STAMP)
 
@@ -25,6 +25,10 @@ run: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q
+
+# The edit loop: no model, no mirror, no long run, under a minute (tiers: tests/conftest.py).
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -q -m fast
 
 # Regression gate against reports/baselines/ (see README, "Regression gate").
 check: $(STAMP)
