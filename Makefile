@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 export HF_HUB_OFFLINE ?= 1
 export TRANSFORMERS_OFFLINE ?= 1
 
-.PHONY: run test test-fast test-slow check report venv clean benchmark regenerate
+.PHONY: run test test-fast test-slow check report venv clean benchmark regenerate docs
 
 venv: $(STAMP)
 
@@ -30,11 +30,11 @@ test: $(STAMP)
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest -q -m fast
 
-# Regression gate against reports/baselines/ (see README, "Regression gate").
+# Regression gate against reports/baselines/ (see docs/regression-gate.md).
 check: $(STAMP)
 	$(BIN)/python -m textmetric_bench task=check progress=false
 
-# Everything shipped that the code computes, from today's code (README, "Regression gate"): the gate's baseline,
+# Everything shipped that the code computes, from today's code (docs/regression-gate.md): the gate's baseline,
 # the reference rows (reports/reference/) and the reproduction of 004 Table 3 (reports/paper_table3/, whose
 # distances.csv has a column of compcor's CLASSIFIER: compcor is installed for it, --no-deps keeps the venv's pins).
 # Runs go to outputs/regenerate/ and resume there. Only part of it: make regenerate STEPS="baseline reference".
@@ -48,7 +48,7 @@ test-slow: $(STAMP)
 # Speed and memory against 004's authors' compcor 1.0.6 (installed here only; --no-deps keeps the venv's pins).
 # A quick look: make benchmark BENCH_ROBUSTNESS_GRID=quick (or =one: one repetition of the full grid).
 # Prints one table (ours serial vs compcor serial, ratio, peak RSS) and writes outputs/benchmark/summary.json;
-# `python tests/benchmarks/summary.py --readme` quotes it in README "Performance".
+# `python tests/benchmarks/summary.py --docs` quotes it in docs/generated/benchmark.md, which docs/performance.md includes.
 benchmark: $(STAMP)
 	$(BIN)/python -m pip install --quiet --no-deps compcor==1.0.6
 	$(BIN)/python -c "import compcor.corpus_metrics"
@@ -59,5 +59,9 @@ benchmark: $(STAMP)
 		tests/benchmarks/test_metric_speed.py tests/benchmarks/test_experiments.py tests/benchmarks/test_memory.py \
 		tests/benchmarks/test_embedding_speed.py
 
+# The docs site (mkdocs.yml, docs/) into site/; --strict fails on a broken link, anchor or included file.
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
+
 clean:
-	rm -rf $(VENV) outputs multirun
+	rm -rf $(VENV) outputs multirun site

@@ -25,7 +25,7 @@ class StorageError(BenchError):
     """A file cannot be written: out of space, read-only or no permission. Work done so far is kept."""
 
 
-#: Exit statuses of `python -m textmetric_bench` (README "Reliability", "Exit status"); a sweep exits with its
+#: Exit statuses of `python -m textmetric_bench` (docs/reliability.md, "Exit status"); a sweep exits with its
 #: worst job's.
 EXIT_OK = 0  # every metric produced its measures
 EXIT_REGRESSION = 4  # task=check: the regression gate failed

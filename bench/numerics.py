@@ -7,7 +7,7 @@ library has a documented switch for reproducible results: MKL's conditional nume
 (``MKL_CBWR``: the AVX2 code branch, ``STRICT`` so that thread counts do not matter either), ATen's capability cap
 (``ATEN_CPU_CAPABILITY``) and oneDNN's ISA cap (``ONEDNN_MAX_CPU_ISA``). They are read when torch first computes,
 so the package sets them when it is imported (a value the user set is kept). MKL's CNR guarantees its AVX2
-branch on Intel CPUs; on other vendors MKL falls back to its own dispatch (README, "Reproducibility").
+branch on Intel CPUs; on other vendors MKL falls back to its own dispatch (docs/reproducibility.md).
 """
 
 from __future__ import annotations

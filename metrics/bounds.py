@@ -18,7 +18,7 @@ from textmetric_bench.api.registry import metric
 
 
 @metric("oracle", inputs="texts", symmetric=True, opt_in=True, needs=("known_position",),
-        source="this project (issue 19): the known position of each corpus, 004 §3 and §5",
+        source="this project: the known position of each corpus, 004 §3 and §5",
         value_range=(0.0, np.inf),
         failure_modes=(("fails (recorded as its failure) where corpora have no known position: "
                         "perturbation studies, a user's own pair"),),
@@ -30,7 +30,7 @@ def oracle(p, q, *, seed: int = 0) -> float:
 
 
 @metric("chance", inputs="texts", symmetric=True, opt_in=True, stochastic=True,
-        source="this project (issue 19): a seeded uniform random number",
+        source="this project: a seeded uniform random number",
         value_range=(0.0, 1.0),
         failure_modes=("carries no information by design: expected A = .5 and ρ = 0",),
         description="Floor: a uniform random number seeded by the run seed and both corpora's texts")

@@ -12,8 +12,8 @@ stratified, seeded split holds out ``test_size`` (default 20%, the 80/20 of 004'
 corpus, and the distance is the accuracy on those held-out texts. At n = 100 that is 40 texts,
 so the value moves in steps of .025; ``folds`` >= 2 instead holds every text out once
 (stratified ``folds``-fold cross-validation, pooled over all held-out predictions), a less noisy
-estimate that costs ``folds`` SVM fits instead of one. (Until issue 20 the default was 5 folds;
-one split is the paper's definition and 3-5x cheaper, see the README's departures.)
+estimate that costs ``folds`` SVM fits instead of one. (Version 1 pooled 5 folds; one
+split is the paper's definition and 3-5x cheaper, see docs/departures.md.)
 Accuracy is *balanced* (the mean of the per-corpus accuracies), and classes are weighted
 inversely to their size in training, so 0.5 stays the chance level when the corpora differ in
 size; for equal sizes, as in KSC, it is the plain accuracy. (The compcor code behind 004's
@@ -38,7 +38,7 @@ gamma, computed exactly as gamma = "scale" does on its training matrix, 1 / (dim
 the last bits of the dot products, and each text's distance to itself is exactly 0, as in libsvm;
 the predictions equal libsvm's own kernel's on real corpora (tests/test_classifier.py,
 tests/test_speedups.py). The default "float32" computes the kernel (dot products, distances, exp) in
-float32, the precision the embedder delivers, and hands it to libsvm as float64 (issue 20: twice
+float32, the precision the embedder delivers, and hands it to libsvm as float64 (twice
 BLAS's float64 speed and half the memory traffic): the kernel moves by about 1e-7, and the distance
 equalled the float64 kernel's on all 870 evaluations of the KSC study and all 310 of the full size
 and imbalance grid (it is not guaranteed: a test text within 1e-7 of the decision boundary can
@@ -136,7 +136,7 @@ def svm_predictions(train_kernel, labels: np.ndarray, test_kernel, *, C: float) 
 
     A precomputed-kernel SVM reads a test row's values only in its support vectors' columns, so the
     others are left at 0 and never computed: at the robustness grid's sizes under a third of the
-    training texts are support vectors (issue 20). Each kernel is built only when needed, so the
+    training texts are support vectors. Each kernel is built only when needed, so the
     training kernel is freed before the test kernel exists."""
     from sklearn import config_context
     from sklearn.svm import SVC

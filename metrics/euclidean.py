@@ -2,7 +2,7 @@
 
 |a|^2 + |b|^2 - 2 a.b: the formula of libsvm's RBF kernel and of scikit-learn's
 ``euclidean_distances`` (before its clip at 0 and root), from one matrix product instead of n x m
-dot products, without scikit-learn's input checks (a third of PR/DC's time at n = 100; issue 20).
+dot products, without scikit-learn's input checks (they took a third of PR/DC's time at n = 100).
 """
 
 from __future__ import annotations
@@ -105,7 +105,7 @@ def kth_nearest_squared_distances(x: np.ndarray, k: int, *, group: int = 32) -> 
     """Every row's k-th smallest squared distance to the rows of ``x`` (its own, 0, included): the value
     ``squared_distances(x)`` and ``np.partition`` give: exactly below ``SCREEN_FROM_ROWS`` rows, and from
     there up to the order in which float64 sums the one dot product that decides it (1e-13 relative), at
-    up to 30% less cost (issue 20).
+    up to 30% less cost.
 
     The n x n distances are computed in float32 (twice BLAS's float64 speed), with a rigorous bound E_i on
     how far each of row i's values can be from its float64 value (``float32_product_error``). The row's

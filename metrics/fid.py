@@ -8,7 +8,7 @@ routes agree to 1e-6 on real embeddings, also when n < d makes the covariances s
 (tests/test_reference_metrics.py). Covariances use the unbiased n - 1 divisor, as pytorch-fid.
 
 When both corpora have no more texts than dimensions (004's KSC: n = 100, 384 dimensions), the
-covariances have rank below n and a cheaper exact route exists (issue 20): with B_p the centred
+covariances have rank below n and a cheaper exact route exists: with B_p the centred
 rows of p over sqrt(n_p - 1), S_p = B_p^T B_p, the non-zero eigenvalues of S_p S_q are those of
 M M^T with M = B_p B_q^T (n_p x n_q), so Tr (S_p S_q)^{1/2} is the sum of M's singular values:
 one SVD of a 100 x 100 matrix instead of two 384 x 384 eigen-decompositions. It also leaves out
@@ -37,7 +37,7 @@ def gaussian_fit(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def covariance_root(x: np.ndarray) -> np.ndarray:
     """The square root of one corpus's covariance, needed only where the corpus is the first of a pair:
     a corpus that is only ever second (every corpus of the robustness study but the first of its pair)
-    never pays for its eigen-decomposition (issue 20)."""
+    never pays for its eigen-decomposition."""
     return _psd_sqrt(gaussian_fit(x)[1])
 
 
@@ -59,7 +59,7 @@ def low_rank_frechet_distance(x: np.ndarray, y: np.ndarray) -> float:
 
 
 def _psd_sqrt(s: np.ndarray) -> np.ndarray:
-    vals, vecs = scipy.linalg.eigh(s, driver="evd")  # LAPACK dsyevd, as numpy's eigh, a quarter faster (issue 20)
+    vals, vecs = scipy.linalg.eigh(s, driver="evd")  # LAPACK dsyevd, as numpy's eigh, a quarter faster
     return (vecs * np.sqrt(np.clip(vals, 0.0, None))) @ vecs.T
 
 

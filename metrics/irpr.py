@@ -30,7 +30,7 @@ def nearest_neighbour_similarities(p, q) -> tuple[float, float]:
     """(precision, recall): mean cosine similarity of each text to its nearest in the other corpus.
 
     The cosines come from the pair's inner products, which PR and DC compute too (``pair_products``, one
-    BLAS product per pair in a run), divided by the two norms: exact to 1e-15 (issue 20)."""
+    BLAS product per pair in a run), divided by the two norms: exact to 1e-15."""
     x = as_embeddings(p, role="first corpus")
     y = as_embeddings(q, role="second corpus")
     same_dims(x, y)

@@ -16,7 +16,7 @@ mauve-text's value depends on the order of the rows and of the two corpora. ``ca
 fixes both orders, which makes the value a function of the two corpora as sets and exactly
 symmetric; ``seed`` then fixes the clustering.
 
-Speed (issue 20): mauve-text's own function is no longer called. Half its time at KSC sizes went
+Speed: mauve-text's own function is no longer called. Half its time at KSC sizes went
 to sklearn's full SVD of the joint (2n x 384) matrix, the rest to input checks and to smoothed
 variants (MAUVE*, frontier integrals) we never read. ``quantise`` computes the same principal
 components from the eigendecomposition of the smaller of the Gram matrix and the covariance
@@ -30,7 +30,7 @@ pairs of 100 to 1,000 texts a side (tests/test_reference_metrics.py, tests/test_
 KSC study's MAUVE time halves (9.6 s to 5.2 s); at the grid's larger sizes k-means dominates and
 the saving is 8%.
 
-Restarts (issue 20): mauve-text runs k-means 5 times and keeps the best objective. From 50 buckets
+Restarts: mauve-text runs k-means 5 times and keeps the best objective. From 50 buckets
 on (the smaller corpus has about 500 texts or more with the "auto" bucket count) the default
 ``kmeans_num_redo="auto"`` runs it once. Measured on the 310 evaluations of the full size and
 imbalance grid: at 50 buckets and more (220 evaluations) one run moves MAUVE by .0021 rms from
@@ -84,7 +84,7 @@ def principal_scores(data: np.ndarray, explained_var: float, fit_rows: np.ndarra
     x = fit - mean
     tall = x.shape[0] > x.shape[1]
     # scipy's LAPACK dsyevd call: numpy's eigh runs the same routine (identical scores on all 1,180 MAUVE
-    # inputs of the benchmark studies) at a quarter more time on KSC's 200 x 200 Gram matrices (issue 20)
+    # inputs of the benchmark studies) at a quarter more time on KSC's 200 x 200 Gram matrices
     values, vectors = scipy.linalg.eigh(x.T @ x if tall else x @ x.T, driver="evd")
     values, vectors = np.clip(values[::-1], 0.0, None), vectors[:, ::-1]
     total = values.sum()

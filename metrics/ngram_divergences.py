@@ -22,7 +22,7 @@ repetitions) ngram_kl_backward scored A = .13 and ngram_auc A = .04. Now a word 
 saw costs more the less the two vocabularies overlap, and the words seen once in the pair, whose
 identity only the model trained on them knows (each model scores its own texts), are compared as
 one ``<unk>`` whose rate each corpus has. There all five divergences reach A = .97-1.0; on the
-shipped pairs no A fell by more than .005 and ρ by at most .03 (README, "Built-in metrics").
+shipped pairs no A fell by more than .005 and ρ by at most .03 (docs/metrics.md).
 
 Also measured (same pairs and settings) and not kept: ``min_count`` = 1, every word its own
 (A within .02; ρ lower by up to .07 on atis_news and clinc150/banking77); ``min_count`` = 3

@@ -24,11 +24,11 @@ calls both "asymmetric"; that holds for PR's parts, not for its F1.)
 returns all four numbers; in a run, once per pair (``per_pair``: DC after PR on the same pair
 reuses them, each charged the full cost). The distances are scikit-learn's formula from one
 BLAS product (``textmetric_bench.metrics.euclidean``), clipped at 0, without its input checks, which took a third
-of PR/DC's time at n = 100 (issue 20). It equals ``prdc.compute_prdc`` (Naeem et al.'s
+of PR/DC's time at n = 100. It equals ``prdc.compute_prdc`` (Naeem et al.'s
 package, which 004 used) to 1e-9 (tests/test_reference_metrics.py), without its printing and
 its 8-worker distance computation, which dominates the run time at n = 100.
 
-Speed (issue 20), the same decisions: the pair's product matrix is shared with IRPR
+Speed, the same decisions: the pair's product matrix is shared with IRPR
 (``pair_products``); the squared distances are formed 512 rows at a time and compared with
 ``root_threshold`` of the radii, which decides exactly as comparing their roots; coverage is "some
 fake point inside the real point's ball", the same as "the nearest one is"; each radius is

@@ -151,3 +151,12 @@ def test_make_check_fails_when_a_built_in_metric_rises_and_names_the_command(tmp
     assert proc.returncode == EXIT_REGRESSION, (proc.returncode, proc.stdout[-2000:], proc.stderr[-2000:])
     assert "REGRESSION: metric chi measure A rose from" in proc.stdout
     assert "make regenerate" in proc.stdout
+
+
+@pytest.mark.slow
+def test_the_shipped_baseline_is_what_todays_code_computes(tmp_path, cache_dir):
+    """The gate's own run against the shipped baseline, from the session's cache: every measure of every metric
+    reproduces it (bit for bit, to check.exact_tolerance, where the numerics are the baseline's)."""
+    result = run_check(compose_config(["task=check", "progress=false", f"data.cache_dir={cache_dir}"]), tmp_path)
+    moved = result.summary[result.summary["status"] != "ok"]
+    assert result.passed and moved.empty, moved.to_string()

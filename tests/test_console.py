@@ -1,4 +1,4 @@
-"""The console of a run (README "Console, log file and progress"): no third-party warning on it, all of them
+"""The console of a run (docs/running.md, "Console, log file and progress"): no third-party warning on it, all of them
 in the run's log file, progress bars only where they belong, and a last line naming the report."""
 
 import multiprocessing

@@ -1,4 +1,4 @@
-"""Exit statuses (README "Reliability", "Exit status") and failing plugins' reports, through the CLI.
+"""Exit statuses (docs/reliability.md, "Exit status") and failing plugins' reports, through the CLI.
 
 Each run is a real subprocess of `python -m textmetric_bench`, as a script would start it, with the fake
 plugins of ``tests/fake_failing_plugin.py`` installed through the entry-point group (a dist-info directory on

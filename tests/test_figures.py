@@ -1,4 +1,4 @@
-"""Figures that scale with the number of metrics (issue 18, items 1, 7 and 9).
+"""Figures that scale with the number of metrics: tens of metrics stay distinct and legible.
 
 The summary tables here are synthetic (fabricated metric names and numbers): these tests check
 drawing only -- distinct looks, legible and non-overlapping labels, order, missing values and the
@@ -246,13 +246,13 @@ def test_figure_z_scores_use_population_sd_like_the_measures():
     np.testing.assert_allclose(z, expected)
 
 
-def test_readme_numbers_follow_the_palette_and_radar():
+def test_the_report_guide_numbers_follow_the_palette_and_radar():
     from pathlib import Path
 
     from textmetric_bench.reports.palette import MARKERS
     from textmetric_bench.reports.radar import MAX_OVERLAID
 
-    text = " ".join((Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8").split())
+    text = " ".join((Path(__file__).parents[1] / "docs" / "report.md").read_text(encoding="utf-8").split())
     capacity = len(COLOURS) * len(MARKERS)
     assert f"for at most {MAX_OVERLAID} metrics" in text
     assert f"past {len(COLOURS)} metrics a line style and marker too" in text

@@ -1,4 +1,4 @@
-"""Layer contracts: imports flow one way through bench's subpackages (README "Architecture").
+"""Layer contracts: imports flow one way through bench's subpackages (docs/development.md, "Architecture").
 
 Read on grimp's import graph of the source (imports inside functions count too), so a lazy
 import cannot hide a dependency that runs the wrong way.

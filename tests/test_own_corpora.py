@@ -1,4 +1,4 @@
-"""Your own corpora without a file in the checkout (issue 17, items 2 and 5), in process: files of every format,
+"""Your own corpora without a file in the checkout, in process: files of every format,
 local cards in user directories, the card command, the language guess, the IFC source, and every data error
 naming the file, the line or field and what to do. Texts are real (the fortune pair); the files are written
 by the tests into tmp_path. End-to-end runs from another directory: test_own_corpora_cli.py.

@@ -1,5 +1,5 @@
 """Your own corpora end to end, as a user starts the app: `python -m textmetric_bench` in a directory of their own (not the
-checkout), with files of real texts (the fortune pair) that the test writes there (issue 17, items 2 and 5)."""
+checkout), with files of real texts (the fortune pair) that the test writes there."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The plugin package the README prints ("Adding a metric", "In your own package"), taken literally:
+"""The plugin package the docs print (docs/plugins.md, "In your own package"), taken literally:
 its two code blocks are written to a directory, pip-installed without network into a directory of
 their own (the running venv untouched), and run from another directory as a user would."""
 
@@ -16,24 +16,25 @@ from checkout_copy import install_package
 
 from textmetric_bench import PROJECT_ROOT
 
-PART = "**In your own package**"
+GUIDE = PROJECT_ROOT / "docs" / "plugins.md"
+PART = "## In your own package"
 #: A fenced block whose first line is a comment naming its file, e.g. "# pyproject.toml".
 FILE_BLOCK = re.compile(r"^```[a-z]*\n(# ([\w.-]+\.(?:toml|py))\n.*?)^```$", re.S | re.M)
 
 
 def readme_files() -> dict[str, str]:
-    """File name -> content of each named block in the README's "In your own package" part."""
-    text = (PROJECT_ROOT / "README.md").read_text(encoding="utf-8")
-    start = text.index(PART)
+    """File name -> content of each named block in the plugin guide's "In your own package" part."""
+    text = GUIDE.read_text(encoding="utf-8")
+    start = text.index(PART) + len(PART)
     end = min(i for i in (text.find("\n## ", start), text.find("\n### ", start), len(text)) if i >= 0)
     return {name: body for body, name in FILE_BLOCK.findall(text[start:end])}
 
 
 @pytest.fixture(scope="module")
 def readme_plugin(tmp_path_factory):
-    """(metric name, module name, site directory) of the README's package, installed into the site directory."""
+    """(metric name, module name, site directory) of the guide's package, installed into the site directory."""
     files = readme_files()
-    assert "pyproject.toml" in files, f"no '# pyproject.toml' block after {PART!r} in README.md"
+    assert "pyproject.toml" in files, f"no '# pyproject.toml' block after {PART!r} in {GUIDE}"
     package, site = tmp_path_factory.mktemp("package"), tmp_path_factory.mktemp("site")
     for file, body in files.items():
         (package / file).write_text(body, encoding="utf-8")
@@ -42,7 +43,7 @@ def readme_plugin(tmp_path_factory):
                     if ep.group == "textmetric_bench.metrics"]
     assert len(entry_points) == 1, f"the installed package declares {entry_points}"
     name, module = entry_points[0].name, entry_points[0].value
-    assert set(files) == {"pyproject.toml", f"{module}.py"}, f"README blocks: {sorted(files)}"
+    assert set(files) == {"pyproject.toml", f"{module}.py"}, f"blocks of {GUIDE.name}: {sorted(files)}"
     return name, module, site
 
 
@@ -61,7 +62,7 @@ def test_the_installed_metric_is_registered(readme_plugin, tmp_path, cache_dir, 
     assert proc.returncode == 0, proc.stderr[-3000:]
     names, where, params, distance = json.loads(proc.stdout.splitlines()[-1])
     assert name in names and where == module
-    assert params == {"min_count": 1} and distance is False  # the README's text describes a similarity
+    assert params == {"min_count": 1} and distance is False  # the guide's text describes a similarity
 
 
 def test_the_installed_metric_runs_in_a_ksc_study(readme_plugin, tmp_path, cache_dir, mirror_dir):

@@ -1,4 +1,4 @@
-"""Reference results (issue 17): a run of one new metric puts the built-in metrics' shipped measures beside it,
+"""Reference results: a run of one new metric puts the built-in metrics' shipped measures beside it,
 marked as reference, without computing them; a reference row equals a fresh run."""
 
 import json

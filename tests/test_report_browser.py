@@ -1,7 +1,8 @@
-"""Every page and figure of a report, opened in headless Chromium as a reader opens it (issue 18 item 8).
+"""Every page and figure of a report, opened in headless Chromium as a reader opens it, so a broken
+link, figure or script shows as a reader would meet it.
 
 The report comes from a real two-run sweep of every default metric (`python -m textmetric_bench -m ...`), built by the public entry point
-`python -m textmetric_bench.reports SWEEP --out DIR` (README "Reading the report"). Each page reachable from report.html
+`python -m textmetric_bench.reports SWEEP --out DIR` (docs/report.md). Each page reachable from report.html
 by a local link is checked on a 1280 px wide viewport: no console error or uncaught exception, no failed
 request, no horizontal overflow of the page (a wide table may scroll inside its own box), every image
 loaded. Each figure file the report wrote is opened on its own as well.

@@ -1,4 +1,5 @@
-"""What an evaluation worker keeps in memory (issue 15: a 2-worker robustness run peaked at 11.8 GB).
+"""What an evaluation worker keeps in memory (a 2-worker robustness run once peaked at
+11.8 GB when the memo kept distance matrices alive).
 
 The per-corpus memo bounds what its values keep alive, not what they show; cached helpers
 return arrays that own their memory; mauve-text is loaded without torch.

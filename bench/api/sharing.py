@@ -66,7 +66,7 @@ def _size(value, seen: set[int] | None = None) -> int:
 def _items_size(items, seen: set[int]) -> int:
     """``sum(_size(item, seen) for item in items)``, with the leaves (str, int, float, bytes: the tokens and
     counts of a token Counter) counted inline: the memo sizes every value it stores, and recursing into
-    each of a corpus's tokens cost 3 s of the size study's wall time (issue 20)."""
+    each of a corpus's tokens cost 3 s of the size study's wall time."""
     total = 0
     for item in items:
         if type(item) in _LEAVES:
@@ -199,7 +199,7 @@ def corpus_fingerprint(corpus) -> str:
 
     XXH3 (128 bits): a non-cryptographic hash is enough for an in-memory memo of our own inputs, and it
     hashes 100 x 384 float32 embeddings in 3 us where blake2b took 170 us; blake2b was 6% of a KSC
-    study's time (issue 20)."""
+    study's time."""
     h = xxhash.xxh3_128()
     if isinstance(corpus, np.ndarray):
         h.update(f"{corpus.dtype.str}{corpus.shape}".encode())  # .str: formatting the dtype's name costs 11 us

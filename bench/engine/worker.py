@@ -15,7 +15,7 @@ A worker of a run that has a log file writes everything it prints there (``textm
 A worker keeps the memory its evaluations free for the next ones (``keep_freed_memory``): with
 glibc's defaults, a fresh process returns freed arrays to the system after nearly every evaluation
 and takes page faults to get them back, which made a KSC study's metrics 15-30% slower in a worker
-than the same calls in a long-lived process (issue 20: 0.9 million page faults against 62,000).
+than the same calls in a long-lived process (0.9 million page faults against 62,000).
 The price: a worker's resident size stays near its peak until the run ends.
 """
 
@@ -35,7 +35,7 @@ WARM_UP_SECONDS = 2.0
 #: default: 128 KiB, raised up to 32 MiB as large blocks are freed), and up to TRIM_THRESHOLD_MB of free
 #: memory at the top of the heap stays with the process. Above 32 MiB matters: the robustness grid's
 #: CLASSIFIER kernels (up to 184 MiB) and PR/DC products (72 MiB) were faulted in afresh at every
-#: evaluation, a fifth of CLASSIFIER's time there (issue 20).
+#: evaluation, a fifth of CLASSIFIER's time there.
 MMAP_THRESHOLD_MB = 512
 TRIM_THRESHOLD_MB = 1024
 

@@ -190,7 +190,7 @@ def encode_by_length(model, texts: list[str], *, batch_size: int, show_progress:
     A padded batch changes the shapes every kernel sees, and with them the order of its sums: the same text
     came out ~1e-7 different beside a longer one. Without padding, and with the kernels pinned
     (textmetric_bench.numerics), a text's vector is the same bit for bit alone, in any batch and with any
-    number of threads. Costs about a quarter of the padded batches' throughput (README, "Reproducibility").
+    number of threads. Costs about a quarter of the padded batches' throughput (docs/reproducibility.md).
     """
     by_length: dict[int, list[int]] = {}
     for index, text in enumerate(texts):

@@ -1,4 +1,4 @@
-"""A metric's own noise beside the data's (issue 18, item 10).
+"""A metric's own noise beside the data's: whether its seed moves it as much as new data does.
 
 A stochastic metric (k-means in MAUVE and the cluster divergences, the classifier's folds) gives
 another value on the very same corpora with another seed. Evaluated with S metric seeds on fixed

@@ -1,5 +1,5 @@
 """Reference results: the built-in metrics' measures on the shipped pairs at the default KSC settings, so that
-a run of one new metric shows it beside them without computing them again (issue 17).
+a run of one new metric shows it beside them without computing them all again.
 
 A reference file ``reports/reference/<pair>_k<k>_n<n>_r<repetitions>_s<seed>.json`` is written from a real
 KSC run directory by ``python -m textmetric_bench.tasks.reference <run dir>``. It holds the run's settings, a digest of

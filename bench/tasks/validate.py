@@ -1,4 +1,4 @@
-"""Every config value checked before a task loads a corpus or a model (issue 15), so a bad one fails in a
+"""Every config value checked before a task loads a corpus or a model, so a bad one fails in a
 second, not after minutes of embedding: one line per bad value, naming the key, the value and a valid example.
 
 Range checks that belong to a task (k and n, the robustness grid, perturbations, IFC settings, metric names)

@@ -1,7 +1,7 @@
 """The reference implementations the benchmark times ours against, one adapter per metric.
 
 ``compcor`` 1.0.6 is 004's authors' metric package (installed only by ``make benchmark``).
-Its definitions differ from ours in places (README, "Built-in metrics"): CLASSIFIER is the
+Its definitions differ from ours in places (docs/metrics.md): CLASSIFIER is the
 F1 of one unseeded 80/20 split (ours: balanced accuracy on a seeded stratified one), IRPR the F1 of
 angular distances, ZIPF thins tail ranks, CHI returns a p-value, and CHI/ZIPF tokenise with
 the MiniLM word-piece tokenizer. So a ratio compares the work each does per pair, not equal

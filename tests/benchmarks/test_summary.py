@@ -15,7 +15,7 @@ def _record(seconds, rss, cpu=None, evaluations=10, per_metric=None, cpus=None):
             "seconds_per_metric": per_metric or {}, "cpus": cpus}
 
 
-def test_per_metric_seconds_and_the_pinned_cores_reach_the_readme_table():
+def test_per_metric_seconds_and_the_pinned_cores_reach_the_docs_table():
     from summary import markdown
 
     results = {"ksc/ours-serial": _record(10.0, 1.0, per_metric={"fid": 2.0, "mauve": 8.0}, cpus=1),
@@ -64,10 +64,25 @@ def test_summary_json_holds_the_rows_and_the_machine(tmp_path):
     assert saved["machine"]["logical_cores"] >= 1 and saved["machine"]["memory_gib"] > 0
 
 
-def test_readme_quotes_the_committed_summary():
-    """README "Performance" holds the table generated from tests/benchmarks/quoted_summary.json, unedited."""
-    from summary import QUOTED, markdown, readme_block
+def test_the_docs_quote_the_committed_summary():
+    """docs/generated/benchmark.md is the table generated from tests/benchmarks/quoted_summary.json, unedited, and the
+    performance page includes it."""
+    from summary import GENERATED, QUOTED, generated_page
 
     quoted = json.loads(QUOTED.read_text())
-    assert readme_block((QUOTED.parents[2] / "README.md").read_text()) == markdown(quoted)
+    assert GENERATED.read_text(encoding="utf-8") == generated_page(quoted), \
+        "run python tests/benchmarks/summary.py --docs (with the quoted summary)"
     assert {r["study"] for r in quoted["studies"]} <= set(STUDIES)
+    page = (QUOTED.parents[2] / "docs" / "performance.md").read_text(encoding="utf-8")
+    assert '--8<-- "docs/generated/benchmark.md"' in page
+
+
+def test_write_generated_writes_the_page_and_keeps_the_quoted_copy(tmp_path, monkeypatch):
+    import summary
+
+    quoted = json.loads(summary.QUOTED.read_text())
+    (tmp_path / "summary.json").write_text(json.dumps(quoted))
+    monkeypatch.setattr(summary, "QUOTED", tmp_path / "quoted.json")
+    summary.write_generated(tmp_path / "summary.json", tmp_path / "generated" / "benchmark.md")
+    assert (tmp_path / "generated" / "benchmark.md").read_text(encoding="utf-8") == summary.generated_page(quoted)
+    assert json.loads((tmp_path / "quoted.json").read_text()) == quoted
