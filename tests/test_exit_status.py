@@ -16,7 +16,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from textmetric_bench.errors import EXIT_BAD_INPUT, EXIT_METRIC_FAILED, EXIT_OK, worst_exit_status
+from textmetric_bench.errors import EXIT_BAD_INPUT, EXIT_METRIC_FAILED, EXIT_REGRESSION, EXIT_OK, worst_exit_status
 
 TESTS_DIR = Path(__file__).parent
 TINY = ["k=3", "n=6", "repetitions=1", "engine.workers=1", "progress=false"]
@@ -142,5 +142,7 @@ def test_a_job_with_a_bad_value_does_not_stop_the_sweep(tmp_path, plugin_path, c
 def test_the_worst_status_wins():
     assert worst_exit_status([]) == EXIT_OK
     assert worst_exit_status([EXIT_OK, EXIT_METRIC_FAILED, EXIT_OK]) == EXIT_METRIC_FAILED
-    assert worst_exit_status([EXIT_METRIC_FAILED, 1, EXIT_BAD_INPUT, EXIT_OK]) == EXIT_BAD_INPUT
+    assert worst_exit_status([EXIT_METRIC_FAILED, EXIT_REGRESSION, EXIT_OK]) == EXIT_REGRESSION
+    assert worst_exit_status([EXIT_METRIC_FAILED, EXIT_REGRESSION, EXIT_BAD_INPUT, EXIT_OK]) == EXIT_BAD_INPUT
+    assert worst_exit_status([EXIT_BAD_INPUT, 1]) == 1  # an unexpected error (a crash) ranks above all
     assert worst_exit_status([EXIT_BAD_INPUT, 7]) == 7
