@@ -35,7 +35,7 @@ def file_parser(path: Path, field: str | None = None, *, what: str = "") -> Pars
         given = f" ({what})" if what else ""
         raise ConfigError(f"file {path}{given}: unknown file {kind}; give a file ending in "
                           f"{', '.join(FORMATS)} (one text a line for .txt), or write a card for it "
-                          f"(README, 'Your own corpora')")
+                          f"(docs/data.md, 'Your own corpora')")
     fmt, options = FORMATS[path.suffix.lower()]
     options = {**PARSER_OPTIONS[fmt][1], **options}
     if fmt in TEXT_OPTION:
