@@ -10,7 +10,7 @@ _EXPORTS = {
     "summarise_measures": "textmetric_bench.reports.tables",
     "table3": "textmetric_bench.reports.tables",
     "table3_markdown_cells": "textmetric_bench.reports.tables",
-    "write_tables": "textmetric_bench.reports.tables",
+    "write_tables": "textmetric_bench.reports.table_files",
     "failures_from_distances": "textmetric_bench.reports.tables",
     "radar_chart": "textmetric_bench.reports.figures",
     "distance_scatter": "textmetric_bench.reports.figures",

@@ -11,7 +11,6 @@ are shown as "name (similarity, negated)".
 from __future__ import annotations
 
 from collections.abc import Mapping
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -20,7 +19,7 @@ from scipy import stats
 from textmetric_bench.reports.bounds import bound_of, table_order
 from textmetric_bench.reports.intervals import mean_interval
 from textmetric_bench.reports.reference_rows import labelled
-from textmetric_bench.reports.significance import all_comparisons, column_groups, compact_letters, write_significance
+from textmetric_bench.reports.significance import compact_letters
 
 #: Measure columns the runner may write, in the order they are summarised.
 RAW_MEASURES = ("A", "Aw", "T", "rho", "omega2", "L", "S", "I", "IFC")
@@ -217,40 +216,3 @@ def orientation_markdown(warnings: Mapping[str, str] | None) -> list[str]:
     lines = ["## Orientation", "", ("These metrics' values run against their declared direction "
                                     "(mean ρ clearly negative), so their measures may be upside down:"), ""]
     return lines + [f"- `{metric}`: {text}" for metric, text in sorted(warnings.items())] + [""]
-
-
-def write_tables(
-    measures: pd.DataFrame,
-    out_dir: Path,
-    *,
-    title: str | None = None,
-    failures: Mapping[str, str] | None = None,
-    repetitions: int | None = None,
-) -> dict[str, Path]:
-    """Write ``summary.csv``, ``table3.csv``, ``table3.md`` and ``significance_<measure>.csv`` into ``out_dir``.
-
-    With an ``orientation`` column in ``measures``, table3.csv has it too and table3.md marks similarities.
-
-    ``repetitions``: how many the run planned, so a metric with failed repetitions reads "k of N".
-    """
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    summary = summarise_measures(measures)
-    paths = {
-        "summary": out_dir / "summary.csv",
-        "table3_csv": out_dir / "table3.csv",
-        "table3_md": out_dir / "table3.md",
-    }
-    summary.to_csv(paths["summary"], index=False)
-    comparisons = all_comparisons(labelled(measures), RAW_MEASURES)
-    paths.update(write_significance(comparisons, out_dir))
-    groups = column_groups(comparisons, table3(summary)) if not summary.empty else {}
-    wide = table3(summary, with_ci=True) if not summary.empty else pd.DataFrame()
-    if "orientation" in summary.columns and not wide.empty:
-        wide.insert(0, "orientation", summary.groupby("metric")["orientation"].first().reindex(wide.index))
-    wide.rename_axis("metric").to_csv(paths["table3_csv"])
-    from textmetric_bench.reports.table3_markdown import table3_text  # it builds on this module
-
-    text = table3_text(summary, title or "Metric robustness scores (004 Table 3)", failures, repetitions, groups)
-    paths["table3_md"].write_text(text, encoding="utf-8")
-    return paths

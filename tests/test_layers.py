@@ -121,3 +121,12 @@ def test_no_import_cycle_between_packages(graph):
               and graph.chain_exists(importer=a, imported=b, as_packages=True)
               and graph.chain_exists(importer=b, imported=a, as_packages=True)]
     assert cycles == []
+
+
+def test_no_import_circle_between_modules(graph):
+    """No module imports another that imports it back, directly or through others (imports inside functions
+    count): each module can be read after the modules it imports."""
+    circles = sorted({tuple(sorted((module, imported))) for module in graph.modules
+                      for imported in graph.find_modules_directly_imported_by(module)
+                      if graph.find_shortest_chain(importer=imported, imported=module)})
+    assert circles == [], f"modules in an import circle: {circles}"

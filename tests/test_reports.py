@@ -15,8 +15,9 @@ from scipy import stats
 
 from textmetric_bench.reports.aggregate import aggregate_sweep, main, write_sweep_tables
 from textmetric_bench.reports.figures import distance_scatter, radar_chart
-from textmetric_bench.reports.tables import (failures_from_distances, format_score, summarise_measures, table3, table3_markdown_cells,
-                            write_tables)
+from textmetric_bench.reports.table_files import write_tables
+from textmetric_bench.reports.tables import (failures_from_distances, format_score, summarise_measures, table3,
+                                             table3_markdown_cells)
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 K, REPETITIONS = 6, 4

@@ -15,7 +15,8 @@ from textmetric_bench.reports.significance import (
     rank_groups,
     separated,
 )
-from textmetric_bench.reports.tables import table3_markdown_cells, write_tables
+from textmetric_bench.reports.table_files import write_tables
+from textmetric_bench.reports.tables import table3_markdown_cells
 
 
 def measures_of(centres: dict[str, float], repetitions: int = 5, noise: float = 0.01, seed: int = 0) -> pd.DataFrame:

@@ -115,14 +115,3 @@ def build_embedder(cfg: DictConfig) -> Embedder:
     )
 
 
-def shown(value: Any) -> str:
-    """A config value as a user writes it on the command line."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return str(value).lower()
-    if isinstance(value, str):
-        return repr(value)
-    if isinstance(value, (DictConfig, ListConfig)):
-        return str(OmegaConf.to_container(value, resolve=False))
-    return str(value)

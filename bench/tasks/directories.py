@@ -9,7 +9,8 @@ from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
-from textmetric_bench.tasks.config import data_locations, shown
+from textmetric_bench.tasks.command_line import shown
+from textmetric_bench.tasks.config import data_locations
 
 
 def directory_problems(cfg: DictConfig, out_dir: Path | str | None) -> list[str]:

@@ -99,7 +99,7 @@ class RobustnessTask(KnownPositions, Task, name="robustness", fields=("curve", "
         No radar chart: S and I alone are two axes; merge with a KSC run of the same pair for one.
         """
         from textmetric_bench.reports.robustness_figures import robustness_figures
-        from textmetric_bench.reports.tables import write_tables
+        from textmetric_bench.reports.table_files import write_tables
 
         info, files = result.info, {}
         if not result.measures.empty:

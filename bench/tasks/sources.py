@@ -17,7 +17,8 @@ from textmetric_bench.data.corpora import Source, disjoint_pair, load_pair, load
 from textmetric_bench.data.fetch import local_file
 from textmetric_bench.data.local_files import file_card, is_corpus_file, load_file
 from textmetric_bench.errors import ConfigError, DataError
-from textmetric_bench.tasks.config import data_locations, shown
+from textmetric_bench.tasks.command_line import shown
+from textmetric_bench.tasks.config import data_locations
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from typing import Any, Callable
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from textmetric_bench.errors import ConfigError
-from textmetric_bench.tasks.config import shown
+from textmetric_bench.tasks.command_line import shown
 from textmetric_bench.tasks.directories import directory_problems
 
 _ABSENT = object()
