@@ -23,27 +23,26 @@ OPT_OUT = "BENCH_CPU_NUMERICS"
 PINNED_LABEL, NATIVE_LABEL = "avx2-cnr", "native"
 
 
-@lru_cache(maxsize=1)
-def cpu_flags() -> frozenset[str]:
-    """The instruction-set flags of this CPU (Linux /proc/cpuinfo; empty where it cannot be read)."""
+@lru_cache(maxsize=None)
+def _cpuinfo(field: str) -> str:
+    """The value of ``field`` in Linux's /proc/cpuinfo (its first processor), '' where it cannot be read."""
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("flags"):
-                return frozenset(line.partition(":")[2].split())
-    except OSError:
-        pass
-    return frozenset()
-
-
-def cpu_vendor() -> str:
-    """``GenuineIntel``, ``AuthenticAMD``, ... ('' where /proc/cpuinfo cannot be read)."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("vendor_id"):
+            if line.split(":")[0].strip() == field:
                 return line.partition(":")[2].strip()
     except OSError:
         pass
     return ""
+
+
+def cpu_flags() -> frozenset[str]:
+    """The instruction-set flags of this CPU (empty where /proc/cpuinfo cannot be read)."""
+    return frozenset(_cpuinfo("flags").split())
+
+
+def cpu_vendor() -> str:
+    """``GenuineIntel``, ``AuthenticAMD``, ... ('' where /proc/cpuinfo cannot be read)."""
+    return _cpuinfo("vendor_id")
 
 
 def pin_cpu_numerics() -> None:

@@ -193,9 +193,9 @@ def encode_by_length(model, texts: list[str], *, batch_size: int, show_progress:
     number of threads. Costs about a quarter of the padded batches' throughput (docs/reproducibility.md).
     """
     by_length: dict[int, list[int]] = {}
-    for index, text in enumerate(texts):
-        length = int(model.tokenize([text])["attention_mask"].sum())
-        by_length.setdefault(length, []).append(index)
+    lengths = model.tokenize(texts)["attention_mask"].sum(dim=1).tolist() if texts else []  # padding is not counted
+    for index, length in enumerate(lengths):
+        by_length.setdefault(int(length), []).append(index)
     vectors: np.ndarray | None = None
     for indices in by_length.values():
         for start in range(0, len(indices), batch_size):

@@ -178,13 +178,14 @@ def run_check(cfg: DictConfig, out_dir: Path | str) -> TaskResult:
     for col in ("baseline", "new", "change", "tolerance"):
         shown[col] = shown[col].map(lambda v: "" if pd.isna(v) else f"{v:+.4f}" if col == "change" else f"{v:.4f}")
     verdict = "FAILED" if len(failed) else "passed"
+    now = numerics()
     text = (f"# Regression check {verdict}\n\nBaseline: {path}\nSettings: {settings}\n"
             f"Tolerance: max({check.min_tolerance}, {check.z} x the baseline's standard error across repetitions); "
             "built-in metrics both ways"
             + (f", and to {check.get('exact_tolerance', 1e-9)} per value (this run has the baseline's numerics: "
-               f"{numerics()['label']} on {numerics()['cpu_vendor']})" if reproducible(baseline) else
+               f"{now['label']} on {now['cpu_vendor']})" if reproducible(baseline) else
                f" (to tolerance only: the baseline's numerics {baseline.get('numerics')} are not this run's "
-               f"{numerics()}, so values may differ in their last bits)")
+               f"{now}, so values may differ in their last bits)")
             + "\n\n"
             + (markdown_table(shown) if len(moved) else "Nothing moved beyond tolerance.")
             + "\n")
@@ -198,7 +199,7 @@ def run_check(cfg: DictConfig, out_dir: Path | str) -> TaskResult:
             verb = "dropped" if row["status"] == "DROPPED" else "rose"
             what = f"{verb} from {row['baseline']:.4f} to {row['new']:.4f} (tolerance {row['tolerance']:.4f})"
         text += f"\nREGRESSION: metric {row['metric']} measure {row['measure']} {what}"
-    if failed["status"].isin(["ROSE", "CHANGED"]).any() or (failed["status"] == "DROPPED").any():
+    if failed["status"].isin(["DROPPED", "ROSE", "CHANGED"]).any():
         text += (f"\n\nIf the change is intended, declare it (@metric(version=...)) and regenerate the baseline and the "
                  f"reference results: {REGENERATE}")
     (out_dir / "check.md").write_text(text + "\n")
