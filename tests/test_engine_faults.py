@@ -199,3 +199,52 @@ def test_the_timeout_count_is_configurable(store, monkeypatch):
     statuses = [o.status for o in out.values()]
     assert statuses[0] == "timeout" and statuses.count("skipped") >= 2, statuses
     assert all("timed out once" in o.error for o in out.values() if o.status == "skipped")
+
+
+def test_a_last_line_without_its_newline_is_recomputed_not_lost(store, tmp_path):
+    """A full disk can cut a line just before its newline: the line parses, but appending after it would
+    glue the next line on, so it is not counted done and a rerun writes it again."""
+    path = tmp_path / "evaluations.jsonl"
+    jobs = jobs_for(["chi"])
+    metrics = {"chi": (get_metric("chi"), {})}
+    run_jobs(jobs, store, metrics, result_log=ResultLog(path, {"run": 1}), progress=False)
+    path.write_bytes(path.read_bytes()[:-1])  # the last evaluation's newline never reached the disk
+    out = run_jobs(jobs, store, metrics, result_log=ResultLog(path, {"run": 1}), progress=False)
+    assert out[jobs[-1].key].attempts == 1
+    assert path.read_bytes().endswith(b"\n")
+    assert sorted(tuple(r["key"]) for r in logged_rows(path)) == sorted(j.key for j in jobs)
+
+
+def test_a_line_cut_short_by_a_full_disk_is_taken_back(store, tmp_path, monkeypatch):
+    """A fake os.write that writes part of a line and then reports a full disk: the evaluation log ends
+    with its last whole line, and the error names the log."""
+    import errno
+    import os
+
+    from textmetric_bench.engine import result_log as result_log_module
+    from textmetric_bench.errors import StorageError
+
+    path = tmp_path / "evaluations.jsonl"
+    jobs = jobs_for(["chi"])
+    metrics = {"chi": (get_metric("chi"), {})}
+    real_write, calls = os.write, Counter()
+
+    def fake_write_fills_the_disk(fd, data):
+        calls["n"] += 1
+        if calls["n"] == 3:  # the header and one line went through; the next one is cut in two
+            return real_write(fd, data[:len(data) // 2])
+        if calls["n"] > 3:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_write(fd, data)
+
+    class FakeOsWithAFillingDisk:  # os for the evaluation log only: the pool's own pipes keep the real one
+        def __getattr__(self, name):
+            return fake_write_fills_the_disk if name == "write" else getattr(os, name)
+
+    monkeypatch.setattr(result_log_module, "os", FakeOsWithAFillingDisk())
+    with pytest.raises(StorageError, match="evaluations.jsonl"):
+        run_jobs(jobs, store, metrics, result_log=ResultLog(path, {"run": 1}), progress=False)
+    assert path.read_bytes().endswith(b"\n") and len(logged_rows(path)) == 1
+    monkeypatch.undo()
+    out = run_jobs(jobs, store, metrics, result_log=ResultLog(path, {"run": 1}), progress=False)
+    assert [o.attempts for o in out.values()] == [1] * len(jobs) and len(logged_rows(path)) == len(jobs)

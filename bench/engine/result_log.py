@@ -67,7 +67,10 @@ class ResultLog:
         """(key, row) of every complete line after the header, which must match this run's fingerprint."""
         if not self.path.exists():
             return
-        lines = self.path.read_text().splitlines()
+        data = self.path.read_text()
+        # only lines that end in a newline are complete: open() cuts a last line without one, so
+        # counting it done here would lose it (a line cut before its newline still parses)
+        lines = data.split("\n")[:-1]
         if not lines:
             return
         header = json.loads(lines[0]).get("fingerprint")
@@ -92,7 +95,9 @@ class ResultLog:
                     with self.path.open("r+b") as fh:
                         fh.truncate(data.rfind(b"\n") + 1)
             new = not self.path.exists() or self.path.stat().st_size == 0
-            self._fh = self.path.open("a")
+            # unbuffered: a line either reaches the file whole or is rolled back (no buffer that a
+            # garbage collector flushes later, into the middle of another run's lines)
+            self._fh = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
             if new:
                 self._write({"fingerprint": self.fingerprint})
         except OSError as exc:
@@ -106,18 +111,24 @@ class ResultLog:
                      **({"traceback": outcome.traceback} if outcome.traceback else {})})
 
     def _write(self, row: dict) -> None:
-        line = json.dumps(row) + "\n"
+        line = (json.dumps(row) + "\n").encode()
+        start = os.fstat(self._fh).st_size
         try:
-            self._fh.write(line)
-            self._fh.flush()
-            os.fsync(self._fh.fileno())
+            done = 0
+            while done < len(line):
+                done += os.write(self._fh, line[done:])
+            os.fsync(self._fh)
         except OSError as exc:
+            try:  # a line cut short by a full disk is taken back, so the file ends with a whole line
+                os.ftruncate(self._fh, start)
+            except OSError:
+                pass
             raise _storage_error(exc, self.path, len(line)) from exc
 
     def close(self) -> None:
         if self._fh is not None:
             try:
-                self._fh.close()
+                os.close(self._fh)
             except OSError:  # the data already failed to reach the disk and was reported
                 pass
             self._fh = None
