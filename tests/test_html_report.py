@@ -6,7 +6,7 @@ import subprocess
 
 import pytest
 
-from textmetric_bench.tasks.config import compose_config
+from textmetric_bench.tasks.registry import compose_config
 from textmetric_bench.tasks.ksc import run_ksc
 from textmetric_bench.reports.__main__ import main as report_main
 from textmetric_bench.reports.heatmap import HEATMAP_CAPTION

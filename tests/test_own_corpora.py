@@ -19,7 +19,7 @@ from textmetric_bench.data.language import guess_language
 from textmetric_bench.data.local_files import load_file
 from textmetric_bench.data.make_card import write_cards
 from textmetric_bench.errors import ConfigError, DataError
-from textmetric_bench.tasks.config import compose_config
+from textmetric_bench.tasks.registry import compose_config
 from textmetric_bench.tasks.validate import validate_config
 
 

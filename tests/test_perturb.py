@@ -195,7 +195,7 @@ def test_end_to_end_perturbation_run_on_the_embedded_pair(tmp_path, cache_dir):
     # With a KSC run of the same pair, the shift table joins that pair's section, beside Table 3.
     from omegaconf import OmegaConf
 
-    from textmetric_bench.tasks.config import compose_config
+    from textmetric_bench.tasks.registry import compose_config
     from textmetric_bench.tasks.ksc import run_ksc
     from textmetric_bench.reports.html import build_report
 

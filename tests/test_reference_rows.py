@@ -12,7 +12,7 @@ from textmetric_bench import __version__
 from textmetric_bench.api.registry import default_metrics, get_metric, metric, unregister
 from textmetric_bench.engine import params_digest
 from textmetric_bench.numerics import bit_for_bit
-from textmetric_bench.tasks.config import compose_config
+from textmetric_bench.tasks.registry import compose_config
 from textmetric_bench.tasks.ksc import run_ksc
 from textmetric_bench.tasks.reference import REFERENCE_DIR, version_parts, write_reference
 from textmetric_bench.tasks.reference import main as reference_main

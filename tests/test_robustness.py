@@ -12,7 +12,7 @@ from textmetric_bench.collections.size_imbalance import (draw_sample_pair, feasi
                                               validate_robustness_parameters)
 from textmetric_bench.errors import ConfigError, DataError
 from textmetric_bench.measures.robustness import imbalance_robustness, robustness_score, size_robustness
-from textmetric_bench.tasks.config import compose_config
+from textmetric_bench.tasks.registry import compose_config
 from textmetric_bench.tasks.robustness import run_robustness
 
 SMALL = ["sizes=[20,40,80]", "n_ref=100", "imbalance_total=100", "repetitions=2"]

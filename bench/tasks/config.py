@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -35,20 +34,6 @@ def corpus_label(source: Any) -> str:
 
 if not OmegaConf.has_resolver("corpus_label"):
     OmegaConf.register_new_resolver("corpus_label", corpus_label)
-
-
-def compose_config(overrides: Sequence[str] = (), *, return_hydra_config: bool = False) -> DictConfig:
-    """The config ``python -m textmetric_bench <overrides>`` runs with, composed outside the app (tests, checks).
-
-    Registers the metrics' generated nodes first (``textmetric_bench.tasks.metric_configs``), as ``main`` does.
-    """
-    from hydra import compose, initialize_config_dir
-
-    from textmetric_bench.tasks.metric_configs import register_metric_configs
-
-    register_metric_configs()
-    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-        return compose(config_name="config", overrides=list(overrides), return_hydra_config=return_hydra_config)
 
 
 def selected_metrics(cfg: DictConfig) -> list[tuple[MetricInfo, dict]]:

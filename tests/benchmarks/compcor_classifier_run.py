@@ -43,7 +43,8 @@ def split_f1(x: np.ndarray, y: np.ndarray, rng: np.random.Generator) -> float:
 
 
 def setting_rows(pair: str, k: int, out_dir: Path) -> list[dict]:
-    from textmetric_bench.tasks.config import build_embedder, compose_config
+    from textmetric_bench.tasks.config import build_embedder
+    from textmetric_bench.tasks.registry import compose_config
     from textmetric_bench.tasks.ksc import KSCTask
 
     overrides = [f"pair={pair}", f"k={k}", "n=100", "repetitions=5", "seed=0", "metrics=[classifier]"]
