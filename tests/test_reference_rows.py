@@ -20,7 +20,7 @@ from textmetric_bench.reports.html import build_report
 from textmetric_bench.reports.reference_rows import REFERENCE_NOTE
 from textmetric_bench.reports.tables import mean_ci
 
-#: The settings of the shipped reference files: conf/task/ksc.yaml's defaults.
+#: The settings of the shipped reference files: the KSC task's defaults (KSCSettings, bench/tasks/ksc.py).
 REFERENCE_SETTINGS = ("k=7", "n=100", "repetitions=5", "seed=0")
 FORTUNE = REFERENCE_DIR / "fortune_computing_people_k7_n100_r5_s0.json"
 SHIPPED = sorted(REFERENCE_DIR.glob("*.json"))
