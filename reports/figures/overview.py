@@ -10,10 +10,10 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from textmetric_bench.reports.bounds import bound_label, bound_of
-from textmetric_bench.reports.drawing import integer_axis
-from textmetric_bench.reports.drawing import save_figure as _save
-from textmetric_bench.reports.palette import bound_line, metric_styles
-from textmetric_bench.reports.tables import QUALITY_MEASURES, metric_labels
+from textmetric_bench.reports.figures.drawing import integer_axis
+from textmetric_bench.reports.figures.drawing import save_figure as _save
+from textmetric_bench.reports.figures.palette import bound_line, metric_styles
+from textmetric_bench.reports.tables.table3 import QUALITY_MEASURES, metric_labels
 
 #: Panel titles: the paper's symbol and what the measure is.
 MEASURE_TITLES = {"A": "A: judgement accuracy", "Aw": "$A^w$: weighted accuracy", "rho": "ρ: monotonicity",

@@ -6,11 +6,11 @@ from collections.abc import Mapping
 
 import pandas as pd
 
+from textmetric_bench.measures.intervals import INTERVAL_NAME, few_repetitions_warning
 from textmetric_bench.reports.bounds import bound_label
-from textmetric_bench.reports.intervals import INTERVAL_NAME, few_repetitions_warning
 from textmetric_bench.reports.reference_rows import REFERENCE_NOTE, is_reference
-from textmetric_bench.reports.significance import GROUP_NOTE
-from textmetric_bench.reports.tables import (
+from textmetric_bench.reports.tables.significance import GROUP_NOTE
+from textmetric_bench.reports.tables.table3 import (
     BOLD_TOLERANCE,
     MEASURE_LABELS,
     SIMILARITY_NOTE,

@@ -1,7 +1,7 @@
 """Summary tables of the robustness measures, laid out like 004 Table 3.
 
 The runner writes one row of measures per (metric, repetition); here they become a
-mean with a 95% bootstrap interval over repetitions per (metric, measure) (reports/intervals.py),
+mean with a 95% bootstrap interval over repetitions per (metric, measure) (bench/measures/intervals.py),
 then a wide table with
 the best value of each column (and those within .015 of it) in bold. A table's optional
 ``orientation`` column says which metrics are similarities, scored on their negation; they
@@ -16,10 +16,10 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from textmetric_bench.measures.intervals import mean_interval
 from textmetric_bench.reports.bounds import bound_of, table_order
-from textmetric_bench.reports.intervals import mean_interval
 from textmetric_bench.reports.reference_rows import labelled
-from textmetric_bench.reports.significance import compact_letters
+from textmetric_bench.reports.tables.significance import compact_letters
 
 #: Measure columns the runner may write, in the order they are summarised.
 RAW_MEASURES = ("A", "Aw", "T", "rho", "omega2", "L", "S", "I", "IFC")
@@ -66,7 +66,7 @@ def metric_labels(frame: pd.DataFrame) -> dict[str, str]:
 def mean_ci(values: np.ndarray, confidence: float = 0.95) -> tuple[float, float, int, float, float]:
     """Mean, sample std, count and Student-t CI of the mean of the finite values (NaN CI if n < 2).
 
-    Not used for Table 3 (see reports/intervals.py); kept for the perturbation table and reference checks."""
+    Not used for Table 3 (see bench/measures/intervals.py); kept for the perturbation table and reference checks."""
     x = np.asarray(values, dtype=float)
     x = x[np.isfinite(x)]
     n = int(x.size)
@@ -154,7 +154,7 @@ def table3_markdown_cells(summary: pd.DataFrame, groups: Mapping[str, Mapping[st
                           ) -> pd.DataFrame:
     """Table 3 as strings ``mean [ci_low, ci_high]``, with the best of each column bolded.
 
-    ``groups``: rank-group letters per column and metric (reports/significance.py), shown as ``<sup>ab</sup>`` (runs as ``<sup>a–d</sup>``).
+    ``groups``: rank-group letters per column and metric (reports/tables/significance.py), shown as ``<sup>ab</sup>`` (runs as ``<sup>a–d</sup>``).
     """
     wide = table3(summary, with_ci=True)
     means = table3(summary)

@@ -2,7 +2,7 @@
 
 Figure 5: distance of every reference sample to g_i against the iteration i (orange dots),
 the regression line with its 95% band (blue), and the self-distance d(A, A) as a horizontal
-line (green). Drawn on bare ``Figure`` objects like ``textmetric_bench.reports.figures``.
+line (green). Drawn on bare ``Figure`` objects like ``textmetric_bench.reports.figures.ksc``.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from textmetric_bench.reports.figures import _ols_band, _safe_name, _save
-from textmetric_bench.reports.tables import format_score, markdown_table, metric_labels
+from textmetric_bench.reports.figures.ksc import _ols_band, _safe_name, _save
+from textmetric_bench.reports.tables.table3 import format_score, markdown_table, metric_labels
 
 
 def _draw_ifc(ax, rows: pd.DataFrame, self_distance: float, rng: np.random.Generator) -> None:

@@ -1,5 +1,5 @@
 """HTML pieces of the report that are tables: Table 3 with rank groups and bounds, the significance
-matrix, a metric's own noise, and the notes that name every number (reports/html.py lays them out)."""
+matrix, a metric's own noise, and the notes that name every number (reports/html/report.py lays them out)."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from textmetric_bench.measures.intervals import INTERVAL_NAME, few_repetitions_warning
 from textmetric_bench.reports.bounds import bound_label, bound_of
-from textmetric_bench.reports.intervals import INTERVAL_NAME, few_repetitions_warning
-from textmetric_bench.reports.significance import TEST_NAME, WILCOXON_NOTE, compact_letters
-from textmetric_bench.reports.tables import (
+from textmetric_bench.reports.tables.significance import TEST_NAME, WILCOXON_NOTE, compact_letters
+from textmetric_bench.reports.tables.table3 import (
     BOLD_TOLERANCE,
     best_mask,
     format_score,

@@ -1,6 +1,6 @@
 """One self-contained HTML page (images inlined) from one run, several runs, or a sweep.
 
-Sections follow reports/runs.py: one per KSC setting, one block per run (never pooled), a pair's
+Sections follow reports/sweep/runs.py: one per KSC setting, one block per run (never pooled), a pair's
 robustness and IFC runs joined into each KSC run's Table 3. A sweep over k or n also gets a figure
 of how each measure moves with it.
 """
@@ -14,11 +14,13 @@ from pathlib import Path
 
 import pandas as pd
 
-from textmetric_bench.reports.aggregate import aggregate_sweep, find_run_dirs
-from textmetric_bench.reports.drawing import save_figure
-from textmetric_bench.reports.figures import AXIS_LABELS, distance_scatter, radar_chart
-from textmetric_bench.reports.heatmap import HEATMAP_CAPTION, measure_heatmap
-from textmetric_bench.reports.html_tables import (
+from textmetric_bench.measures.intervals import INTERVAL_NAME
+from textmetric_bench.reports.figures.drawing import save_figure
+from textmetric_bench.reports.figures.heatmap import HEATMAP_CAPTION, measure_heatmap
+from textmetric_bench.reports.figures.ksc import AXIS_LABELS, distance_scatter, radar_chart
+from textmetric_bench.reports.figures.overview import measure_boxplots, sweep_trends
+from textmetric_bench.reports.figures.radar import SMALL_MULTIPLES_CAPTION, radar_small_multiples
+from textmetric_bench.reports.html.tables import (
     escape,
     negative_divergence_html,
     own_noise_html,
@@ -27,13 +29,11 @@ from textmetric_bench.reports.html_tables import (
     table3_html,
     warning_html,
 )
-from textmetric_bench.reports.intervals import INTERVAL_NAME
-from textmetric_bench.reports.radar import SMALL_MULTIPLES_CAPTION, radar_small_multiples
 from textmetric_bench.reports.reference_rows import REFERENCE_NOTE, is_reference, labelled
-from textmetric_bench.reports.runs import Run, Section, load_run, profile, sections
-from textmetric_bench.reports.significance import all_comparisons, column_groups
-from textmetric_bench.reports.study_figures import measure_boxplots, sweep_trends
-from textmetric_bench.reports.tables import (
+from textmetric_bench.reports.sweep.aggregate import aggregate_sweep, find_run_dirs
+from textmetric_bench.reports.sweep.runs import Run, Section, load_run, profile, sections
+from textmetric_bench.reports.tables.significance import all_comparisons, column_groups
+from textmetric_bench.reports.tables.table3 import (
     RAW_MEASURES,
     SIMILARITY_NOTE,
     metric_labels,
@@ -97,7 +97,7 @@ def _table_html(cells: pd.DataFrame) -> str:
 
 def _perturbation_html(run: Run) -> str:
     """The shift table of a perturbation run (its measures are not Table 3 measures)."""
-    from textmetric_bench.reports.perturb_figures import LEGEND, perturbation_cells
+    from textmetric_bench.reports.figures.perturb import LEGEND, perturbation_cells
 
     path = run.path / "perturbation.csv"
     if not path.exists():

@@ -1,5 +1,5 @@
 """Charts of a run: the distance-vs-ℓ scatter of 004 Figure 2 (top); the radar of Figure 4 is in
-``textmetric_bench.reports.radar`` and importable from here.
+``textmetric_bench.reports.figures.radar`` and importable from here.
 
 Figures are drawn on bare ``matplotlib.figure.Figure`` objects (Agg rendering, no pyplot
 state), so plotting is safe in parallel sweep jobs and never opens a window.
@@ -15,9 +15,9 @@ import pandas as pd
 from matplotlib.figure import Figure
 from scipy import stats
 
-from textmetric_bench.reports.drawing import MEASURE_SYMBOLS, integer_axis, safe_name, save_figure
-from textmetric_bench.reports.radar import radar_chart, radar_small_multiples
-from textmetric_bench.reports.tables import format_score, metric_labels, similarities
+from textmetric_bench.reports.figures.drawing import MEASURE_SYMBOLS, integer_axis, safe_name, save_figure
+from textmetric_bench.reports.figures.radar import radar_chart, radar_small_multiples
+from textmetric_bench.reports.tables.table3 import format_score, metric_labels, similarities
 
 #: Axis labels for the radar chart, in the paper's notation (kept for callers of this module).
 AXIS_LABELS = MEASURE_SYMBOLS
