@@ -14,6 +14,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.colors import to_rgb
 from scipy import stats
 
+from textmetric_bench.measures.summaries import summarise_measures
 from textmetric_bench.reports.bounds import BOUNDS, bound_label
 from textmetric_bench.reports.figures.drawing import MIN_FONT_PT
 from textmetric_bench.reports.figures.heatmap import measure_heatmap
@@ -21,7 +22,6 @@ from textmetric_bench.reports.figures.ksc import _draw_scatter, _with_z
 from textmetric_bench.reports.figures.overview import boxplot_figure, trends_figure
 from textmetric_bench.reports.figures.palette import BOUND_GREY, COLOURS, metric_styles
 from textmetric_bench.reports.figures.radar import overlaid_radar, radar_small_multiples
-from textmetric_bench.reports.tables.table3 import summarise_measures
 
 QUALITY = ("A", "Aw", "rho", "omega2", "L", "S", "I", "IFC")
 STEMS = ("mauve", "fid", "prdc_precision", "classifier", "zipf", "chi", "irpr", "cosine_similarity",

@@ -13,11 +13,13 @@ import pytest
 import yaml
 from scipy import stats
 
+from textmetric_bench.measures.summaries import summarise_measures
 from textmetric_bench.reports.figures.ksc import distance_scatter, radar_chart
+from textmetric_bench.reports.labels import format_score
 from textmetric_bench.reports.sweep.aggregate import aggregate_sweep, main, write_sweep_tables
 from textmetric_bench.reports.tables.files import write_tables
-from textmetric_bench.reports.tables.table3 import (failures_from_distances, format_score, summarise_measures, table3,
-                                             table3_markdown_cells)
+from textmetric_bench.reports.tables.markdown import failures_from_distances
+from textmetric_bench.reports.tables.table3 import table3, table3_markdown_cells
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 K, REPETITIONS = 6, 4

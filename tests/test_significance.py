@@ -7,15 +7,10 @@ import pandas as pd
 import pytest
 from scipy import stats
 
+from textmetric_bench.measures.paired import all_comparisons, paired_bootstrap_p, paired_comparisons, separated
 from textmetric_bench.reports.bounds import bound_label, bound_of, ranked
 from textmetric_bench.reports.tables.files import write_tables
-from textmetric_bench.reports.tables.significance import (
-    all_comparisons,
-    paired_bootstrap_p,
-    paired_comparisons,
-    rank_groups,
-    separated,
-)
+from textmetric_bench.reports.tables.significance import rank_groups
 from textmetric_bench.reports.tables.table3 import table3_markdown_cells
 
 

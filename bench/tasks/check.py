@@ -28,7 +28,7 @@ from omegaconf import DictConfig, OmegaConf
 from textmetric_bench.api.registry import get_metric, is_builtin_module
 from textmetric_bench.errors import ConfigError
 from textmetric_bench.numerics import bit_for_bit, cpu_vendor, numerics_label
-from textmetric_bench.reports.tables.table3 import markdown_table
+from textmetric_bench.reports.tables.markdown import markdown_table
 from textmetric_bench.tasks.ksc import run_ksc
 from textmetric_bench.tasks.reference import version_parts
 from textmetric_bench.tasks.skeleton import TaskResult

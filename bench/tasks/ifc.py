@@ -153,7 +153,7 @@ def corpus_ttr(source, reference_pool, samples, generated) -> pd.DataFrame:
 
 def ifc_summary(distances: pd.DataFrame, measures: pd.DataFrame) -> pd.DataFrame:
     """Per metric: mean IFC with its 95% CI, d(A, A), d(0), d(T) and the share of the gap closed."""
-    from textmetric_bench.reports.tables.table3 import mean_ci
+    from textmetric_bench.measures.intervals import mean_ci
 
     rows = []
     for name, grp in distances.groupby("metric", sort=True):

@@ -40,7 +40,7 @@ def summarise_shifts(measures: pd.DataFrame) -> pd.DataFrame:
     """Per (metric, perturbation): mean, std and 95% t-interval of the shift over repetitions, how
     many repetitions had a gap that is not positive, the gap's coefficient of variation (sd / mean
     over repetitions: a noisy denominator makes the shifts unreliable), and the mean raw distances."""
-    from textmetric_bench.reports.tables.table3 import mean_ci
+    from textmetric_bench.measures.intervals import mean_ci
 
     rows = []
     for (name, p), grp in measures.groupby(["metric", "perturbation"], sort=False):

@@ -139,7 +139,7 @@ def robustness_measures(curves: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, f
 
 
 def _grid_section(info: dict) -> str:
-    from textmetric_bench.reports.tables.table3 import SIMILARITY_MARK
+    from textmetric_bench.reports.labels import SIMILARITY_MARK
 
     grid, similar = info["grid"], {m for m, kind in info["orientation"].items() if kind == "similarity"}
     lines = ["", "## Grid", "",

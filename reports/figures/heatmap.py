@@ -15,7 +15,7 @@ from matplotlib.figure import Figure
 
 from textmetric_bench.reports.bounds import bound_label, bound_of
 from textmetric_bench.reports.figures.drawing import symbol
-from textmetric_bench.reports.tables.table3 import TABLE3_ORDER, format_score, metric_labels
+from textmetric_bench.reports.labels import TABLE3_ORDER, format_score, metric_labels
 
 CMAP = colormaps["viridis"]  # perceptually uniform and readable with colour-vision deficiencies
 MISSING_COLOUR = (0.88, 0.88, 0.88, 1.0)

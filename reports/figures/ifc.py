@@ -16,7 +16,8 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from textmetric_bench.reports.figures.ksc import _ols_band, _safe_name, _save
-from textmetric_bench.reports.tables.table3 import format_score, markdown_table, metric_labels
+from textmetric_bench.reports.labels import format_score, metric_labels
+from textmetric_bench.reports.tables.markdown import markdown_table
 
 
 def _draw_ifc(ax, rows: pd.DataFrame, self_distance: float, rng: np.random.Generator) -> None:

@@ -17,7 +17,7 @@ from scipy import stats
 
 from textmetric_bench.reports.figures.drawing import MEASURE_SYMBOLS, integer_axis, safe_name, save_figure
 from textmetric_bench.reports.figures.radar import radar_chart, radar_small_multiples
-from textmetric_bench.reports.tables.table3 import format_score, metric_labels, similarities
+from textmetric_bench.reports.labels import format_score, metric_labels, similarities
 
 #: Axis labels for the radar chart, in the paper's notation (kept for callers of this module).
 AXIS_LABELS = MEASURE_SYMBOLS

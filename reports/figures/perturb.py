@@ -17,7 +17,8 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import PercentFormatter
 
 from textmetric_bench.reports.figures.ksc import _save
-from textmetric_bench.reports.tables.table3 import failures_markdown, markdown_table, metric_labels
+from textmetric_bench.reports.labels import metric_labels
+from textmetric_bench.reports.tables.markdown import failures_markdown, markdown_table
 
 LEGEND = ("Cells: relative shift (d(R, p(S)) − d(R, S)) / (d(R, O) − d(R, S)) in %, mean ± sd "
           "[95% t-interval] over repetitions. 0% = no farther from the reference R than another sample "

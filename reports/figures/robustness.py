@@ -16,7 +16,7 @@ from matplotlib.figure import Figure
 
 from textmetric_bench.reports.figures.drawing import integer_axis
 from textmetric_bench.reports.figures.ksc import _safe_name, _save
-from textmetric_bench.reports.tables.table3 import format_score, metric_labels
+from textmetric_bench.reports.labels import format_score, metric_labels
 
 PANEL_TITLES = {"size": "size: d(a_s, b_s)", "imbalance": "imbalance: d(a_s, b_(N−s)), N = {total}"}
 

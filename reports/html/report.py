@@ -15,6 +15,8 @@ from pathlib import Path
 import pandas as pd
 
 from textmetric_bench.measures.intervals import INTERVAL_NAME
+from textmetric_bench.measures.paired import all_comparisons
+from textmetric_bench.measures.summaries import RAW_MEASURES, labelled
 from textmetric_bench.reports.figures.drawing import save_figure
 from textmetric_bench.reports.figures.heatmap import HEATMAP_CAPTION, measure_heatmap
 from textmetric_bench.reports.figures.ksc import AXIS_LABELS, distance_scatter, radar_chart
@@ -29,17 +31,12 @@ from textmetric_bench.reports.html.tables import (
     table3_html,
     warning_html,
 )
-from textmetric_bench.reports.reference_rows import REFERENCE_NOTE, is_reference, labelled
+from textmetric_bench.reports.labels import SIMILARITY_NOTE, metric_labels, similarities
+from textmetric_bench.reports.reference_rows import REFERENCE_NOTE, is_reference
 from textmetric_bench.reports.sweep.aggregate import aggregate_sweep, find_run_dirs
 from textmetric_bench.reports.sweep.runs import Run, Section, load_run, profile, sections
-from textmetric_bench.reports.tables.significance import all_comparisons, column_groups
-from textmetric_bench.reports.tables.table3 import (
-    RAW_MEASURES,
-    SIMILARITY_NOTE,
-    metric_labels,
-    similarities,
-    table3,
-)
+from textmetric_bench.reports.tables.significance import column_groups
+from textmetric_bench.reports.tables.table3 import table3
 
 #: Figures a task leaves in its run directory, by file-name prefix, with what good looks like.
 TASK_FIGURES = {

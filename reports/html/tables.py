@@ -10,15 +10,11 @@ import numpy as np
 import pandas as pd
 
 from textmetric_bench.measures.intervals import INTERVAL_NAME, few_repetitions_warning
+from textmetric_bench.measures.paired import TEST_NAME
 from textmetric_bench.reports.bounds import bound_label, bound_of
-from textmetric_bench.reports.tables.significance import TEST_NAME, WILCOXON_NOTE, compact_letters
-from textmetric_bench.reports.tables.table3 import (
-    BOLD_TOLERANCE,
-    best_mask,
-    format_score,
-    metric_labels,
-    table3,
-)
+from textmetric_bench.reports.labels import format_score, metric_labels
+from textmetric_bench.reports.tables.significance import WILCOXON_NOTE, compact_letters
+from textmetric_bench.reports.tables.table3 import BOLD_TOLERANCE, best_mask, table3
 
 #: How each Table 3 column is written in HTML.
 SYMBOLS = {"A": "A", "Aw": "A<sup>w</sup>", "T100": "T [100&nbsp;op/s]", "rho": "ρ", "omega2": "ω²", "L": "L",

@@ -21,19 +21,12 @@ import yaml
 from omegaconf import DictConfig, OmegaConf
 
 from textmetric_bench.measures.intervals import INTERVAL_NAME, few_repetitions_warning
+from textmetric_bench.measures.paired import all_comparisons
+from textmetric_bench.measures.summaries import RAW_MEASURES, labelled, summarise_measures
 from textmetric_bench.reports.bounds import bound_label, bound_of
-from textmetric_bench.reports.reference_rows import labelled
-from textmetric_bench.reports.tables.significance import all_comparisons
-from textmetric_bench.reports.tables.table3 import (
-    BOLD_TOLERANCE,
-    RAW_MEASURES,
-    TABLE3_ORDER,
-    best_mask,
-    format_score,
-    markdown_table,
-    metric_labels,
-    summarise_measures,
-)
+from textmetric_bench.reports.labels import TABLE3_ORDER, format_score, metric_labels
+from textmetric_bench.reports.tables.markdown import markdown_table
+from textmetric_bench.reports.tables.table3 import BOLD_TOLERANCE, best_mask
 
 CONFIG_KEYS = ("pair", "task", "k", "n", "repetitions", "seed")
 #: ``n`` is the KSC corpus size from the config; ``n_reps`` counts the repetitions behind a mean.

@@ -17,8 +17,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from textmetric_bench.measures.summaries import summarise_measures
+from textmetric_bench.reports.labels import QUALITY_MEASURES
 from textmetric_bench.reports.sweep.aggregate import read_run_config
-from textmetric_bench.reports.tables.table3 import QUALITY_MEASURES, summarise_measures
 
 #: Tasks whose measures join a KSC run's Table 3.
 JOINING_TASKS = ("robustness", "ifc")
