@@ -6,6 +6,7 @@ import cannot hide a dependency that runs the wrong way.
 
 from __future__ import annotations
 
+import ast
 import importlib
 import sys
 from contextlib import contextmanager
@@ -145,3 +146,46 @@ def test_no_import_circle_between_modules(graph):
                       if graph.find_shortest_chain(importer=imported, imported=module)})
     assert circles == [], f"modules in an import circle: {circles}"
 
+
+
+def is_module(root: Path, name: str) -> bool:
+    """Whether ``name`` is a module or package of the layout under ``root``."""
+    path = root.joinpath(*name.split("."))
+    return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
+
+
+def private_imports(root: Path) -> list[tuple[str, str]]:
+    """(module, name) for every name starting with ``_`` that a module of the package under ``root`` takes from
+    another module of it: by ``from ... import _name``, or as ``module._name`` of a module it imported."""
+    found = []
+    for path in sorted((root / PACKAGE).rglob("*.py")):
+        parts = path.relative_to(root).with_suffix("").parts
+        module = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        package = module if parts[-1] == "__init__" else module.rpartition(".")[0]
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        modules = set()  # local names bound to a module of the package
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    if in_package(alias.name, PACKAGE):
+                        modules.add(alias.asname or alias.name.split(".")[0])
+            elif isinstance(node, ast.ImportFrom):
+                source = (node.module or "") if not node.level else ".".join(
+                    [*package.split(".")[:len(package.split(".")) - node.level + 1], *filter(None, [node.module])])
+                if not in_package(source, PACKAGE):
+                    continue
+                for alias in node.names:
+                    if alias.name.startswith("_") and not alias.name.endswith("__"):
+                        found.append((module, f"{source}.{alias.name}"))
+                    elif is_module(root, f"{source}.{alias.name}"):
+                        modules.add(alias.asname or alias.name)
+        found += [(module, f"{node.value.id}.{node.attr}") for node in ast.walk(tree)
+                  if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in modules
+                  and node.attr.startswith("_") and not node.attr.endswith("__")]
+    return sorted(set(found))
+
+
+def test_no_private_name_crosses_modules(tmp_path):
+    """A name starting with ``_`` is its module's own: another module that needs it needs a public name."""
+    layout = installed_layout(PROJECT_ROOT, tmp_path)
+    assert private_imports(layout) == []

@@ -14,7 +14,8 @@ import yaml
 from scipy import stats
 
 from textmetric_bench.measures.summaries import summarise_measures
-from textmetric_bench.reports.figures.ksc import distance_scatter, radar_chart
+from textmetric_bench.reports.figures.ksc import distance_scatter
+from textmetric_bench.reports.figures.radar import radar_chart
 from textmetric_bench.reports.labels import format_score
 from textmetric_bench.reports.sweep.aggregate import aggregate_sweep, main, write_sweep_tables
 from textmetric_bench.reports.tables.files import write_tables

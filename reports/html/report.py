@@ -17,11 +17,11 @@ import pandas as pd
 from textmetric_bench.measures.intervals import INTERVAL_NAME
 from textmetric_bench.measures.paired import all_comparisons
 from textmetric_bench.measures.summaries import RAW_MEASURES, labelled
-from textmetric_bench.reports.figures.drawing import save_figure
+from textmetric_bench.reports.figures.drawing import MEASURE_SYMBOLS, save_figure
 from textmetric_bench.reports.figures.heatmap import HEATMAP_CAPTION, measure_heatmap
-from textmetric_bench.reports.figures.ksc import AXIS_LABELS, distance_scatter, radar_chart
+from textmetric_bench.reports.figures.ksc import distance_scatter
 from textmetric_bench.reports.figures.overview import measure_boxplots, sweep_trends
-from textmetric_bench.reports.figures.radar import SMALL_MULTIPLES_CAPTION, radar_small_multiples
+from textmetric_bench.reports.figures.radar import SMALL_MULTIPLES_CAPTION, radar_chart, radar_small_multiples
 from textmetric_bench.reports.html.tables import (
     escape,
     negative_divergence_html,
@@ -171,7 +171,7 @@ def _overview_figures(summary: pd.DataFrame, fig_dir: Path, slug: str, title: st
     except ValueError as exc:
         parts.append(f"<p class=note>No heatmap: {escape(exc)}</p>")
     try:
-        drawable = summary[summary["measure"].isin([*AXIS_LABELS, "T", "T100"])]  # axes the radars can label
+        drawable = summary[summary["measure"].isin([*MEASURE_SYMBOLS, "T", "T100"])]  # axes the radars can label
         small = save_figure(radar_small_multiples(drawable, title=title), fig_dir / f"radars_{slug}.png")
         parts.append(_figure(small, SMALL_MULTIPLES_CAPTION))
         radar = radar_chart(drawable, fig_dir / f"radar_{slug}", title=title)[0]
