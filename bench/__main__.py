@@ -59,7 +59,7 @@ def app(cfg: DictConfig) -> int:
         return finish(out_dir, EXIT_BAD_INPUT, first_line(message), error=message)
     report = None
     try:  # the HTML report of this run; a failure here must not hide the results
-        from textmetric_bench.reports.html import build_report
+        from textmetric_bench.reports.html.report import build_report
 
         build_report([out_dir], out_dir)
         report = out_dir / "report.html"

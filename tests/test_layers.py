@@ -6,6 +6,7 @@ import cannot hide a dependency that runs the wrong way.
 
 from __future__ import annotations
 
+import ast
 import importlib
 import sys
 from contextlib import contextmanager
@@ -19,7 +20,7 @@ from textmetric_bench import PROJECT_ROOT
 
 #: bench's layers, top first: a module imports only from its own layer, the layers above it and BASE.
 PACKAGE = "textmetric_bench"
-METRICS, REPORTS = f"{PACKAGE}.metrics", f"{PACKAGE}.reports"
+METRICS, REPORTS, MEASURES = f"{PACKAGE}.metrics", f"{PACKAGE}.reports", f"{PACKAGE}.measures"
 LAYERS = [f"{PACKAGE}.{layer}" for layer in ("api", "data", "features", "collections", "measures", "engine", "tasks",
                                              "__main__")]
 #: Leaf modules every layer may use: the package root (version, paths), the error types, atomic files,
@@ -108,10 +109,24 @@ def test_built_in_metrics_use_only_the_plugin_api(graph):
     assert bad == []
 
 
+def pure_statistics(graph) -> set[str]:
+    """The modules of textmetric_bench.measures whose imports, followed all the way, stay inside measures or outside
+    the package: statistics on tables (intervals, summaries, paired tests)."""
+    return {m for m in graph.modules if in_package(m, MEASURES) and m != MEASURES
+            and all(in_package(d, MEASURES) or not harness(d) for d in graph.find_upstream_modules(m))}
+
+
 def test_reports_read_result_tables_without_the_harness(graph):
+    """Reports import nothing of the harness but its pure statistics. The numbers a task needs (intervals, summaries,
+    paired tests) live below the tasks, in measures; reports show the same numbers, so they import those modules
+    rather than keep a copy, and no more: a report never needs a corpus, a model or the engine."""
+    allowed = pure_statistics(graph)
     bad = sorted((m, i) for m in graph.modules if in_package(m, REPORTS)
-                 for i in graph.find_modules_directly_imported_by(m) if harness(i) or in_package(i, METRICS))
+                 for i in graph.find_modules_directly_imported_by(m)
+                 if (harness(i) and i not in allowed) or in_package(i, METRICS))
     assert bad == []
+    # importing a module of measures runs measures/__init__.py first: it must not pull the harness in
+    assert [i for i in graph.find_modules_directly_imported_by(MEASURES) if harness(i)] == []
 
 
 def test_no_import_cycle_between_packages(graph):
@@ -130,3 +145,47 @@ def test_no_import_circle_between_modules(graph):
                       for imported in graph.find_modules_directly_imported_by(module)
                       if graph.find_shortest_chain(importer=imported, imported=module)})
     assert circles == [], f"modules in an import circle: {circles}"
+
+
+
+def is_module(root: Path, name: str) -> bool:
+    """Whether ``name`` is a module or package of the layout under ``root``."""
+    path = root.joinpath(*name.split("."))
+    return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
+
+
+def private_imports(root: Path) -> list[tuple[str, str]]:
+    """(module, name) for every name starting with ``_`` that a module of the package under ``root`` takes from
+    another module of it: by ``from ... import _name``, or as ``module._name`` of a module it imported."""
+    found = []
+    for path in sorted((root / PACKAGE).rglob("*.py")):
+        parts = path.relative_to(root).with_suffix("").parts
+        module = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        package = module if parts[-1] == "__init__" else module.rpartition(".")[0]
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        modules = set()  # local names bound to a module of the package
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    if in_package(alias.name, PACKAGE):
+                        modules.add(alias.asname or alias.name.split(".")[0])
+            elif isinstance(node, ast.ImportFrom):
+                source = (node.module or "") if not node.level else ".".join(
+                    [*package.split(".")[:len(package.split(".")) - node.level + 1], *filter(None, [node.module])])
+                if not in_package(source, PACKAGE):
+                    continue
+                for alias in node.names:
+                    if alias.name.startswith("_") and not alias.name.endswith("__"):
+                        found.append((module, f"{source}.{alias.name}"))
+                    elif is_module(root, f"{source}.{alias.name}"):
+                        modules.add(alias.asname or alias.name)
+        found += [(module, f"{node.value.id}.{node.attr}") for node in ast.walk(tree)
+                  if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in modules
+                  and node.attr.startswith("_") and not node.attr.endswith("__")]
+    return sorted(set(found))
+
+
+def test_no_private_name_crosses_modules(tmp_path):
+    """A name starting with ``_`` is its module's own: another module that needs it needs a public name."""
+    layout = installed_layout(PROJECT_ROOT, tmp_path)
+    assert private_imports(layout) == []

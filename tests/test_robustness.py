@@ -122,9 +122,9 @@ def test_known_convergence_gives_the_hand_computed_s_and_i(tmp_path, cache_dir, 
 
 
 def test_s_and_i_join_a_ksc_run_on_one_radar(tmp_path, cache_dir):
+    from textmetric_bench.measures.summaries import summarise_measures
+    from textmetric_bench.reports.figures.radar import radar_chart
     from textmetric_bench.tasks.ksc import run_ksc
-    from textmetric_bench.reports.figures import radar_chart
-    from textmetric_bench.reports.tables import summarise_measures
 
     rob = run_robustness(robustness_config(cache_dir, "metrics=[chi]"), tmp_path / "rob")
     ksc_cfg = compose_config([

@@ -28,12 +28,12 @@ from omegaconf import OmegaConf
 from textmetric_bench.api.registry import get_metric, is_builtin_module
 from textmetric_bench.errors import ConfigError
 from textmetric_bench.numerics import bit_for_bit, cpu_vendor, numerics_label
+from textmetric_bench.reports.tables.markdown import markdown_table
 from textmetric_bench.tasks.command_line import shown
 from textmetric_bench.tasks.ksc import MEASURE_COLUMNS, KSCSettings, KSCTask
 from textmetric_bench.tasks.reference import version_parts
 from textmetric_bench.tasks.settings import option
 from textmetric_bench.tasks.skeleton import RunInputs, TaskResult, run_task, task_runner
-from textmetric_bench.reports.tables import markdown_table
 
 log = logging.getLogger(__name__)
 

@@ -141,7 +141,7 @@ class IFCTask(Task, name="ifc", settings=IFCSettings, fields=("kind", "iteration
 
     def write(self, result: TaskResult, out_dir: Path) -> dict[str, Path]:
         """The summary and TTR tables, the IFC table and the Figure 5 plots."""
-        from textmetric_bench.reports.ifc_figures import ifc_figures, ifc_markdown
+        from textmetric_bench.reports.figures.ifc import ifc_figures, ifc_markdown
 
         ttr = result.info.pop("ttr")
         files = {"ifc_summary": out_dir / "ifc_summary.csv", "ifc_ttr": out_dir / "ifc_ttr.csv",
@@ -192,7 +192,7 @@ def corpus_ttr(source, reference_pool, samples, generated) -> pd.DataFrame:
 
 def ifc_summary(distances: pd.DataFrame, measures: pd.DataFrame) -> pd.DataFrame:
     """Per metric: mean IFC with its 95% CI, d(A, A), d(0), d(T) and the share of the gap closed."""
-    from textmetric_bench.reports.tables import mean_ci
+    from textmetric_bench.measures.intervals import mean_ci
 
     rows = []
     for name, grp in distances.groupby("metric", sort=True):

@@ -102,9 +102,10 @@ class KSCTask(Task, name="ksc", settings=KSCSettings, fields=("repetition", "i",
 
     def write(self, result: TaskResult, out_dir: Path) -> dict[str, Path]:
         """Table 3, radar chart, scatter plots, and the stochastic metrics' own noise (``own_noise.csv``)."""
-        from textmetric_bench.reports.figures import distance_scatter, radar_chart
-        from textmetric_bench.reports.table_files import write_tables
-        from textmetric_bench.reports.tables import summarise_measures
+        from textmetric_bench.measures.summaries import summarise_measures
+        from textmetric_bench.reports.figures.ksc import distance_scatter
+        from textmetric_bench.reports.figures.radar import radar_chart
+        from textmetric_bench.reports.tables.files import write_tables
 
         if result.measures.empty:
             log.error("no metric produced measures; see %s", out_dir / self.distances_file)

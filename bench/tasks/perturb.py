@@ -41,7 +41,7 @@ def summarise_shifts(measures: pd.DataFrame) -> pd.DataFrame:
     """Per (metric, perturbation): mean, std and 95% t-interval of the shift over repetitions, how
     many repetitions had a gap that is not positive, the gap's coefficient of variation (sd / mean
     over repetitions: a noisy denominator makes the shifts unreliable), and the mean raw distances."""
-    from textmetric_bench.reports.tables import mean_ci
+    from textmetric_bench.measures.intervals import mean_ci
 
     rows = []
     for (name, p), grp in measures.groupby(["metric", "perturbation"], sort=False):
@@ -113,7 +113,7 @@ class PerturbTask(Task, name="perturb", settings=PerturbSettings, fields=("repet
 
     def write(self, result: TaskResult, out_dir: Path) -> dict[str, Path]:
         """perturbation.csv (summary), perturbation.md and the heatmap perturb_heatmap.png."""
-        from textmetric_bench.reports.perturb_figures import perturbation_heatmap, perturbation_markdown
+        from textmetric_bench.reports.figures.perturb import perturbation_heatmap, perturbation_markdown
 
         title = result.info["title"]
         files = {"perturbation": out_dir / "perturbation.csv", "perturbation_md": out_dir / "perturbation.md"}

@@ -119,8 +119,8 @@ class RobustnessTask(Task, name="robustness", settings=RobustnessSettings, field
 
         No radar chart: S and I alone are two axes; merge with a KSC run of the same pair for one.
         """
-        from textmetric_bench.reports.robustness_figures import robustness_figures
-        from textmetric_bench.reports.table_files import write_tables
+        from textmetric_bench.reports.figures.robustness import robustness_figures
+        from textmetric_bench.reports.tables.files import write_tables
 
         info, files = result.info, {}
         if not result.measures.empty:
@@ -160,7 +160,7 @@ def robustness_measures(curves: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, f
 
 
 def _grid_section(info: dict) -> str:
-    from textmetric_bench.reports.tables import SIMILARITY_MARK
+    from textmetric_bench.reports.labels import SIMILARITY_MARK
 
     grid, similar = info["grid"], {m for m, kind in info["orientation"].items() if kind == "similarity"}
     lines = ["", "## Grid", "",

@@ -349,7 +349,7 @@ def write_artifacts(task: Task, result: TaskResult, out_dir: Path, *, title: str
     result.info["title"] = title
     files.update(task.write(result, out_dir))
     if result.info.get("orientation_warnings") and "table3_md" in files:
-        from textmetric_bench.reports.tables import orientation_markdown
+        from textmetric_bench.reports.tables.markdown import orientation_markdown
 
         with files["table3_md"].open("a", encoding="utf-8") as md:
             md.write("\n".join(["", *orientation_markdown(result.info["orientation_warnings"])]))

@@ -1,6 +1,6 @@
 """Write reports/paper_table3/README.md from its template and the numbers in that folder.
 
-`python -m textmetric_bench.reports.paper_agreement` regenerates the README; `--check` exits 1 if the committed
+`python -m textmetric_bench.reports.paper_table3.agreement` regenerates the README; `--check` exits 1 if the committed
 README differs from what the numbers give (tests/test_paper_agreement.py runs the same check).
 """
 
@@ -12,8 +12,8 @@ from string import Template
 
 import pandas as pd
 
-from textmetric_bench.reports import paper_sentences as say
-from textmetric_bench.reports.paper_diagnosis import (
+from textmetric_bench.reports.paper_table3 import sentences as say
+from textmetric_bench.reports.paper_table3.diagnosis import (
     COMPCOR,
     FOLDER,
     LABELS,
@@ -31,8 +31,8 @@ from textmetric_bench.reports.paper_diagnosis import (
     tie_figures,
     values,
 )
-from textmetric_bench.reports.paper_judgements import judgement_count
-from textmetric_bench.reports.paper_sentences import listing, name, num, signed
+from textmetric_bench.reports.paper_table3.judgements import judgement_count
+from textmetric_bench.reports.paper_table3.sentences import listing, name, num, signed
 
 
 def markdown(header: list[str], rows: list[list[str]]) -> str:
@@ -256,7 +256,7 @@ def main(argv: list[str] | None = None) -> int:
     text, target = render(), FOLDER / "README.md"
     if "--check" in args:
         if target.read_text() != text:
-            print(f"{target} is out of date: run python -m textmetric_bench.reports.paper_agreement", file=sys.stderr)
+            print(f"{target} is out of date: run python -m textmetric_bench.reports.paper_table3.agreement", file=sys.stderr)
             return 1
         return 0
     target.write_text(text)

@@ -1,4 +1,4 @@
-"""What every figure shares: saving, file-safe names, the measures' symbols and integer axes.
+"""What every figure shares: saving, file-safe names, the measures' symbols, integer axes and fitted lines.
 
 Figures are drawn on bare ``matplotlib.figure.Figure`` objects (Agg rendering, no pyplot
 state), so plotting is safe in parallel sweep jobs and never opens a window.
@@ -6,6 +6,7 @@ state), so plotting is safe in parallel sweep jobs and never opens a window.
 
 from __future__ import annotations
 
+import math
 import re
 from pathlib import Path
 
@@ -13,6 +14,7 @@ import numpy as np
 from matplotlib import rc_context
 from matplotlib.figure import Figure
 from matplotlib.ticker import FixedLocator, MaxNLocator
+from scipy import stats
 
 #: How a measure is written in figures, in the paper's notation (A^w as a mathtext superscript).
 MEASURE_SYMBOLS = {"A": "A", "Aw": "$A^w$", "rho": "ρ", "omega2": "ω²", "L": "L", "S": "S", "I": "I",
@@ -57,3 +59,17 @@ def integer_axis(axis, values=None) -> None:
             axis.set_major_formatter(lambda value, _pos: f"{value:.0f}")
             return
     axis.set_major_locator(MaxNLocator(integer=True))
+
+
+def ols_band(x: np.ndarray, y: np.ndarray, grid: np.ndarray, confidence: float = 0.95):
+    """OLS fit of y on x evaluated on ``grid``, with the t-band of the mean prediction; None if degenerate."""
+    n = x.size
+    sxx = float(((x - x.mean()) ** 2).sum())
+    if n < 3 or sxx == 0.0:
+        return None
+    slope, intercept = np.polyfit(x, y, 1)
+    residuals = y - (intercept + slope * x)
+    s = math.sqrt(float((residuals**2).sum()) / (n - 2))
+    fit = intercept + slope * grid
+    half = stats.t.ppf(0.5 + confidence / 2, n - 2) * s * np.sqrt(1.0 / n + (grid - x.mean()) ** 2 / sxx)
+    return fit, fit - half, fit + half

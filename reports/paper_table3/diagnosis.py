@@ -12,9 +12,9 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from textmetric_bench.reports.paper_judgements import accuracy_variants
+from textmetric_bench.reports.paper_table3.judgements import accuracy_variants
 
-FOLDER = Path(__file__).resolve().parent / "paper_table3"
+FOLDER = Path(__file__).resolve().parent
 MEASURES = ["A", "Aw", "rho", "omega2", "L"]
 LABELS = {"A": "A", "Aw": "A^w", "rho": "ρ", "omega2": "ω²", "L": "L", "T100": "T"}
 SETTINGS = [("clinc150_banking77", 7), ("clinc150_banking77", 12), ("atis_news", 7), ("atis_news", 12)]
@@ -128,10 +128,10 @@ def diagnoses(ours: pd.DataFrame, paper: pd.DataFrame, variants: pd.DataFrame) -
 
 
 def load_variants(folder: Path = FOLDER) -> pd.DataFrame:
-    """A and A^w of the re-run distances under every tie rule and counting (textmetric_bench.reports.paper_judgements)."""
+    """A and A^w of the re-run distances under every tie rule and counting (textmetric_bench.reports.paper_table3.judgements)."""
     path = folder / "distances.csv"
     if not path.is_file():
-        raise FileNotFoundError(f"{path} is missing: build it with python -m textmetric_bench.reports.paper_distances")
+        raise FileNotFoundError(f"{path} is missing: build it with python -m textmetric_bench.reports.paper_table3.distances")
     return accuracy_variants(pd.read_csv(path))
 
 

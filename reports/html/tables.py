@@ -1,5 +1,5 @@
 """HTML pieces of the report that are tables: Table 3 with rank groups and bounds, the significance
-matrix, a metric's own noise, and the notes that name every number (reports/html.py lays them out)."""
+matrix, a metric's own noise, and the notes that name every number (reports/html/report.py lays them out)."""
 
 from __future__ import annotations
 
@@ -9,16 +9,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from textmetric_bench.measures.intervals import INTERVAL_NAME, few_repetitions_warning
+from textmetric_bench.measures.paired import TEST_NAME
 from textmetric_bench.reports.bounds import bound_label, bound_of
-from textmetric_bench.reports.intervals import INTERVAL_NAME, few_repetitions_warning
-from textmetric_bench.reports.significance import TEST_NAME, WILCOXON_NOTE, compact_letters
-from textmetric_bench.reports.tables import (
-    BOLD_TOLERANCE,
-    best_mask,
-    format_score,
-    metric_labels,
-    table3,
-)
+from textmetric_bench.reports.labels import format_score, metric_labels
+from textmetric_bench.reports.tables.significance import WILCOXON_NOTE, compact_letters
+from textmetric_bench.reports.tables.table3 import BOLD_TOLERANCE, best_mask, table3
 
 #: How each Table 3 column is written in HTML.
 SYMBOLS = {"A": "A", "Aw": "A<sup>w</sup>", "T100": "T [100&nbsp;op/s]", "rho": "ρ", "omega2": "ω²", "L": "L",

@@ -17,9 +17,9 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from textmetric_bench.reports.bounds import bound_label, bound_of
-from textmetric_bench.reports.drawing import save_figure, symbol
-from textmetric_bench.reports.palette import bound_line, metric_styles
-from textmetric_bench.reports.tables import QUALITY_MEASURES, metric_labels
+from textmetric_bench.reports.figures.drawing import save_figure, symbol
+from textmetric_bench.reports.figures.palette import bound_line, metric_styles
+from textmetric_bench.reports.labels import QUALITY_MEASURES, metric_labels
 
 #: Default number of metrics in one overlaid radar; more cannot be told apart.
 MAX_OVERLAID = 6

@@ -2,7 +2,7 @@
 
 Figure 5: distance of every reference sample to g_i against the iteration i (orange dots),
 the regression line with its 95% band (blue), and the self-distance d(A, A) as a horizontal
-line (green). Drawn on bare ``Figure`` objects like ``textmetric_bench.reports.figures``.
+line (green). Drawn on bare ``Figure`` objects like ``textmetric_bench.reports.figures.ksc``.
 """
 
 from __future__ import annotations
@@ -15,8 +15,9 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from textmetric_bench.reports.figures import _ols_band, _safe_name, _save
-from textmetric_bench.reports.tables import format_score, markdown_table, metric_labels
+from textmetric_bench.reports.figures.drawing import ols_band, safe_name, save_figure
+from textmetric_bench.reports.labels import format_score, metric_labels
+from textmetric_bench.reports.tables.markdown import markdown_table
 
 
 def _draw_ifc(ax, rows: pd.DataFrame, self_distance: float, rng: np.random.Generator) -> None:
@@ -26,7 +27,7 @@ def _draw_ifc(ax, rows: pd.DataFrame, self_distance: float, rng: np.random.Gener
         ax.scatter(x + rng.uniform(-0.12, 0.12, x.size), y, s=14, alpha=0.7, color="tab:orange",
                    edgecolors="none", label="d(reference, g_i)")
         grid = np.linspace(x.min(), x.max(), 50)
-        band = _ols_band(x, y, grid)
+        band = ols_band(x, y, grid)
         if band is not None:
             fit, low, high = band
             ax.plot(grid, fit, color="tab:blue", linewidth=1.5, label="regression, 95% band")
@@ -60,7 +61,7 @@ def ifc_figures(distances: pd.DataFrame, summary: pd.DataFrame, out_dir: Path) -
         ax.set_ylabel("distance to the source")
         ax.set_title(_caption(summary, metric), fontsize="medium")
         ax.legend(fontsize="small")
-        paths.append(_save(fig, out_dir / f"ifc_{_safe_name(metric)}.png"))
+        paths.append(save_figure(fig, out_dir / f"ifc_{safe_name(metric)}.png"))
     if len(metrics) > 1:
         ncols = min(4, len(metrics))
         nrows = math.ceil(len(metrics) / ncols)
@@ -74,7 +75,7 @@ def ifc_figures(distances: pd.DataFrame, summary: pd.DataFrame, out_dir: Path) -
             ax.set_visible(False)
         fig.suptitle("Distance to the source per fine-tuning iteration; green: self-distance (004 Figure 5)")
         fig.supxlabel("fine-tuning iteration i")
-        paths.append(_save(fig, out_dir / "ifc_all.png"))
+        paths.append(save_figure(fig, out_dir / "ifc_all.png"))
     return paths
 
 

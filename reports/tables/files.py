@@ -7,10 +7,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from textmetric_bench.reports.reference_rows import labelled
-from textmetric_bench.reports.significance import all_comparisons, column_groups, write_significance
-from textmetric_bench.reports.table3_markdown import table3_text
-from textmetric_bench.reports.tables import RAW_MEASURES, summarise_measures, table3
+from textmetric_bench.measures.paired import all_comparisons
+from textmetric_bench.measures.summaries import RAW_MEASURES, labelled, summarise_measures
+from textmetric_bench.reports.tables.significance import column_groups, write_significance
+from textmetric_bench.reports.tables.table3 import table3
+from textmetric_bench.reports.tables.table3_markdown import table3_text
 
 
 def write_tables(

@@ -14,8 +14,8 @@ from matplotlib import colormaps
 from matplotlib.figure import Figure
 
 from textmetric_bench.reports.bounds import bound_label, bound_of
-from textmetric_bench.reports.drawing import symbol
-from textmetric_bench.reports.tables import TABLE3_ORDER, format_score, metric_labels
+from textmetric_bench.reports.figures.drawing import symbol
+from textmetric_bench.reports.labels import TABLE3_ORDER, format_score, metric_labels
 
 CMAP = colormaps["viridis"]  # perceptually uniform and readable with colour-vision deficiencies
 MISSING_COLOUR = (0.88, 0.88, 0.88, 1.0)
@@ -63,7 +63,7 @@ def _column_shades(values: pd.Series, measure: str, ordinary: list) -> np.ndarra
 
 
 def measure_heatmap(summary: pd.DataFrame, sort_by: str = "A") -> Figure:
-    """Heatmap of metrics × measures from ``textmetric_bench.reports.tables.summarise_measures``' long table."""
+    """Heatmap of metrics × measures from ``textmetric_bench.reports.tables.table3.summarise_measures``' long table."""
     means = summary.pivot(index="metric", columns="measure", values="mean")
     measures = [m for m in TABLE3_ORDER if m in means.columns]
     if means.empty or not measures:

@@ -1,11 +1,11 @@
 """Collect the measures of every job of a Hydra multirun sweep into one table.
 
 Each job directory holding a ``measures.csv`` is summarised like a single run (mean and 95%
-percentile bootstrap interval over repetitions per metric and measure, reports/intervals.py) and
+percentile bootstrap interval over repetitions per metric and measure, bench/measures/intervals.py) and
 tagged with its config (pair, task, k, n, ...), so resolutions and corpus pairs can be compared as in
 004 Table 3. Jobs are never pooled. A job with fewer than 5 repetitions is flagged in the ``warning``
 column and above the markdown table; paired comparisons of its metrics go to
-``significance_<measure>.csv`` (reports/significance.py).
+``significance_<measure>.csv`` (reports/tables/significance.py).
 """
 
 from __future__ import annotations
@@ -20,20 +20,13 @@ import pandas as pd
 import yaml
 from omegaconf import DictConfig, OmegaConf
 
+from textmetric_bench.measures.intervals import INTERVAL_NAME, few_repetitions_warning
+from textmetric_bench.measures.paired import all_comparisons
+from textmetric_bench.measures.summaries import RAW_MEASURES, labelled, summarise_measures
 from textmetric_bench.reports.bounds import bound_label, bound_of
-from textmetric_bench.reports.intervals import INTERVAL_NAME, few_repetitions_warning
-from textmetric_bench.reports.reference_rows import labelled
-from textmetric_bench.reports.significance import all_comparisons
-from textmetric_bench.reports.tables import (
-    BOLD_TOLERANCE,
-    RAW_MEASURES,
-    TABLE3_ORDER,
-    best_mask,
-    format_score,
-    markdown_table,
-    metric_labels,
-    summarise_measures,
-)
+from textmetric_bench.reports.labels import TABLE3_ORDER, format_score, metric_labels
+from textmetric_bench.reports.tables.markdown import markdown_table
+from textmetric_bench.reports.tables.table3 import BOLD_TOLERANCE, best_mask
 
 CONFIG_KEYS = ("pair", "task", "k", "n", "repetitions", "seed")
 #: ``n`` is the KSC corpus size from the config; ``n_reps`` counts the repetitions behind a mean.

@@ -1,6 +1,6 @@
 """One self-contained HTML page (images inlined) from one run, several runs, or a sweep.
 
-Sections follow reports/runs.py: one per KSC setting, one block per run (never pooled), a pair's
+Sections follow reports/sweep/runs.py: one per KSC setting, one block per run (never pooled), a pair's
 robustness and IFC runs joined into each KSC run's Table 3. A sweep over k or n also gets a figure
 of how each measure moves with it.
 """
@@ -14,11 +14,15 @@ from pathlib import Path
 
 import pandas as pd
 
-from textmetric_bench.reports.aggregate import aggregate_sweep, find_run_dirs
-from textmetric_bench.reports.drawing import save_figure
-from textmetric_bench.reports.figures import AXIS_LABELS, distance_scatter, radar_chart
-from textmetric_bench.reports.heatmap import HEATMAP_CAPTION, measure_heatmap
-from textmetric_bench.reports.html_tables import (
+from textmetric_bench.measures.intervals import INTERVAL_NAME
+from textmetric_bench.measures.paired import all_comparisons
+from textmetric_bench.measures.summaries import RAW_MEASURES, labelled
+from textmetric_bench.reports.figures.drawing import MEASURE_SYMBOLS, save_figure
+from textmetric_bench.reports.figures.heatmap import HEATMAP_CAPTION, measure_heatmap
+from textmetric_bench.reports.figures.ksc import distance_scatter
+from textmetric_bench.reports.figures.overview import measure_boxplots, sweep_trends
+from textmetric_bench.reports.figures.radar import SMALL_MULTIPLES_CAPTION, radar_chart, radar_small_multiples
+from textmetric_bench.reports.html.tables import (
     escape,
     negative_divergence_html,
     own_noise_html,
@@ -27,19 +31,12 @@ from textmetric_bench.reports.html_tables import (
     table3_html,
     warning_html,
 )
-from textmetric_bench.reports.intervals import INTERVAL_NAME
-from textmetric_bench.reports.radar import SMALL_MULTIPLES_CAPTION, radar_small_multiples
-from textmetric_bench.reports.reference_rows import REFERENCE_NOTE, is_reference, labelled
-from textmetric_bench.reports.runs import Run, Section, load_run, profile, sections
-from textmetric_bench.reports.significance import all_comparisons, column_groups
-from textmetric_bench.reports.study_figures import measure_boxplots, sweep_trends
-from textmetric_bench.reports.tables import (
-    RAW_MEASURES,
-    SIMILARITY_NOTE,
-    metric_labels,
-    similarities,
-    table3,
-)
+from textmetric_bench.reports.labels import SIMILARITY_NOTE, metric_labels, similarities
+from textmetric_bench.reports.reference_rows import REFERENCE_NOTE, is_reference
+from textmetric_bench.reports.sweep.aggregate import aggregate_sweep, find_run_dirs
+from textmetric_bench.reports.sweep.runs import Run, Section, load_run, profile, sections
+from textmetric_bench.reports.tables.significance import column_groups
+from textmetric_bench.reports.tables.table3 import table3
 
 #: Figures a task leaves in its run directory, by file-name prefix, with what good looks like.
 TASK_FIGURES = {
@@ -97,7 +94,7 @@ def _table_html(cells: pd.DataFrame) -> str:
 
 def _perturbation_html(run: Run) -> str:
     """The shift table of a perturbation run (its measures are not Table 3 measures)."""
-    from textmetric_bench.reports.perturb_figures import LEGEND, perturbation_cells
+    from textmetric_bench.reports.figures.perturb import LEGEND, perturbation_cells
 
     path = run.path / "perturbation.csv"
     if not path.exists():
@@ -174,7 +171,7 @@ def _overview_figures(summary: pd.DataFrame, fig_dir: Path, slug: str, title: st
     except ValueError as exc:
         parts.append(f"<p class=note>No heatmap: {escape(exc)}</p>")
     try:
-        drawable = summary[summary["measure"].isin([*AXIS_LABELS, "T", "T100"])]  # axes the radars can label
+        drawable = summary[summary["measure"].isin([*MEASURE_SYMBOLS, "T", "T100"])]  # axes the radars can label
         small = save_figure(radar_small_multiples(drawable, title=title), fig_dir / f"radars_{slug}.png")
         parts.append(_figure(small, SMALL_MULTIPLES_CAPTION))
         radar = radar_chart(drawable, fig_dir / f"radar_{slug}", title=title)[0]

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from textmetric_bench.reports.paper_diagnosis import (
+from textmetric_bench.reports.paper_table3.diagnosis import (
     COMPCOR,
     LABELS,
     LEXICAL,

@@ -14,9 +14,9 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from textmetric_bench.reports.drawing import integer_axis
-from textmetric_bench.reports.figures import _safe_name, _save
-from textmetric_bench.reports.tables import format_score, metric_labels
+from textmetric_bench.reports.figures.drawing import integer_axis
+from textmetric_bench.reports.figures.drawing import safe_name, save_figure
+from textmetric_bench.reports.labels import format_score, metric_labels
 
 PANEL_TITLES = {"size": "size: d(a_s, b_s)", "imbalance": "imbalance: d(a_s, b_(N−s)), N = {total}"}
 
@@ -72,7 +72,7 @@ def robustness_figures(curves: pd.DataFrame, measures: pd.DataFrame | None, out_
             ax.set_ylabel("distance")
         axes[0].legend(fontsize="small")
         fig.suptitle(f"{labels[metric]}{_scores(measures, metric)} (004 Figure 2 middle and bottom)")
-        paths.append(_save(fig, out_dir / f"robustness_{_safe_name(metric)}.png"))
+        paths.append(save_figure(fig, out_dir / f"robustness_{safe_name(metric)}.png"))
     if not metrics:
         return paths
 
@@ -88,5 +88,5 @@ def robustness_figures(curves: pd.DataFrame, measures: pd.DataFrame | None, out_
     grid[0, 0].set_ylabel("d(a_s, b_s)")
     grid[1, 0].set_ylabel(f"d(a_s, b_(N−s)), N = {imbalance_total}")
     fig.suptitle("Distance against sample size s; green: d(A, B) (004 Figure 2 middle and bottom)")
-    paths.append(_save(fig, out_dir / "robustness_all.png"))
+    paths.append(save_figure(fig, out_dir / "robustness_all.png"))
     return paths

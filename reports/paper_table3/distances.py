@@ -1,8 +1,8 @@
 """Collect the per-repetition distances of KSC runs into one compact file for the paper comparison.
 
-`python -m textmetric_bench.reports.paper_distances reports/paper_table3/distances.csv.gz RUN_DIR [RUN_DIR ...]`
+`python -m textmetric_bench.reports.paper_table3.distances reports/paper_table3/distances.csv.gz RUN_DIR [RUN_DIR ...]`
 reads each run's `run.json` (pair, k) and `distances.csv`, keeps pair, k, metric, repetition,
-i, j and distance, and writes them gzip-compressed (read by `textmetric_bench.reports.paper_agreement`).
+i, j and distance, and writes them gzip-compressed (read by `textmetric_bench.reports.paper_table3.agreement`).
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ def collect(out: Path, run_dirs: list[Path]) -> pd.DataFrame:
 def main(argv: list[str] | None = None) -> None:
     args = sys.argv[1:] if argv is None else argv
     if len(args) < 2:
-        raise SystemExit("usage: python -m textmetric_bench.reports.paper_distances OUT.csv.gz RUN_DIR [RUN_DIR ...]")
+        raise SystemExit("usage: python -m textmetric_bench.reports.paper_table3.distances OUT.csv.gz RUN_DIR [RUN_DIR ...]")
     frame = collect(Path(args[0]), [Path(a) for a in args[1:]])
     print(f"{len(frame)} distances of {frame.groupby(['pair', 'k']).ngroups} settings written to {args[0]}")
 

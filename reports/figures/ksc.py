@@ -1,5 +1,5 @@
 """Charts of a run: the distance-vs-ℓ scatter of 004 Figure 2 (top); the radar of Figure 4 is in
-``textmetric_bench.reports.radar`` and importable from here.
+``textmetric_bench.reports.figures.radar`` and importable from here.
 
 Figures are drawn on bare ``matplotlib.figure.Figure`` objects (Agg rendering, no pyplot
 state), so plotting is safe in parallel sweep jobs and never opens a window.
@@ -15,29 +15,8 @@ import pandas as pd
 from matplotlib.figure import Figure
 from scipy import stats
 
-from textmetric_bench.reports.drawing import MEASURE_SYMBOLS, integer_axis, safe_name, save_figure
-from textmetric_bench.reports.radar import radar_chart, radar_small_multiples
-from textmetric_bench.reports.tables import format_score, metric_labels, similarities
-
-#: Axis labels for the radar chart, in the paper's notation (kept for callers of this module).
-AXIS_LABELS = MEASURE_SYMBOLS
-__all__ = ["AXIS_LABELS", "distance_scatter", "radar_chart", "radar_small_multiples"]
-_safe_name, _save = safe_name, save_figure  # the names the task figure modules import
-
-
-def _ols_band(x: np.ndarray, y: np.ndarray, grid: np.ndarray, confidence: float = 0.95):
-    """OLS fit of y on x evaluated on ``grid``, with the t-band of the mean prediction; None if degenerate."""
-    n = x.size
-    sxx = float(((x - x.mean()) ** 2).sum())
-    if n < 3 or sxx == 0.0:
-        return None
-    slope, intercept = np.polyfit(x, y, 1)
-    residuals = y - (intercept + slope * x)
-    s = math.sqrt(float((residuals**2).sum()) / (n - 2))
-    fit = intercept + slope * grid
-    half = stats.t.ppf(0.5 + confidence / 2, n - 2) * s * np.sqrt(1.0 / n + (grid - x.mean()) ** 2 / sxx)
-    return fit, fit - half, fit + half
-
+from textmetric_bench.reports.figures.drawing import integer_axis, ols_band, safe_name, save_figure
+from textmetric_bench.reports.labels import format_score, metric_labels, similarities
 
 def _draw_scatter(ax, ell: np.ndarray, y: np.ndarray, rng: np.random.Generator) -> float:
     """Jittered points, OLS line and 95% band on ``ax``; returns the pooled Spearman ρ."""
@@ -45,7 +24,7 @@ def _draw_scatter(ax, ell: np.ndarray, y: np.ndarray, rng: np.random.Generator) 
     ax.scatter(ell + jitter, y, s=10, alpha=0.5, color="tab:gray", edgecolors="none")
     integer_axis(ax.xaxis, ell)
     grid = np.linspace(ell.min(), ell.max(), 50)
-    band = _ols_band(ell, y, grid)
+    band = ols_band(ell, y, grid)
     if band is not None:
         fit, low, high = band
         ax.plot(grid, fit, color="tab:blue", linewidth=1.5)
@@ -97,7 +76,7 @@ def distance_scatter(distances: pd.DataFrame, out_dir: Path) -> list[Path]:
             rho = -rho
         ax.set_ylabel("similarity (raw; measures use its negation)" if metric in similar else "distance (raw)")
         ax.set_title(f"{labels.get(metric, metric)}: pooled ρ = {format_score(rho)}")
-        paths.append(_save(fig, out_dir / f"scatter_{_safe_name(metric)}.png"))
+        paths.append(save_figure(fig, out_dir / f"scatter_{safe_name(metric)}.png"))
     if not metrics:
         return paths
 
@@ -122,5 +101,5 @@ def distance_scatter(distances: pd.DataFrame, out_dir: Path) -> list[Path]:
         ax.set_ylabel("distance (z)")
     fig.suptitle("Distance vs ℓ, z-scored within repetition with the population sd (ddof=0, as the measures); "
                  "004 Figure 2 top")
-    paths.append(_save(fig, out_dir / "scatter_all.png"))
+    paths.append(save_figure(fig, out_dir / "scatter_all.png"))
     return paths

@@ -6,20 +6,13 @@ from collections.abc import Mapping
 
 import pandas as pd
 
+from textmetric_bench.measures.intervals import INTERVAL_NAME, few_repetitions_warning
 from textmetric_bench.reports.bounds import bound_label
-from textmetric_bench.reports.intervals import INTERVAL_NAME, few_repetitions_warning
+from textmetric_bench.reports.labels import MEASURE_LABELS, SIMILARITY_NOTE, metric_labels, similarities
 from textmetric_bench.reports.reference_rows import REFERENCE_NOTE, is_reference
-from textmetric_bench.reports.significance import GROUP_NOTE
-from textmetric_bench.reports.tables import (
-    BOLD_TOLERANCE,
-    MEASURE_LABELS,
-    SIMILARITY_NOTE,
-    failures_markdown,
-    markdown_table,
-    metric_labels,
-    similarities,
-    table3_markdown_cells,
-)
+from textmetric_bench.reports.tables.markdown import failures_markdown, markdown_table
+from textmetric_bench.reports.tables.significance import GROUP_NOTE
+from textmetric_bench.reports.tables.table3 import BOLD_TOLERANCE, table3_markdown_cells
 
 
 def repetitions_text(summary: pd.DataFrame, planned: int | None) -> tuple[str, pd.Series | None]:

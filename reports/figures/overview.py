@@ -10,10 +10,9 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from textmetric_bench.reports.bounds import bound_label, bound_of
-from textmetric_bench.reports.drawing import integer_axis
-from textmetric_bench.reports.drawing import save_figure as _save
-from textmetric_bench.reports.palette import bound_line, metric_styles
-from textmetric_bench.reports.tables import QUALITY_MEASURES, metric_labels
+from textmetric_bench.reports.figures.drawing import integer_axis, save_figure
+from textmetric_bench.reports.figures.palette import bound_line, metric_styles
+from textmetric_bench.reports.labels import QUALITY_MEASURES, metric_labels
 
 #: Panel titles: the paper's symbol and what the measure is.
 MEASURE_TITLES = {"A": "A: judgement accuracy", "Aw": "$A^w$: weighted accuracy", "rho": "ρ: monotonicity",
@@ -52,7 +51,7 @@ def _panel(ax, measures: pd.DataFrame, measure: str, labels: dict, styles: dict)
 def measure_boxplots(measures: pd.DataFrame, out_path: Path) -> Path | None:
     """``boxplot_figure`` written to ``out_path``; None when no quality measure has a value."""
     fig = boxplot_figure(measures)
-    return None if fig is None else _save(fig, out_path)
+    return None if fig is None else save_figure(fig, out_path)
 
 
 def boxplot_figure(measures: pd.DataFrame) -> Figure | None:
@@ -81,7 +80,7 @@ def boxplot_figure(measures: pd.DataFrame) -> Figure | None:
 def sweep_trends(long: pd.DataFrame, out_path: Path) -> Path | None:
     """``trends_figure`` written to ``out_path``; None when nothing was swept."""
     fig = trends_figure(long)
-    return None if fig is None else _save(fig, out_path)
+    return None if fig is None else save_figure(fig, out_path)
 
 
 def trends_figure(long: pd.DataFrame) -> Figure | None:

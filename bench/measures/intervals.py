@@ -53,3 +53,20 @@ def few_repetitions_warning(n: int) -> str:
         return ""
     return (f"only {n} repetition{'s' if n != 1 else ''} (fewer than {FEW_REPETITIONS}): intervals are "
             "rough and the paired tests between metrics optimistic; run more repetitions")
+
+
+def mean_ci(values: np.ndarray, confidence: float = 0.95) -> tuple[float, float, int, float, float]:
+    """Mean, sample std, count and Student-t CI of the mean of the finite values (NaN CI if n < 2).
+
+    Not used for Table 3 (bootstrap_interval is); the perturbation and IFC tables use it."""
+    x = np.asarray(values, dtype=float)
+    x = x[np.isfinite(x)]
+    n = int(x.size)
+    if n == 0:
+        return np.nan, np.nan, 0, np.nan, np.nan
+    mean = float(x.mean())
+    if n == 1:
+        return mean, np.nan, 1, np.nan, np.nan
+    std = float(x.std(ddof=1))
+    half = float(stats.t.ppf(0.5 + confidence / 2, n - 1)) * std / np.sqrt(n)
+    return mean, std, n, mean - half, mean + half

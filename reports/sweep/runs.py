@@ -1,7 +1,7 @@
 """The run directories a report reads, how they are grouped, and how a pair's tasks join.
 
 Separate runs are never pooled: a KSC setting (pair, k, n) run twice gives two blocks, each
-summarised alone exactly as ``textmetric_bench.reports.aggregate`` summarises it. Other tasks join a KSC run as
+summarised alone exactly as ``textmetric_bench.reports.sweep.aggregate`` summarises it. Other tasks join a KSC run as
 one profile per metric (004 Figure 4): the newest robustness run of the same pair (S, I) and the
 newest IFC run whose source is one of the pair's source corpora (IFC); older ones keep their own
 section, so no two runs of one task are mixed.
@@ -17,8 +17,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from textmetric_bench.reports.aggregate import read_run_config
-from textmetric_bench.reports.tables import QUALITY_MEASURES, summarise_measures
+from textmetric_bench.measures.summaries import summarise_measures
+from textmetric_bench.reports.labels import QUALITY_MEASURES
+from textmetric_bench.reports.sweep.aggregate import read_run_config
 
 #: Tasks whose measures join a KSC run's Table 3.
 JOINING_TASKS = ("robustness", "ifc")
@@ -74,7 +75,7 @@ class Run:
         return f"{name} · seed {self.config.get('seed', '?')} · {self.finished:%Y-%m-%d %H:%M} UTC"
 
     def summary(self) -> pd.DataFrame:
-        """This run alone, summarised as ``textmetric_bench.reports.aggregate`` does."""
+        """This run alone, summarised as ``textmetric_bench.reports.sweep.aggregate`` does."""
         return summarise_measures(self.measures)
 
 

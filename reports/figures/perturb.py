@@ -16,8 +16,9 @@ from matplotlib.colors import Normalize
 from matplotlib.figure import Figure
 from matplotlib.ticker import PercentFormatter
 
-from textmetric_bench.reports.figures import _save
-from textmetric_bench.reports.tables import failures_markdown, markdown_table, metric_labels
+from textmetric_bench.reports.figures.drawing import save_figure
+from textmetric_bench.reports.labels import metric_labels
+from textmetric_bench.reports.tables.markdown import failures_markdown, markdown_table
 
 LEGEND = ("Cells: relative shift (d(R, p(S)) − d(R, S)) / (d(R, O) − d(R, S)) in %, mean ± sd "
           "[95% t-interval] over repetitions. 0% = no farther from the reference R than another sample "
@@ -141,4 +142,4 @@ def perturbation_heatmap(summary: pd.DataFrame, out_path: Path, *, title: str = 
     fig.colorbar(image, ax=ax, extend="both", label="shift: 0% = same source, 100% = other source",
                  format=PercentFormatter(1.0, decimals=0))
     ax.set_title(title or "Perturbation sensitivity (000 §6.2)", fontsize="medium")
-    return _save(fig, Path(out_path))
+    return save_figure(fig, Path(out_path))
