@@ -38,22 +38,6 @@ from textmetric_bench.reports.sweep.runs import Run, Section, load_run, profile,
 from textmetric_bench.reports.tables.significance import column_groups
 from textmetric_bench.reports.tables.table3 import table3
 
-#: Figures a task leaves in its run directory, by file-name prefix, with what good looks like.
-TASK_FIGURES = {
-    "robustness_": "Distance against sample size s (004 Figure 2 middle and bottom). Size panel: both "
-                   "corpora have s texts; imbalance panel: s and N − s texts. The horizontal line is the "
-                   "asymptotic distance d(A, B). Good: the curve reaches the line early and stays on it "
-                   "(S and I near 1).",
-    "ifc_": "Distance from the source to the corpus sampled after each fine-tuning iteration (004 "
-            "Figure 5), with the regression line and its 95% band; the horizontal line is the source's "
-            "self-distance. Good: distances fall steadily towards the line.",
-    "perturb": "Relative shift of each metric under each perturbation of 000 §6.2: how far the perturbed "
-               "sample moves from the reference, from another sample of the same source (0%) to a sample "
-               "of the other source (100%); grey: no positive gap between the two. A quality metric should "
-               "move on perturbations that break fluency or coherence (stopwords, shuffled words, swapped "
-               "halves) and not only on length (truncation); a bag-of-words metric stays at 0% under "
-               "shuffling.",
-}
 CAPTIONS = {
     "radar": "The same measures overlaid for at most 6 metrics, those with the largest mean over the "
              "axes (004 Figure 4), on a 0–1 scale, time left out; each vertex is the measure's mean over repetitions (the table's number). "
@@ -119,7 +103,7 @@ def _notes_html(runs: list[Run]) -> str:
 
 def _task_figures(run: Run) -> list[str]:
     parts = [_perturbation_html(run)] if run.task == "perturb" else []
-    for prefix, caption in TASK_FIGURES.items():
+    for prefix, caption in (run.manifest.get("figures") or {}).items():  # the task's, by file-name prefix
         parts += [_figure(png, caption) for png in sorted(run.path.glob(f"{prefix}*.png"))]
     return parts
 

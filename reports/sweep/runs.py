@@ -21,9 +21,7 @@ from textmetric_bench.measures.summaries import summarise_measures
 from textmetric_bench.reports.labels import QUALITY_MEASURES
 from textmetric_bench.reports.sweep.aggregate import read_run_config
 
-#: Tasks whose measures join a KSC run's Table 3.
-JOINING_TASKS = ("robustness", "ifc")
-#: Which task measures each quality measure.
+#: Which task measures each quality measure the KSC task does not (for the note on a missing one).
 TASK_OF = {"S": "robustness", "I": "robustness", "IFC": "ifc"}
 
 
@@ -91,22 +89,23 @@ def load_run(path: Path) -> Run:
 
 
 def joins(run: Run, ksc: Run) -> bool:
-    """Whether ``run`` measures the pair of the KSC run ``ksc``."""
-    if run.task == "robustness":
-        return run.pair == ksc.pair
-    if run.task == "ifc":
-        return str(run.config.get("source")) in ksc.sources
-    return False
+    """Whether ``run`` joins the Table 3 of the KSC run ``ksc``: its task says its measures do (``joins_ksc`` in
+    its run.json, from the task's registration) and it measured ``ksc``'s sources, or some of them (IFC: one)."""
+    return bool(run.manifest.get("joins_ksc")) and bool(run.sources) and run.sources <= ksc.sources
 
 
 def joined_runs(ksc: Run, runs: list[Run]) -> list[Run]:
     """The newest run of each joining task that measures ``ksc``'s pair."""
-    chosen = []
-    for task in JOINING_TASKS:
-        matching = [r for r in runs if r.task == task and joins(r, ksc)]
-        if matching:
-            chosen.append(max(matching, key=lambda r: (r.finished, str(r.path))))
-    return chosen
+    newest: dict[str, Run] = {}
+    for run in sorted((r for r in runs if r.task != "ksc" and joins(r, ksc)), key=lambda r: (r.finished, str(r.path))):
+        newest[run.task] = run
+    return sorted(newest.values(), key=_table_position)
+
+
+def _table_position(run: Run) -> tuple[int, str]:
+    """Where a joined run's measures stand in Table 3 (S and I before IFC): its runs are listed in that order."""
+    columns = [QUALITY_MEASURES.index(c) for c in run.measures.columns if c in QUALITY_MEASURES]
+    return (min(columns) if columns else len(QUALITY_MEASURES), run.task)
 
 
 @dataclass
