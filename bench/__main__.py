@@ -34,7 +34,7 @@ def run_task(cfg: DictConfig, out_dir: Path):
 
     task = get_task(str(cfg.task.name))
     inputs = validate_config(cfg, out_dir)  # every value, before a corpus, a model or a text is touched
-    with use_context(run_context(cfg)):
+    with use_context(run_context(cfg, inputs.cache_dir)):
         return task.run(inputs)
 
 

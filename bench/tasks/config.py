@@ -64,9 +64,9 @@ def metric_params(cfg: DictConfig, info: MetricInfo) -> dict:
     return params
 
 
-def run_context(cfg: DictConfig) -> RunContext:
-    """The run context a Hydra run config describes (``data.cache_dir`` and ``lm``)."""
-    cache_dir, _ = data_locations(cfg)
+def run_context(cfg: DictConfig, cache_dir: Path | None = None) -> RunContext:
+    """The run context a Hydra run config describes (``data.cache_dir``, or ``cache_dir`` as already read, and ``lm``)."""
+    cache_dir = data_locations(cfg)[0] if cache_dir is None else cache_dir
     lm = OmegaConf.to_container(cfg.lm, resolve=True) if cfg.get("lm") is not None else default_lm()
     return RunContext(str(cache_dir), dict(lm))
 
@@ -86,10 +86,10 @@ def data_locations(cfg: DictConfig) -> tuple[Path, Path | None]:
     return cache_dir, None
 
 
-def build_embedder(cfg: DictConfig) -> Embedder:
-    """The configured embedder with its cache under ``data.cache_dir``; ``embedder.factory``
-    ("package.module:function", options in ``embedder.options``) plugs in a user's own."""
-    cache_dir, _ = data_locations(cfg)
+def build_embedder(cfg: DictConfig, cache_dir: Path | None = None) -> Embedder:
+    """The configured embedder with its cache under ``data.cache_dir`` (or ``cache_dir`` as already read);
+    ``embedder.factory`` ("package.module:function", options in ``embedder.options``) plugs in a user's own."""
+    cache_dir = data_locations(cfg)[0] if cache_dir is None else cache_dir
     e = cfg.embedder
     if e.get("factory"):
         options = OmegaConf.to_container(e.options, resolve=True) if e.get("options") is not None else {}

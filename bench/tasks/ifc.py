@@ -93,13 +93,14 @@ class IFCTask(Task, name="ifc", settings=IFCSettings, fields=("kind", "iteration
 
     def preflight(self, run: RunInputs) -> None:
         check_ifc_source(run.cfg)
+        generation_plan(run)  # the language model's settings (lm) name a model
 
     def build(self, run: RunInputs) -> Collections:
         """Generate (or resume) g_0..g_T from the source; score them against held-out reference samples."""
         s: IFCSettings = run.settings  # type: ignore[assignment]
         plan = generation_plan(run)
         seed, reps = run.seed, s.repetitions
-        loaded = ifc_source(run.cfg)
+        loaded = ifc_source(run, s.source, s.text_field)
         source = list(loaded.texts)
         training_pool, reference_pool = split_source(source, s.reference_share, seed)
         if plan.train_per_step > len(training_pool):

@@ -60,7 +60,7 @@ class KSCTask(Task, name="ksc", settings=KSCSettings, fields=("repetition", "i",
 
     def build(self, run: RunInputs) -> Collections:
         s: KSCSettings = run.settings  # type: ignore[assignment]
-        sources = pair_sources(run.cfg)
+        sources = pair_sources(run)
         a, b = sources.a, sources.b
         collections = [  # raises, naming the source and the count needed, if a source is too small
             known_similarity_corpora(a.texts, b.texts, k=s.k, n=s.n, seed=repetition_seed(run.seed, r, 0),

@@ -87,7 +87,7 @@ class PerturbTask(Task, name="perturb", settings=PerturbSettings, fields=("repet
         s: PerturbSettings = run.settings  # type: ignore[assignment]
         n, reps, perturbations = validate_perturb_parameters(s.n, s.repetitions, s.perturbations)
         seed = run.seed
-        sources = pair_sources(run.cfg)
+        sources = pair_sources(run)
         a, b = sources.a, sources.b
         corpora, stats = perturbation_corpora(a.texts, b.texts, n, reps, seed, perturbations, (a.name, b.name))
         evaluations = [Evaluation((r, c), f"r{r}/reference", f"r{r}/{c}", r)

@@ -106,7 +106,7 @@ def merge_reference(run: RunInputs, collections: Collections, measures: pd.DataF
     def embedder_id() -> str | None:  # built only if a metric of embeddings is to be merged; loads no model
         if "id" not in embedder:
             try:
-                embedder["id"] = build_embedder(run.cfg).model_id
+                embedder["id"] = build_embedder(run.cfg, run.cache_dir).model_id
             except BenchError as exc:
                 embedder["id"] = f"none ({exc})"
         return embedder["id"]

@@ -83,7 +83,7 @@ class RobustnessTask(Task, name="robustness", settings=RobustnessSettings, field
         s: RobustnessSettings = run.settings  # type: ignore[assignment]
         n_ref, sizes, total, reps = validate_robustness_parameters(s.n_ref, s.sizes, s.imbalance_total, s.repetitions)
         seed = run.seed
-        sources = pair_sources(run.cfg)
+        sources = pair_sources(run)
         a, b = sources.a, sources.b
         grid = feasible_grid(n_ref, sizes, total, len(a.texts), len(b.texts), names=(a.name, b.name))
         for note in grid.truncated:

@@ -228,7 +228,7 @@ def run_task(task: Task, run: RunInputs) -> TaskResult:
 
     embedder, embed_seconds = None, 0.0
     if any(m.inputs == "embeddings" for m, _ in metrics):
-        embedder = build_embedder(cfg)  # the model loads only if a text is not in the embedding cache
+        embedder = build_embedder(cfg, run.cache_dir)  # the model loads only if a text is not in the embedding cache
     start = time.perf_counter()
     store = CorpusStore.from_corpora(collections.corpora, embed=embedder.embed if embedder else None)
     embed_seconds = time.perf_counter() - start
