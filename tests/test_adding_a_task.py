@@ -90,3 +90,23 @@ def test_every_task_composes_to_its_settings_defaults(name, tmp_path):
 def test_the_generated_settings_reference_is_todays():
     shipped = (PROJECT_ROOT / "docs" / "generated" / "tasks.md").read_text(encoding="utf-8")
     assert shipped == settings_markdown() + "\n", "run `python -m textmetric_bench.tasks.registry --docs`"
+
+
+def test_the_registrys_imports_by_name_are_the_task_modules_and_none_imports_it_back(tmp_path):
+    """The registry imports the task modules by name, which the import graph cannot see: those must be exactly the
+    modules declaring a task, and none of them may reach the registry, directly or through others."""
+    import grimp
+    from test_layers import PACKAGE, package_found_at
+
+    from textmetric_bench.tasks.registry import task_modules
+
+    layout = installed_layout(PROJECT_ROOT, tmp_path / "layout")
+    with package_found_at(layout):
+        graph = grimp.build_graph(PACKAGE, cache_dir=None)
+    registry = "textmetric_bench.tasks.registry"
+    declared = {m for m in graph.modules if m.startswith("textmetric_bench.tasks.")
+                and re.search(r"^class \w+\((\w+, )*\w*Task\b[^)]*name=", (layout / (m.replace(".", "/") + ".py"))
+                              .read_text(encoding="utf-8"), re.M)}
+    assert set(task_modules()) == declared == {f"textmetric_bench.tasks.{t}" for t in
+                                               ("check", "ifc", "ksc", "perturb", "robustness")}
+    assert [m for m in declared if graph.find_shortest_chain(importer=m, imported=registry)] == []

@@ -7,7 +7,7 @@ resampled 9999 times with a fixed seed, and p is the share of resampled means at
 from zero as the observed one (two-sided, (count + 1) / (resamples + 1)). The p values of one
 measure are corrected together by Holm (statsmodels ``multipletests``).
 
-Why not Wilcoxon signed-rank: the default run has ``repetitions: 5`` (conf/task/ksc.yaml), and with
+Why not Wilcoxon signed-rank: the default run has ``repetitions=5`` (the KSC task's settings), and with
 five pairs the smallest two-sided Wilcoxon p is 2 / 2^5 = .0625, so it could never show a
 difference at .05. The bootstrap can, but with few repetitions it is optimistic (it cannot see tails
 that the repetitions did not sample); the report warns below FEW_REPETITIONS (textmetric_bench.measures.intervals).

@@ -10,10 +10,13 @@ setting), as ``textmetric_bench.tasks.metric_configs`` does for the metrics.
 
 from __future__ import annotations
 
+import ast
 import functools
+import importlib.util
 import pkgutil
 from collections.abc import Sequence
 from importlib import import_module
+from pathlib import Path
 from importlib.metadata import entry_points
 
 from hydra.core.config_store import ConfigStore
@@ -29,13 +32,31 @@ ENTRY_POINT_GROUP = "textmetric_bench.tasks"
 GROUP = "task"
 
 
+def task_modules() -> list[str]:
+    """The modules of this folder that declare a task (a class with ``name=`` among its keywords, deriving from a
+    ``...Task`` class), found by reading their source: the only modules imported by name here."""
+    here = import_module(PACKAGE)
+    found = []
+    for module in pkgutil.iter_modules(here.__path__):
+        spec = importlib.util.find_spec(f"{PACKAGE}.{module.name}")
+        if spec is None or not spec.origin or not spec.origin.endswith(".py"):
+            continue
+        tree = ast.parse(Path(spec.origin).read_text(encoding="utf-8"))
+        if any(isinstance(node, ast.ClassDef) and any(k.arg == "name" for k in node.keywords)
+               and any(_base_name(b).endswith("Task") for b in node.bases) for node in tree.body):
+            found.append(f"{PACKAGE}.{module.name}")
+    return found
+
+
+def _base_name(node: ast.expr) -> str:
+    return node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else ""
+
+
 @functools.cache
 def available_tasks() -> dict[str, type[Task]]:
     """Every task by name: the modules of this folder, then installed packages' (``textmetric_bench.tasks``)."""
-    here = import_module(PACKAGE)
-    for module in pkgutil.iter_modules(here.__path__):
-        if module.name != "registry":
-            import_module(f"{PACKAGE}.{module.name}")
+    for module in task_modules():
+        import_module(module)
     for point in entry_points(group=ENTRY_POINT_GROUP):
         point.load()
     return dict(sorted(TASKS.items()))
@@ -91,7 +112,6 @@ def _escaped(text: str) -> str:
 
 def main(argv: Sequence[str] | None = None) -> None:
     import argparse
-    from pathlib import Path
 
     from textmetric_bench import PROJECT_ROOT
 
