@@ -38,10 +38,6 @@ def number(minimum: float = 0.0, *, strict: bool = True) -> Callable[[Any], bool
     return accepts
 
 
-def fraction(v: Any) -> bool:
-    return number(0)(v) and v <= 1
-
-
 def boolean(v: Any) -> bool:
     return isinstance(v, bool)
 
