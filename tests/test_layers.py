@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import ast
 import importlib
+import re
 import sys
+import tomllib
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -42,12 +44,57 @@ def package_found_at(directory: Path):
         sys.modules[PACKAGE] = loaded
 
 
+#: Strings of the package that name a module of it without importing it, and why.
+NAMED_NOT_IMPORTED = {
+    ("textmetric_bench.api.registry", "textmetric_bench.metrics"):
+        "the plugin group is named after the built-in package, and a metric's module tells a built-in from a plugin; "
+        "the built-ins are imported through their entry point (pyproject.toml), as a plugin is",
+}
+#: How a module of the package is named in a string: "textmetric_bench.x.y", or "textmetric_bench.x.y:attribute"
+#: (import_module, a forkserver's preload and ``python -m`` take such names).
+MODULE_NAME = re.compile(rf"{PACKAGE}(\.[A-Za-z_]\w*)+(:[\w.]+)?")
+
+
 @pytest.fixture(scope="module")
-def graph(tmp_path_factory) -> grimp.ImportGraph:
-    """The import graph of the package as the wheel lays it out (metrics/ and reports/ inside it)."""
-    layout = installed_layout(PROJECT_ROOT, tmp_path_factory.mktemp("layout"))
+def layout(tmp_path_factory) -> Path:
+    """The package as the wheel lays it out (metrics/ and reports/ inside it)."""
+    return installed_layout(PROJECT_ROOT, tmp_path_factory.mktemp("layout"))
+
+
+@pytest.fixture(scope="module")
+def graph(layout) -> grimp.ImportGraph:
+    """The import graph of the package, with the imports by string added (imports_by_string)."""
     with package_found_at(layout):
-        return grimp.build_graph(PACKAGE, cache_dir=None)
+        graph = grimp.build_graph(PACKAGE, cache_dir=None)
+    for importer, imported in sorted(imports_by_string(layout).keys() - NAMED_NOT_IMPORTED.keys()):
+        graph.add_import(importer=importer, imported=imported)
+    return graph
+
+
+def modules_of(root: Path):
+    """(module name, path) of every module of the package under ``root``."""
+    for path in sorted((root / PACKAGE).rglob("*.py")):
+        parts = path.relative_to(root).with_suffix("").parts
+        yield ".".join(parts[:-1] if parts[-1] == "__init__" else parts), path
+
+
+def is_module(root: Path, name: str) -> bool:
+    """Whether ``name`` is a module or package of the layout under ``root``."""
+    path = root.joinpath(*name.split("."))
+    return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
+
+
+def imports_by_string(root: Path) -> dict[tuple[str, str], str]:
+    """(module, named module) -> the string, for every string constant of a module under ``root`` that names another
+    module of the package: an import that no import statement shows, so the layer tests see it as an edge."""
+    found = {}
+    for module, path in modules_of(root):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and MODULE_NAME.fullmatch(node.value):
+                named = node.value.partition(":")[0]
+                if is_module(root, named) and named != module:
+                    found[(module, named)] = node.value
+    return found
 
 
 def in_package(module: str, package: str) -> bool:
@@ -148,20 +195,12 @@ def test_no_import_circle_between_modules(graph):
 
 
 
-def is_module(root: Path, name: str) -> bool:
-    """Whether ``name`` is a module or package of the layout under ``root``."""
-    path = root.joinpath(*name.split("."))
-    return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
-
-
 def private_imports(root: Path) -> list[tuple[str, str]]:
     """(module, name) for every name starting with ``_`` that a module of the package under ``root`` takes from
     another module of it: by ``from ... import _name``, or as ``module._name`` of a module it imported."""
     found = []
-    for path in sorted((root / PACKAGE).rglob("*.py")):
-        parts = path.relative_to(root).with_suffix("").parts
-        module = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-        package = module if parts[-1] == "__init__" else module.rpartition(".")[0]
+    for module, path in modules_of(root):
+        package = module if path.name == "__init__.py" else module.rpartition(".")[0]
         tree = ast.parse(path.read_text(encoding="utf-8"))
         modules = set()  # local names bound to a module of the package
         for node in ast.walk(tree):
@@ -185,7 +224,35 @@ def private_imports(root: Path) -> list[tuple[str, str]]:
     return sorted(set(found))
 
 
-def test_no_private_name_crosses_modules(tmp_path):
+def test_no_private_name_crosses_modules(layout):
     """A name starting with ``_`` is its module's own: another module that needs it needs a public name."""
-    layout = installed_layout(PROJECT_ROOT, tmp_path)
     assert private_imports(layout) == []
+
+
+def test_the_layer_tests_see_the_imports_by_string(layout, graph):
+    """Every module named in a string is an edge of the graph the layer tests read, unless NAMED_NOT_IMPORTED says
+    why it is only a name (an entry there that no longer matches a string fails too)."""
+    named = imports_by_string(layout)
+    assert NAMED_NOT_IMPORTED.keys() <= named.keys(), "stale entries in NAMED_NOT_IMPORTED"
+    unseen = [pair for pair in named.keys() - NAMED_NOT_IMPORTED.keys()
+              if pair[1] not in graph.find_modules_directly_imported_by(pair[0])]
+    assert unseen == []
+
+
+def test_every_entry_point_names_a_module_and_function_that_exist(layout):
+    """The console scripts and the entry points (the built-in metrics, the LM scorer) of pyproject.toml, checked in
+    the layout of the wheel: a module moved or renamed without them fails here, not in a user's installation."""
+    project = tomllib.loads((PROJECT_ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    targets = [*project["scripts"].values(), *(v for group in project["entry-points"].values() for v in group.values())]
+    missing = []
+    for target in targets:
+        module, _, attribute = target.partition(":")
+        if not is_module(layout, module):
+            missing.append(target)
+        elif attribute:
+            path = layout.joinpath(*module.split("."))
+            source = (path / "__init__.py" if path.is_dir() else path.with_suffix(".py")).read_text(encoding="utf-8")
+            defined = {n.name for n in ast.parse(source).body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+            if attribute not in defined:
+                missing.append(target)
+    assert missing == [], f"entry points of pyproject.toml naming nothing: {missing}"

@@ -1,4 +1,5 @@
-"""Paired comparisons of metrics over repetitions, Holm correction and rank groups (reports/tables/significance.py)."""
+"""Paired comparisons of metrics over repetitions and their Holm correction (bench/measures/paired.py), rank groups
+(reports/tables/significance.py)."""
 
 from __future__ import annotations
 
