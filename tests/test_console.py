@@ -56,8 +56,8 @@ def test_a_run_shows_no_warning_logs_them_and_ends_with_its_report(tmp_path, cac
 def test_forced_bars_show_rates_of_embedding_and_evaluations(tmp_path):
     console = run_app(tmp_path / "run", tmp_path / "fresh-cache", "progress=true")  # every text is embedded
     assert re.search(r"embedding: 100%.*(text/s|s/text)\]", console)
-    # 4 corpora give 6 pairs, each of 5 repetitions, for 2 metrics
-    assert re.search(r"ksc evaluations: 100%.*\b60/60\b.*(evaluation/s|s/evaluation)\]", console)
+    # 4 corpora give 6 pairs, each of 5 repetitions, for 2 metrics; and MAUVE's own noise: 5 seeds on 2 pairs
+    assert re.search(r"ksc evaluations: 100%.*\b70/70\b.*(evaluation/s|s/evaluation)\]", console)
     assert warning_lines(console) == []
 
 

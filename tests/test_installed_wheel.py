@@ -132,10 +132,9 @@ def test_every_task_composes_from_the_installed_configs(venv, tmp_path):
     assert "name: robustness" in run([command, "task=robustness", "--cfg", "job"], cwd=tmp_path).stdout
     code = """if True:
         from omegaconf import OmegaConf
-        from textmetric_bench import shipped_path
         from textmetric_bench.tasks.config import data_locations
-        from textmetric_bench.tasks.registry import compose_config
-        for task in sorted(p.stem for p in (shipped_path("conf") / "task").glob("*.yaml")):
+        from textmetric_bench.tasks.registry import available_tasks, compose_config
+        for task in available_tasks():
             cfg = compose_config([f"task={task}"])
             OmegaConf.resolve(cfg)
             print(task, cfg.data.mirror_fallbacks[0], data_locations(cfg)[1], cfg.get("check", {}).get("baseline"))
