@@ -42,6 +42,8 @@ from textmetric_bench.files import atomic_write, make_dirs, remove_stale_tempora
 log = logging.getLogger(__name__)
 
 TRAIN_STREAM, SAMPLE_STREAM = 3, 4  # seed streams beside KSC's 0 (collections) and 1 (metrics)
+#: How g_i is sampled: a corpus sampled otherwise (before: transformers' generate) is not reused.
+SAMPLER = "kv-cache-nucleus/1"
 
 
 @dataclass(frozen=True)
@@ -61,6 +63,7 @@ class GenerationPlan:
     sample_batch_size: int
     length_quantile: float
     max_sample_rounds: int
+    sampler: str = SAMPLER
 
     def fingerprint(self) -> dict:
         """The settings a saved g_i must share with this plan to be reused."""
@@ -109,30 +112,26 @@ def sample_corpus(model, tokenizer, n: int, *, token_lengths: Sequence[int], top
     """
     import torch
 
+    from textmetric_bench.features.lm_sampling import sample_rows
+
     lengths = np.asarray(token_lengths, dtype=int)
     cap = max(1, int(np.ceil(np.quantile(lengths, length_quantile))))
     rng = np.random.default_rng(seed)
-    torch.manual_seed(seed)
-    device = next(model.parameters()).device
+    generator = torch.Generator().manual_seed(seed)
     bos = tokenizer.bos_token_id if tokenizer.bos_token_id is not None else tokenizer.eos_token_id
-    eos = tokenizer.eos_token_id
     kept: dict[str, None] = {}
-    drawn = cut = 0
+    drawn = cut = tokens = computed = 0
     bar = progress_bar(n, desc=desc, unit="text", enabled=progress, leave=False)
     while len(kept) < n and drawn < max_rounds * n:
-        size = min(batch_size, n - len(kept), max_rounds * n - drawn)
-        prompt = torch.full((size, 1), bos, dtype=torch.long, device=device)
-        with torch.no_grad():
-            out = model.generate(
-                input_ids=prompt, attention_mask=torch.ones_like(prompt), do_sample=True, top_p=top_p,
-                top_k=0, temperature=temperature, max_new_tokens=cap + 1, pad_token_id=tokenizer.pad_token_id,
-                eos_token_id=eos,
-            )[:, 1:].cpu().tolist()
+        size = min(n - len(kept), max_rounds * n - drawn)
+        sampled = sample_rows(model, n=size, start_token=bos, end_token=tokenizer.eos_token_id,
+                              max_new_tokens=cap + 1, top_p=top_p, temperature=temperature,
+                              batch_size=batch_size, generator=generator)
+        computed += sampled.computed_tokens
         raw = []
-        for row in out:
-            if eos in row:
-                row = row[:row.index(eos)]
-            else:  # no EOS within the cap: cut to a source-like length
+        for row, ended in zip(sampled.tokens, sampled.ended):
+            tokens += len(row) + ended
+            if not ended:  # no EOS within the cap: cut to a source-like length
                 row = row[:int(rng.choice(lengths))]
                 cut += 1
             raw.append(tokenizer.decode(row, skip_special_tokens=True))
@@ -145,7 +144,8 @@ def sample_corpus(model, tokenizer, n: int, *, token_lengths: Sequence[int], top
     bar.close()
     if len(kept) < n:
         log.warning("sampling gave only %d distinct texts of %d after %d draws", len(kept), n, drawn)
-    return list(kept), {"drawn": drawn, "cut_without_eos": cut, "max_new_tokens": cap + 1}
+    return list(kept), {"drawn": drawn, "cut_without_eos": cut, "max_new_tokens": cap + 1,
+                        "sampled_tokens": tokens, "computed_tokens": computed}
 
 
 # --- the corpora on disk -----------------------------------------------------------------------------
