@@ -44,6 +44,8 @@ log = logging.getLogger(__name__)
 TRAIN_STREAM, SAMPLE_STREAM = 3, 4  # seed streams beside KSC's 0 (collections) and 1 (metrics)
 #: How g_i is sampled: a corpus sampled otherwise (before: transformers' generate) is not reused.
 SAMPLER = "kv-cache-nucleus/1"
+#: How a fine-tuning step batches its texts (before: in their shuffled order, padded to the longest).
+BATCHING = "length-bucketed/1"
 
 
 @dataclass(frozen=True)
@@ -64,6 +66,7 @@ class GenerationPlan:
     length_quantile: float
     max_sample_rounds: int
     sampler: str = SAMPLER
+    batching: str = BATCHING
 
     def fingerprint(self) -> dict:
         """The settings a saved g_i must share with this plan to be reused."""
@@ -74,21 +77,53 @@ def _int_seed(seed: int, index: int, stream: int) -> int:
     return int(repetition_seed(seed, index, stream).generate_state(1)[0])
 
 
+@dataclass(frozen=True)
+class TrainingStep:
+    """What one fine-tuning step did: its mean loss over batches, the text tokens it trained on and the
+    positions its batches held (tokens plus padding), and its seconds."""
+
+    loss: float
+    tokens: int
+    positions: int
+    seconds: float
+
+    @property
+    def padding_share(self) -> float:
+        return 1 - self.tokens / self.positions if self.positions else 0.0
+
+
+def length_bucketed_batches(lengths: Sequence[int], batch_size: int, rng: np.random.Generator) -> list[list[int]]:
+    """Indices in batches of ``batch_size`` of similar length, the batches in random order.
+
+    The indices are sorted by length (ties keep their given order, already shuffled), cut into
+    batches, and the batches shuffled: padding nearly vanishes, while each update still sees
+    ``batch_size`` texts and the order of updates stays random.
+    """
+    order = sorted(range(len(lengths)), key=lambda i: lengths[i])
+    batches = [order[b:b + batch_size] for b in range(0, len(order), batch_size)]
+    return [batches[i] for i in rng.permutation(len(batches))]
+
+
 def fine_tune_step(model, tokenizer, texts: Sequence[str], *, learning_rate: float, batch_size: int,
-                   seed: int, max_tokens: int = 256, progress: bool = True, desc: str = "fine-tuning") -> float:
-    """One epoch of causal-LM training over ``texts`` (each ``BOS text EOS``); returns the mean loss."""
+                   seed: int, max_tokens: int = 256, progress: bool = True,
+                   desc: str = "fine-tuning") -> TrainingStep:
+    """One epoch of causal-LM training over ``texts`` (each ``BOS text EOS``) in length-bucketed batches."""
     import torch
 
+    start_time = time.perf_counter()
     torch.manual_seed(seed)
-    order = np.random.default_rng(seed).permutation(len(texts))
+    rng = np.random.default_rng(seed)
+    order = rng.permutation(len(texts))
     seqs = [text_token_ids(tokenizer, texts[i], add_eos=True)[:max_tokens] for i in order]
+    batches = length_bucketed_batches([len(s) for s in seqs], batch_size, rng)
     device = next(model.parameters()).device
     optimiser = torch.optim.AdamW(model.parameters(), lr=learning_rate, weight_decay=0.0)
     model.train()
-    losses = []
-    bar = progress_bar(-(-len(seqs) // batch_size), desc=desc, unit="step", enabled=progress, leave=False)
-    for start in range(0, len(seqs), batch_size):
-        ids, mask, labels = padded_batch(seqs[start:start + batch_size], tokenizer.pad_token_id)
+    losses, tokens, positions = [], 0, 0
+    bar = progress_bar(len(batches), desc=desc, unit="step", enabled=progress, leave=False)
+    for rows in batches:
+        ids, mask, labels = padded_batch([seqs[i] for i in rows], tokenizer.pad_token_id)
+        tokens, positions = tokens + int(mask.sum()), positions + mask.numel()
         loss = model(input_ids=ids.to(device), attention_mask=mask.to(device), labels=labels.to(device)).loss
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -99,7 +134,8 @@ def fine_tune_step(model, tokenizer, texts: Sequence[str], *, learning_rate: flo
         bar.set_postfix(loss=f"{losses[-1]:.3f}", refresh=False)
     bar.close()
     model.eval()
-    return float(np.mean(losses)) if losses else float("nan")
+    return TrainingStep(float(np.mean(losses)) if losses else float("nan"), tokens, positions,
+                        time.perf_counter() - start_time)
 
 
 def sample_corpus(model, tokenizer, n: int, *, token_lengths: Sequence[int], top_p: float, temperature: float,
@@ -220,6 +256,7 @@ def generate_ifc(plan: GenerationPlan, gen_dir: Path | str, *, training_pool: Se
     saved_step = saved["step"] if saved else None
     losses: dict[str, float] = saved["losses"] if saved else {}  # training loss of each step, by step
     step = saved_step
+    training: dict[str, dict] = {}  # tokens and padding of each step trained by this run
     bar = progress_bar(len(todo), desc="IFC iterations", unit="corpus", enabled=progress)
     for i in todo:
         train_seconds = 0.0
@@ -232,11 +269,13 @@ def generate_ifc(plan: GenerationPlan, gen_dir: Path | str, *, training_pool: Se
             step += 1
             train_seed = _int_seed(plan.seed, step, TRAIN_STREAM)
             pick = np.random.default_rng(train_seed).choice(len(training_pool), plan.train_per_step, replace=False)
-            start = time.perf_counter()
-            losses[str(step)] = fine_tune_step(model, tokenizer, [training_pool[j] for j in pick],
-                                               learning_rate=plan.learning_rate, batch_size=plan.train_batch_size,
-                                               seed=train_seed, progress=progress, desc=f"fine-tuning step {step}")
-            train_seconds += time.perf_counter() - start
+            trained = fine_tune_step(model, tokenizer, [training_pool[j] for j in pick],
+                                     learning_rate=plan.learning_rate, batch_size=plan.train_batch_size,
+                                     seed=train_seed, progress=progress, desc=f"fine-tuning step {step}")
+            losses[str(step)] = trained.loss
+            training[str(step)] = {"tokens": trained.tokens, "positions": trained.positions,
+                                   "padding_share": round(trained.padding_share, 4)}
+            train_seconds += trained.seconds
             if saved_step is None or step > saved_step:
                 record = {"step": step, "config": plan.fingerprint(),
                           "losses": {s: v for s, v in losses.items() if int(s) <= step}}
@@ -254,7 +293,7 @@ def generate_ifc(plan: GenerationPlan, gen_dir: Path | str, *, training_pool: Se
             normalisation=normalisation, length_quantile=plan.length_quantile,
             max_rounds=plan.max_sample_rounds, progress=progress, desc=f"sampling g_{i}")
         meta = {"iteration": i, "texts": len(texts), "sample_seed": sample_seed, "train_seed": train_seed,
-                "train_loss": loss, "seconds": {"train": round(train_seconds, 2),
+                "train_loss": loss, "training": training.get(str(i)), "seconds": {"train": round(train_seconds, 2),
                                                 "sample": round(time.perf_counter() - start, 2)},
                 **stats, "config": plan.fingerprint()}
         _save_corpus(gen_dir, i, texts, meta)
