@@ -181,7 +181,8 @@ def sample_corpus(model, tokenizer, n: int, *, token_lengths: Sequence[int], top
     if len(kept) < n:
         log.warning("sampling gave only %d distinct texts of %d after %d draws", len(kept), n, drawn)
     return list(kept), {"drawn": drawn, "cut_without_eos": cut, "max_new_tokens": cap + 1,
-                        "sampled_tokens": tokens, "computed_tokens": computed}
+                        "sampled_tokens": tokens, "computed_tokens": computed,
+                        "device": str(next(model.parameters()).device), "threads": torch.get_num_threads()}
 
 
 # --- the corpora on disk -----------------------------------------------------------------------------

@@ -50,14 +50,15 @@ def sample_nucleus(logits, *, top_p: float, temperature: float, generator):
     import torch
 
     probs = torch.softmax(logits.float() / temperature, dim=-1)
-    u = torch.rand(probs.shape[0], generator=generator, dtype=torch.float64)
-    chosen = torch.empty(probs.shape[0], dtype=torch.long)
-    todo = torch.arange(probs.shape[0])
+    # drawn from the caller's CPU generator whatever the device, so a seed means the same draws everywhere
+    u = torch.rand(probs.shape[0], generator=generator, dtype=torch.float64).to(probs.device)
+    chosen = torch.empty(probs.shape[0], dtype=torch.long, device=probs.device)
+    todo = torch.arange(probs.shape[0], device=probs.device)
     for k in (*NUCLEUS_CANDIDATES, probs.shape[-1]):
         k = min(k, probs.shape[-1])
         if k == probs.shape[-1]:
             top_probs, top_ids = torch.sort(probs[todo], dim=-1, descending=True)
-            inside = torch.ones(len(todo), dtype=torch.bool)
+            inside = torch.ones(len(todo), dtype=torch.bool, device=probs.device)
         else:
             top_probs, top_ids = torch.topk(probs[todo], k, dim=-1, sorted=True)
             # the nucleus lies within these k tokens once their mass reaches top_p
@@ -102,7 +103,7 @@ def sample_rows(model, *, n: int, start_token: int, end_token: int, max_new_toke
             for _ in range(max_new_tokens):
                 computed += len(alive)
                 logits = model(input_ids=step_ids, **{cache_arg: cache}, use_cache=True, logits_to_keep=1).logits
-                nxt = sample_nucleus(logits[:, -1].cpu(), top_p=top_p, temperature=temperature, generator=generator)
+                nxt = sample_nucleus(logits[:, -1], top_p=top_p, temperature=temperature, generator=generator)
                 finished = nxt == end_token
                 for row, token, stop in zip(alive.tolist(), nxt.tolist(), finished.tolist()):
                     if stop:
@@ -113,9 +114,9 @@ def sample_rows(model, *, n: int, start_token: int, end_token: int, max_new_toke
                     break
                 if finished.any():
                     keep = (~finished).nonzero().flatten()
-                    cache.batch_select_indices(keep.to(device))
-                    alive, nxt = alive[keep], nxt[keep]
-                step_ids = nxt.unsqueeze(-1).to(device)
+                    cache.batch_select_indices(keep)
+                    alive, nxt = alive[keep.cpu()], nxt[keep]
+                step_ids = nxt.unsqueeze(-1)
             tokens += rows
             ended += done
             on_batch(size)
