@@ -31,7 +31,7 @@ def test_bucketed_batches_hold_every_text_once_in_batches_of_similar_length():
 
 
 def test_the_padding_share_is_what_the_positions_held_besides_tokens():
-    assert TrainingStep(2.0, tokens=900, positions=1000, seconds=1.0).padding_share == pytest.approx(0.1)
+    assert TrainingStep(2.0, tokens=900, positions=1000, seconds=1.0, token_loss=1.9).padding_share == pytest.approx(0.1)
     assert TrainingStep(2.0, tokens=0, positions=0, seconds=0.0).padding_share == 0.0
 
 

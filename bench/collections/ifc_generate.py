@@ -79,13 +79,15 @@ def _int_seed(seed: int, index: int, stream: int) -> int:
 
 @dataclass(frozen=True)
 class TrainingStep:
-    """What one fine-tuning step did: its mean loss over batches, the text tokens it trained on and the
-    positions its batches held (tokens plus padding), and its seconds."""
+    """What one fine-tuning step did: its mean loss over batches, its loss over all predicted tokens (which
+    does not depend on how texts are batched), the text tokens it trained on and the positions its
+    batches held (tokens plus padding), and its seconds."""
 
     loss: float
     tokens: int
     positions: int
     seconds: float
+    token_loss: float = float("nan")
 
     @property
     def padding_share(self) -> float:
@@ -119,7 +121,7 @@ def fine_tune_step(model, tokenizer, texts: Sequence[str], *, learning_rate: flo
     device = next(model.parameters()).device
     optimiser = torch.optim.AdamW(model.parameters(), lr=learning_rate, weight_decay=0.0)
     model.train()
-    losses, tokens, positions = [], 0, 0
+    losses, tokens, positions, predicted, summed = [], 0, 0, 0, 0.0
     bar = progress_bar(len(batches), desc=desc, unit="step", enabled=progress, leave=False)
     for rows in batches:
         ids, mask, labels = padded_batch([seqs[i] for i in rows], tokenizer.pad_token_id)
@@ -130,12 +132,14 @@ def fine_tune_step(model, tokenizer, texts: Sequence[str], *, learning_rate: flo
         optimiser.step()
         optimiser.zero_grad(set_to_none=True)
         losses.append(float(loss.detach()))
+        n_predicted = int((labels[:, 1:] != -100).sum())
+        predicted, summed = predicted + n_predicted, summed + losses[-1] * n_predicted
         bar.update()
         bar.set_postfix(loss=f"{losses[-1]:.3f}", refresh=False)
     bar.close()
     model.eval()
     return TrainingStep(float(np.mean(losses)) if losses else float("nan"), tokens, positions,
-                        time.perf_counter() - start_time)
+                        time.perf_counter() - start_time, summed / predicted if predicted else float("nan"))
 
 
 def sample_corpus(model, tokenizer, n: int, *, token_lengths: Sequence[int], top_p: float, temperature: float,
@@ -274,7 +278,8 @@ def generate_ifc(plan: GenerationPlan, gen_dir: Path | str, *, training_pool: Se
                                      learning_rate=plan.learning_rate, batch_size=plan.train_batch_size,
                                      seed=train_seed, progress=progress, desc=f"fine-tuning step {step}")
             losses[str(step)] = trained.loss
-            training[str(step)] = {"tokens": trained.tokens, "positions": trained.positions,
+            training[str(step)] = {"token_loss": trained.token_loss, "tokens": trained.tokens,
+                                   "positions": trained.positions,
                                    "padding_share": round(trained.padding_share, 4)}
             train_seconds += trained.seconds
             if saved_step is None or step > saved_step:
