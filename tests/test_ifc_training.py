@@ -71,3 +71,46 @@ def test_a_fine_tuning_step_is_bit_identical_with_one_and_two_threads(smollm2, s
     one, two = run(1), run(2)
     assert one[2] == 1 and two[2] == 2
     assert one[:2] == two[:2] and np.isfinite(one[0])
+
+
+def test_micro_batches_stay_within_the_budget_and_keep_the_order():
+    from textmetric_bench.collections.ifc_generate import micro_batches
+
+    lengths = [3, 4, 4, 5, 9, 9, 30]
+    parts = micro_batches(range(7), lengths, budget=16)
+    assert [r for part in parts for r in part] == list(range(7))
+    assert parts == [[0, 1, 2], [3], [4], [5], [6]]  # 3 x 4 = 12 <= 16; then 2 x 5 > 16 ... a 30 alone
+    assert micro_batches(range(7), lengths, budget=1000) == [list(range(7))]
+
+
+def test_a_batch_in_parts_gives_the_gradient_of_one_pass(smollm2, monkeypatch):
+    """Fine-tuning in parts of TRAIN_POSITIONS: the gradient of one pass over the batch, to float32 rounding.
+    Compared through plain SGD steps: Adam's first step divides a gradient by its own size, which turns rounding
+    in near-zero gradients into whole steps of the learning rate."""
+    import torch
+
+    from textmetric_bench.collections import ifc_generate
+
+    monkeypatch.setattr(torch.optim, "AdamW", lambda params, lr, weight_decay: torch.optim.SGD(params, lr=lr))
+
+    model, tokenizer = smollm2
+    texts = ["how do I top up my card?", "my card payment was declined twice today, why?", "cancel it",
+             "where is the new card I ordered last week and when will it arrive at my address?"]
+
+    def one_step(budget):
+        monkeypatch.setattr(ifc_generate, "TRAIN_POSITIONS", budget)
+        start = {k: v.clone() for k, v in model.state_dict().items()}
+        try:
+            step = ifc_generate.fine_tune_step(model, tokenizer, texts, learning_rate=1.0, batch_size=4, seed=0,
+                                               progress=False)
+            return step, {k: (v - start[k]).clone() for k, v in model.state_dict().items()}
+        finally:
+            model.load_state_dict(start)
+
+    whole, parts = one_step(10_000), one_step(24)
+    assert whole[0].positions > parts[0].positions  # the parts were padded less, so it did split
+    assert whole[0].token_loss == pytest.approx(parts[0].token_loss, rel=1e-5)
+    assert whole[0].loss == pytest.approx(parts[0].loss, rel=1e-5)
+    for name, delta in whole[1].items():
+        torch.testing.assert_close(parts[1][name], delta, rtol=1e-3, atol=1e-3 * float(delta.abs().max()) + 1e-12,
+                                   msg=lambda m: f"{name}: {m}")

@@ -45,7 +45,7 @@ TRAIN_STREAM, SAMPLE_STREAM = 3, 4  # seed streams beside KSC's 0 (collections) 
 #: How g_i is sampled: a corpus sampled otherwise (before: transformers' generate) is not reused.
 SAMPLER = "kv-cache-nucleus/1"
 #: How a fine-tuning step batches its texts (before: in their shuffled order, padded to the longest).
-BATCHING = "length-bucketed/1"
+BATCHING = "length-bucketed/1, 256 positions a pass"
 
 
 @dataclass(frozen=True)
@@ -106,10 +106,31 @@ def length_bucketed_batches(lengths: Sequence[int], batch_size: int, rng: np.ran
     return [batches[i] for i in rng.permutation(len(batches))]
 
 
+#: Positions (texts x padded length) one forward pass of fine-tuning holds; a longer batch is passed in parts
+#: whose gradients add up to the batch's. Its logits (positions x vocabulary, float32) and their gradients
+#: are most of a step's peak memory: 256 positions are about 150 MB of them.
+TRAIN_POSITIONS = 256
+
+
+def micro_batches(rows: Sequence[int], lengths: Sequence[int], budget: int) -> list[list[int]]:
+    """``rows`` in consecutive parts of at most ``budget`` padded positions each (one row at least)."""
+    parts: list[list[int]] = [[]]
+    for row in rows:
+        part = parts[-1]
+        if part and (len(part) + 1) * max(lengths[r] for r in (*part, row)) > budget:
+            parts.append(part := [])
+        part.append(row)
+    return parts
+
+
 def fine_tune_step(model, tokenizer, texts: Sequence[str], *, learning_rate: float, batch_size: int,
                    seed: int, max_tokens: int = 256, progress: bool = True,
                    desc: str = "fine-tuning") -> TrainingStep:
-    """One epoch of causal-LM training over ``texts`` (each ``BOS text EOS``) in length-bucketed batches."""
+    """One epoch of causal-LM training over ``texts`` (each ``BOS text EOS``) in length-bucketed batches.
+
+    A batch's loss is the mean over its predicted tokens, as one forward pass gives it; a batch of more
+    than ``TRAIN_POSITIONS`` positions is passed in parts, each weighted by its share of the tokens.
+    """
     import torch
 
     start_time = time.perf_counter()
@@ -117,23 +138,27 @@ def fine_tune_step(model, tokenizer, texts: Sequence[str], *, learning_rate: flo
     rng = np.random.default_rng(seed)
     order = rng.permutation(len(texts))
     seqs = [text_token_ids(tokenizer, texts[i], add_eos=True)[:max_tokens] for i in order]
-    batches = length_bucketed_batches([len(s) for s in seqs], batch_size, rng)
+    lengths = [len(s) for s in seqs]
+    batches = length_bucketed_batches(lengths, batch_size, rng)
     device = next(model.parameters()).device
     optimiser = torch.optim.AdamW(model.parameters(), lr=learning_rate, weight_decay=0.0)
     model.train()
     losses, tokens, positions, predicted, summed = [], 0, 0, 0, 0.0
     bar = progress_bar(len(batches), desc=desc, unit="step", enabled=progress, leave=False)
     for rows in batches:
-        ids, mask, labels = padded_batch([seqs[i] for i in rows], tokenizer.pad_token_id)
-        tokens, positions = tokens + int(mask.sum()), positions + mask.numel()
-        loss = model(input_ids=ids.to(device), attention_mask=mask.to(device), labels=labels.to(device)).loss
-        loss.backward()
+        in_batch, batch_sum = sum(lengths[i] - 1 for i in rows), 0.0
+        for part in micro_batches(rows, lengths, TRAIN_POSITIONS):
+            ids, mask, labels = padded_batch([seqs[i] for i in part], tokenizer.pad_token_id)
+            tokens, positions = tokens + int(mask.sum()), positions + mask.numel()
+            loss = model(input_ids=ids.to(device), attention_mask=mask.to(device), labels=labels.to(device)).loss
+            share = sum(lengths[i] - 1 for i in part)
+            (loss * (share / in_batch) if share != in_batch else loss).backward()
+            batch_sum += float(loss.detach()) * share
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimiser.step()
         optimiser.zero_grad(set_to_none=True)
-        losses.append(float(loss.detach()))
-        n_predicted = int((labels[:, 1:] != -100).sum())
-        predicted, summed = predicted + n_predicted, summed + losses[-1] * n_predicted
+        losses.append(batch_sum / in_batch)
+        predicted, summed = predicted + in_batch, summed + batch_sum
         bar.update()
         bar.set_postfix(loss=f"{losses[-1]:.3f}", refresh=False)
     bar.close()
