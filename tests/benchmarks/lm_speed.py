@@ -1,13 +1,14 @@
 """Tokens per second of the language model's three jobs, before and after, in one process pinned to one core.
 
-``python lm_speed.py before|after TEXTS_JSON CACHE_DIR`` prints one JSON record. Both start from the
+``python lm_speed.py before|after TEXTS_JSON CACHE_DIR TUNED_DIR`` prints one JSON record. Both start from the
 converted SmolLM2 and the same 200 banking77 training texts and do what one IFC step does:
 
 - fine-tuning: one epoch, batches of 16 texts; *before* in their shuffled order, padded to the longest
   (the code of commit 7aed463), *after* length-bucketed (``fine_tune_step``). Tokens/s counts the texts'
   tokens (padding excluded), so both count the same work done;
-- sampling: 200 texts from the fine-tuned weights, nucleus .95, at most the source's 95th-percentile
-  length + 1; *before* ``transformers``' ``generate`` in batches of 64 (commit 7aed463), *after*
+- sampling: 200 texts from the same fine-tuned weights in both (``TUNED_DIR``, one step made beforehand,
+  ``python lm_speed.py tune TEXTS_JSON CACHE_DIR TUNED_DIR``), nucleus .95, at most the source's
+  95th-percentile length + 1; *before* ``transformers``' ``generate`` in batches of 64 (commit 7aed463), *after*
   ``sample_corpus`` (``textmetric_bench.features.lm_sampling``). Tokens/s counts each text's sampled
   tokens up to and with its EOS, or to the cap;
 - LM scoring (FACE, CTRLEval): ``token_logprobs`` of the 200 texts, the same engine before and after.
@@ -83,7 +84,7 @@ def sample_before(model, tokenizer, n: int, cap: int, *, seed: int) -> tuple[lis
     return rows, tokens
 
 
-def main(impl: str, texts_file: str, cache_dir: str) -> dict:
+def main(impl: str, texts_file: str, cache_dir: str, tuned_dir: str) -> dict:
     pin_to_one_core()
     import numpy as np
     import torch
@@ -99,6 +100,12 @@ def main(impl: str, texts_file: str, cache_dir: str) -> dict:
     lengths = [max(1, len(text_token_ids(tokenizer, t, add_eos=False)) - 1) for t in texts]
     cap = int(np.ceil(np.quantile(lengths, 0.95)))
     record: dict = {"impl": impl, "texts": len(texts), "cap": cap + 1}
+    if impl == "tune":  # the weights both sample from: one step of today's fine-tuning
+        from textmetric_bench.features.lm import save_causal_lm
+
+        fine_tune_step(model, tokenizer, texts, learning_rate=1e-4, batch_size=16, seed=1, progress=False)
+        save_causal_lm(model, tokenizer, tuned_dir)
+        return record
 
     if impl == "before":
         (loss, token_loss, tokens, positions), wall, cpu = _timed(lambda: fine_tune_before(model, tokenizer, texts, seed=1))
@@ -109,17 +116,17 @@ def main(impl: str, texts_file: str, cache_dir: str) -> dict:
     record["fine_tuning"] = {"loss": loss, "token_loss": token_loss, "tokens": tokens, "positions": positions,
                              "padding_share": 1 - tokens / positions, "seconds": wall, "cpu_seconds": cpu}
 
+    tuned, _ = load_causal_lm(cfg, cache_dir, path=tuned_dir)
     if impl == "before":
-        (rows, tokens), wall, cpu = _timed(lambda: sample_before(model, tokenizer, len(texts), cap, seed=2))
+        (rows, tokens), wall, cpu = _timed(lambda: sample_before(tuned, tokenizer, len(texts), cap, seed=2))
         sampled = [tokenizer.decode(r, skip_special_tokens=True) for r in rows]
     else:
         (sampled, stats), wall, cpu = _timed(lambda: sample_corpus(
-            model, tokenizer, len(texts), token_lengths=lengths, top_p=0.95, temperature=1.0, batch_size=256,
+            tuned, tokenizer, len(texts), token_lengths=lengths, top_p=0.95, temperature=1.0, batch_size=256,
             seed=2, normalisation=Normalisation(deduplicate=False, drop_empty=False), length_quantile=0.95,
             max_rounds=1, progress=False))
         tokens = stats["sampled_tokens"]
-    record["sampling"] = {"tokens": tokens, "seconds": wall, "cpu_seconds": cpu, "texts": len(sampled),
-                          "mean_words": float(np.mean([len(t.split()) for t in sampled]))}
+    record["sampling"] = {"tokens": tokens, "seconds": wall, "cpu_seconds": cpu, "texts": len(sampled)}
 
     scored, wall, cpu = _timed(lambda: token_logprobs(model, tokenizer, texts, batch_size=16))
     record["scoring"] = {"tokens": int(sum(len(s) for s in scored)), "seconds": wall, "cpu_seconds": cpu}
@@ -130,4 +137,4 @@ def main(impl: str, texts_file: str, cache_dir: str) -> dict:
 
 
 if __name__ == "__main__":
-    print(json.dumps(main(*sys.argv[1:4])))
+    print(json.dumps(main(*sys.argv[1:5])))

@@ -36,13 +36,15 @@ def lm_speed(tmp_path_factory, intent_texts, converted_model, measured_run, expe
     texts = [intent_texts["b"][i] for i in np.random.default_rng(0).choice(len(intent_texts["b"]), 200, replace=False)]
     texts_file = tmp_path_factory.mktemp("lm-speed") / "texts.json"
     texts_file.write_text(json.dumps(texts))
+    tuned = texts_file.parent / "tuned"
     records = {}
-    for impl, label in (("before", LM_BEFORE), ("after", LM_AFTER)):
+    for impl, label in (("tune", None), ("before", LM_BEFORE), ("after", LM_AFTER)):
         done, memory = measured_run([sys.executable, os.path.join(HERE, "lm_speed.py"), impl, str(texts_file),
-                                     str(converted_model)], cwd=HERE)
+                                     str(converted_model), str(tuned)], cwd=HERE)
         assert done.returncode == 0, done.stderr[-3000:]
         records[impl] = {**json.loads(done.stdout.strip().splitlines()[-1]), **memory}
-        experiment_results[label] = records[impl]
+        if label:
+            experiment_results[label] = records[impl]
         print(label, json.dumps(records[impl]))
     return records
 
@@ -51,8 +53,8 @@ def test_sampling_is_at_least_five_times_faster(lm_speed):
     before, after = lm_speed["before"]["sampling"], lm_speed["after"]["sampling"]
     assert after["texts"] == before["texts"] == 200
     assert after["tokens_per_cpu_s"] >= 5 * before["tokens_per_cpu_s"], (before, after)
-    # the same model and settings: texts of the same length
-    assert abs(after["mean_words"] - before["mean_words"]) < 0.25 * before["mean_words"]
+    # the same weights and settings: as many tokens a text, within sampling noise (a text is 10-40 tokens)
+    assert abs(after["tokens"] - before["tokens"]) < 0.15 * before["tokens"], (before, after)
 
 
 def test_fine_tuning_pads_little_and_learns_the_same(lm_speed):
