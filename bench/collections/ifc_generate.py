@@ -36,7 +36,7 @@ from textmetric_bench.console import adopt_library_loggers, progress_bar
 from textmetric_bench.data.card_schema import Normalisation
 from textmetric_bench.data.corpora import normalise_texts
 from textmetric_bench.errors import ConfigError
-from textmetric_bench.features.lm import padded_batch, save_causal_lm, text_token_ids
+from textmetric_bench.features.lm import padded_batch, return_freed_memory, save_causal_lm, text_token_ids
 from textmetric_bench.files import atomic_write, make_dirs, remove_stale_temporaries
 
 log = logging.getLogger(__name__)
@@ -331,4 +331,6 @@ def generate_ifc(plan: GenerationPlan, gen_dir: Path | str, *, training_pool: Se
         log.info("IFC: g_%d has %d texts (loss %s)", i, len(texts), loss)
         bar.update()
     bar.close()
+    model = tokenizer = None
+    return_freed_memory()  # scoring comes next, in worker processes of its own
     return todo

@@ -153,6 +153,23 @@ def generation_threads(cfg_lm: Mapping[str, Any]) -> int | None:
     return int(cfg_lm["threads"]) if cfg_lm.get("threads") else None
 
 
+def return_freed_memory() -> None:
+    """Give the memory of models and optimisers no longer referenced back to the system.
+
+    glibc keeps freed heap for the process to reuse, so after fine-tuning the process would hold the
+    AdamW state and gradients through the rest of the run (measured: 2.3 GB after the model was dropped,
+    0.5 GB after ``malloc_trim``). Elsewhere than glibc this only collects garbage.
+    """
+    import ctypes
+    import gc
+
+    gc.collect()
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
+
+
 def load_tokenizer(cfg_lm: Mapping[str, Any], cache_dir: Path | str, *, path: Path | str | None = None):
     """The tokenizer of the configured causal LM (of ``path`` if given), with a pad token (EOS when none)."""
     _offline()
