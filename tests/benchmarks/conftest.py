@@ -158,7 +158,7 @@ def pytest_terminal_summary(terminalreporter):
             ours = METRIC_TIMES.get((metric, size, "ours"))
             tr.write_line(f"{metric:<11}{size:>6}  {impl:<12}{ours or 0:>10.4f}{secs:>10.4f}{_ratio(ours, secs):>8}"
                           f"{MEMORY.get((metric, size, 'ours'), 0):>9.1f}{MEMORY.get((metric, size, impl), 0):>8.1f}")
-    if any(not label.startswith("memory/") for label in RESULTS):
+    if any(not label.startswith(("memory/", "lm/")) for label in RESULTS):
         tr.section("experiments: metric time and peak memory (ratio = ours / compcor)")
         for experiment in ("ksc", "robustness", "make-run"):
             ref = RESULTS.get(f"{experiment}/compcor")
