@@ -13,43 +13,29 @@ from hydra.types import RunMode
 from omegaconf import DictConfig
 
 from textmetric_bench.console import FILE_ONLY, log_file, setup_run_console
-from textmetric_bench.errors import EXIT_BAD_INPUT, EXIT_OK, BenchError, ConfigError
+from textmetric_bench.errors import EXIT_BAD_INPUT, EXIT_OK, BenchError
 from textmetric_bench.measures.failures import failure_counts
 from textmetric_bench.tasks.config import (
     CONF_DIR,  # importing textmetric_bench.tasks.config also registers the ${shipped:} and ${checkout:} resolvers
 )
 from textmetric_bench.tasks.exit_status import run_exit_status, sweep_exit_status, sweep_jobs, write_run_status
 from textmetric_bench.tasks.metric_configs import metric_override_problems, register_metric_configs
+from textmetric_bench.tasks.registry import get_task, register_task_configs
 
 log = logging.getLogger("textmetric_bench")
 
-# task name -> "module:function"; the function takes (cfg, out_dir) and returns an object with
-# `files` (name -> Path; "table3_md" or "perturbation_md" is printed when present) and `failures`
-# (metric -> error).
-TASKS = {
-    "ksc": "textmetric_bench.tasks.ksc:run_ksc",
-    "robustness": "textmetric_bench.tasks.robustness:run_robustness",
-    "ifc": "textmetric_bench.tasks.ifc:run_ifc",
-    "check": "textmetric_bench.tasks.check:run_check",
-    "perturb": "textmetric_bench.tasks.perturb:run_perturb",
-}
-
-
 def run_task(cfg: DictConfig, out_dir: Path):
-    """Dispatch to the task named by ``cfg.task.name``, within the run's context (cache, LM)."""
-    from importlib import import_module
-
+    """Run the task named by ``cfg.task.name`` (``textmetric_bench.tasks.registry``) within the run's context
+    (cache, LM); the config is read and checked once, here, and the task gets typed values."""
     from textmetric_bench.api.context import use_context
     from textmetric_bench.tasks.config import run_context
+    from textmetric_bench.tasks.registry import get_task
     from textmetric_bench.tasks.validate import validate_config
 
-    name = cfg.task.name
-    if name not in TASKS:
-        raise ConfigError(f"unknown task {name!r}; available: {', '.join(TASKS)}")
-    validate_config(cfg, out_dir)  # every value, before a corpus, a model or a text is touched
-    module, func = TASKS[name].split(":")
-    with use_context(run_context(cfg)):
-        return getattr(import_module(module), func)(cfg, out_dir)
+    task = get_task(str(cfg.task.name))
+    inputs = validate_config(cfg, out_dir)  # every value, before a corpus, a model or a text is touched
+    with use_context(run_context(cfg, inputs.cache_dir)):
+        return task.run(inputs)
 
 
 # An absolute path, the checkout's conf/ or the installed package's copy (textmetric_bench.shipped_path): "../conf" is resolved
@@ -73,19 +59,17 @@ def app(cfg: DictConfig) -> int:
         return finish(out_dir, EXIT_BAD_INPUT, first_line(message), error=message)
     report = None
     try:  # the HTML report of this run; a failure here must not hide the results
-        from textmetric_bench.reports.html import build_report
+        from textmetric_bench.reports.html.report import build_report
 
         build_report([out_dir], out_dir)
         report = out_dir / "report.html"
     except Exception as exc:
         log.warning("could not build report.html: %s", exc)
-    table = result.files.get("table3_md") or result.files.get("perturbation_md")
-    if table is not None:
-        print(Path(table).read_text())
+    shown_files = [result.files[name] for name in get_task(str(cfg.task.name)).printed if name in result.files]
     for line in failure_lines(result, out_dir):
         print(line, file=sys.stderr)
-    if "check_md" in result.files:
-        print(Path(result.files["check_md"]).read_text())
+    for path in shown_files:
+        print(Path(path).read_text())
     if "baseline" in result.files:
         print(f"baseline written to {result.files['baseline']}")
     sys.stderr.flush()
@@ -182,7 +166,7 @@ def run_dir_problem(argv: list[str]) -> str | None:
     from hydra.core.override_parser.overrides_parser import OverridesParser
     from omegaconf import OmegaConf
 
-    from textmetric_bench.tasks.config import compose_config
+    from textmetric_bench.tasks.registry import compose_config
     from textmetric_bench.tasks.directories import RUN_DIR_EXAMPLES, directory_problem
 
     try:
@@ -209,7 +193,8 @@ def hydra_overrides(argv: list[str]) -> list[str]:
 
 
 def main() -> None:
-    register_metric_configs()  # Hydra composes `metric` from the registry's signatures
+    register_task_configs()  # Hydra composes `task` from the tasks' settings
+    register_metric_configs()  # ... and `metric` from the registry's signatures
     problems = metric_override_problems(hydra_overrides(sys.argv[1:]))
     if not problems:
         problems = [p for p in [run_dir_problem(sys.argv[1:])] if p is not None]

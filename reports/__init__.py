@@ -1,26 +1,9 @@
-"""Turn result tables into the paper's tables and charts (004 Table 3, Figures 2 and 4).
+"""Turn result tables into the paper's tables and charts (004 Table 3, Figures 2 and 4) and the HTML report.
 
-Names are loaded on first use, so ``python -m textmetric_bench.reports.aggregate`` does not import its own
-module twice and the aggregate CLI does not pay for matplotlib.
+Foldered by purpose: ``tables`` (Table 3 as csv and markdown, significance tables), ``figures`` (one module per
+task's figures and what they share), ``html`` (the report page), ``sweep`` (many runs read together) and
+``paper_table3`` (the reproduction of 004 Table 3, a study beside its data). ``bounds``, ``labels`` and
+``reference_rows`` say how metrics, measures and scores are named wherever they are shown. The statistics behind
+the numbers (intervals, summaries, paired tests) are ``textmetric_bench.measures``'; reports import nothing else of
+the harness.
 """
-
-from importlib import import_module
-
-_EXPORTS = {
-    "summarise_measures": "textmetric_bench.reports.tables",
-    "table3": "textmetric_bench.reports.tables",
-    "table3_markdown_cells": "textmetric_bench.reports.tables",
-    "write_tables": "textmetric_bench.reports.table_files",
-    "failures_from_distances": "textmetric_bench.reports.tables",
-    "radar_chart": "textmetric_bench.reports.figures",
-    "distance_scatter": "textmetric_bench.reports.figures",
-    "aggregate_sweep": "textmetric_bench.reports.aggregate",
-    "write_sweep_tables": "textmetric_bench.reports.aggregate",
-}
-__all__ = sorted(_EXPORTS)
-
-
-def __getattr__(name: str):
-    if name not in _EXPORTS:
-        raise AttributeError(f"module 'reports' has no attribute {name!r}")
-    return getattr(import_module(_EXPORTS[name]), name)

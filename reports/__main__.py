@@ -16,7 +16,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=None,
                         help="where to write (default: the first directory given)")
     args = parser.parse_args(argv)
-    from textmetric_bench.reports.html import build_report
+    from textmetric_bench.reports.html.report import build_report
 
     missing = [str(d) for d in args.dirs if not d.is_dir()]
     if missing:

@@ -18,7 +18,7 @@ import pytest
 
 from textmetric_bench import PROJECT_ROOT
 from textmetric_bench.errors import ConfigError
-from textmetric_bench.tasks.config import compose_config
+from textmetric_bench.tasks.registry import compose_config
 from textmetric_bench.tasks.validate import validate_config
 
 TESTS_DIR = Path(__file__).parent
@@ -62,7 +62,7 @@ BAD_VALUES = {
     "k-fraction": (["k=3.5"], ["k=3.5", "whole number"]),
     "k-too-small": (["k=2"], ["k=2"]),
     "n-too-small": (["k=7", "n=5"], ["n=5"]),
-    "repetitions-zero": (["repetitions=0"], ["repetitions", "got 0"]),
+    "repetitions-zero": (["repetitions=0"], ["repetitions=0", "a whole number >= 1"]),
     "reference-not-a-directory": (["reference=/nonexistent/refs"], ["reference='/nonexistent/refs'", "auto", "false"]),
     "reference-true": (["reference=true"], ["reference=true", "e.g. reference=false"]),
     "metric-unknown": (["metrics=[fdi]"], ["'fdi'", "Did you mean fid"]),
@@ -204,18 +204,15 @@ def test_the_command_line_refuses_a_directory_on_a_read_only_file_system(key, tm
     assert not (cache / "embeddings").exists()
 
 
-def fake_run_ksc_out_of_space(cfg, out_dir):
-    """Stands in for the KSC task when its shard write meets a full disk."""
-    from textmetric_bench.tasks.config import data_locations
-
-    cache_dir, _ = data_locations(cfg)
-    raise OSError(errno.ENOSPC, "No space left on device", str(cache_dir / "embeddings" / "m" / "shard.npz"))
+def fake_build_out_of_space(task, run):
+    """Stands in for the KSC task's build when its shard write meets a full disk."""
+    raise OSError(errno.ENOSPC, "No space left on device", str(run.cache_dir / "embeddings" / "m" / "shard.npz"))
 
 
 def test_an_os_error_escaping_a_task_is_one_line_and_its_traceback_goes_to_the_log(tmp_path):
     # `python -m textmetric_bench` with the task swapped for the fake (`python -m` runs bench/__main__.py as __main__).
     code = ("import runpy, textmetric_bench.tasks.ksc, test_config_validation as t; "
-            "textmetric_bench.tasks.ksc.run_ksc = t.fake_run_ksc_out_of_space; runpy.run_module('textmetric_bench', run_name='__main__')")
+            "textmetric_bench.tasks.ksc.KSCTask.build = t.fake_build_out_of_space; runpy.run_module('textmetric_bench', run_name='__main__')")
     run_dir = tmp_path / "run"
     proc = run_cli(tmp_path, f"hydra.run.dir={run_dir}", code=code)
     assert proc.returncode != 0
@@ -223,7 +220,7 @@ def test_an_os_error_escaping_a_task_is_one_line_and_its_traceback_goes_to_the_l
     assert proc.stderr.strip().splitlines() == [
         f"error: no space left on device writing {shard}: free space or set data.cache_dir=/another/dir"]
     log_text = "".join(p.read_text() for p in run_dir.glob("*.log"))
-    assert "Traceback" in log_text and "fake_run_ksc_out_of_space" in log_text
+    assert "Traceback" in log_text and "fake_build_out_of_space" in log_text
 
 
 def test_a_missing_mirror_from_the_environment_says_where_it_was_set(tmp_path, monkeypatch):

@@ -62,7 +62,7 @@ def test_multirun_sweep_and_its_aggregate(tmp_path, cache_dir):
     proc = run_bench("-m", "k=3,4", "n=12", "repetitions=1", "metrics=chi", f"hydra.sweep.dir={sweep}",
                      cache_dir=cache_dir)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    agg = subprocess.run([sys.executable, "-m", "textmetric_bench.reports.aggregate", str(sweep)], cwd=PROJECT_ROOT,
+    agg = subprocess.run([sys.executable, "-m", "textmetric_bench.reports.sweep.aggregate", str(sweep)], cwd=PROJECT_ROOT,
                          capture_output=True, text=True, timeout=300)
     assert agg.returncode == 0, agg.stderr[-3000:]
     table = pd.read_csv(sweep / "sweep_summary.csv")

@@ -17,7 +17,7 @@ from textmetric_bench.api.registry import get_metric
 from textmetric_bench.engine import DEFAULT_MAX_TIMEOUTS, CorpusStore, Job, ResultLog, engine_options, run_jobs
 from textmetric_bench.engine.pool import EvaluationPool, WorkerStartError
 from textmetric_bench.measures.failures import failure_summary, write_failures_csv
-from textmetric_bench.reports.table_files import write_tables
+from textmetric_bench.reports.tables.files import write_tables
 from textmetric_bench.tasks.skeleton import distance_table
 
 

@@ -14,14 +14,14 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.colors import to_rgb
 from scipy import stats
 
+from textmetric_bench.measures.summaries import summarise_measures
 from textmetric_bench.reports.bounds import BOUNDS, bound_label
-from textmetric_bench.reports.drawing import MIN_FONT_PT
-from textmetric_bench.reports.figures import _draw_scatter, _with_z
-from textmetric_bench.reports.heatmap import measure_heatmap
-from textmetric_bench.reports.palette import BOUND_GREY, COLOURS, metric_styles
-from textmetric_bench.reports.radar import overlaid_radar, radar_small_multiples
-from textmetric_bench.reports.study_figures import boxplot_figure, trends_figure
-from textmetric_bench.reports.tables import summarise_measures
+from textmetric_bench.reports.figures.drawing import MIN_FONT_PT
+from textmetric_bench.reports.figures.heatmap import measure_heatmap
+from textmetric_bench.reports.figures.ksc import _draw_scatter, _with_z
+from textmetric_bench.reports.figures.overview import boxplot_figure, trends_figure
+from textmetric_bench.reports.figures.palette import BOUND_GREY, COLOURS, metric_styles
+from textmetric_bench.reports.figures.radar import overlaid_radar, radar_small_multiples
 
 QUALITY = ("A", "Aw", "rho", "omega2", "L", "S", "I", "IFC")
 STEMS = ("mauve", "fid", "prdc_precision", "classifier", "zipf", "chi", "irpr", "cosine_similarity",
@@ -249,8 +249,8 @@ def test_figure_z_scores_use_population_sd_like_the_measures():
 def test_the_report_guide_numbers_follow_the_palette_and_radar():
     from pathlib import Path
 
-    from textmetric_bench.reports.palette import MARKERS
-    from textmetric_bench.reports.radar import MAX_OVERLAID
+    from textmetric_bench.reports.figures.palette import MARKERS
+    from textmetric_bench.reports.figures.radar import MAX_OVERLAID
 
     text = " ".join((Path(__file__).parents[1] / "docs" / "report.md").read_text(encoding="utf-8").split())
     capacity = len(COLOURS) * len(MARKERS)
@@ -264,7 +264,7 @@ def test_the_report_guide_numbers_follow_the_palette_and_radar():
 def test_robustness_size_axis_has_integer_ticks():
     from matplotlib.figure import Figure
 
-    from textmetric_bench.reports.robustness_figures import draw_curve
+    from textmetric_bench.reports.figures.robustness import draw_curve
 
     ax = Figure().add_subplot()
     rows = pd.DataFrame({"s": np.repeat([20, 40, 80], 4), "distance": np.random.default_rng(0).uniform(size=12)})

@@ -6,12 +6,12 @@ import subprocess
 
 import pytest
 
-from textmetric_bench.tasks.config import compose_config
-from textmetric_bench.tasks.ksc import run_ksc
 from textmetric_bench.reports.__main__ import main as report_main
-from textmetric_bench.reports.heatmap import HEATMAP_CAPTION
-from textmetric_bench.reports.html import build_report
-from textmetric_bench.reports.radar import SMALL_MULTIPLES_CAPTION
+from textmetric_bench.reports.figures.heatmap import HEATMAP_CAPTION
+from textmetric_bench.reports.figures.radar import SMALL_MULTIPLES_CAPTION
+from textmetric_bench.reports.html.report import build_report
+from textmetric_bench.tasks.registry import compose_config
+from textmetric_bench.tasks.ksc import run_ksc
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 

@@ -133,7 +133,8 @@ def test_every_task_composes_from_the_installed_configs(venv, tmp_path):
     code = """if True:
         from omegaconf import OmegaConf
         from textmetric_bench import shipped_path
-        from textmetric_bench.tasks.config import compose_config, data_locations
+        from textmetric_bench.tasks.config import data_locations
+        from textmetric_bench.tasks.registry import compose_config
         for task in sorted(p.stem for p in (shipped_path("conf") / "task").glob("*.yaml")):
             cfg = compose_config([f"task={task}"])
             OmegaConf.resolve(cfg)

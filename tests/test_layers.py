@@ -6,8 +6,11 @@ import cannot hide a dependency that runs the wrong way.
 
 from __future__ import annotations
 
+import ast
 import importlib
+import re
 import sys
+import tomllib
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -19,7 +22,7 @@ from textmetric_bench import PROJECT_ROOT
 
 #: bench's layers, top first: a module imports only from its own layer, the layers above it and BASE.
 PACKAGE = "textmetric_bench"
-METRICS, REPORTS = f"{PACKAGE}.metrics", f"{PACKAGE}.reports"
+METRICS, REPORTS, MEASURES = f"{PACKAGE}.metrics", f"{PACKAGE}.reports", f"{PACKAGE}.measures"
 LAYERS = [f"{PACKAGE}.{layer}" for layer in ("api", "data", "features", "collections", "measures", "engine", "tasks",
                                              "__main__")]
 #: Leaf modules every layer may use: the package root (version, paths), the error types, atomic files,
@@ -41,12 +44,57 @@ def package_found_at(directory: Path):
         sys.modules[PACKAGE] = loaded
 
 
+#: Strings of the package that name a module of it without importing it, and why.
+NAMED_NOT_IMPORTED = {
+    ("textmetric_bench.api.registry", "textmetric_bench.metrics"):
+        "the plugin group is named after the built-in package, and a metric's module tells a built-in from a plugin; "
+        "the built-ins are imported through their entry point (pyproject.toml), as a plugin is",
+}
+#: How a module of the package is named in a string: "textmetric_bench.x.y", or "textmetric_bench.x.y:attribute"
+#: (import_module, a forkserver's preload and ``python -m`` take such names).
+MODULE_NAME = re.compile(rf"{PACKAGE}(\.[A-Za-z_]\w*)+(:[\w.]+)?")
+
+
 @pytest.fixture(scope="module")
-def graph(tmp_path_factory) -> grimp.ImportGraph:
-    """The import graph of the package as the wheel lays it out (metrics/ and reports/ inside it)."""
-    layout = installed_layout(PROJECT_ROOT, tmp_path_factory.mktemp("layout"))
+def layout(tmp_path_factory) -> Path:
+    """The package as the wheel lays it out (metrics/ and reports/ inside it)."""
+    return installed_layout(PROJECT_ROOT, tmp_path_factory.mktemp("layout"))
+
+
+@pytest.fixture(scope="module")
+def graph(layout) -> grimp.ImportGraph:
+    """The import graph of the package, with the imports by string added (imports_by_string)."""
     with package_found_at(layout):
-        return grimp.build_graph(PACKAGE, cache_dir=None)
+        graph = grimp.build_graph(PACKAGE, cache_dir=None)
+    for importer, imported in sorted(imports_by_string(layout).keys() - NAMED_NOT_IMPORTED.keys()):
+        graph.add_import(importer=importer, imported=imported)
+    return graph
+
+
+def modules_of(root: Path):
+    """(module name, path) of every module of the package under ``root``."""
+    for path in sorted((root / PACKAGE).rglob("*.py")):
+        parts = path.relative_to(root).with_suffix("").parts
+        yield ".".join(parts[:-1] if parts[-1] == "__init__" else parts), path
+
+
+def is_module(root: Path, name: str) -> bool:
+    """Whether ``name`` is a module or package of the layout under ``root``."""
+    path = root.joinpath(*name.split("."))
+    return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
+
+
+def imports_by_string(root: Path) -> dict[tuple[str, str], str]:
+    """(module, named module) -> the string, for every string constant of a module under ``root`` that names another
+    module of the package: an import that no import statement shows, so the layer tests see it as an edge."""
+    found = {}
+    for module, path in modules_of(root):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and MODULE_NAME.fullmatch(node.value):
+                named = node.value.partition(":")[0]
+                if is_module(root, named) and named != module:
+                    found[(module, named)] = node.value
+    return found
 
 
 def in_package(module: str, package: str) -> bool:
@@ -108,10 +156,24 @@ def test_built_in_metrics_use_only_the_plugin_api(graph):
     assert bad == []
 
 
+def pure_statistics(graph) -> set[str]:
+    """The modules of textmetric_bench.measures whose imports, followed all the way, stay inside measures or outside
+    the package: statistics on tables (intervals, summaries, paired tests)."""
+    return {m for m in graph.modules if in_package(m, MEASURES) and m != MEASURES
+            and all(in_package(d, MEASURES) or not harness(d) for d in graph.find_upstream_modules(m))}
+
+
 def test_reports_read_result_tables_without_the_harness(graph):
+    """Reports import nothing of the harness but its pure statistics. The numbers a task needs (intervals, summaries,
+    paired tests) live below the tasks, in measures; reports show the same numbers, so they import those modules
+    rather than keep a copy, and no more: a report never needs a corpus, a model or the engine."""
+    allowed = pure_statistics(graph)
     bad = sorted((m, i) for m in graph.modules if in_package(m, REPORTS)
-                 for i in graph.find_modules_directly_imported_by(m) if harness(i) or in_package(i, METRICS))
+                 for i in graph.find_modules_directly_imported_by(m)
+                 if (harness(i) and i not in allowed) or in_package(i, METRICS))
     assert bad == []
+    # importing a module of measures runs measures/__init__.py first: it must not pull the harness in
+    assert [i for i in graph.find_modules_directly_imported_by(MEASURES) if harness(i)] == []
 
 
 def test_no_import_cycle_between_packages(graph):
@@ -130,3 +192,67 @@ def test_no_import_circle_between_modules(graph):
                       for imported in graph.find_modules_directly_imported_by(module)
                       if graph.find_shortest_chain(importer=imported, imported=module)})
     assert circles == [], f"modules in an import circle: {circles}"
+
+
+
+def private_imports(root: Path) -> list[tuple[str, str]]:
+    """(module, name) for every name starting with ``_`` that a module of the package under ``root`` takes from
+    another module of it: by ``from ... import _name``, or as ``module._name`` of a module it imported."""
+    found = []
+    for module, path in modules_of(root):
+        package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        modules = set()  # local names bound to a module of the package
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    if in_package(alias.name, PACKAGE):
+                        modules.add(alias.asname or alias.name.split(".")[0])
+            elif isinstance(node, ast.ImportFrom):
+                source = (node.module or "") if not node.level else ".".join(
+                    [*package.split(".")[:len(package.split(".")) - node.level + 1], *filter(None, [node.module])])
+                if not in_package(source, PACKAGE):
+                    continue
+                for alias in node.names:
+                    if alias.name.startswith("_") and not alias.name.endswith("__"):
+                        found.append((module, f"{source}.{alias.name}"))
+                    elif is_module(root, f"{source}.{alias.name}"):
+                        modules.add(alias.asname or alias.name)
+        found += [(module, f"{node.value.id}.{node.attr}") for node in ast.walk(tree)
+                  if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in modules
+                  and node.attr.startswith("_") and not node.attr.endswith("__")]
+    return sorted(set(found))
+
+
+def test_no_private_name_crosses_modules(layout):
+    """A name starting with ``_`` is its module's own: another module that needs it needs a public name."""
+    assert private_imports(layout) == []
+
+
+def test_the_layer_tests_see_the_imports_by_string(layout, graph):
+    """Every module named in a string is an edge of the graph the layer tests read, unless NAMED_NOT_IMPORTED says
+    why it is only a name (an entry there that no longer matches a string fails too)."""
+    named = imports_by_string(layout)
+    assert NAMED_NOT_IMPORTED.keys() <= named.keys(), "stale entries in NAMED_NOT_IMPORTED"
+    unseen = [pair for pair in named.keys() - NAMED_NOT_IMPORTED.keys()
+              if pair[1] not in graph.find_modules_directly_imported_by(pair[0])]
+    assert unseen == []
+
+
+def test_every_entry_point_names_a_module_and_function_that_exist(layout):
+    """The console scripts and the entry points (the built-in metrics, the LM scorer) of pyproject.toml, checked in
+    the layout of the wheel: a module moved or renamed without them fails here, not in a user's installation."""
+    project = tomllib.loads((PROJECT_ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    targets = [*project["scripts"].values(), *(v for group in project["entry-points"].values() for v in group.values())]
+    missing = []
+    for target in targets:
+        module, _, attribute = target.partition(":")
+        if not is_module(layout, module):
+            missing.append(target)
+        elif attribute:
+            path = layout.joinpath(*module.split("."))
+            source = (path / "__init__.py" if path.is_dir() else path.with_suffix(".py")).read_text(encoding="utf-8")
+            defined = {n.name for n in ast.parse(source).body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+            if attribute not in defined:
+                missing.append(target)
+    assert missing == [], f"entry points of pyproject.toml naming nothing: {missing}"

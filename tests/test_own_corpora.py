@@ -19,7 +19,7 @@ from textmetric_bench.data.language import guess_language
 from textmetric_bench.data.local_files import load_file
 from textmetric_bench.data.make_card import write_cards
 from textmetric_bench.errors import ConfigError, DataError
-from textmetric_bench.tasks.config import compose_config
+from textmetric_bench.tasks.registry import compose_config
 from textmetric_bench.tasks.validate import validate_config
 
 
@@ -258,13 +258,12 @@ def test_the_ifc_source_can_be_a_file_or_a_user_card(fortune, tmp_path, monkeypa
     cfg = compose_config(["task=ifc", "ifc.source=mine.csv", "ifc.train_per_step=10", "ifc.corpus_size=10",
                           "ifc.repetitions=1", "ifc.generate=false", "progress=false"], return_hydra_config=True)
     assert "/ifc/mine/" in str(cfg.hydra.run.dir)  # the run directory is named after the file, not its path
-    validate_config(cfg)
-    assert ifc_source(cfg).record()["files"][0]["sha256"] == sha256_of(path)
+    run = validate_config(cfg)
+    assert ifc_source(run, "mine.csv", "text").record()["files"][0]["sha256"] == sha256_of(path)
     with pytest.raises(DataError, match="no generated corpora"):  # the source loaded; nothing generated yet
         run_ifc(cfg, tmp_path / "run")
     carded = compose_config(["task=ifc", "ifc.source=carded", f"data.cards=[{tmp_path / 'cards'}]"])
-    validate_config(carded)
-    assert list(ifc_source(carded).texts) == fortune[0][:80]
+    assert list(ifc_source(validate_config(carded), "carded", None).texts) == fortune[0][:80]
     with pytest.raises(ConfigError, match=r"nope\.jsonl does not exist; give the path of an existing file in ifc"):
         validate_config(compose_config(["task=ifc", "ifc.source=nope.jsonl"]))
 

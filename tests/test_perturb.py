@@ -13,8 +13,8 @@ from textmetric_bench.collections.perturbations import (PERTURBATIONS, get_pertu
                                              remove_stopwords, shuffle_words, split_core, swap_first_halves, truncate)
 from textmetric_bench.errors import ConfigError, DataError
 from textmetric_bench.measures.perturbation import perturbation_measures, relative_shift
+from textmetric_bench.reports.figures.perturb import perturbation_cells, perturbation_heatmap, perturbation_markdown
 from textmetric_bench.tasks.perturb import summarise_shifts
-from textmetric_bench.reports.perturb_figures import perturbation_cells, perturbation_heatmap, perturbation_markdown
 
 TEXT = "The cat saw an owl and A hawk (the one) in theory."
 
@@ -195,9 +195,9 @@ def test_end_to_end_perturbation_run_on_the_embedded_pair(tmp_path, cache_dir):
     # With a KSC run of the same pair, the shift table joins that pair's section, beside Table 3.
     from omegaconf import OmegaConf
 
-    from textmetric_bench.tasks.config import compose_config
+    from textmetric_bench.reports.html.report import build_report
+    from textmetric_bench.tasks.registry import compose_config
     from textmetric_bench.tasks.ksc import run_ksc
-    from textmetric_bench.reports.html import build_report
 
     ksc_cfg = compose_config([
         "k=4", "n=12", "repetitions=2", "metrics=[chi]", "progress=false", f"data.cache_dir={cache_dir}"])

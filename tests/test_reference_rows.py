@@ -11,16 +11,15 @@ import pytest
 from textmetric_bench import __version__
 from textmetric_bench.api.registry import default_metrics, get_metric, metric, unregister
 from textmetric_bench.engine import params_digest
+from textmetric_bench.measures.intervals import mean_ci
 from textmetric_bench.numerics import bit_for_bit
-from textmetric_bench.tasks.config import compose_config
-from textmetric_bench.tasks.ksc import run_ksc
-from textmetric_bench.tasks.reference import REFERENCE_DIR, version_parts, write_reference
-from textmetric_bench.tasks.reference import main as reference_main
-from textmetric_bench.reports.html import build_report
+from textmetric_bench.reports.html.report import build_report
 from textmetric_bench.reports.reference_rows import REFERENCE_NOTE
-from textmetric_bench.reports.tables import mean_ci
+from textmetric_bench.tasks.registry import compose_config
+from textmetric_bench.tasks.ksc import run_ksc
+from textmetric_bench.tasks.reference import REFERENCE_DIR, main as reference_main, version_parts, write_reference
 
-#: The settings of the shipped reference files: conf/task/ksc.yaml's defaults.
+#: The settings of the shipped reference files: the KSC task's defaults (KSCSettings, bench/tasks/ksc.py).
 REFERENCE_SETTINGS = ("k=7", "n=100", "repetitions=5", "seed=0")
 FORTUNE = REFERENCE_DIR / "fortune_computing_people_k7_n100_r5_s0.json"
 SHIPPED = sorted(REFERENCE_DIR.glob("*.json"))

@@ -3,6 +3,7 @@ into one profile with unmeasured axes marked, symbols, significance, warnings an
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 
@@ -11,12 +12,12 @@ import pandas as pd
 import pytest
 from omegaconf import OmegaConf
 
-from textmetric_bench.tasks.config import compose_config
+from textmetric_bench.reports.html.report import build_report
+from textmetric_bench.reports.html.tables import negative_divergence_html, table3_html
+from textmetric_bench.reports.sweep.aggregate import aggregate_sweep, write_sweep_tables
+from textmetric_bench.tasks.registry import compose_config
 from textmetric_bench.tasks.ksc import run_ksc
 from textmetric_bench.tasks.robustness import run_robustness
-from textmetric_bench.reports.aggregate import aggregate_sweep, write_sweep_tables
-from textmetric_bench.reports.html import build_report
-from textmetric_bench.reports.html_tables import negative_divergence_html, table3_html
 
 PAIR_SOURCES = ("fortune_computing", "fortune_people")  # the default pair, conf/config.yaml
 
@@ -93,10 +94,10 @@ def test_a_pairs_tasks_join_one_profile_and_unmeasured_axes_are_marked(report, r
     ifc = tmp_path / "runs"
     shutil.copytree(runs, ifc)
     rng = np.random.default_rng(0)
+    ifc_dir = saved(OmegaConf.create({"task": "ifc", "ifc": {"source": PAIR_SOURCES[0]}}), ifc / "ifc")
     pd.DataFrame({"metric": ["chi"] * 3 + ["zipf"] * 3, "repetition": [0, 1, 2] * 2,
-                  "IFC": rng.uniform(0.5, 1, 6)}).to_csv(saved(
-                      OmegaConf.create({"task": "ifc", "ifc": {"source": PAIR_SOURCES[0]}}), ifc / "ifc") / "measures.csv",
-                                                          index=False)
+                  "IFC": rng.uniform(0.5, 1, 6)}).to_csv(ifc_dir / "measures.csv", index=False)
+    (ifc_dir / "run.json").write_text(json.dumps({"task": "ifc", "joins_ksc": True, "sources": {PAIR_SOURCES[0]: {}}}))
     joined = build_report([ifc], tmp_path / "out")["report_html"].read_text()
     assert "not measured: no" not in joined and joined.count("Joined: robustness") == 3
     table = pd.read_csv(min((tmp_path / "out").glob("table3_*.csv")), index_col="metric")

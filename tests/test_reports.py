@@ -13,11 +13,14 @@ import pytest
 import yaml
 from scipy import stats
 
-from textmetric_bench.reports.aggregate import aggregate_sweep, main, write_sweep_tables
-from textmetric_bench.reports.figures import distance_scatter, radar_chart
-from textmetric_bench.reports.table_files import write_tables
-from textmetric_bench.reports.tables import (failures_from_distances, format_score, summarise_measures, table3,
-                                             table3_markdown_cells)
+from textmetric_bench.measures.summaries import summarise_measures
+from textmetric_bench.reports.figures.ksc import distance_scatter
+from textmetric_bench.reports.figures.radar import radar_chart
+from textmetric_bench.reports.labels import format_score
+from textmetric_bench.reports.sweep.aggregate import aggregate_sweep, main, write_sweep_tables
+from textmetric_bench.reports.tables.files import write_tables
+from textmetric_bench.reports.tables.markdown import failures_from_distances
+from textmetric_bench.reports.tables.table3 import table3, table3_markdown_cells
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 K, REPETITIONS = 6, 4
@@ -252,7 +255,7 @@ def test_cli_on_empty_dir_exits_non_zero_naming_it(tmp_path):
 
 
 def test_python_dash_m_entry_point(tmp_path):
-    result = subprocess.run([sys.executable, "-m", "textmetric_bench.reports.aggregate", str(tmp_path)],
+    result = subprocess.run([sys.executable, "-m", "textmetric_bench.reports.sweep.aggregate", str(tmp_path)],
                             cwd=REPO_ROOT, capture_output=True, text=True, timeout=60)
     assert result.returncode != 0
     assert "no run directory" in result.stderr and "RuntimeWarning" not in result.stderr

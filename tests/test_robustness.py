@@ -12,7 +12,7 @@ from textmetric_bench.collections.size_imbalance import (draw_sample_pair, feasi
                                               validate_robustness_parameters)
 from textmetric_bench.errors import ConfigError, DataError
 from textmetric_bench.measures.robustness import imbalance_robustness, robustness_score, size_robustness
-from textmetric_bench.tasks.config import compose_config
+from textmetric_bench.tasks.registry import compose_config
 from textmetric_bench.tasks.robustness import run_robustness
 
 SMALL = ["sizes=[20,40,80]", "n_ref=100", "imbalance_total=100", "repetitions=2"]
@@ -122,9 +122,9 @@ def test_known_convergence_gives_the_hand_computed_s_and_i(tmp_path, cache_dir, 
 
 
 def test_s_and_i_join_a_ksc_run_on_one_radar(tmp_path, cache_dir):
+    from textmetric_bench.measures.summaries import summarise_measures
+    from textmetric_bench.reports.figures.radar import radar_chart
     from textmetric_bench.tasks.ksc import run_ksc
-    from textmetric_bench.reports.figures import radar_chart
-    from textmetric_bench.reports.tables import summarise_measures
 
     rob = run_robustness(robustness_config(cache_dir, "metrics=[chi]"), tmp_path / "rob")
     ksc_cfg = compose_config([

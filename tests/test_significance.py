@@ -1,4 +1,5 @@
-"""Paired comparisons of metrics over repetitions, Holm correction and rank groups (reports/significance.py)."""
+"""Paired comparisons of metrics over repetitions and their Holm correction (bench/measures/paired.py), rank groups
+(reports/tables/significance.py)."""
 
 from __future__ import annotations
 
@@ -7,16 +8,11 @@ import pandas as pd
 import pytest
 from scipy import stats
 
+from textmetric_bench.measures.paired import all_comparisons, paired_bootstrap_p, paired_comparisons, separated
 from textmetric_bench.reports.bounds import bound_label, bound_of, ranked
-from textmetric_bench.reports.significance import (
-    all_comparisons,
-    paired_bootstrap_p,
-    paired_comparisons,
-    rank_groups,
-    separated,
-)
-from textmetric_bench.reports.table_files import write_tables
-from textmetric_bench.reports.tables import table3_markdown_cells
+from textmetric_bench.reports.tables.files import write_tables
+from textmetric_bench.reports.tables.significance import rank_groups
+from textmetric_bench.reports.tables.table3 import table3_markdown_cells
 
 
 def measures_of(centres: dict[str, float], repetitions: int = 5, noise: float = 0.01, seed: int = 0) -> pd.DataFrame:
@@ -118,7 +114,7 @@ def test_comparisons_need_two_metrics_and_repetitions():
 
 
 def test_sweep_table_puts_the_ceiling_first_the_floor_last_and_bolds_neither(tmp_path):
-    from textmetric_bench.reports.aggregate import sweep_markdown
+    from textmetric_bench.reports.sweep.aggregate import sweep_markdown
 
     long = pd.DataFrame([{"pair": "p", "k": 4, "n": 12, "task": "ksc", "run_dir": str(tmp_path / "0"),
                           "metric": m, "measure": "A", "mean": v, "warning": ""}
@@ -129,7 +125,7 @@ def test_sweep_table_puts_the_ceiling_first_the_floor_last_and_bolds_neither(tmp
 
 
 def test_a_run_of_rank_letters_is_shown_by_its_ends():
-    from textmetric_bench.reports.significance import GROUP_LETTERS, compact_letters
+    from textmetric_bench.reports.tables.significance import GROUP_LETTERS, compact_letters
 
     assert compact_letters("klmnopqrstuvwxyz") == "k–z"
     assert compact_letters("abdefgk") == "abd–gk"  # two in a row stay as they are

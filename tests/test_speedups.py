@@ -279,8 +279,8 @@ def test_one_kmeans_run_from_50_buckets_keeps_mauve_s_and_i_and_moves_it_as_its_
     import pandas as pd
     from threadpoolctl import threadpool_limits
 
+    from textmetric_bench.measures.intervals import bootstrap_interval
     from textmetric_bench.tasks.robustness import robustness_measures
-    from textmetric_bench.reports.intervals import bootstrap_interval
 
     monkeypatch.syspath_prepend(str(Path(__file__).parent / "benchmarks"))
     import timed_experiments

@@ -9,16 +9,18 @@ worker processes, and code outside a run (tests, notebooks) gets the default one
 ``conf/lm/smollm2.yaml`` model and ``$BENCH_CACHE_DIR`` (else ``~/.cache/textmetric-bench``).
 
 ``lm_scorer()`` gives a metric the context's per-text LM scores. Its implementation lives in
-``textmetric_bench.features.lm_scores``, a lower layer; the API names it (``LM_SCORER``) and imports it at the
-first call, as the registry imports plugins, so the API imports nothing of the application.
+``textmetric_bench.features.lm_scores``, a lower layer, which the package declares as the entry point of
+``LM_SCORER_GROUP`` (pyproject.toml): the API finds it there at the first call, as the registry finds metric plugins,
+and imports nothing of the application.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 from dataclasses import dataclass, field
-from importlib import import_module
+from importlib import metadata
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Protocol, Sequence
 
@@ -27,8 +29,8 @@ from textmetric_bench.api.scopes import pushed
 
 _active: list["RunContext"] = []
 
-#: "module:function" returning the ``LMScores`` of a context: the application's implementation.
-LM_SCORER = "textmetric_bench.features.lm_scores:scorer"
+#: The entry-point group whose ``default`` entry is a function returning the ``LMScores`` of a context.
+LM_SCORER_GROUP = "textmetric_bench.lm_scorer"
 
 
 @dataclass(frozen=True)
@@ -78,7 +80,15 @@ class LMScores(Protocol):
     def continuation_logprobs(self, prompts: Sequence[str], continuations: Sequence[str]): ...
 
 
+@functools.cache
+def _scorer_factory():
+    points = metadata.entry_points(group=LM_SCORER_GROUP, name="default")
+    if not points:
+        raise ImportError(f"no entry point 'default' in the group {LM_SCORER_GROUP!r}: the LM scorer is not installed; "
+                          "reinstall textmetric-bench (in a checkout: make venv)")
+    return next(iter(points)).load()
+
+
 def lm_scorer(context: RunContext | None = None) -> LMScores:
     """The LM scorer of ``context`` (default: the current one), loaded on first use."""
-    module, name = LM_SCORER.split(":")
-    return getattr(import_module(module), name)(context or current_context())
+    return _scorer_factory()(context or current_context())

@@ -16,13 +16,15 @@ import functools
 import inspect
 import logging
 from dataclasses import dataclass, field
-from importlib import import_module, metadata
+from importlib import metadata
 from typing import Any, Callable, Literal, Mapping
 
 from textmetric_bench.errors import ConfigError
 
 log = logging.getLogger(__name__)
 
+#: The entry-point group of metric plugins; the built-in metrics come through it too (pyproject.toml), so this
+#: module imports no metric by name.
 ENTRY_POINT_GROUP = "textmetric_bench.metrics"
 Inputs = Literal["texts", "embeddings"]
 #: What a metric may declare it ``needs`` beyond its inputs: the shared tokeniser, the run's causal LM,
@@ -270,7 +272,8 @@ def _keyword_params(name: str, fn: Callable[..., float]) -> dict[str, Any]:
     return params
 
 
-#: The package of the built-in metrics (the repository's metrics/ folder).
+#: The package of the built-in metrics (the repository's metrics/ folder): its name tells a built-in metric from a
+#: plugin's; the package itself is loaded through its entry point, as a plugin is.
 BUILTIN_PACKAGE = "textmetric_bench.metrics"
 
 
@@ -279,14 +282,30 @@ def is_builtin_module(module: str) -> bool:
     return module == BUILTIN_PACKAGE or module.startswith(BUILTIN_PACKAGE + ".")
 
 
+def load_builtin_metrics() -> None:
+    """Import the built-in metrics through this package's own entry point in the plugin group (pyproject.toml)."""
+    builtin = [ep for ep in metadata.entry_points(group=ENTRY_POINT_GROUP) if is_builtin_module(ep.value)]
+    if not builtin:
+        raise ImportError(f"no entry point {BUILTIN_PACKAGE!r} in the group {ENTRY_POINT_GROUP!r}: the built-in "
+                          "metrics are not installed; reinstall textmetric-bench (in a checkout: make venv)")
+    for ep in builtin:
+        ep.load()  # a built-in that fails to import is a broken installation: raise
+
+
 def load_plugins() -> None:
-    """Import the built-in metrics and every entry point of the plugin group (once)."""
+    """Import every entry point of the plugin group (once): the built-in metrics first, then other packages' plugins.
+
+    The built-ins are this package's own entry point (pyproject.toml); one missing or failing to import is a broken
+    installation and raises, where a broken plugin of another package is logged and the others still load.
+    """
     global _PLUGINS_LOADED
     if _PLUGINS_LOADED:
         return
+    load_builtin_metrics()
     _PLUGINS_LOADED = True
-    import_module(BUILTIN_PACKAGE)
     for ep in metadata.entry_points(group=ENTRY_POINT_GROUP):
+        if is_builtin_module(ep.value):
+            continue
         try:
             ep.load()
         except Exception as exc:  # a broken plugin must not hide the others

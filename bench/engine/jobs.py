@@ -14,7 +14,7 @@ from typing import Mapping
 
 import numpy as np
 
-from textmetric_bench.api.registry import MetricInfo
+from textmetric_bench.api.registry import BUILTIN_PACKAGE, MetricInfo
 from textmetric_bench.api.sharing import charged_time
 
 #: Outcome statuses. ``error``: the metric raised or returned no finite number; ``timeout``: it
@@ -70,7 +70,7 @@ def _harness_dirs() -> tuple[Path, Path]:
 
     import textmetric_bench
 
-    spec = importlib.util.find_spec("textmetric_bench.metrics")
+    spec = importlib.util.find_spec(BUILTIN_PACKAGE)
     metrics = Path(next(iter(spec.submodule_search_locations))) if spec else Path("/nonexistent")
     return Path(textmetric_bench.__file__).parent.resolve(), metrics.resolve()
 

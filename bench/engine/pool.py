@@ -59,9 +59,9 @@ def _raise_unpicklable(name, error):
     raise TypeError(f"metric {name!r} cannot be sent to a worker process ({error}); define it at module level")
 
 
-#: What a forkserver imports once, before it forks any worker: the engine's worker module, the built-in
-#: metrics and the libraries they import lazily (faiss, sklearn's SVM).
-PRELOAD = ["textmetric_bench.engine.worker", "textmetric_bench.metrics", "faiss", "sklearn.svm", "sklearn.model_selection"]
+#: What a forkserver imports once, before it forks any worker: the engine's worker module and the built-in metrics
+#: (textmetric_bench.engine.preload), and the libraries they import lazily (faiss, sklearn's SVM).
+PRELOAD = ["textmetric_bench.engine.preload", "faiss", "sklearn.svm", "sklearn.model_selection"]
 
 
 def worker_context() -> mp.context.BaseContext:

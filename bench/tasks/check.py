@@ -19,19 +19,21 @@ from __future__ import annotations
 import json
 import logging
 import math
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pandas as pd
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import OmegaConf
 
 from textmetric_bench.api.registry import get_metric, is_builtin_module
 from textmetric_bench.errors import ConfigError
 from textmetric_bench.numerics import bit_for_bit, cpu_vendor, numerics_label
-from textmetric_bench.tasks.ksc import run_ksc
+from textmetric_bench.reports.tables.markdown import markdown_table
+from textmetric_bench.tasks.command_line import shown
+from textmetric_bench.tasks.ksc import MEASURE_COLUMNS, KSCSettings, KSCTask
 from textmetric_bench.tasks.reference import version_parts
-from textmetric_bench.tasks.skeleton import TaskResult
-from textmetric_bench.reports.tables import markdown_table
+from textmetric_bench.tasks.settings import option
+from textmetric_bench.tasks.skeleton import RunInputs, TaskResult, run_task, task_runner
 
 log = logging.getLogger(__name__)
 
@@ -61,9 +63,41 @@ def metric_versions(names) -> dict:
     return out
 
 
-def _settings(cfg: DictConfig) -> dict:
-    return {"pair": str(cfg.pair.name), "k": int(cfg.k), "n": int(cfg.n),
-            "repetitions": int(cfg.repetitions), "seed": int(cfg.seed)}
+#: What the gate can compare: the KSC task's measures but T, which depends on the machine.
+GATED_MEASURES = [m for m in MEASURE_COLUMNS[2:] if m != "T"]
+
+
+@dataclass(frozen=True)
+class CheckSettings(KSCSettings):
+    k: int = option(5, "corpora per collection of the gate's KSC study")
+    n: int = option(40, "texts per corpus")
+    repetitions: int = option(4, "independent collections; the tolerance is in standard errors across them",
+                              minimum=1)
+    reference: str | bool = option(False, "the gate compares what it computes; no reference rows",
+                                   accepts=lambda v: v is False or isinstance(v, str),
+                                   advice="auto, false, or a directory of reference files")
+    own_noise_seeds: int = option(0, "the gate computes no own-noise evaluations", key="own_noise.seeds",
+                                  accepts=lambda v: v == 0, advice="0")
+    update: bool = option(False, "true: write the baseline from this run instead of comparing (make regenerate "
+                          "rewrites it with the other shipped results)", example=True)
+    baseline: str = option("${shipped:reports/baselines/ksc_fortune_computing_people.json}",
+                           "the baseline JSON", key="check.baseline", example="my_baseline.json")
+    measures: list[str] = option(["A", "Aw", "rho", "omega2", "L"], "the measures compared",
+                                 key="check.measures", accepts=lambda v: isinstance(v, list) and 0 < len(v)
+                                 and set(v) <= set(GATED_MEASURES),
+                                 advice="a non-empty list of the measures rho, omega2, L, A, Aw", example=["A", "Aw", "rho"])
+    z: float = option(2.0, "tolerance in standard errors of the baseline mean across repetitions", key="check.z",
+                      minimum=0, exclusive=True)
+    min_tolerance: float = option(0.02, "never flag a move smaller than this", key="check.min_tolerance", minimum=0)
+    exact_tolerance: float = option(1e-9, "built-in metrics, where the run has the baseline's numerics: any larger "
+                                    "change fails", key="check.exact_tolerance", minimum=0)
+    two_sided: bool = option(False, "plugin metrics: fail on a rise too (built-in metrics always do)",
+                             key="check.two_sided", example=True)
+
+
+def _settings(run: RunInputs) -> dict:
+    s = run.settings
+    return {"pair": str(run.cfg.pair.name), "k": s.k, "n": s.n, "repetitions": s.repetitions, "seed": run.seed}
 
 
 def baseline_from_measures(measures: pd.DataFrame, settings: dict, gated: list[str], extra: dict) -> dict:
@@ -133,17 +167,32 @@ def compare(baseline: dict, measures: pd.DataFrame, *, z: float, min_tolerance: 
     return pd.DataFrame(rows, columns=["metric", "measure", "baseline", "new", "change", "tolerance", "status"])
 
 
-def run_check(cfg: DictConfig, out_dir: Path | str) -> TaskResult:
+class CheckTask(KSCTask, name="check", settings=CheckSettings, fields=KSCTask.fields, printed=("table3_md", "check_md")):
+    """Regression gate: rerun a small fixed KSC study and compare its measures with a committed baseline; fails
+    when a built-in metric's measure moves beyond tolerance either way (or, with the baseline's numerics,
+    changes at all), a plugin's drops, or a metric is missing."""
+
+    def preflight(self, run: RunInputs) -> None:
+        super().preflight(run)
+        path = Path(run.settings.baseline).expanduser()
+        if not run.settings.update and not path.is_file():
+            raise ConfigError(f"check.baseline={shown(str(path))} is not valid: no such file; point it at a "
+                              f"baseline JSON, or write one with `python -m textmetric_bench task=check update=true`")
+
+    def run(self, run: RunInputs) -> TaskResult:
+        return run_gate(run)
+
+
+def run_gate(run: RunInputs) -> TaskResult:
     """Run the gate (or write a new baseline with ``update=true``): the KSC task, then the comparison.
 
     The result's ``summary`` is the comparison table (one row per metric and measure) and ``passed``
     says whether the gate holds."""
-    out_dir = Path(out_dir)
-    check = cfg.check
-    path = Path(str(check.baseline)).expanduser()
+    out_dir, cfg, check = run.out_dir, run.cfg, run.settings
+    path = Path(check.baseline).expanduser()
     gated = list(check.measures)
-    settings = _settings(cfg)
-    if not cfg.get("update", False):
+    settings = _settings(run)
+    if not check.update:
         if not path.exists():
             raise ConfigError(f"no baseline at {path}; create one with `python -m textmetric_bench task=check update=true`")
         baseline = json.loads(path.read_text())
@@ -154,9 +203,9 @@ def run_check(cfg: DictConfig, out_dir: Path | str) -> TaskResult:
                 "the run's settings differ from the baseline's, so they cannot be compared: "
                 + ", ".join(f"{k}: baseline {a!r} vs run {b!r}" for k, (a, b) in differs.items())
                 + f". Use the baseline's settings or write a new baseline ({path}) with update=true")
-    result = run_ksc(cfg, out_dir)
+    result = run_task(KSCTask(), run)
     files = dict(result.files)
-    if cfg.get("update", False):
+    if check.update:
         extra = {"embedding_model": result.info["embedding"]["model"], "numerics": numerics(),
                  "written_by": REGENERATE, "versions": metric_versions(sorted(set(result.measures["metric"]))),
                  "metric_params": OmegaConf.to_container(cfg.get("metric") or {}, resolve=True)}
@@ -168,9 +217,8 @@ def run_check(cfg: DictConfig, out_dir: Path | str) -> TaskResult:
     if baseline.get("embedding_model") not in (None, result.info["embedding"]["model"]):
         log.warning("embedding model changed: baseline %s, now %s",
                     baseline.get("embedding_model"), result.info["embedding"]["model"])
-    table = compare(baseline, result.measures, z=float(check.z), min_tolerance=float(check.min_tolerance),
-                    exact_tolerance=float(check.get("exact_tolerance", 1e-9)),
-                    plugins_two_sided=bool(check.get("two_sided", False)))
+    table = compare(baseline, result.measures, z=check.z, min_tolerance=check.min_tolerance,
+                    exact_tolerance=check.exact_tolerance, plugins_two_sided=check.two_sided)
     failed = table[table["status"].isin(FAILING)]
     table.to_csv(out_dir / "check.csv", index=False)
     moved = table[(table["status"] != "ok")]
@@ -182,7 +230,7 @@ def run_check(cfg: DictConfig, out_dir: Path | str) -> TaskResult:
     text = (f"# Regression check {verdict}\n\nBaseline: {path}\nSettings: {settings}\n"
             f"Tolerance: max({check.min_tolerance}, {check.z} x the baseline's standard error across repetitions); "
             "built-in metrics both ways"
-            + (f", and to {check.get('exact_tolerance', 1e-9)} per value (this run has the baseline's numerics: "
+            + (f", and to {check.exact_tolerance} per value (this run has the baseline's numerics: "
                f"{now['label']} on {now['cpu_vendor']})" if reproducible(baseline) else
                f" (to tolerance only: the baseline's numerics {baseline.get('numerics')} are not this run's "
                f"{now}, so values may differ in their last bits)")
@@ -194,7 +242,7 @@ def run_check(cfg: DictConfig, out_dir: Path | str) -> TaskResult:
             what = "is missing or failed"
         elif row["status"] == "CHANGED":
             what = (f"changed from {row['baseline']:.6f} to {row['new']:.6f} (mean; values differ beyond "
-                    f"{check.get('exact_tolerance', 1e-9)} where an unchanged metric reproduces them exactly)")
+                    f"{check.exact_tolerance} where an unchanged metric reproduces them exactly)")
         else:
             verb = "dropped" if row["status"] == "DROPPED" else "rose"
             what = f"{verb} from {row['baseline']:.4f} to {row['new']:.4f} (tolerance {row['tolerance']:.4f})"
@@ -205,3 +253,6 @@ def run_check(cfg: DictConfig, out_dir: Path | str) -> TaskResult:
     (out_dir / "check.md").write_text(text + "\n")
     return replace(result, task="check", summary=table, files={**files, "check_md": out_dir / "check.md"},
                    passed=failed.empty)
+
+
+run_check = task_runner(CheckTask)

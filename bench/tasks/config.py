@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -37,20 +36,6 @@ if not OmegaConf.has_resolver("corpus_label"):
     OmegaConf.register_new_resolver("corpus_label", corpus_label)
 
 
-def compose_config(overrides: Sequence[str] = (), *, return_hydra_config: bool = False) -> DictConfig:
-    """The config ``python -m textmetric_bench <overrides>`` runs with, composed outside the app (tests, checks).
-
-    Registers the metrics' generated nodes first (``textmetric_bench.tasks.metric_configs``), as ``main`` does.
-    """
-    from hydra import compose, initialize_config_dir
-
-    from textmetric_bench.tasks.metric_configs import register_metric_configs
-
-    register_metric_configs()
-    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-        return compose(config_name="config", overrides=list(overrides), return_hydra_config=return_hydra_config)
-
-
 def selected_metrics(cfg: DictConfig) -> list[tuple[MetricInfo, dict]]:
     """The metrics named by ``cfg.metrics`` with their parameters from ``cfg.metric.<name>``."""
     chosen = cfg.get("metrics", "default")
@@ -79,9 +64,9 @@ def metric_params(cfg: DictConfig, info: MetricInfo) -> dict:
     return params
 
 
-def run_context(cfg: DictConfig) -> RunContext:
-    """The run context a Hydra run config describes (``data.cache_dir`` and ``lm``)."""
-    cache_dir, _ = data_locations(cfg)
+def run_context(cfg: DictConfig, cache_dir: Path | None = None) -> RunContext:
+    """The run context a Hydra run config describes (``data.cache_dir``, or ``cache_dir`` as already read, and ``lm``)."""
+    cache_dir = data_locations(cfg)[0] if cache_dir is None else cache_dir
     lm = OmegaConf.to_container(cfg.lm, resolve=True) if cfg.get("lm") is not None else default_lm()
     return RunContext(str(cache_dir), dict(lm))
 
@@ -101,10 +86,10 @@ def data_locations(cfg: DictConfig) -> tuple[Path, Path | None]:
     return cache_dir, None
 
 
-def build_embedder(cfg: DictConfig) -> Embedder:
-    """The configured embedder with its cache under ``data.cache_dir``; ``embedder.factory``
-    ("package.module:function", options in ``embedder.options``) plugs in a user's own."""
-    cache_dir, _ = data_locations(cfg)
+def build_embedder(cfg: DictConfig, cache_dir: Path | None = None) -> Embedder:
+    """The configured embedder with its cache under ``data.cache_dir`` (or ``cache_dir`` as already read);
+    ``embedder.factory`` ("package.module:function", options in ``embedder.options``) plugs in a user's own."""
+    cache_dir = data_locations(cfg)[0] if cache_dir is None else cache_dir
     e = cfg.embedder
     if e.get("factory"):
         options = OmegaConf.to_container(e.options, resolve=True) if e.get("options") is not None else {}

@@ -12,98 +12,138 @@ from __future__ import annotations
 import logging
 import math
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import OmegaConf
 
 from textmetric_bench.collections.ifc import ifc_pairs, ifc_positions, reference_samples, split_source
 from textmetric_bench.collections.ifc_generate import GenerationPlan, finished_iterations, generate_ifc, read_corpus
-from textmetric_bench.errors import ConfigError, DataError
+from textmetric_bench.errors import DataError
 from textmetric_bench.measures.ifc import gap_closed, ifc_measures, type_token_ratio
-from textmetric_bench.tasks.config import data_locations
-from textmetric_bench.tasks.positions import KnownPositions, runner_with_positions
-from textmetric_bench.tasks.skeleton import Collections, Evaluation, Scores, Task, TaskResult
-from textmetric_bench.tasks.sources import ifc_source
+from textmetric_bench.tasks.settings import TaskSettings, option
+from textmetric_bench.tasks.skeleton import Collections, Evaluation, RunInputs, Scores, Task, TaskResult, task_runner
+from textmetric_bench.tasks.sources import check_ifc_source, ifc_source
 
 log = logging.getLogger(__name__)
 
 
-def generation_plan(cfg: DictConfig) -> GenerationPlan:
-    """The generation settings of ``cfg.ifc`` and ``cfg.lm``, validated."""
+def in_open_unit_interval(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value < 1
+
+
+@dataclass(frozen=True)
+class IFCSettings(TaskSettings):
+    source: str = option("banking77", "a corpus card (datasets/corpora/ or data.cards), e.g. news_category, or a "
+                         "file texts.jsonl", key="ifc.source")
+    text_field: str = option("text", "when source is a file: its JSON field or CSV/Parquet column of the texts",
+                             key="ifc.text_field")
+    iterations: int = option(4, "T fine-tuning steps; corpora g_0 (before fine-tuning) .. g_T", key="ifc.iterations",
+                             minimum=0)
+    train_per_step: int = option(200, "m source texts, one epoch per step (004: 1000)", key="ifc.train_per_step",
+                                 minimum=1)
+    corpus_size: int = option(200, "N texts per generated corpus and per reference sample (004: ~1000)",
+                              key="ifc.corpus_size", minimum=1)
+    repetitions: int = option(5, "reference samples scored against every g_i", key="ifc.repetitions", minimum=1)
+    reference_share: float = option(0.5, "share of the source held out for reference samples (never trained on)",
+                                    key="ifc.reference_share", accepts=in_open_unit_interval,
+                                    advice="a number strictly between 0 and 1")
+    learning_rate: float = option(1.0e-4, "AdamW, constant, fresh optimiser each step", key="ifc.learning_rate",
+                                  minimum=0, exclusive=True)
+    batch_size: int = option(16, "texts per optimiser update", key="ifc.batch_size", minimum=1)
+    generate: bool = option(True, "false: only score the corpora already in <run dir>/generated/",
+                            key="ifc.generate", example=False)
+    top_p: float = option(0.95, "nucleus sampling", key="ifc.sampling.top_p", minimum=0, maximum=1, exclusive=True)
+    temperature: float = option(1.0, "sampling temperature", key="ifc.sampling.temperature", minimum=0,
+                                exclusive=True)
+    sample_batch_size: int = option(256, "sequences sampled at once (rows that end leave the batch)",
+                                    key="ifc.sampling.batch_size", minimum=1)
+    length_quantile: float = option(0.95, "new tokens end at this quantile of the source's token lengths",
+                                    key="ifc.sampling.length_quantile", minimum=0, maximum=1, exclusive=True)
+    max_rounds: int = option(4, "give up after drawing max_rounds x corpus_size samples",
+                             key="ifc.sampling.max_rounds", minimum=1)
+    run_label: str = option("${corpus_label:${ifc.source}}",
+                            "names the output folder outputs/<task>/<run_label>/<time>", example="mine")
+
+
+def generation_plan(run: RunInputs) -> GenerationPlan:
+    """The generation settings of the run (``ifc`` and ``lm``)."""
     from textmetric_bench.features.lm import model_id
 
-    g, s = cfg.ifc, cfg.ifc.sampling
-    plan = GenerationPlan(
-        source=str(g.source), lm=model_id(cfg.lm), seed=int(cfg.seed), iterations=int(g.iterations),
-        train_per_step=int(g.train_per_step), corpus_size=int(g.corpus_size),
-        learning_rate=float(g.learning_rate), train_batch_size=int(g.batch_size), top_p=float(s.top_p),
-        temperature=float(s.temperature), sample_batch_size=int(s.batch_size),
-        length_quantile=float(s.length_quantile), max_sample_rounds=int(s.max_rounds),
+    s: IFCSettings = run.settings  # type: ignore[assignment]
+    return GenerationPlan(
+        source=s.source, lm=model_id(run.cfg.lm), seed=run.seed, iterations=s.iterations,
+        train_per_step=s.train_per_step, corpus_size=s.corpus_size, learning_rate=s.learning_rate,
+        train_batch_size=s.batch_size, top_p=s.top_p, temperature=s.temperature,
+        sample_batch_size=s.sample_batch_size, length_quantile=s.length_quantile, max_sample_rounds=s.max_rounds,
     )
-    for name in ("iterations", "train_per_step", "corpus_size", "train_batch_size", "sample_batch_size",
-                 "max_sample_rounds"):
-        if getattr(plan, name) < (0 if name == "iterations" else 1):
-            raise ConfigError(f"IFC setting {name} must be positive, got {getattr(plan, name)}")
-    if not (0 < plan.top_p <= 1 and plan.temperature > 0 and 0 < plan.length_quantile <= 1):
-        raise ConfigError("ifc.sampling needs 0 < top_p <= 1, temperature > 0 and 0 < length_quantile <= 1")
-    return plan
 
 
-class IFCTask(KnownPositions, Task, name="ifc", fields=("kind", "iteration", "repetition"),
-              distances_file="ifc_distances.csv"):
+FIGURE = ("Distance from the source to the corpus sampled after each fine-tuning iteration (004 Figure 5), with the "
+          "regression line and its 95% band; the horizontal line is the source's self-distance. Good: distances "
+          "fall steadily towards the line.")
 
-    def build(self, cfg: DictConfig, out_dir: Path) -> Collections:
-        """Generate (or resume) g_0..g_T from ``cfg.ifc.source``; score them against held-out reference samples."""
-        plan = generation_plan(cfg)
-        seed, reps = int(cfg.seed), int(cfg.ifc.repetitions)
-        if reps < 1:
-            raise ConfigError(f"ifc.repetitions must be >= 1, got {reps}")
-        cache_dir, _ = data_locations(cfg)
-        loaded = ifc_source(cfg)
+
+class IFCTask(Task, name="ifc", settings=IFCSettings, fields=("kind", "iteration", "repetition"),
+              distances_file="ifc_distances.csv", figures={"ifc_": FIGURE}, joins_ksc=True, uses_pair=False):
+    """Increasingly Fine-tuned Corpora (004 §5, Figure 5): fine-tune the causal LM of ``lm`` on a source corpus
+    step by step, sample a corpus g_i after each step, and check that every metric's distance d(reference, g_i)
+    falls toward the source's self-distance. Resume: rerun with the same hydra.run.dir; g_i already in
+    <run dir>/generated/ are reused."""
+
+    def preflight(self, run: RunInputs) -> None:
+        check_ifc_source(run.cfg)
+        generation_plan(run)  # the language model's settings (lm) name a model
+
+    def build(self, run: RunInputs) -> Collections:
+        """Generate (or resume) g_0..g_T from the source; score them against held-out reference samples."""
+        s: IFCSettings = run.settings  # type: ignore[assignment]
+        plan = generation_plan(run)
+        seed, reps = run.seed, s.repetitions
+        loaded = ifc_source(run, s.source, s.text_field)
         source = list(loaded.texts)
-        training_pool, reference_pool = split_source(source, float(cfg.ifc.reference_share), seed)
+        training_pool, reference_pool = split_source(source, s.reference_share, seed)
         if plan.train_per_step > len(training_pool):
             raise DataError(f"ifc.train_per_step={plan.train_per_step} exceeds the training pool of "
                             f"{len(training_pool)} {plan.source} texts; lower it or ifc.reference_share")
         samples = reference_samples(len(reference_pool), plan.corpus_size, reps, seed)
 
-        gen_dir = out_dir / "generated"
+        gen_dir = run.out_dir / "generated"
         start = time.perf_counter()
-        generate = bool(cfg.ifc.get("generate", True))
-        generated_now = _generate(cfg, plan, gen_dir, training_pool, cache_dir, loaded.normalise) if generate else []
+        generated_now = _generate(run, plan, gen_dir, training_pool, loaded.normalise) if s.generate else []
         generation_seconds = time.perf_counter() - start
         on_disk = finished_iterations(gen_dir, plan) if gen_dir.is_dir() else []
-        iterations = [i for i in on_disk if i <= plan.iterations] if generate else on_disk
+        iterations = [i for i in on_disk if i <= plan.iterations] if s.generate else on_disk
         if not iterations:
             raise DataError(f"no generated corpora in {gen_dir}; run with ifc.generate=true first "
                             "(or point hydra.run.dir at the directory of an earlier IFC run)")
         generated = {i: read_corpus(gen_dir, i) for i in iterations}
         corpora, pairs = ifc_pairs(generated, reference_pool, samples)
-        self.publish_positions(corpora, ifc_positions(corpora))  # for the oracle: iterations
         return Collections(
             corpora, [Evaluation((kind, i, r), p, q, r) for kind, i, r, p, q in pairs],
             fingerprint={"task": "ifc", "source": plan.source, "plan": plan.fingerprint(), "seed": seed,
-                         "reference_share": float(cfg.ifc.reference_share)},
+                         "reference_share": s.reference_share},
             info={"source": plan.source, "source_texts": len(source), "sources": {loaded.name: loaded.record()},
                   "training_pool": len(training_pool), "reference_pool": len(reference_pool), "iterations": iterations,
                   "generated_now": generated_now, "repetitions": reps, "lm": plan.lm, "plan": plan.fingerprint(),
                   "seconds": {"generation": round(generation_seconds, 1)}},
-            extra={"ttr": corpus_ttr(source, reference_pool, samples, generated)})
+            extra={"ttr": corpus_ttr(source, reference_pool, samples, generated)},
+            positions=ifc_positions(corpora))  # for the oracle: iterations
 
     def score(self, distances: pd.DataFrame, collections: Collections) -> Scores:
         measures, failures = ifc_measures(distances)
         return Scores(measures, failures, summary=ifc_summary(distances, measures),
                       info={"ttr": collections.extra["ttr"]})
 
-    def title(self, cfg: DictConfig, collections: Collections) -> str:
-        info = collections.info
-        return (f"IFC on {info['source']}: g_0..g_{max(info['iterations'])}, {cfg.ifc.train_per_step} texts a step, "
-                f"{cfg.ifc.corpus_size} per corpus, {info['repetitions']} repetitions, seed {cfg.seed}")
+    def title(self, run: RunInputs, collections: Collections) -> str:
+        info, s = collections.info, run.settings
+        return (f"IFC on {info['source']}: g_0..g_{max(info['iterations'])}, {s.train_per_step} texts a step, "
+                f"{s.corpus_size} per corpus, {info['repetitions']} repetitions, seed {run.seed}")
 
     def write(self, result: TaskResult, out_dir: Path) -> dict[str, Path]:
         """The summary and TTR tables, the IFC table and the Figure 5 plots."""
-        from textmetric_bench.reports.ifc_figures import ifc_figures, ifc_markdown
+        from textmetric_bench.reports.figures.ifc import ifc_figures, ifc_markdown
 
         ttr = result.info.pop("ttr")
         files = {"ifc_summary": out_dir / "ifc_summary.csv", "ifc_ttr": out_dir / "ifc_ttr.csv",
@@ -117,7 +157,7 @@ class IFCTask(KnownPositions, Task, name="ifc", fields=("kind", "iteration", "re
         return files
 
 
-def _generate(cfg, plan: GenerationPlan, gen_dir: Path, training_pool, cache_dir, normalisation) -> list[int]:
+def _generate(run: RunInputs, plan: GenerationPlan, gen_dir: Path, training_pool, normalisation) -> list[int]:
     """Generate what is missing, loading the language model only when something is."""
     from textmetric_bench.features.lm import checkpoint_path, generation_threads, load_causal_lm, text_token_ids
 
@@ -126,6 +166,7 @@ def _generate(cfg, plan: GenerationPlan, gen_dir: Path, training_pool, cache_dir
         return []
     from transformers import AutoTokenizer
 
+    cfg, cache_dir = run.cfg, run.cache_dir
     tokenizer = AutoTokenizer.from_pretrained(str(checkpoint_path(cfg.lm, cache_dir)))
     lengths = [max(1, len(text_token_ids(tokenizer, t, add_eos=False)) - 1) for t in training_pool]
     lm_cfg = OmegaConf.to_container(cfg.lm, resolve=True)
@@ -154,7 +195,7 @@ def corpus_ttr(source, reference_pool, samples, generated) -> pd.DataFrame:
 
 def ifc_summary(distances: pd.DataFrame, measures: pd.DataFrame) -> pd.DataFrame:
     """Per metric: mean IFC with its 95% CI, d(A, A), d(0), d(T) and the share of the gap closed."""
-    from textmetric_bench.reports.tables import mean_ci
+    from textmetric_bench.measures.intervals import mean_ci
 
     rows = []
     for name, grp in distances.groupby("metric", sort=True):
@@ -169,4 +210,4 @@ def ifc_summary(distances: pd.DataFrame, measures: pd.DataFrame) -> pd.DataFrame
     return pd.DataFrame(rows)
 
 
-run_ifc = runner_with_positions(IFCTask())
+run_ifc = task_runner(IFCTask)

@@ -3,24 +3,21 @@
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
-from omegaconf import DictConfig
 
-from textmetric_bench.api.registry import MetricInfo
 from textmetric_bench.collections.ksc import corpus_pairs, known_similarity_corpora, validate_ksc_parameters
 from textmetric_bench.collections.seeds import repetition_seed
-from textmetric_bench.errors import ConfigError
 from textmetric_bench.measures.failures import per_repetition
 from textmetric_bench.measures.ksc import collection_measures, zscore
 from textmetric_bench.measures.own_noise import COLUMNS as OWN_NOISE_COLUMNS
 from textmetric_bench.measures.own_noise import own_noise_table
-from textmetric_bench.tasks.config import selected_metrics
-from textmetric_bench.tasks.own_noise import own_noise_distances, own_noise_seeds
-from textmetric_bench.tasks.positions import KnownPositions, runner_with_positions
-from textmetric_bench.tasks.reference import merge_reference
-from textmetric_bench.tasks.skeleton import Collections, Evaluation, Scores, Task, TaskResult
+from textmetric_bench.tasks.own_noise import own_noise_evaluations
+from textmetric_bench.tasks.reference import merge_reference, reference_dir
+from textmetric_bench.tasks.settings import TaskSettings, option
+from textmetric_bench.tasks.skeleton import Collections, Evaluation, RunInputs, Scores, Task, TaskResult, task_runner
 from textmetric_bench.tasks.sources import pair_sources
 
 log = logging.getLogger(__name__)
@@ -29,40 +26,58 @@ DISTANCE_COLUMNS = ["metric", "repetition", "i", "j", "ell", "distance", "z", "s
 MEASURE_COLUMNS = ["metric", "repetition", "rho", "omega2", "L", "A", "Aw", "T"]
 
 
-def check_run_config(cfg: DictConfig) -> list[tuple[MetricInfo, dict]]:
-    """Validate k, n, repetitions and metric names before anything is loaded."""
-    try:
-        k, n, reps = int(cfg.k), int(cfg.n), int(cfg.repetitions)
-    except (TypeError, ValueError) as exc:
-        raise ConfigError(f"k, n and repetitions must be integers: {exc}") from exc
-    validate_ksc_parameters(k, n)
-    if reps < 1:
-        raise ConfigError(f"repetitions must be >= 1, got {reps}")
-    own_noise_seeds(cfg)
-    return selected_metrics(cfg)
+def own_noise_seeds_accepted(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and (value == 0 or value >= 2)
 
 
-class KSCTask(KnownPositions, Task, name="ksc", fields=("repetition", "i", "j")):
+@dataclass(frozen=True)
+class KSCSettings(TaskSettings):
+    k: int = option(7, "corpora per collection (>= 3)")
+    n: int = option(100, "texts per corpus (>= k - 1)")
+    repetitions: int = option(5, "independent collections, each from its own seed", minimum=1)
+    reference: str | bool = option(
+        "auto", "reference results of the built-in metrics (reports/reference/) join the table when this run's "
+        "settings match a file's (only the metrics selected here are computed); false: never; or a directory of "
+        "such files", accepts=lambda v: v is False or isinstance(v, str),
+        advice="auto, false, or a directory of reference files", example=False)
+    own_noise_seeds: int = option(
+        5, "a stochastic metric's own noise (own_noise.csv): on repetition 0's pairs (c_1, c_k) and (c_1, c_m), "
+        "m the middle, every stochastic metric again with this many seeds of its own; 0 disables it, otherwise at "
+        "least 2", key="own_noise.seeds", accepts=own_noise_seeds_accepted,
+        advice="0 (off) or a whole number >= 2 (a spread needs two values)")
+    run_label: str = option("${pair.name}", "names the output folder outputs/<task>/<run_label>/<time>",
+                            example="mine")
 
-    def build(self, cfg: DictConfig, out_dir: Path) -> Collections:
-        check_run_config(cfg)
-        k, n, reps, seed = int(cfg.k), int(cfg.n), int(cfg.repetitions), int(cfg.seed)
-        sources = pair_sources(cfg)
+    def check(self) -> None:
+        validate_ksc_parameters(self.k, self.n)
+
+
+class KSCTask(Task, name="ksc", settings=KSCSettings, fields=("repetition", "i", "j")):
+    """Known-Similarity Corpora (004 §3-4): k corpora mixing A and B in steps of 1/(k-1)."""
+
+    def preflight(self, run: RunInputs) -> None:
+        reference_dir(run.settings.reference)
+
+    def build(self, run: RunInputs) -> Collections:
+        s: KSCSettings = run.settings  # type: ignore[assignment]
+        sources = pair_sources(run)
         a, b = sources.a, sources.b
         collections = [  # raises, naming the source and the count needed, if a source is too small
-            known_similarity_corpora(a.texts, b.texts, k=k, n=n, seed=repetition_seed(seed, r, 0),
+            known_similarity_corpora(a.texts, b.texts, k=s.k, n=s.n, seed=repetition_seed(run.seed, r, 0),
                                      names=(a.name, b.name))
-            for r in range(reps)]
+            for r in range(s.repetitions)]
         corpora = {f"r{r}c{c.index}": c.texts for r, coll in enumerate(collections) for c in coll}
-        self.publish_positions(corpora, {f"r{r}c{c.index}": c.known_position  # for the oracle: mixing proportions
-                                         for r, coll in enumerate(collections) for c in coll})
-        evaluations = [Evaluation((r, i, j), f"r{r}c{i}", f"r{r}c{j}", r) for r in range(reps)
-                       for i, j in corpus_pairs(k)]
+        evaluations = [Evaluation((r, i, j), f"r{r}c{i}", f"r{r}c{j}", r) for r in range(s.repetitions)
+                       for i, j in corpus_pairs(s.k)]
+        stochastic = frozenset(m.name for m, _ in run.metrics if m.stochastic)
+        evaluations += own_noise_evaluations(s.k, s.own_noise_seeds, run.seed, stochastic)
         return Collections(corpora, evaluations,
-                           fingerprint={"task": "ksc", "pair": sources.label, "k": k, "n": n, "seed": seed},
-                           info={"pair": sources.label, "k": k, "n": n, "repetitions": reps,
+                           fingerprint={"task": "ksc", "pair": sources.label, "k": s.k, "n": s.n, "seed": run.seed},
+                           info={"pair": sources.label, "k": s.k, "n": s.n, "repetitions": s.repetitions,
                                  "sources": sources.record()},
-                           extra={"k": k, "cfg": cfg, "out_dir": out_dir})
+                           extra={"k": s.k},
+                           positions={f"r{r}c{c.index}": c.known_position  # for the oracle: mixing proportions
+                                      for r, coll in enumerate(collections) for c in coll})
 
     def score(self, distances: pd.DataFrame, collections: Collections) -> Scores:
         k = collections.extra["k"]
@@ -70,24 +85,27 @@ class KSCTask(KnownPositions, Task, name="ksc", fields=("repetition", "i", "j"))
         distances["z"] = distances.groupby(["metric", "repetition"])["distance"].transform(zscore)
         measures, failures = per_repetition(
             distances, lambda g: collection_measures(g["i"], g["j"], g["distance"], g["seconds"], k), MEASURE_COLUMNS)
-        own = own_noise_distances(collections.extra["cfg"], collections.extra["out_dir"], collections)
-        info = {"own_noise": own_noise_table(own, distances).to_dict("records")} if len(own) else {}
+        own = collections.aside
+        if own is not None and len(own):
+            own = own.assign(seed=-1 - own["repetition"])[["metric", "seed", "i", "j", "distance"]]
+        info = {"own_noise": own_noise_table(own, distances).to_dict("records")} if own is not None and len(own) else {}
         return Scores(measures, failures, distances=distances[DISTANCE_COLUMNS], info=info)
 
-    def merge_reference(self, cfg: DictConfig, collections: Collections, measures: pd.DataFrame,
+    def merge_reference(self, run: RunInputs, collections: Collections, measures: pd.DataFrame,
                         computed: set[str]) -> tuple[pd.DataFrame, dict]:
         """The shipped reference rows of metrics not computed here (``reference: auto``; textmetric_bench.tasks.reference)."""
-        return merge_reference(cfg, collections, measures, computed)
+        return merge_reference(run, collections, measures, computed)
 
-    def title(self, cfg: DictConfig, collections: Collections) -> str:
-        pair = collections.info["pair"]
-        return f"KSC on {pair}: k={cfg.k}, n={cfg.n}, {cfg.repetitions} repetitions, seed {cfg.seed}"
+    def title(self, run: RunInputs, collections: Collections) -> str:
+        s, pair = run.settings, collections.info["pair"]
+        return f"KSC on {pair}: k={s.k}, n={s.n}, {s.repetitions} repetitions, seed {run.seed}"
 
     def write(self, result: TaskResult, out_dir: Path) -> dict[str, Path]:
         """Table 3, radar chart, scatter plots, and the stochastic metrics' own noise (``own_noise.csv``)."""
-        from textmetric_bench.reports.figures import distance_scatter, radar_chart
-        from textmetric_bench.reports.table_files import write_tables
-        from textmetric_bench.reports.tables import summarise_measures
+        from textmetric_bench.measures.summaries import summarise_measures
+        from textmetric_bench.reports.figures.ksc import distance_scatter
+        from textmetric_bench.reports.figures.radar import radar_chart
+        from textmetric_bench.reports.tables.files import write_tables
 
         if result.measures.empty:
             log.error("no metric produced measures; see %s", out_dir / self.distances_file)
@@ -109,4 +127,4 @@ class KSCTask(KnownPositions, Task, name="ksc", fields=("repetition", "i", "j"))
         return files
 
 
-run_ksc = runner_with_positions(KSCTask())
+run_ksc = task_runner(KSCTask)

@@ -18,16 +18,17 @@ from __future__ import annotations
 
 import logging
 import math
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from omegaconf import DictConfig
 
 from textmetric_bench.collections.perturbation_samples import OTHER, SAME, perturbation_corpora, validate_perturb_parameters
 from textmetric_bench.collections.perturbations import get_perturbation
 from textmetric_bench.measures.perturbation import perturbation_measures
-from textmetric_bench.tasks.skeleton import Collections, Evaluation, Scores, Task, TaskResult, task_runner
+from textmetric_bench.tasks.settings import TaskSettings, option
+from textmetric_bench.tasks.skeleton import Collections, Evaluation, RunInputs, Scores, Task, TaskResult, task_runner
 from textmetric_bench.tasks.sources import pair_sources
 
 log = logging.getLogger(__name__)
@@ -40,7 +41,7 @@ def summarise_shifts(measures: pd.DataFrame) -> pd.DataFrame:
     """Per (metric, perturbation): mean, std and 95% t-interval of the shift over repetitions, how
     many repetitions had a gap that is not positive, the gap's coefficient of variation (sd / mean
     over repetitions: a noisy denominator makes the shifts unreliable), and the mean raw distances."""
-    from textmetric_bench.reports.tables import mean_ci
+    from textmetric_bench.measures.intervals import mean_ci
 
     rows = []
     for (name, p), grp in measures.groupby(["metric", "perturbation"], sort=False):
@@ -52,12 +53,41 @@ def summarise_shifts(measures: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
 
 
-class PerturbTask(Task, name="perturb", fields=("repetition", "condition")):
+@dataclass(frozen=True)
+class PerturbSettings(TaskSettings):
+    n: int = option(200, "texts per sample (R, S and O); source A needs 2n, source B n")
+    repetitions: int = option(5, "independent draws of R, S, O and of the seeded perturbations")
+    perturbations: list[str] = option(
+        ["truncate", "remove_articles", "remove_stopwords", "swap_halves", "shuffle_words"],
+        "any of bench/collections/perturbations.py PERTURBATIONS, in table order: truncate (p_short, first third "
+        "of the words), remove_articles (p_no art), remove_stopwords (p_no stop, scikit-learn English stopwords), "
+        "swap_halves (p_swap, first halves exchanged between random pairs of texts), shuffle_words (p_rand)",
+        example=["truncate", "shuffle_words"])
+    run_label: str = option("${pair.name}", "names the output folder outputs/<task>/<run_label>/<time>",
+                            example="mine")
 
-    def build(self, cfg: DictConfig, out_dir: Path) -> Collections:
-        n, reps, perturbations = validate_perturb_parameters(cfg.n, cfg.repetitions, cfg.perturbations)
-        seed = int(cfg.seed)
-        sources = pair_sources(cfg)
+    def check(self) -> None:
+        validate_perturb_parameters(self.n, self.repetitions, self.perturbations)
+
+
+FIGURE = ("Relative shift of each metric under each perturbation of 000 §6.2: how far the perturbed sample moves "
+          "from the reference, from another sample of the same source (0%) to a sample of the other source "
+          "(100%); grey: no positive gap between the two. A quality metric should move on perturbations that break "
+          "fluency or coherence (stopwords, shuffled words, swapped halves) and not only on length (truncation); a "
+          "bag-of-words metric stays at 0% under shuffling.")
+
+
+class PerturbTask(Task, name="perturb", settings=PerturbSettings, fields=("repetition", "condition"),
+                  figures={"perturb": FIGURE}, printed=("perturbation_md",)):
+    """Perturbation sensitivity (000 §6.2, Figure 4): per repetition, from source A of the pair a reference sample
+    R and a disjoint sample S, from source B a sample O; each metric gives d(R, S), d(R, p(S)) for every
+    perturbation p and d(R, O); reported as (d(R, p(S)) - d(R, S)) / (d(R, O) - d(R, S))."""
+
+    def build(self, run: RunInputs) -> Collections:
+        s: PerturbSettings = run.settings  # type: ignore[assignment]
+        n, reps, perturbations = validate_perturb_parameters(s.n, s.repetitions, s.perturbations)
+        seed = run.seed
+        sources = pair_sources(run)
         a, b = sources.a, sources.b
         corpora, stats = perturbation_corpora(a.texts, b.texts, n, reps, seed, perturbations, (a.name, b.name))
         evaluations = [Evaluation((r, c), f"r{r}/reference", f"r{r}/{c}", r)
@@ -76,14 +106,14 @@ class PerturbTask(Task, name="perturb", fields=("repetition", "condition")):
         measures, failures = perturbation_measures(distances, collections.extra["perturbations"])
         return Scores(measures, failures, summary=summarise_shifts(measures))
 
-    def title(self, cfg: DictConfig, collections: Collections) -> str:
+    def title(self, run: RunInputs, collections: Collections) -> str:
         info = collections.info
         return (f"Perturbation sensitivity on {info['pair']}: reference {info['reference_source']}, other "
-                f"{info['other_source']}, n={info['n']}, {info['repetitions']} repetitions, seed {cfg.seed}")
+                f"{info['other_source']}, n={info['n']}, {info['repetitions']} repetitions, seed {run.seed}")
 
     def write(self, result: TaskResult, out_dir: Path) -> dict[str, Path]:
         """perturbation.csv (summary), perturbation.md and the heatmap perturb_heatmap.png."""
-        from textmetric_bench.reports.perturb_figures import perturbation_heatmap, perturbation_markdown
+        from textmetric_bench.reports.figures.perturb import perturbation_heatmap, perturbation_markdown
 
         title = result.info["title"]
         files = {"perturbation": out_dir / "perturbation.csv", "perturbation_md": out_dir / "perturbation.md"}
@@ -97,4 +127,4 @@ class PerturbTask(Task, name="perturb", fields=("repetition", "condition")):
         return files
 
 
-run_perturb = task_runner(PerturbTask())
+run_perturb = task_runner(PerturbTask)

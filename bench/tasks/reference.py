@@ -31,7 +31,7 @@ from textmetric_bench.engine import params_digest
 from textmetric_bench.errors import BenchError, ConfigError
 from textmetric_bench.files import atomic_write
 from textmetric_bench.tasks.config import build_embedder, metric_params
-from textmetric_bench.tasks.skeleton import Collections
+from textmetric_bench.tasks.skeleton import Collections, RunInputs
 
 log = logging.getLogger(__name__)
 
@@ -45,9 +45,10 @@ RUN, REFERENCE = "run", "reference"
 MEASURES = ("rho", "omega2", "L", "A", "Aw", "T")
 
 
-def ksc_settings(cfg: DictConfig) -> dict:
-    return {"task": "ksc", "pair": str(cfg.pair.name), "k": int(cfg.k), "n": int(cfg.n),
-            "repetitions": int(cfg.repetitions), "seed": int(cfg.seed)}
+def ksc_settings(run: RunInputs) -> dict:
+    s = run.settings
+    return {"task": "ksc", "pair": str(run.cfg.pair.name), "k": s.k, "n": s.n, "repetitions": s.repetitions,
+            "seed": run.seed}
 
 
 def reference_name(settings: dict) -> str:
@@ -56,9 +57,8 @@ def reference_name(settings: dict) -> str:
     return f"{s['pair']}_k{s['k']}_n{s['n']}_r{s['repetitions']}_s{s['seed']}.json"
 
 
-def reference_dir(cfg: DictConfig) -> Path | None:
-    """Where ``cfg.reference`` says to look: the shipped files (``auto``), nowhere (``false``), or a directory."""
-    value = cfg.get("reference", "auto")
+def reference_dir(value: str | bool | None) -> Path | None:
+    """Where the ``reference`` setting says to look: the shipped files (``auto``), nowhere (``false``), or a directory."""
     if value is False or value is None:
         return None
     if value == "auto":
@@ -79,15 +79,15 @@ def version_parts(version: str) -> dict:
 # --- merging into a run -------------------------------------------------------------------------------------
 
 
-def merge_reference(cfg: DictConfig, collections: Collections, measures: pd.DataFrame,
+def merge_reference(run: RunInputs, collections: Collections, measures: pd.DataFrame,
                     computed: set[str]) -> tuple[pd.DataFrame, dict]:
     """``measures`` with a ``source`` column, plus the rows of matching reference metrics not ``computed``;
     and what ``run.json`` says of it (the file, the metrics taken, those skipped and why)."""
     measures = measures.assign(source=RUN)
-    directory = reference_dir(cfg)
+    directory = reference_dir(run.settings.reference)
     if directory is None:
         return measures, {}
-    settings = ksc_settings(cfg)
+    settings = ksc_settings(run)
     path = directory / reference_name(settings)
     if not path.is_file():
         log.info("no reference results for these settings (%s): every metric in the table was computed", path)
@@ -106,7 +106,7 @@ def merge_reference(cfg: DictConfig, collections: Collections, measures: pd.Data
     def embedder_id() -> str | None:  # built only if a metric of embeddings is to be merged; loads no model
         if "id" not in embedder:
             try:
-                embedder["id"] = build_embedder(cfg).model_id
+                embedder["id"] = build_embedder(run.cfg, run.cache_dir).model_id
             except BenchError as exc:
                 embedder["id"] = f"none ({exc})"
         return embedder["id"]
@@ -115,7 +115,7 @@ def merge_reference(cfg: DictConfig, collections: Collections, measures: pd.Data
     for name, entry in reference["metrics"].items():
         if name in computed:
             continue
-        if reason := metric_mismatch(cfg, name, entry, reference["embedder"], embedder_id):
+        if reason := metric_mismatch(run.cfg, name, entry, reference["embedder"], embedder_id):
             log.warning("reference metric %s not merged: %s", name, reason)
             skipped[name] = reason
         else:

@@ -75,14 +75,14 @@ def regenerate_paper(work: Path, workers: str) -> None:
     pd.DataFrame(folds).to_csv(PAPER_DIR / "classifier_folds5.csv", index=False)
     distances = PAPER_DIR / "distances.csv"
     python = [sys.executable, "-m"]
-    subprocess.run([*python, "textmetric_bench.reports.paper_distances", str(distances), *map(str, runs)], check=True)
+    subprocess.run([*python, "textmetric_bench.reports.paper_table3.distances", str(distances), *map(str, runs)], check=True)
     compcor = PROJECT_ROOT / "tests" / "benchmarks" / "compcor_classifier_run.py"
     if _has_compcor():
         subprocess.run([sys.executable, str(compcor), str(distances)], check=True, cwd=PROJECT_ROOT)
     else:
         print("compcor is not installed: distances.csv has no classifier_compcor rows "
               "(pip install --no-deps compcor==1.0.6, or run `make regenerate`)", flush=True)
-    subprocess.run([*python, "textmetric_bench.reports.paper_agreement"], check=True)
+    subprocess.run([*python, "textmetric_bench.reports.paper_table3.agreement"], check=True)
 
 
 def _has_compcor() -> bool:

@@ -17,14 +17,13 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from omegaconf import DictConfig
 
 from textmetric_bench.collections.size_imbalance import (CURVES, SOURCE_POSITIONS, RobustnessGrid, draw_sample_pair, feasible_grid,
                                               sample_seed, validate_robustness_parameters)
 from textmetric_bench.measures.failures import failure_summary
 from textmetric_bench.measures.robustness import asymptotic_distance, imbalance_robustness, size_robustness
-from textmetric_bench.tasks.positions import KnownPositions, runner_with_positions
-from textmetric_bench.tasks.skeleton import Collections, Evaluation, Scores, Task, TaskResult
+from textmetric_bench.tasks.settings import TaskSettings, option
+from textmetric_bench.tasks.skeleton import Collections, Evaluation, RunInputs, Scores, Task, TaskResult, task_runner
 from textmetric_bench.tasks.sources import pair_sources
 
 log = logging.getLogger(__name__)
@@ -55,14 +54,36 @@ def sample_plan(grid: RobustnessGrid, n_a: int, n_b: int, repetitions: int, seed
     return plan
 
 
-class RobustnessTask(KnownPositions, Task, name="robustness", fields=("curve", "s", "repetition"),
-                     distances_file="curves.csv"):
+@dataclass(frozen=True)
+class RobustnessSettings(TaskSettings):
+    n_ref: int = option(3000, "texts per side of the samples whose mean distance estimates d(A, B); capped by the "
+                        "smaller source")
+    sizes: list[int] = option([50, 250, 450, 650, 850, 1050, 1250, 1450, 1650, 1850, 2050, 2250, 2450, 2650, 2850],
+                              "s of both curves", example=[50, 250, 450])
+    imbalance_total: int = option(2900, "N: the imbalance curve compares a_s with b_(N-s); must exceed every size")
+    repetitions: int = option(10, "independent samples per point, each from its own seed")
+    run_label: str = option("${pair.name}", "names the output folder outputs/<task>/<run_label>/<time>",
+                            example="mine")
 
-    def build(self, cfg: DictConfig, out_dir: Path) -> Collections:
-        n_ref, sizes, total, reps = validate_robustness_parameters(
-            cfg.n_ref, cfg.sizes, cfg.imbalance_total, cfg.repetitions)
-        seed = int(cfg.seed)
-        sources = pair_sources(cfg)
+    def check(self) -> None:
+        validate_robustness_parameters(self.n_ref, self.sizes, self.imbalance_total, self.repetitions)
+
+
+FIGURE = ("Distance against sample size s (004 Figure 2 middle and bottom). Size panel: both corpora have s texts; "
+          "imbalance panel: s and N − s texts. The horizontal line is the asymptotic distance d(A, B). Good: the "
+          "curve reaches the line early and stays on it (S and I near 1).")
+
+
+class RobustnessTask(Task, name="robustness", settings=RobustnessSettings, fields=("curve", "s", "repetition"),
+                     distances_file="curves.csv", figures={"robustness_": FIGURE}, joins_ksc=True):
+    """Size and imbalance robustness (004 §4.6-4.7, Figure 2 middle and bottom): how fast d(a_s, b_s) reaches
+    the asymptotic distance d(A, B), and how far d(a_s, b_(N-s)) drifts from it."""
+
+    def build(self, run: RunInputs) -> Collections:
+        s: RobustnessSettings = run.settings  # type: ignore[assignment]
+        n_ref, sizes, total, reps = validate_robustness_parameters(s.n_ref, s.sizes, s.imbalance_total, s.repetitions)
+        seed = run.seed
+        sources = pair_sources(run)
         a, b = sources.a, sources.b
         grid = feasible_grid(n_ref, sizes, total, len(a.texts), len(b.texts), names=(a.name, b.name))
         for note in grid.truncated:
@@ -74,32 +95,32 @@ class RobustnessTask(KnownPositions, Task, name="robustness", fields=("curve", "
             corpora[f"{cid}/b"] = [b.texts[i] for i in pair.b]
             evaluations.append(Evaluation((pair.curve, pair.s, pair.repetition), f"{cid}/a", f"{cid}/b",
                                           pair.repetition))
-        self.publish_positions(corpora, {cid: SOURCE_POSITIONS[cid[-1]] for cid in corpora})  # for the oracle
         grid_info = {"n_ref": grid.n_ref, "sizes": list(grid.sizes), "imbalance_sizes": list(grid.imbalance_sizes),
                      "imbalance_total": grid.imbalance_total, "truncated": grid.truncated}
         return Collections(corpora, evaluations,
                            fingerprint={"task": "robustness", "pair": sources.label, "seed": seed,
                                         "n_ref": grid.n_ref, "imbalance_total": grid.imbalance_total},
                            info={"pair": sources.label, "repetitions": reps, "grid": grid_info,
-                                 "sources": sources.record()})
+                                 "sources": sources.record()},
+                           positions={cid: SOURCE_POSITIONS[cid[-1]] for cid in corpora})  # for the oracle
 
     def score(self, distances: pd.DataFrame, collections: Collections) -> Scores:
         measures, asymptotic, failures = robustness_measures(distances)
         return Scores(measures, failures, info={"asymptotic_distance": asymptotic})
 
-    def title(self, cfg: DictConfig, collections: Collections) -> str:
+    def title(self, run: RunInputs, collections: Collections) -> str:
         grid = collections.info["grid"]
         return (f"Size and imbalance robustness on {collections.info['pair']}: n_ref={grid['n_ref']}, "
                 f"{len(grid['sizes'])} sizes, N={grid['imbalance_total']}, {collections.info['repetitions']} "
-                f"repetitions, seed {cfg.seed}")
+                f"repetitions, seed {run.seed}")
 
     def write(self, result: TaskResult, out_dir: Path) -> dict[str, Path]:
         """Table 3 with S and I and one figure per metric.
 
         No radar chart: S and I alone are two axes; merge with a KSC run of the same pair for one.
         """
-        from textmetric_bench.reports.robustness_figures import robustness_figures
-        from textmetric_bench.reports.table_files import write_tables
+        from textmetric_bench.reports.figures.robustness import robustness_figures
+        from textmetric_bench.reports.tables.files import write_tables
 
         info, files = result.info, {}
         if not result.measures.empty:
@@ -139,7 +160,7 @@ def robustness_measures(curves: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, f
 
 
 def _grid_section(info: dict) -> str:
-    from textmetric_bench.reports.tables import SIMILARITY_MARK
+    from textmetric_bench.reports.labels import SIMILARITY_MARK
 
     grid, similar = info["grid"], {m for m, kind in info["orientation"].items() if kind == "similarity"}
     lines = ["", "## Grid", "",
@@ -153,4 +174,4 @@ def _grid_section(info: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-run_robustness = runner_with_positions(RobustnessTask())
+run_robustness = task_runner(RobustnessTask)

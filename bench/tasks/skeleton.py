@@ -1,10 +1,14 @@
 """The one skeleton every task runs on: build collections → evaluate on the engine → measures → artifacts.
 
 A task (``textmetric_bench.tasks.ksc``, ``robustness``, ``perturb``, ``ifc``; ``check`` runs the KSC task and
-compares) says only what is particular to it, as a ``Task``:
+compares) says only what is particular to it, as a ``Task`` subclass; subclassing registers it
+(``TASKS``) with everything the command line, the config validation and the report need: its name,
+its settings (a ``TaskSettings`` dataclass, whose defaults are the task's Hydra node), the fields that
+name an evaluation, its figures' captions and whether its measures join a KSC run's table.
 
-- ``build(cfg)`` draws its corpora and lists the ``Evaluation``s (pairs of corpora, each named by the
-  task's ``fields``, e.g. repetition, i, j) that every metric gets;
+- ``build(run)`` draws its corpora and lists the ``Evaluation``s (pairs of corpora, each named by the
+  task's ``fields``, e.g. repetition, i, j) that every metric gets (or only some, with seeds of their own:
+  KSC's own-noise evaluations), and the corpora's known positions for the oracle;
 - ``score(distances, collections)`` turns the distance table into measures (and a summary);
 - ``write(result, out_dir)`` writes the task's own tables and figures.
 
@@ -33,17 +37,21 @@ import platform
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable, Mapping, Sequence
+from typing import Callable, ClassVar, Iterable, Mapping, Sequence
 
 import pandas as pd
 from omegaconf import DictConfig
 
 from textmetric_bench import __version__
+from textmetric_bench.api.positions import corpus_key, known_positions
+from textmetric_bench.api.registry import MetricInfo
 from textmetric_bench.collections.seeds import metric_seed
 from textmetric_bench.engine import CorpusStore, Job, Outcome, engine_options, params_digest, result_log_for, run_jobs
 from textmetric_bench.measures.failures import write_failures_csv
 from textmetric_bench.measures.orientation import DISTANCE, orientation_of, orientation_warnings, oriented, with_orientation
+from textmetric_bench.errors import ConfigError
 from textmetric_bench.tasks.config import build_embedder, data_locations, selected_metrics
+from textmetric_bench.tasks.settings import TaskSettings, read_settings
 
 log = logging.getLogger(__name__)
 
@@ -55,12 +63,35 @@ MANIFEST = "run.json"
 
 @dataclass(frozen=True)
 class Evaluation:
-    """One pair of corpora every metric is evaluated on; ``fields`` are its values of ``Task.fields``."""
+    """One pair of corpora every metric is evaluated on; ``fields`` are its values of ``Task.fields``.
+
+    ``only``: evaluated by these metrics alone (None: every metric of the run); ``seed``: the metric seed
+    (None: the run's seed for ``repetition``); ``aside``: its outcomes are not rows of the distance table
+    but go to ``score`` as ``Collections.aside`` (KSC's own-noise evaluations)."""
 
     fields: tuple
     p: str
     q: str
     repetition: int
+    only: frozenset[str] | None = None
+    seed: int | None = None
+    aside: bool = False
+
+
+@dataclass(frozen=True)
+class RunInputs:
+    """Everything a run reads from its config, read once at the top and passed down as typed values.
+
+    ``settings`` are the task's own (its ``TaskSettings``); ``metrics`` the selected metrics with their
+    parameters; ``cfg`` the composed config, for the parts every task shares (pair, data, embedder, lm)."""
+
+    cfg: DictConfig
+    settings: TaskSettings
+    metrics: list[tuple[MetricInfo, dict]]
+    out_dir: Path
+    seed: int
+    cache_dir: Path
+    mirror: Path | None
 
 
 @dataclass
@@ -68,7 +99,10 @@ class Collections:
     """What a task's ``build`` returns: the corpora by id, the evaluations, and what identifies the run.
 
     ``fingerprint`` names everything the corpora depend on (the evaluation log refuses another);
-    ``info`` is the task's part of ``run.json``; ``extra`` carries what ``score`` and ``write`` need.
+    ``info`` is the task's part of ``run.json``; ``extra`` carries what ``score`` and ``write`` need;
+    ``positions``: corpus id -> its known position on the collection's axis, which the reference metric
+    ``oracle`` reads (``textmetric_bench.api.positions``). The skeleton fills ``aside`` with the distance
+    table of the evaluations marked ``aside`` before ``score``.
     """
 
     corpora: Mapping[str, Sequence[str]]
@@ -76,6 +110,8 @@ class Collections:
     fingerprint: dict
     info: dict = field(default_factory=dict)
     extra: dict = field(default_factory=dict)
+    positions: Mapping[str, float] = field(default_factory=dict)
+    aside: pd.DataFrame | None = None
 
     @functools.cached_property
     def digest(self) -> str:
@@ -109,23 +145,47 @@ class Scores:
     info: dict = field(default_factory=dict)
 
 
-class Task:
-    """What a task says about itself: subclass it as ``class KSCTask(Task, name="ksc", fields=(...))``.
+#: Every task by name, registered by subclassing ``Task`` (``textmetric_bench.tasks.registry`` finds the modules).
+TASKS: dict[str, type["Task"]] = {}
 
+
+class Task:
+    """What a task says about itself, in one place:
+    ``class KSCTask(Task, name="ksc", settings=KSCSettings, fields=("repetition", "i", "j"))``.
+
+    ``settings``: its ``TaskSettings`` dataclass (keys, types, defaults, help; the task's Hydra node);
     ``fields`` name the columns that identify an evaluation in the distance table (after ``metric``);
-    ``distances_file`` is that table's file name in the run directory.
+    ``distances_file`` is that table's file name in the run directory; ``figures`` maps the file-name prefix of
+    each figure it writes to the caption the HTML report shows; ``joins_ksc``: its measures join the Table 3 of
+    a KSC run of the same pair; ``uses_pair``: it reads the corpus pair ``pair`` (checked before the run);
+    ``printed``: the files of ``write``'s result (by name) printed on the console at the end of a run.
     """
 
-    name: str
-    fields: tuple[str, ...]
-    distances_file: str
+    name: ClassVar[str]
+    settings: ClassVar[type[TaskSettings]]
+    fields: ClassVar[tuple[str, ...]]
+    distances_file: ClassVar[str]
+    figures: ClassVar[dict[str, str]]
+    joins_ksc: ClassVar[bool]
+    uses_pair: ClassVar[bool]
+    printed: ClassVar[tuple[str, ...]]
 
-    def __init_subclass__(cls, *, name: str, fields: tuple[str, ...], distances_file: str = "distances.csv",
+    def __init_subclass__(cls, *, name: str, settings: type[TaskSettings], fields: tuple[str, ...],
+                          distances_file: str = "distances.csv", figures: Mapping[str, str] | None = None,
+                          joins_ksc: bool = False, uses_pair: bool = True, printed: tuple[str, ...] = ("table3_md",),
                           **kwargs) -> None:
         super().__init_subclass__(**kwargs)
-        cls.name, cls.fields, cls.distances_file = name, tuple(fields), distances_file
+        if name in TASKS and TASKS[name].__qualname__ != cls.__qualname__:
+            raise ValueError(f"task {name!r} is registered twice: {TASKS[name].__module__} and {cls.__module__}")
+        cls.name, cls.settings, cls.fields, cls.distances_file = name, settings, tuple(fields), distances_file
+        cls.figures, cls.joins_ksc, cls.uses_pair, cls.printed = dict(figures or {}), joins_ksc, uses_pair, tuple(printed)
+        TASKS[name] = cls
 
-    def build(self, cfg: DictConfig, out_dir: Path) -> Collections:
+    def preflight(self, run: RunInputs) -> None:
+        """Raise ConfigError for what the settings' types cannot tell (a file that must exist, a source that must
+        be known), before any corpus or model is loaded."""
+
+    def build(self, run: RunInputs) -> Collections:
         """Draw the corpora and list the evaluations."""
         raise NotImplementedError
 
@@ -137,38 +197,58 @@ class Task:
         """The task's own tables and figures; returns them by name."""
         raise NotImplementedError
 
-    def title(self, cfg: DictConfig, collections: Collections) -> str:
+    def title(self, run: RunInputs, collections: Collections) -> str:
         raise NotImplementedError
 
-    def merge_reference(self, cfg: DictConfig, collections: Collections, measures: pd.DataFrame,
+    def merge_reference(self, run: RunInputs, collections: Collections, measures: pd.DataFrame,
                         computed: set[str]) -> tuple[pd.DataFrame, dict]:
         """Measures of metrics not ``computed`` here, taken from reference results (KSC only), and what was taken."""
         return measures, {}
 
+    def run(self, run: RunInputs) -> TaskResult:
+        """Run the task (on the skeleton; a task that wraps another, as ``check`` wraps KSC, overrides this)."""
+        return run_task(self, run)
 
-def run_task(task: Task, cfg: DictConfig, out_dir: Path | str) -> TaskResult:
-    """Run ``task`` as ``cfg`` describes and write everything into ``out_dir``."""
-    out_dir = Path(out_dir)
+
+def read_inputs(task: type[Task] | Task, cfg: DictConfig, out_dir: Path | str) -> RunInputs:
+    """The typed inputs of a run of ``task`` from the composed config; ConfigError lists every bad setting.
+    (``textmetric_bench.tasks.validate.validate_config`` checks the rest of the config as well.)"""
+    settings, problems, _ = read_settings(task.settings, cfg)
+    if problems:
+        raise ConfigError("\n".join(problems))
+    cache_dir, mirror = data_locations(cfg)
+    return RunInputs(cfg, settings, selected_metrics(cfg), Path(out_dir), int(cfg.seed), cache_dir, mirror)
+
+
+def run_task(task: Task, run: RunInputs) -> TaskResult:
+    """Run ``task`` on ``run``'s inputs and write everything into ``run.out_dir``."""
+    out_dir, cfg, metrics = run.out_dir, run.cfg, run.metrics
     out_dir.mkdir(parents=True, exist_ok=True)
-    metrics = selected_metrics(cfg)
-    collections = task.build(cfg, out_dir)
+    collections = task.build(run)
 
     embedder, embed_seconds = None, 0.0
     if any(m.inputs == "embeddings" for m, _ in metrics):
-        embedder = build_embedder(cfg)  # the model loads only if a text is not in the embedding cache
+        embedder = build_embedder(cfg, run.cache_dir)  # the model loads only if a text is not in the embedding cache
     start = time.perf_counter()
     store = CorpusStore.from_corpora(collections.corpora, embed=embedder.embed if embedder else None)
     embed_seconds = time.perf_counter() - start
 
     result_log = result_log_for(cfg, out_dir, collections.fingerprint)
     content = {ev: pair_digest(collections.corpora[ev.p], collections.corpora[ev.q]) for ev in collections.evaluations}
-    jobs = [Job(key=(m.name, params_digest(params), *ev.fields, content[ev]), metric=m.name, p=ev.p, q=ev.q,
-                seed=metric_seed(int(cfg.seed), ev.repetition))
-            for ev in collections.evaluations for m, params in metrics]
-    outcomes = run_jobs(jobs, store, {m.name: (m, params) for m, params in metrics}, result_log=result_log,
-                        embedder_id=embedder.model_id if embedder else None, desc=f"{task.name} evaluations",
-                        **engine_options(cfg))
-    earlier = earlier_outcomes(result_log, content, {m.name for m, _ in metrics})
+    planned = [(Job(key=(m.name, params_digest(params), *ev.fields, content[ev]), metric=m.name, p=ev.p, q=ev.q,
+                    seed=metric_seed(run.seed, ev.repetition) if ev.seed is None else ev.seed), ev)
+               for ev in collections.evaluations for m, params in metrics if ev.only is None or m.name in ev.only]
+    jobs = [job for job, _ in planned]
+    aside = {job.key for job, ev in planned if ev.aside}
+    positions = {corpus_key(collections.corpora[cid]): float(pos) for cid, pos in collections.positions.items()}
+    with known_positions(positions):  # the oracle's view of the corpora, in every worker the engine starts
+        outcomes = run_jobs(jobs, store, {m.name: (m, params) for m, params in metrics}, result_log=result_log,
+                            embedder_id=embedder.model_id if embedder else None, desc=f"{task.name} evaluations",
+                            **engine_options(cfg))
+    collections.aside = distance_table(task.fields, [(k, o) for k, o in outcomes.items() if k in aside])
+    outcomes = {k: o for k, o in outcomes.items() if k not in aside}
+    earlier = earlier_outcomes(result_log, {ev: d for ev, d in content.items() if not ev.aside},
+                               {m.name for m, _ in metrics})
     distances = distance_table(task.fields, [*outcomes.items(), *earlier.items()])
     tracebacks = traceback_table(task.fields, [*outcomes.items(), *earlier.items()])
     names = list(dict.fromkeys(distances["metric"]))
@@ -179,13 +259,12 @@ def run_task(task: Task, cfg: DictConfig, out_dir: Path | str) -> TaskResult:
     upside_down = orientation_warnings(scores.measures, orientation)
     for message in upside_down.values():
         log.warning("%s", message)
-    measures, reference = task.merge_reference(cfg, collections, scores.measures, set(names))
+    measures, reference = task.merge_reference(run, collections, scores.measures, set(names))
     taken = [m for m in dict.fromkeys(measures["metric"]) if m not in orientation]  # reference rows
     orientation.update(metric_orientations(taken, out_dir))
 
-    cache_dir, mirror = data_locations(cfg)
     info = {
-        "task": task.name, **collections.info, "seed": int(cfg.seed), "metrics": names,
+        "task": task.name, **collections.info, "seed": run.seed, "metrics": names,
         "metrics_this_run": [m.name for m, _ in metrics], "earlier_metrics": sorted(set(names) - {m.name for m, _ in metrics}),
         "metric_params": {m.name: params for m, params in metrics},
         "failures": scores.failures, "orientation": orientation, "orientation_warnings": upside_down, **scores.info,
@@ -194,14 +273,15 @@ def run_task(task: Task, cfg: DictConfig, out_dir: Path | str) -> TaskResult:
         "embedding": {"model": embedder.model_id if embedder else None, "seconds": round(embed_seconds, 3),
                       **(embedder.stats if embedder else {})},
         "corpora_digest": collections.digest,
-        "mirror": str(mirror) if mirror else None, "version": __version__, "python": platform.python_version(),
+        "mirror": str(run.mirror) if run.mirror else None, "version": __version__, "python": platform.python_version(),
+        "figures": task.figures, "joins_ksc": task.joins_ksc,
     }
     summary = scores.summary
     if summary is not None and "metric" in summary.columns:
         summary = with_orientation(summary, orientation)
     result = TaskResult(task.name, with_orientation(distances, orientation), with_orientation(measures, orientation),
                         summary, scores.failures, {}, info, tracebacks=tracebacks)
-    result.files = write_artifacts(task, result, out_dir, title=task.title(cfg, collections))
+    result.files = write_artifacts(task, result, out_dir, title=task.title(run, collections))
     return result
 
 
@@ -269,7 +349,7 @@ def write_artifacts(task: Task, result: TaskResult, out_dir: Path, *, title: str
     result.info["title"] = title
     files.update(task.write(result, out_dir))
     if result.info.get("orientation_warnings") and "table3_md" in files:
-        from textmetric_bench.reports.tables import orientation_markdown
+        from textmetric_bench.reports.tables.markdown import orientation_markdown
 
         with files["table3_md"].open("a", encoding="utf-8") as md:
             md.write("\n".join(["", *orientation_markdown(result.info["orientation_warnings"])]))
@@ -296,12 +376,12 @@ def _previous_manifest(out_dir: Path) -> dict:
     return manifest if isinstance(manifest, dict) else {}
 
 
-def task_runner(task: Task) -> Callable[[DictConfig, Path | str], TaskResult]:
-    """``fn(cfg, out_dir)`` running ``task``: what ``textmetric_bench.__main__`` dispatches to."""
+def task_runner(task: type[Task]) -> Callable[[DictConfig, Path | str], TaskResult]:
+    """``fn(cfg, out_dir)`` running ``task`` on a composed config (its settings read and checked first)."""
     def run(cfg: DictConfig, out_dir: Path | str) -> TaskResult:
-        return run_task(task, cfg, out_dir)
+        instance = task()
+        return instance.run(read_inputs(instance, cfg, out_dir))
 
     run.__name__ = f"run_{task.name}"
     run.__doc__ = f"Run the {task.name} task described by ``cfg``; write its outputs to ``out_dir``."
     return run
-

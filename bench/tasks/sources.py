@@ -18,7 +18,7 @@ from textmetric_bench.data.fetch import local_file
 from textmetric_bench.data.local_files import file_card, is_corpus_file, load_file
 from textmetric_bench.errors import ConfigError, DataError
 from textmetric_bench.tasks.command_line import shown
-from textmetric_bench.tasks.config import data_locations
+from textmetric_bench.tasks.skeleton import RunInputs
 
 
 @dataclass(frozen=True)
@@ -62,9 +62,9 @@ def is_file_pair(cfg: DictConfig) -> bool:
     return pair is not None and {"a", "b"} <= set(pair.keys())  # keys(): `in` skips a value still ???
 
 
-def pair_sources(cfg: DictConfig) -> PairSources:
-    """Both sources of ``cfg``'s pair, normalised, de-duplicated and disjoint, with what they were read from."""
-    cache_dir, mirror = data_locations(cfg)
+def pair_sources(run: RunInputs) -> PairSources:
+    """Both sources of the run's pair, normalised, de-duplicated and disjoint, with what they were read from."""
+    cfg, cache_dir, mirror = run.cfg, run.cache_dir, run.mirror
     if not is_file_pair(cfg):
         a, b = load_pair(str(cfg.pair.name), cache_dir=cache_dir, mirror=mirror, cards=card_dirs(cfg))
         return PairSources(str(cfg.pair.name), a, b)
@@ -94,14 +94,12 @@ def _pair_files(cfg: DictConfig) -> list[tuple[str, str, Path, str, str]]:
     return out
 
 
-def ifc_source(cfg: DictConfig) -> Source:
+def ifc_source(run: RunInputs, source: str, text_field: str | None) -> Source:
     """The IFC source: a file (`ifc.source=texts.jsonl`, its field `ifc.text_field`) or a corpus card."""
-    source = str(cfg.ifc.source)
     if is_corpus_file(source):
-        return load_file(user_path(source), name=source, field=cfg.ifc.get("text_field"),
-                         field_setting="ifc.text_field", what="ifc.source")
-    cache_dir, mirror = data_locations(cfg)
-    return load_source(source, cache_dir=cache_dir, mirror=mirror, cards=card_dirs(cfg))
+        return load_file(user_path(source), name=source, field=text_field, field_setting="ifc.text_field",
+                         what="ifc.source")
+    return load_source(source, cache_dir=run.cache_dir, mirror=run.mirror, cards=card_dirs(run.cfg))
 
 
 def check_pair(cfg: DictConfig) -> None:

@@ -1,8 +1,9 @@
 """Every config value checked before a task loads a corpus or a model, so a bad one fails in a
 second, not after minutes of embedding: one line per bad value, naming the key, the value and a valid example.
 
-Range checks that belong to a task (k and n, the robustness grid, perturbations, IFC settings, metric names)
-stay with the task; this module calls them, after checking the types they assume.
+The settings shared by every task are checked here (``COMMON_RULES``); a task's own come from its settings
+dataclass (``textmetric_bench.tasks.settings``: types, ranges, then its ``check()``), then its ``preflight``
+(files that must exist, sources that must be known). ``validate_config`` returns what the run reads, typed.
 """
 
 from __future__ import annotations
@@ -13,11 +14,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from omegaconf import DictConfig, ListConfig, OmegaConf
+from omegaconf import DictConfig, OmegaConf
 
 from textmetric_bench.errors import ConfigError
 from textmetric_bench.tasks.command_line import shown
 from textmetric_bench.tasks.directories import directory_problems
+from textmetric_bench.tasks.settings import read_settings
+from textmetric_bench.tasks.skeleton import RunInputs
 
 _ABSENT = object()
 _DEVICE = re.compile(r"auto|cpu|mps|cuda(:\d+)?")
@@ -33,10 +36,6 @@ def number(minimum: float = 0.0, *, strict: bool = True) -> Callable[[Any], bool
             return False
         return v > minimum if strict else v >= minimum
     return accepts
-
-
-def fraction(v: Any) -> bool:
-    return number(0)(v) and v <= 1
 
 
 def boolean(v: Any) -> bool:
@@ -92,66 +91,42 @@ COMMON_RULES = (
          "a whole number >= 1, auto, or null for one per core", "2"),
 )
 
-TASK_RULES = {
-    "ksc": (Rule("k", whole(), WHOLE, "7"), Rule("n", whole(), WHOLE, "100"),
-            Rule("repetitions", whole(), WHOLE, "5"),
-            Rule("reference", lambda v: v is False or isinstance(v, str),
-                 "auto, false, or a directory of reference files", "false")),
-    "robustness": (Rule("n_ref", whole(), WHOLE, "3000"), Rule("imbalance_total", whole(), WHOLE, "2900"),
-                   Rule("repetitions", whole(), WHOLE, "10"),
-                   Rule("sizes", lambda v: isinstance(v, ListConfig) and all(whole()(s) for s in v),
-                        "a list of whole numbers", "[50,250,450]")),
-    "perturb": (Rule("n", whole(), WHOLE, "200"), Rule("repetitions", whole(), WHOLE, "5")),
-    "ifc": tuple(Rule(f"ifc.{key}", whole(), WHOLE, example) for key, example in (
-        ("iterations", "4"), ("train_per_step", "200"), ("corpus_size", "200"), ("batch_size", "16"),
-        ("sampling.batch_size", "64"), ("sampling.max_rounds", "4"))) + (
-        Rule("ifc.repetitions", whole(1), "a whole number >= 1", "5"),
-        Rule("ifc.generate", boolean, FLAG, "false"),
-        Rule("ifc.learning_rate", number(0), "a number > 0", "1e-4"),
-        Rule("ifc.reference_share", number(0), "a number strictly between 0 and 1", "0.5"),
-        Rule("ifc.sampling.top_p", fraction, "a number > 0 and <= 1", "0.95"),
-        Rule("ifc.sampling.temperature", number(0), "a number > 0", "1.0"),
-        Rule("ifc.sampling.length_quantile", fraction, "a number > 0 and <= 1", "0.95")),
-}
-TASK_RULES["check"] = TASK_RULES["ksc"] + (
-    Rule("update", boolean, FLAG, "true"),
-    Rule("check.z", number(0), "a number > 0", "2.0"),
-    Rule("check.min_tolerance", number(0, strict=False), "a number >= 0", "0.02"),
-    Rule("check.exact_tolerance", number(0, strict=False), "a number >= 0", "1e-9"),
-    Rule("check.two_sided", boolean, FLAG, "true"),
-    Rule("check.measures", lambda v: isinstance(v, ListConfig) and 0 < len(v) and set(v) <= set(gated_measures()),
-         "a non-empty list of the measures rho, omega2, L, A, Aw", "[A,Aw,rho]"),
-)
+def validate_config(cfg: DictConfig, out_dir: Path | str | None = None) -> RunInputs:
+    """The typed inputs of the run ``cfg`` describes (``out_dir``: its run directory), or one `ConfigError`
+    listing every bad value (one line each)."""
+    from textmetric_bench.tasks.config import data_locations, selected_metrics
+    from textmetric_bench.tasks.registry import get_task
+    from textmetric_bench.tasks.sources import check_pair
 
-
-def gated_measures() -> list[str]:
-    """What the regression gate can compare: run_ksc's measures but T, which depends on the machine."""
-    from textmetric_bench.tasks.ksc import MEASURE_COLUMNS
-
-    return [m for m in MEASURE_COLUMNS[2:] if m != "T"]
-
-
-def validate_config(cfg: DictConfig, out_dir: Path | str | None = None) -> None:
-    """Raise one `ConfigError` listing every bad value of ``cfg`` (one line each); ``out_dir`` is the run directory."""
-    task = str(OmegaConf.select(cfg, "task.name", default=""))
-    problems, bad_keys = [], set()
-    for rule in COMMON_RULES + TASK_RULES.get(task, ()):
-        if problem := rule_problem(cfg, rule):
-            problems.append(problem)
-            bad_keys.add(rule.key)
-    for check in (_pair_cards, _metrics, *TASK_CHECKS.get(task, ())):
+    task = get_task(str(OmegaConf.select(cfg, "task.name", default="")))
+    common = {rule.key: problem for rule in COMMON_RULES if (problem := rule_problem(cfg, rule))}
+    problems = list(common.values())
+    settings, bad_settings, _ = read_settings(task.settings, cfg)
+    problems += bad_settings
+    metrics = []
+    checks = [lambda: metrics.extend(selected_metrics(cfg))] + ([lambda: check_pair(cfg)] if task.uses_pair else [])
+    for check in checks:
         try:
-            check(cfg, bad_keys)
+            check()
+        except ConfigError as exc:
+            problems.append(str(exc))
+    inputs = None
+    if settings is not None and "seed" not in common:
+        cache_dir, mirror = data_locations(cfg)
+        inputs = RunInputs(cfg, settings, metrics, Path(out_dir or "."), int(cfg.seed), cache_dir, mirror)
+        try:
+            task.preflight(inputs)
         except ConfigError as exc:
             problems.append(str(exc))
         except Exception as exc:  # a key deleted with ~key, or a value of a type the task's check did not expect
             key = getattr(exc, "full_key", None)
-            problems.append(f"{key} is missing: give it a value (its default is in conf/)" if key else
-                            f"the {task} settings cannot be checked ({type(exc).__name__}: "
-                            f"{' '.join(str(exc).split())}); compare them with conf/task/{task}.yaml")
+            problems.append(f"{key} is missing: give it a value (see docs/tasks.md)" if key else
+                            f"the {task.name} settings cannot be checked ({type(exc).__name__}: "
+                            f"{' '.join(str(exc).split())})")
     problems += directory_problems(cfg, out_dir)
     if problems:
         raise ConfigError("\n".join(dict.fromkeys(problems)))
+    return inputs
 
 
 def rule_problem(cfg: DictConfig, rule: Rule) -> str | None:
@@ -163,76 +138,3 @@ def rule_problem(cfg: DictConfig, rule: Rule) -> str | None:
     if value is _ABSENT or rule.accepts(value):
         return None
     return f"{rule.key}={shown(value)} is not valid: give {rule.advice}, e.g. {rule.key}={rule.example}"
-
-
-# --- the tasks' own checks, run once the values they read have the right types ---------------------
-
-
-def _pair_cards(cfg: DictConfig, bad: set[str]) -> None:
-    if OmegaConf.select(cfg, "task.name") != "ifc":
-        from textmetric_bench.tasks.sources import check_pair
-
-        check_pair(cfg)
-
-
-def _metrics(cfg: DictConfig, bad: set[str]) -> None:
-    from textmetric_bench.tasks.config import selected_metrics
-
-    selected_metrics(cfg)
-
-
-def _ksc(cfg: DictConfig, bad: set[str]) -> None:
-    if not bad & {"k", "n", "repetitions"}:
-        from textmetric_bench.tasks.ksc import check_run_config
-
-        check_run_config(cfg)
-
-
-def _reference(cfg: DictConfig, bad: set[str]) -> None:
-    if "reference" not in bad:
-        from textmetric_bench.tasks.reference import reference_dir
-
-        reference_dir(cfg)
-
-
-def _check_baseline(cfg: DictConfig, bad: set[str]) -> None:
-    if not cfg.get("update", False) and "check.baseline" not in bad:
-        path = Path(str(cfg.check.baseline)).expanduser()
-        if not path.is_file():
-            raise ConfigError(f"check.baseline={shown(str(path))} is not valid: no such file; point it at a "
-                              f"baseline JSON, or write one with `python -m textmetric_bench task=check update=true`")
-
-
-def _robustness(cfg: DictConfig, bad: set[str]) -> None:
-    if not bad & {"n_ref", "sizes", "imbalance_total", "repetitions"}:
-        from textmetric_bench.collections.size_imbalance import validate_robustness_parameters
-
-        validate_robustness_parameters(cfg.n_ref, cfg.sizes, cfg.imbalance_total, cfg.repetitions)
-
-
-def _perturb(cfg: DictConfig, bad: set[str]) -> None:
-    if not bad & {"n", "repetitions"}:
-        from textmetric_bench.collections.perturbation_samples import validate_perturb_parameters
-
-        validate_perturb_parameters(cfg.n, cfg.repetitions, cfg.perturbations)
-
-
-def _ifc_source(cfg: DictConfig, bad: set[str]) -> None:
-    from textmetric_bench.tasks.sources import check_ifc_source
-
-    check_ifc_source(cfg)
-
-
-def _ifc_plan(cfg: DictConfig, bad: set[str]) -> None:
-    if not any(key.startswith("ifc.") for key in bad):
-        from textmetric_bench.tasks.ifc import generation_plan, split_source
-
-        generation_plan(cfg)
-        split_source([], float(cfg.ifc.reference_share), 0)
-
-
-#: Per task, the checks it makes itself; each gets the keys already reported, to skip checks that read them.
-TASK_CHECKS: dict[str, tuple[Callable[[DictConfig, set[str]], None], ...]] = {
-    "ksc": (_ksc, _reference), "check": (_ksc, _reference, _check_baseline), "robustness": (_robustness,),
-    "perturb": (_perturb,), "ifc": (_ifc_source, _ifc_plan),
-}

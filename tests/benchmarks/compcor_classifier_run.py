@@ -11,7 +11,7 @@ embedder and cache as the runs) and, for every pair (c_i, c_j), scores what comp
 embeddings, trained on a random 80% of each corpus and scored by the F1 of its predictions on the
 other 20%, the second corpus as the positive class. compcor draws the split unseeded; here it is
 seeded per (repetition, i, j) so the file can be rebuilt. The rows replace those of metric
-`classifier_compcor` in DISTANCES.csv (built by `python -m textmetric_bench.reports.paper_distances`).
+`classifier_compcor` in DISTANCES.csv (built by `python -m textmetric_bench.reports.paper_table3.distances`).
 """
 
 from __future__ import annotations
@@ -43,7 +43,8 @@ def split_f1(x: np.ndarray, y: np.ndarray, rng: np.random.Generator) -> float:
 
 
 def setting_rows(pair: str, k: int, out_dir: Path) -> list[dict]:
-    from textmetric_bench.tasks.config import build_embedder, compose_config
+    from textmetric_bench.tasks.config import build_embedder
+    from textmetric_bench.tasks.registry import compose_config
     from textmetric_bench.tasks.ksc import KSCTask
 
     overrides = [f"pair={pair}", f"k={k}", "n=100", "repetitions=5", "seed=0", "metrics=[classifier]"]

@@ -2,7 +2,7 @@
 
 - KSC: clinc150_banking77 and atis_news, k = 7 and 12, n = 100, 5 repetitions, eight metrics
   (6,960 evaluations); ours serial and with 2 workers, which must give identical distances.
-- Size and imbalance on clinc150_banking77, the grid of conf/task/robustness.yaml
+- Size and imbalance on clinc150_banking77, the grid of the robustness task's settings (docs/tasks.md)
   (``BENCH_ROBUSTNESS_GRID=quick`` for a small one, ``one`` for one repetition of it); ours
   serial and with 2 workers, which must give identical distances.
 - ``make run`` (the default KSC study) on a cold and then a warm embedding cache; the

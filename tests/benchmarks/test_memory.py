@@ -1,7 +1,7 @@
 """Peak memory of the default robustness study with 2 workers: summed RSS <= 3 GiB.
 
 Runs ``python -m textmetric_bench task=robustness pair=clinc150_banking77 engine.workers=2`` (the default
-grid of conf/task/robustness.yaml, or the one ``BENCH_ROBUSTNESS_GRID`` names, every default
+grid of the robustness task's settings (docs/tasks.md), or the one ``BENCH_ROBUSTNESS_GRID`` names, every default
 metric) as a user does, and samples the process
 tree (the CLI process, its workers and multiprocessing's resource tracker): peak summed RSS,
 PSS and USS, and each process's peak RSS, go to the benchmark's extra_info and the summary.

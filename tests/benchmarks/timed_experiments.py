@@ -2,7 +2,7 @@
 
 EXPERIMENT is ``ksc`` (004's KSC study: clinc150_banking77 and atis_news, k = 7 and 12,
 n = 100, 5 repetitions, eight metrics) or ``robustness`` (004's size and imbalance grid on
-clinc150_banking77, conf/task/robustness.yaml; ``BENCH_ROBUSTNESS_GRID=quick`` shrinks it).
+clinc150_banking77, the robustness task's settings (docs/tasks.md); ``BENCH_ROBUSTNESS_GRID=quick`` shrinks it).
 ``BENCH_METRICS`` and ``BENCH_OVERRIDES`` change the metrics and add Hydra overrides, for experiments.
 IMPL is ``ours`` (``textmetric_bench.engine.run_jobs``, ``--workers N``), ``compcor`` (compcor's
 functions called per pair in a plain loop) or ``prepare`` (only build the inputs, embedding
@@ -33,7 +33,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the checkout, when run as a script
 
 METRICS = "[chi,classifier,dc,fid,irpr,mauve,pr,zipf]"
-#: BENCH_ROBUSTNESS_GRID -> overrides of conf/task/robustness.yaml: the full grid, one repetition of it, a small one
+#: BENCH_ROBUSTNESS_GRID -> overrides of the robustness task's settings (docs/tasks.md): the full grid, one repetition of it, a small one
 GRIDS = {"full": [], "one": ["repetitions=1"],
          "quick": ["sizes=[50,250,450]", "n_ref=500", "imbalance_total=500", "repetitions=2"]}
 
@@ -60,7 +60,7 @@ class _Captured(Exception):
 def capture(overrides: list[str]) -> dict:
     """The (jobs, store, metrics) the task would hand to ``run_jobs`` under ``overrides``."""
 
-    from textmetric_bench.tasks.config import compose_config
+    from textmetric_bench.tasks.registry import compose_config
 
     cfg = compose_config(overrides)
     task = {"ksc": ("textmetric_bench.tasks.ksc", "run_ksc"), "robustness": ("textmetric_bench.tasks.robustness", "run_robustness")}

@@ -1,0 +1,52 @@
+"""A measures table (one row per metric and repetition) summarised per metric and measure: the mean over
+repetitions with its 95% percentile bootstrap interval (textmetric_bench.measures.intervals), as Table 3 shows it.
+
+Rows taken from shipped reference results (``source`` = reference) are summarised apart from computed ones, under
+"<metric> (reference)".
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from textmetric_bench.measures.intervals import mean_interval
+
+#: Measure columns the runner may write, in the order they are summarised.
+RAW_MEASURES = ("A", "Aw", "T", "rho", "omega2", "L", "S", "I", "IFC")
+SUMMARY_COLUMNS = ["metric", "measure", "mean", "std", "n", "ci_low", "ci_high"]
+#: What the name of a reference row is followed by.
+REFERENCE_MARK = " (reference)"
+
+
+def labelled(measures: pd.DataFrame) -> pd.DataFrame:
+    """``measures`` with every reference row's metric named "<metric> (reference)" and no ``source`` column."""
+    if "source" not in measures.columns:
+        return measures
+    names = measures["metric"].astype(str)
+    out = measures.drop(columns="source")
+    out["metric"] = names.where(measures["source"] != "reference", names + REFERENCE_MARK)
+    return out
+
+
+def summarise_measures(measures: pd.DataFrame) -> pd.DataFrame:
+    """Long table, one row per (metric, measure): mean, std (ddof=1), n and the 95% percentile bootstrap
+    interval of the mean across repetitions (``ci_low``, ``ci_high``).
+
+    Adds ``T100`` = T / 100, the unit of 004 Table 3. An ``orientation`` column is kept (one value
+    per metric); other columns than the known measures (and ``metric``/``repetition``) are ignored.
+    """
+    if "metric" not in measures.columns:
+        raise ValueError("measures table needs a 'metric' column; got " + ", ".join(map(str, measures.columns)))
+    frame = labelled(measures).copy()
+    if "T" in frame.columns:
+        frame["T100"] = pd.to_numeric(frame["T"], errors="coerce") / 100.0
+    present = [m for m in (*RAW_MEASURES, "T100") if m in frame.columns]
+    rows = []
+    for metric, group in frame.groupby("metric", sort=True):
+        for measure in present:
+            values = pd.to_numeric(group[measure], errors="coerce").to_numpy()
+            rows.append((metric, measure, *mean_interval(values)))
+    summary = pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
+    if "orientation" in frame.columns:
+        summary["orientation"] = summary["metric"].map(frame.groupby("metric")["orientation"].first())
+    return summary

@@ -1,0 +1,75 @@
+"""What every figure shares: saving, file-safe names, the measures' symbols, integer axes and fitted lines.
+
+Figures are drawn on bare ``matplotlib.figure.Figure`` objects (Agg rendering, no pyplot
+state), so plotting is safe in parallel sweep jobs and never opens a window.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+
+import numpy as np
+from matplotlib import rc_context
+from matplotlib.figure import Figure
+from matplotlib.ticker import FixedLocator, MaxNLocator
+from scipy import stats
+
+#: How a measure is written in figures, in the paper's notation (A^w as a mathtext superscript).
+MEASURE_SYMBOLS = {"A": "A", "Aw": "$A^w$", "rho": "ρ", "omega2": "ω²", "L": "L", "S": "S", "I": "I",
+                   "IFC": "IFC", "T": "T", "T100": "T"}
+#: Smallest font size (points) a figure may use for any label or tick.
+MIN_FONT_PT = 7.0
+_SVG_METADATA = {"Date": None}  # keeps SVG output byte-stable between runs
+#: Up to this many distinct values, an integer axis is ticked at exactly those values.
+_MAX_EXACT_TICKS = 12
+
+
+def symbol(measure: str) -> str:
+    """The paper's symbol of a measure column (``Aw`` -> A^w); an unknown column is shown as named."""
+    return MEASURE_SYMBOLS.get(str(measure), str(measure))
+
+
+def safe_name(metric: str) -> str:
+    """A metric name usable as a file name."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", str(metric)).strip("_") or "metric"
+
+
+def save_figure(fig: Figure, path: Path) -> Path:
+    """Write ``fig`` to ``path`` (PNG at 100 dpi, or SVG with text kept as text); returns the path."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    is_svg = path.suffix == ".svg"
+    with rc_context({"svg.fonttype": "none"}):  # SVG text stays text: searchable and editable
+        fig.savefig(path, dpi=100, bbox_inches="tight", metadata=_SVG_METADATA if is_svg else None)
+    return path
+
+
+def integer_axis(axis, values=None) -> None:
+    """Tick an integer-valued axis (k, n, ℓ, s, an iteration) at integers only.
+
+    With few distinct ``values`` the ticks are exactly those values; otherwise a locator
+    that never places a tick between two integers.
+    """
+    if values is not None:
+        distinct = np.unique(np.asarray(values, dtype=float)[np.isfinite(np.asarray(values, dtype=float))])
+        if 0 < distinct.size <= _MAX_EXACT_TICKS and np.all(distinct == np.round(distinct)):
+            axis.set_major_locator(FixedLocator(distinct))
+            axis.set_major_formatter(lambda value, _pos: f"{value:.0f}")
+            return
+    axis.set_major_locator(MaxNLocator(integer=True))
+
+
+def ols_band(x: np.ndarray, y: np.ndarray, grid: np.ndarray, confidence: float = 0.95):
+    """OLS fit of y on x evaluated on ``grid``, with the t-band of the mean prediction; None if degenerate."""
+    n = x.size
+    sxx = float(((x - x.mean()) ** 2).sum())
+    if n < 3 or sxx == 0.0:
+        return None
+    slope, intercept = np.polyfit(x, y, 1)
+    residuals = y - (intercept + slope * x)
+    s = math.sqrt(float((residuals**2).sum()) / (n - 2))
+    fit = intercept + slope * grid
+    half = stats.t.ppf(0.5 + confidence / 2, n - 2) * s * np.sqrt(1.0 / n + (grid - x.mean()) ** 2 / sxx)
+    return fit, fit - half, fit + half

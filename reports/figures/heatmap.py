@@ -1,0 +1,118 @@
+"""The overview of a run: a heatmap of metrics × measures, the mean printed in every cell.
+
+Rows are sorted by a chosen measure (best on top); each column is coloured on its own range, so
+a column's best and worst metric stand out whatever the measure's scale. The ceiling (oracle) is
+the top row and the floor (chance) the bottom one, set apart by a line, labelled in grey italics
+and left out of the colour ranges.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from matplotlib import colormaps
+from matplotlib.figure import Figure
+
+from textmetric_bench.reports.bounds import bound_label, bound_of
+from textmetric_bench.reports.figures.drawing import symbol
+from textmetric_bench.reports.labels import TABLE3_ORDER, format_score, metric_labels
+
+CMAP = colormaps["viridis"]  # perceptually uniform and readable with colour-vision deficiencies
+MISSING_COLOUR = (0.88, 0.88, 0.88, 1.0)
+BOUND_COLOUR = (1.0, 1.0, 1.0, 1.0)
+#: Column headers: the paper's symbol and, for T, its unit and what better means.
+HEADERS = {"T100": "T\n[100 op/s]"}
+HEATMAP_CAPTION = ("Mean over repetitions of every measure (004 Table 3), one row per metric, rows sorted by the "
+                   "measure named in the title (best on top). Each column is coloured on its own range: yellow "
+                   "is the column's best metric, dark purple its worst. All measures are higher-is-better; T is "
+                   "a speed in hundreds of pair evaluations per second (embedding excluded), coloured on a log "
+                   "scale. Grey n/a: not measured. Top and bottom rows in grey italics, when run: the ceiling "
+                   "(oracle) and the floor (chance), outside the colour ranges.")
+
+
+def heatmap_rows(means: pd.DataFrame, sort_by: str) -> list:
+    """Row order: ceiling, ordinary metrics by ``sort_by`` (best first, missing last, ties by name), floor."""
+    key = means[sort_by]
+    ordinary = [m for m in means.index if bound_of(m) is None]
+    ordinary.sort(key=lambda m: (0 if np.isfinite(key[m]) else 1, -key[m] if np.isfinite(key[m]) else 0, str(m)))
+    return ([m for m in means.index if bound_of(m) == "ceiling"] + ordinary
+            + [m for m in means.index if bound_of(m) == "floor"])
+
+
+def text_colour(background) -> str:
+    """Black or white, whichever reads better on ``background`` (an RGBA colour): by its WCAG luminance."""
+    channels = np.asarray(background[:3], dtype=float)
+    linear = np.where(channels <= 0.04045, channels / 12.92, ((channels + 0.055) / 1.055) ** 2.4)
+    luminance = float(linear @ [0.2126, 0.7152, 0.0722])
+    return "black" if (luminance + 0.05) / 0.05 >= 1.05 / (luminance + 0.05) else "white"
+
+
+def _column_shades(values: pd.Series, measure: str, ordinary: list) -> np.ndarray:
+    """Each value's place in 0..1 between the column's worst and best ordinary metric (NaN if missing)."""
+    x = values.to_numpy(dtype=float)
+    if measure == "T100":  # speeds span orders of magnitude
+        x = np.log10(np.where(x > 0, x, np.nan))
+    reference = x[[values.index.get_loc(m) for m in ordinary]]
+    reference = reference[np.isfinite(reference)]
+    if reference.size == 0:
+        return np.full(x.shape, np.nan)
+    low, high = reference.min(), reference.max()
+    if high == low:
+        return np.where(np.isfinite(x), 0.5, np.nan)
+    return np.clip((x - low) / (high - low), 0.0, 1.0)
+
+
+def measure_heatmap(summary: pd.DataFrame, sort_by: str = "A") -> Figure:
+    """Heatmap of metrics × measures from ``textmetric_bench.reports.tables.table3.summarise_measures``' long table."""
+    means = summary.pivot(index="metric", columns="measure", values="mean")
+    measures = [m for m in TABLE3_ORDER if m in means.columns]
+    if means.empty or not measures:
+        raise ValueError("measure heatmap needs a summary with at least one metric and one measure "
+                         f"({', '.join(TABLE3_ORDER)}); got columns {', '.join(map(str, summary.columns))}")
+    sort_by = "T100" if sort_by == "T" else sort_by
+    if sort_by not in measures:
+        raise ValueError(f"measure heatmap cannot sort by {sort_by!r}: the summary has {', '.join(measures)}")
+    means = means[measures].astype(float)
+    rows = heatmap_rows(means, sort_by)
+    means = means.loc[rows]
+    ordinary = [m for m in rows if bound_of(m) is None]
+    shades = np.column_stack([_column_shades(means[m], m, ordinary) for m in measures])
+    colours = CMAP(np.nan_to_num(shades, nan=0.0))
+    colours[~np.isfinite(shades)] = MISSING_COLOUR
+    bound_rows = [i for i, m in enumerate(rows) if bound_of(m) is not None]
+    colours[bound_rows] = BOUND_COLOUR
+
+    fig = Figure(figsize=(2.0 + 0.95 * len(measures), 1.6 + 0.32 * len(rows)), layout="constrained")
+    ax = fig.add_subplot()
+    ax.imshow(colours, aspect="auto", interpolation="nearest")
+    for i, metric in enumerate(rows):
+        for j, measure in enumerate(measures):
+            value = means.at[metric, measure]
+            is_bound = i in bound_rows
+            text = format_score(value) if np.isfinite(value) else "n/a"
+            ax.text(j, i, text, ha="center", va="center", fontsize=9, color=text_colour(colours[i, j]),
+                    fontstyle="italic" if is_bound or not np.isfinite(value) else "normal")
+    labels = metric_labels(summary)
+    ax.set_yticks(range(len(rows)), [bound_label(m) if bound_of(m) else labels.get(m, str(m)) for m in rows],
+                  fontsize=9)
+    for i in bound_rows:
+        tick = ax.get_yticklabels()[i]
+        tick.set_color("#666666")
+        tick.set_fontstyle("italic")
+    ax.set_xticks(range(len(measures)), [HEADERS.get(m, symbol(m)) for m in measures], fontsize=10)
+    ax.xaxis.tick_top()
+    ax.tick_params(length=0)
+    for edge in _separators(rows):
+        ax.axhline(edge, color="#444444", linewidth=1.5)
+    ax.set_xticks(np.arange(len(measures) + 1) - 0.5, minor=True)
+    ax.grid(which="minor", axis="x", color="white", linewidth=1.5)
+    ax.set_title(f"Measures per metric, rows sorted by {symbol(sort_by)} (best on top); "
+                 "each column coloured on its own range", fontsize=10)
+    return fig
+
+
+def _separators(rows: list) -> list[float]:
+    """y positions of the lines between the ceiling, the ordinary metrics and the floor."""
+    kinds = [bound_of(m) for m in rows]
+    return [i + 0.5 for i in range(len(rows) - 1) if (kinds[i] == "ceiling") != (kinds[i + 1] == "ceiling")
+            or (kinds[i] == "floor") != (kinds[i + 1] == "floor")]

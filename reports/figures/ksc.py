@@ -1,0 +1,105 @@
+"""Charts of a run: the distance-vs-ℓ scatter of 004 Figure 2 (top); the radar of Figure 4 is in
+``textmetric_bench.reports.figures.radar`` and importable from here.
+
+Figures are drawn on bare ``matplotlib.figure.Figure`` objects (Agg rendering, no pyplot
+state), so plotting is safe in parallel sweep jobs and never opens a window.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+from scipy import stats
+
+from textmetric_bench.reports.figures.drawing import integer_axis, ols_band, safe_name, save_figure
+from textmetric_bench.reports.labels import format_score, metric_labels, similarities
+
+def _draw_scatter(ax, ell: np.ndarray, y: np.ndarray, rng: np.random.Generator) -> float:
+    """Jittered points, OLS line and 95% band on ``ax``; returns the pooled Spearman ρ."""
+    jitter = rng.uniform(-0.15, 0.15, size=ell.size)
+    ax.scatter(ell + jitter, y, s=10, alpha=0.5, color="tab:gray", edgecolors="none")
+    integer_axis(ax.xaxis, ell)
+    grid = np.linspace(ell.min(), ell.max(), 50)
+    band = ols_band(ell, y, grid)
+    if band is not None:
+        fit, low, high = band
+        ax.plot(grid, fit, color="tab:blue", linewidth=1.5)
+        ax.fill_between(grid, low, high, color="tab:blue", alpha=0.25, linewidth=0)
+    if np.unique(ell).size < 2 or np.unique(y).size < 2:
+        return float("nan")
+    return float(stats.spearmanr(ell, y).statistic)
+
+
+def _finite_rows(distances: pd.DataFrame, column: str) -> pd.DataFrame:
+    frame = distances[["metric", "ell", column]].copy()
+    frame["ell"] = pd.to_numeric(frame["ell"], errors="coerce")
+    frame[column] = pd.to_numeric(frame[column], errors="coerce")
+    return frame[np.isfinite(frame["ell"]) & np.isfinite(frame[column])]
+
+
+def _with_z(distances: pd.DataFrame) -> pd.DataFrame:
+    """Distances with a ``z`` column, computed within (metric, repetition) when the runner gave none
+    (of a similarity's negation, with the population sd, ddof=0, as the measures do)."""
+    if "z" in distances.columns:
+        return distances
+    frame = distances.copy()
+    keys = ["metric", "repetition"] if "repetition" in frame.columns else ["metric"]
+    value = frame["distance"].where(~frame["metric"].astype(str).isin(similarities(frame)), -frame["distance"])
+    grouped = value.groupby([frame[k] for k in keys])
+    frame["z"] = (value - grouped.transform("mean")) / grouped.transform("std", ddof=0)
+    return frame
+
+
+def distance_scatter(distances: pd.DataFrame, out_dir: Path) -> list[Path]:
+    """Raw distance against ℓ per metric, pooled over repetitions (004 Figure 2 top), plus a z-scored grid.
+
+    Writes ``scatter_<metric>.png`` for every metric with at least one finite distance and
+    ``scatter_all.png`` with one panel per such metric. A similarity's raw values fall with ℓ when
+    it works; its z (computed on the negation, as every measure) rises like a distance's.
+    """
+    out_dir = Path(out_dir)
+    raw = _finite_rows(distances, "distance")
+    metrics = sorted(raw["metric"].unique(), key=str)
+    labels, similar = metric_labels(distances), similarities(distances)
+    paths: list[Path] = []
+    for metric in metrics:
+        rows = raw[raw["metric"] == metric]
+        fig = Figure(figsize=(5, 3.8))
+        ax = fig.add_subplot()
+        rho = _draw_scatter(ax, rows["ell"].to_numpy(), rows["distance"].to_numpy(), np.random.default_rng(0))
+        ax.set_xlabel("ℓ (separation j − i)")
+        if metric in similar:  # ρ of the negation, as in the measures
+            rho = -rho
+        ax.set_ylabel("similarity (raw; measures use its negation)" if metric in similar else "distance (raw)")
+        ax.set_title(f"{labels.get(metric, metric)}: pooled ρ = {format_score(rho)}")
+        paths.append(save_figure(fig, out_dir / f"scatter_{safe_name(metric)}.png"))
+    if not metrics:
+        return paths
+
+    zrows = _finite_rows(_with_z(distances), "z")
+    ncols = min(4, len(metrics))
+    nrows = math.ceil(len(metrics) / ncols)
+    fig = Figure(figsize=(max(3.2 * ncols, 5.5), 2.8 * nrows + 0.5), layout="constrained")
+    grid = fig.subplots(nrows, ncols, squeeze=False, sharex=True, sharey=True)
+    for ax, metric in zip(grid.flat, metrics):
+        rows = zrows[zrows["metric"] == metric]
+        rho = float("nan")
+        if len(rows):
+            rho = _draw_scatter(ax, rows["ell"].to_numpy(), rows["z"].to_numpy(), np.random.default_rng(0))
+        ax.set_title(f"{labels.get(metric, metric)} (ρ = {format_score(rho)})", fontsize="medium")
+    for index in range(len(metrics), nrows * ncols):
+        grid.flat[index].set_visible(False)
+    for col in range(ncols):  # the lowest visible panel of each column carries the ℓ axis
+        bottom = grid[(len(metrics) - 1 - col) // ncols, col]
+        bottom.xaxis.set_tick_params(labelbottom=True)
+        bottom.set_xlabel("ℓ")
+    for ax in grid[:, 0]:
+        ax.set_ylabel("distance (z)")
+    fig.suptitle("Distance vs ℓ, z-scored within repetition with the population sd (ddof=0, as the measures); "
+                 "004 Figure 2 top")
+    paths.append(save_figure(fig, out_dir / "scatter_all.png"))
+    return paths

@@ -1,0 +1,230 @@
+"""One self-contained HTML page (images inlined) from one run, several runs, or a sweep.
+
+Sections follow reports/sweep/runs.py: one per KSC setting, one block per run (never pooled), a pair's
+robustness and IFC runs joined into each KSC run's Table 3. A sweep over k or n also gets a figure
+of how each measure moves with it.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import re
+from pathlib import Path
+
+import pandas as pd
+
+from textmetric_bench.measures.intervals import INTERVAL_NAME
+from textmetric_bench.measures.paired import all_comparisons
+from textmetric_bench.measures.summaries import RAW_MEASURES, labelled
+from textmetric_bench.reports.figures.drawing import MEASURE_SYMBOLS, save_figure
+from textmetric_bench.reports.figures.heatmap import HEATMAP_CAPTION, measure_heatmap
+from textmetric_bench.reports.figures.ksc import distance_scatter
+from textmetric_bench.reports.figures.overview import measure_boxplots, sweep_trends
+from textmetric_bench.reports.figures.radar import SMALL_MULTIPLES_CAPTION, radar_chart, radar_small_multiples
+from textmetric_bench.reports.html.tables import (
+    escape,
+    negative_divergence_html,
+    own_noise_html,
+    scroll,
+    significance_html,
+    table3_html,
+    warning_html,
+)
+from textmetric_bench.reports.labels import SIMILARITY_NOTE, metric_labels, similarities
+from textmetric_bench.reports.reference_rows import REFERENCE_NOTE, is_reference
+from textmetric_bench.reports.sweep.aggregate import aggregate_sweep, find_run_dirs
+from textmetric_bench.reports.sweep.runs import Run, Section, load_run, profile, sections
+from textmetric_bench.reports.tables.significance import column_groups
+from textmetric_bench.reports.tables.table3 import table3
+
+CAPTIONS = {
+    "radar": "The same measures overlaid for at most 6 metrics, those with the largest mean over the "
+             "axes (004 Figure 4), on a 0–1 scale, time left out; each vertex is the measure's mean over repetitions (the table's number). "
+             "Good: a large polygon reaching the rim on every axis.",
+    "scatter": "Distance (z-scored within each repetition) against the mixing gap ℓ = j − i, pooled over "
+               "repetitions, with the regression line and its 95% band (004 Figure 2 top; raw distances are "
+               "in the run's scatter_<metric>.png). The ρ in each panel title is pooled: one Spearman ρ over "
+               "the z-scored distances of all repetitions, not the table's mean of per-repetition ρ. Good: "
+               "points rise steadily with ℓ, with little vertical spread at each ℓ (high ρ, ω² and L).",
+    "boxplots": "Each measure across repetitions, one box per metric, one value per repetition (004 Figure "
+                "6), the largest median on top. Good: boxes far to the right and narrow (high and stable).",
+    "trend": "How each measure changes with the swept KSC parameter: mean over repetitions of each run. "
+             "Larger k makes consecutive corpora closer and judgements harder, so measures usually fall; a "
+             "good metric falls least.",
+}
+
+
+def _img(path: Path) -> str:
+    data = base64.b64encode(Path(path).read_bytes()).decode("ascii")
+    mime = "image/svg+xml" if path.suffix == ".svg" else "image/png"
+    return f'<img src="data:{mime};base64,{data}" alt="{html.escape(path.stem)}">'
+
+
+def _figure(path: Path | None, caption: str) -> str:
+    if path is None or not Path(path).exists():
+        return ""
+    return f"<figure>{_img(Path(path))}<figcaption>{html.escape(caption)}</figcaption></figure>"
+
+
+def _table_html(cells: pd.DataFrame) -> str:
+    head = "".join(f"<th>{escape(c)}</th>" for c in ["metric", *cells.columns])
+    rows = []
+    for metric, row in cells.iterrows():
+        tds = "".join("<td>" + re.sub(r"\*\*(.+?)\*\*", r"<b>\1</b>", escape(v)) + "</td>" for v in row)
+        rows.append(f"<tr><th>{escape(metric)}</th>{tds}</tr>")
+    return scroll(f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>")
+
+
+def _perturbation_html(run: Run) -> str:
+    """The shift table of a perturbation run (its measures are not Table 3 measures)."""
+    from textmetric_bench.reports.figures.perturb import LEGEND, perturbation_cells
+
+    path = run.path / "perturbation.csv"
+    if not path.exists():
+        return ""
+    summary = pd.read_csv(path)
+    if summary.empty:
+        return ""
+    cells = perturbation_cells(summary).rename(index=metric_labels(summary))
+    return (f"<h3>Perturbation sensitivity (000 §6.2)</h3>{_table_html(cells)}"
+            f"<p class=legend>{escape(LEGEND)} Raw distances: perturbation.md of the run.</p>")
+
+
+def _notes_html(runs: list[Run]) -> str:
+    parts = []
+    for heading, attr in (("Failed metrics", "failures"), ("Orientation", "orientation_warnings")):
+        notes = {m: e for r in runs for m, e in getattr(r, attr).items()}
+        if notes:
+            items = "".join(f"<li><b>{escape(m)}</b>: {escape(str(e)[:4000])}</li>" for m, e in notes.items())
+            parts.append(f"<div class=failures><h4>{heading}</h4><ul>{items}</ul></div>")
+    return "".join(parts)
+
+
+def _task_figures(run: Run) -> list[str]:
+    parts = [_perturbation_html(run)] if run.task == "perturb" else []
+    for prefix, caption in (run.manifest.get("figures") or {}).items():  # the task's, by file-name prefix
+        parts += [_figure(png, caption) for png in sorted(run.path.glob(f"{prefix}*.png"))]
+    return parts
+
+
+def _run_block(run: Run, joined: list[Run], fig_dir: Path, slug: str, out_dir: Path, root: Path | None) -> str:
+    """One run's Table 3 (its joined runs' columns added), significance, notes and figures."""
+    parts = [f"<h3 class=run>Run {escape(run.label(root))}</h3>"]
+    if joined:
+        parts.append("<p class=runs>Joined: " + "; ".join(
+            f"{escape(r.task)} {escape(r.label(root))}" for r in joined) + "</p>")
+    parts += [warning_html(r.repetitions, f"{r.task} run {r.label(root)}") for r in (run, *joined)]
+    if run.measures.empty:
+        return "".join(parts) + "<p class=note>No metric produced measures.</p>"
+    summary, missing = profile(run, joined) if run.task == "ksc" else (run.summary(), {})
+    comparisons = {}
+    for member in (run, *joined):
+        comparisons.update(all_comparisons(labelled(member.measures), RAW_MEASURES))
+    means = table3(summary)
+    parts.append(table3_html(summary, column_groups(comparisons, means), missing))
+    legend = ""
+    if similarities(summary):
+        legend += SIMILARITY_NOTE + " "
+    if any(map(is_reference, means.index)):
+        legend += REFERENCE_NOTE
+    if legend:
+        parts.append(f"<p class=legend>{escape(legend)}</p>")
+    wide = table3(summary, with_ci=True).rename_axis("metric")
+    wide.insert(0, "runs", ";".join(str(r.path) for r in (run, *joined)))  # where every number comes from
+    wide.to_csv(out_dir / f"table3_{slug}.csv")
+    parts += [significance_html(comparisons, means), own_noise_html(run.path),
+              negative_divergence_html(run.distances), _notes_html([run, *joined])]
+    parts.append(_overview_figures(summary, fig_dir, slug, run.label(root)))
+    measures = labelled(pd.concat([r.measures for r in (run, *joined)], ignore_index=True))
+    parts.append(_figure(measure_boxplots(measures, fig_dir / f"boxplots_{slug}.png"), CAPTIONS["boxplots"]))
+    if run.task == "ksc" and run.distances is not None and not run.distances.empty:
+        scatter = [p for p in distance_scatter(run.distances, fig_dir / slug) if p.stem == "scatter_all"]
+        parts.append(_figure(scatter[0] if scatter else None, CAPTIONS["scatter"]))
+    for member in (run, *joined):
+        parts += _task_figures(member)
+    return "\n".join(parts)
+
+
+def _overview_figures(summary: pd.DataFrame, fig_dir: Path, slug: str, title: str) -> str:
+    """The heatmap of every metric and measure, one small radar per metric, and one overlaid radar."""
+    parts = []
+    try:
+        heatmap = save_figure(measure_heatmap(summary, sort_by="A"), fig_dir / f"heatmap_{slug}.png")
+        parts.append(_figure(heatmap, HEATMAP_CAPTION))
+    except ValueError as exc:
+        parts.append(f"<p class=note>No heatmap: {escape(exc)}</p>")
+    try:
+        drawable = summary[summary["measure"].isin([*MEASURE_SYMBOLS, "T", "T100"])]  # axes the radars can label
+        small = save_figure(radar_small_multiples(drawable, title=title), fig_dir / f"radars_{slug}.png")
+        parts.append(_figure(small, SMALL_MULTIPLES_CAPTION))
+        radar = radar_chart(drawable, fig_dir / f"radar_{slug}", title=title)[0]
+        parts.append(_figure(radar, CAPTIONS["radar"]))
+    except ValueError as exc:
+        parts.append(f"<p class=note>No radar chart: {escape(exc)}</p>")
+    return "\n".join(parts)
+
+
+def _section_html(section: Section, fig_dir: Path, slug: str, out_dir: Path, root: Path | None) -> str:
+    parts = [f"<section><h2>{escape(section.title)}</h2>"]
+    if len(section.ksc) > 1:
+        parts.append(f"<p class=runs>{len(section.ksc)} separate runs of this setting, shown one by one "
+                     "(never pooled).</p>")
+    for n, run in enumerate(section.ksc):
+        parts.append(_run_block(run, section.joined[run.path], fig_dir, f"{slug}r{n}", out_dir, root))
+    for n, run in enumerate(section.others):
+        if run.task == "perturb" or run.measures.empty:
+            parts += [f"<h3 class=run>Run {escape(run.label(root))}</h3>", *_task_figures(run),
+                      _notes_html([run])]
+        else:
+            parts.append(_run_block(run, [], fig_dir, f"{slug}o{n}", out_dir, root))
+    parts.append("</section>")
+    return "\n".join(parts)
+
+
+STYLE = """
+body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
+table{border-collapse:collapse;margin:1em 0;font-size:.9em}th,td{border:1px solid #ccc;padding:.3em .6em;
+white-space:nowrap}.scroll{overflow-x:auto;max-width:100%}
+thead th{background:#f3f3f3}figure{margin:1.5em 0}img{max-width:100%}
+figcaption{color:#555;font-size:.9em}.legend,.runs{color:#555;font-size:.85em}.runs,h3.run{overflow-wrap:anywhere}.ci{color:#666;font-size:.85em}
+tr.bound-ceiling,tr.bound-floor{font-style:italic;background:#f7f7f7}td.missing{color:#999}
+sup.group{color:#1f5fa8}.matrix td{text-align:right}td.better{background:#cfe8cf}td.worse{background:#f3d0d0}
+td.tie{background:#eee}.warning{background:#fff6d6;border:1px solid #e0c060;padding:.4em .8em}
+.failures,.note{background:#fff3f3;border:1px solid #e99;padding:.5em 1em}
+"""
+NUMBERS = ("Every number in a table is a measure's mean over the repetitions of one run with its "
+           f"{INTERVAL_NAME}; runs are never pooled. Figures say in their captions when they show another "
+           "number (a pooled ρ, one value per repetition).")
+
+# Marks on <body> how many figures decoded, so a headless browser can check the page.
+LOAD_CHECK = """window.addEventListener('load', () => {
+  const imgs = [...document.images];
+  const ok = imgs.filter(i => i.complete && i.naturalWidth > 0).length;
+  document.body.dataset.figuresLoaded = ok + '/' + imgs.length;
+});"""
+
+
+def build_report(dirs: list[Path | str], out_dir: Path | str | None = None) -> dict[str, Path]:
+    """Write ``report.html`` (self-contained) and one Table 3 CSV per run block (``table3_s<i>r<j>.csv``)."""
+    dirs = [Path(d) for d in dirs]
+    run_dirs = sorted({r for d in dirs for r in find_run_dirs(d)})
+    if not run_dirs:
+        raise FileNotFoundError(f"no run directory (with measures.csv) under {', '.join(map(str, dirs))}")
+    out_dir = Path(out_dir) if out_dir is not None else dirs[0]
+    fig_dir = out_dir / "report_figures"
+    fig_dir.mkdir(parents=True, exist_ok=True)
+    runs = [load_run(p) for p in run_dirs]
+    root = dirs[0] if len(dirs) == 1 else None
+    body = [_section_html(section, fig_dir, f"s{n}", out_dir, root) for n, section in enumerate(sections(runs))]
+    if sum(r.task == "ksc" for r in runs) > 1:
+        long = pd.concat([aggregate_sweep(d) for d in dirs], ignore_index=True)
+        body.append("<section><h2>Across the sweep</h2>"
+                    + _figure(sweep_trends(long, fig_dir / "trends.png"), CAPTIONS["trend"]) + "</section>")
+    page = (f"<!doctype html><html><head><meta charset=utf-8><title>textmetric-bench report</title>"
+            f"<style>{STYLE}</style></head><body data-figures-loaded='pending'><h1>Metric quality report</h1>"
+            f"<p>{len(runs)} run(s). Measures follow Kour, Ackerman et al., <i>Measuring the Measuring "
+            f"Tools</i> (004). {NUMBERS}</p>{''.join(body)}<script>{LOAD_CHECK}</script></body></html>")
+    path = out_dir / "report.html"
+    path.write_text(page, encoding="utf-8")
+    return {"report_html": path}

@@ -1,0 +1,153 @@
+"""HTML pieces of the report that are tables: Table 3 with rank groups and bounds, the significance
+matrix, a metric's own noise, and the notes that name every number (reports/html/report.py lays them out)."""
+
+from __future__ import annotations
+
+import html
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from textmetric_bench.measures.intervals import INTERVAL_NAME, few_repetitions_warning
+from textmetric_bench.measures.paired import TEST_NAME
+from textmetric_bench.reports.bounds import bound_label, bound_of
+from textmetric_bench.reports.labels import format_score, metric_labels
+from textmetric_bench.reports.tables.significance import WILCOXON_NOTE, compact_letters
+from textmetric_bench.reports.tables.table3 import BOLD_TOLERANCE, best_mask, table3
+
+#: How each Table 3 column is written in HTML.
+SYMBOLS = {"A": "A", "Aw": "A<sup>w</sup>", "T100": "T [100&nbsp;op/s]", "rho": "ρ", "omega2": "ω²", "L": "L",
+           "S": "S", "I": "I", "IFC": "IFC"}
+
+
+def escape(value) -> str:
+    return html.escape(str(value))
+
+
+def scroll(table: str) -> str:
+    """A wide table scrolls sideways in its own box instead of wrapping cells or widening the page."""
+    return f"<div class=scroll>{table}</div>"
+
+
+def warning_html(n: int, which: str = "") -> str:
+    """A visible warning when a table rests on fewer than 5 repetitions; ``which`` names the run."""
+    text = few_repetitions_warning(int(n))
+    where = f" ({escape(which)})" if which else ""
+    return f"<p class=warning>⚠ Warning{where}: {escape(text)}.</p>" if text else ""
+
+
+def _row_head(metric, labels: dict) -> tuple[str, str]:
+    """The row header of a metric and its row class (bounds are set apart)."""
+    kind = bound_of(metric)
+    name = labels.get(metric, str(metric))
+    return escape(bound_label(name) if kind else name), f" class=bound-{kind}" if kind else ""
+
+
+def table3_html(summary: pd.DataFrame, groups: dict, missing: dict[str, str]) -> str:
+    """004 Table 3 with every profile column; ``missing``: column -> why no run measured it (shown as –*)."""
+    means = table3(summary)
+    wide = table3(summary, with_ci=True)
+    columns = [c for c in SYMBOLS if c in means.columns or c in missing]
+    bold = best_mask(means)
+    labels = metric_labels(summary)
+    head = "".join(f"<th>{SYMBOLS[c]}</th>" for c in columns)
+    rows = []
+    for metric in means.index:
+        name, cls = _row_head(metric, labels)
+        tds = []
+        for c in columns:
+            if c in missing or c not in means.columns:
+                tds.append("<td class=missing>–<sup>*</sup></td>")
+                continue
+            value = format_score(means.at[metric, c])
+            text = f"<b>{value}</b>" if bold.at[metric, c] else value
+            letters = groups.get(c, {}).get(metric)
+            text += f"<sup class=group>{compact_letters(letters)}</sup>" if letters else ""
+            low, high = wide.at[metric, f"{c}_ci_low"], wide.at[metric, f"{c}_ci_high"]
+            if np.isfinite(low) and np.isfinite(high):
+                text += f" <span class=ci>[{format_score(low)}, {format_score(high)}]</span>"
+            tds.append(f"<td>{text}</td>")
+        rows.append(f"<tr{cls}><th>{name}</th>{''.join(tds)}</tr>")
+    table = f"<table class=table3><thead><tr><th>metric</th>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+    notes = "".join(f"<br><sup>*</sup> {SYMBOLS[c]}: {escape(why)}" for c, why in missing.items())
+    caption = (f"Cells: mean over repetitions [{INTERVAL_NAME}]; bold: best of the column and those within "
+               f"{BOLD_TOLERANCE:g} of it; letters: rank groups (metrics sharing a letter in a column are not "
+               f"separated significantly; a–d stands for abcd). Higher is better. <i>ceiling (oracle)</i> and <i>floor (chance)</i> "
+               f"are bounds, not ranked.")
+    return scroll(table) + f"<p class=legend>{caption}{notes}</p>"
+
+
+def significance_html(comparisons: dict[str, pd.DataFrame], means: pd.DataFrame) -> str:
+    """One matrix per measure: row − column mean difference; green: row better, red: worse (Holm p < α)."""
+    if not comparisons:
+        return ""
+    parts = [(f"<h4>Which metric is better</h4><p class=legend>Test: {escape(TEST_NAME)}. A cell is the mean "
+              f"of (row − column) over the paired repetitions; green: row significantly better, red: "
+              f"significantly worse, grey: not separated; hover for Holm p. {escape(WILCOXON_NOTE)} Also written "
+              f"as significance_&lt;measure&gt;.csv by the run and by aggregate.</p>")]
+    for measure, frame in comparisons.items():
+        column = "T100" if measure == "T" else measure
+        order = list(means[column].sort_values(ascending=False, kind="stable").index) if column in means else []
+        order += sorted((set(frame["metric_a"]) | set(frame["metric_b"])) - set(order), key=str)
+        symbol = "T [op/s]" if measure == "T" else SYMBOLS.get(column, escape(measure))  # T compared unscaled
+        lookup = {}
+        for r in frame.itertuples():
+            lookup[(r.metric_a, r.metric_b)] = (r.mean_diff, r.p_holm, r.better)
+            lookup[(r.metric_b, r.metric_a)] = (-r.mean_diff, r.p_holm, r.better)
+        head = "".join(f"<th>{escape(bound_label(m))}</th>" for m in order)
+        rows = []
+        for a in order:
+            cells = []
+            for b in order:
+                if a == b or (a, b) not in lookup:
+                    cells.append("<td class=diag></td>")
+                    continue
+                diff, p, better = lookup[(a, b)]
+                cls = "better" if better == a else "worse" if better == b else "tie"
+                cells.append(f"<td class={cls} title='Holm p = {p:.4f}'>{format_score(diff)}</td>")
+            rows.append(f"<tr><th>{escape(bound_label(a))}</th>{''.join(cells)}</tr>")
+        table = (f"<table class=matrix><thead><tr><th>{symbol}: row − column"
+                 f"</th>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>")
+        parts.append(f"<details><summary>{symbol}</summary>{scroll(table)}</details>")
+    return "".join(parts)
+
+
+def own_noise_html(run_dir: Path) -> str:
+    """The run's own_noise.csv as a small table, or nothing when the run has none."""
+    path = Path(run_dir) / "own_noise.csv"
+    if not path.exists():
+        return ""
+    frame = pd.read_csv(path)
+    required = {"metric", "seeds", "own_sd", "data_sd", "ratio"}
+    if not required <= set(frame.columns):
+        raise ValueError(f"{path}: own-noise table needs columns {sorted(required)}; it has {list(frame.columns)}")
+    rows = "".join(
+        f"<tr><th>{escape(r.metric)}</th><td>{int(r.seeds)}</td><td>{r.own_sd:.4g}</td><td>{r.data_sd:.4g}</td>"
+        f"<td>{format_score(r.ratio)}</td></tr>" for r in frame.itertuples())
+    table = ("<table><thead><tr><th>metric</th><th>own seeds</th><th>own sd</th><th>data sd</th><th>ratio</th>"
+             f"</tr></thead><tbody>{rows}</tbody></table>")
+    return (f"<h4>A metric's own noise</h4>{scroll(table)}<p class=legend>Ratio = own sd / data sd: the spread "
+            "of the metric's value across its own seeds on fixed corpora, over its spread across data "
+            "repetitions; near 1 or above, the metric's own randomness is as large as the data's.</p>")
+
+
+def negative_divergence_html(distances: pd.DataFrame | None) -> str:
+    """Why a divergence came out negative (estimator bias), for each metric with negative distances."""
+    if distances is None or distances.empty or "distance" not in distances.columns:
+        return ""
+    frame = distances
+    if "orientation" in frame.columns:
+        frame = frame[frame["orientation"] != "similarity"]
+    values = pd.to_numeric(frame["distance"], errors="coerce")
+    negative = frame[values < 0].groupby("metric").size()
+    if negative.empty:
+        return ""
+    totals = frame.groupby("metric").size()
+    items = "".join(f"<li><b>{escape(m)}</b>: {n} of {totals[m]} distances below 0</li>" for m, n in negative.items())
+    return ("<div class=note><p>Negative values. A divergence (KL, JS, FID ...) is never below 0, but its "
+            "plug-in estimate from two samples can be: estimator bias, e.g. an n-gram KL whose models are "
+            "truncated or smoothed on a shared vocabulary, or a bias-corrected estimate of corpora that are "
+            "close. It is not a real negative divergence. (For a metric that is not a divergence, a negative "
+            "value may simply be its scale.) The measures use only the order of the distances, so they "
+            f"stand; raw values are in distances.csv.</p><ul>{items}</ul></div>")

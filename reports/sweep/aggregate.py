@@ -1,0 +1,184 @@
+"""Collect the measures of every job of a Hydra multirun sweep into one table.
+
+Each job directory holding a ``measures.csv`` is summarised like a single run (mean and 95%
+percentile bootstrap interval over repetitions per metric and measure, bench/measures/intervals.py) and
+tagged with its config (pair, task, k, n, ...), so resolutions and corpus pairs can be compared as in
+004 Table 3. Jobs are never pooled. A job with fewer than 5 repetitions is flagged in the ``warning``
+column and above the markdown table; paired comparisons of its metrics go to
+``significance_<measure>.csv`` (reports/tables/significance.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import warnings
+from pathlib import Path
+
+import pandas as pd
+import yaml
+from omegaconf import DictConfig, OmegaConf
+
+from textmetric_bench.measures.intervals import INTERVAL_NAME, few_repetitions_warning
+from textmetric_bench.measures.paired import all_comparisons
+from textmetric_bench.measures.summaries import RAW_MEASURES, labelled, summarise_measures
+from textmetric_bench.reports.bounds import bound_label, bound_of
+from textmetric_bench.reports.labels import TABLE3_ORDER, format_score, metric_labels
+from textmetric_bench.reports.tables.markdown import markdown_table
+from textmetric_bench.reports.tables.table3 import BOLD_TOLERANCE, best_mask
+
+CONFIG_KEYS = ("pair", "task", "k", "n", "repetitions", "seed")
+#: ``n`` is the KSC corpus size from the config; ``n_reps`` counts the repetitions behind a mean.
+SWEEP_COLUMNS = [
+    *CONFIG_KEYS, "metric", "orientation", "measure", "mean", "std", "n_reps", "ci_low", "ci_high", "warning", "overrides",
+    "run_dir",
+]
+
+
+def find_run_dirs(sweep_dir: Path) -> list[Path]:
+    """Every directory at or below ``sweep_dir`` that holds a ``measures.csv``, sorted."""
+    return sorted({p.parent for p in Path(sweep_dir).rglob("measures.csv")})
+
+
+def _config_value(cfg: DictConfig, key: str):
+    """A config entry as a plain value; a group such as ``pair`` gives its ``name``."""
+    value = OmegaConf.select(cfg, key, default=None, throw_on_resolution_failure=False)
+    if isinstance(value, DictConfig):
+        value = OmegaConf.select(cfg, f"{key}.name", default=None, throw_on_resolution_failure=False)
+    return value
+
+
+def read_run_config(run_dir: Path) -> dict:
+    """The keys of interest from ``.hydra/config.yaml`` (the pair as ``run.json`` names it) and the overrides line,
+    or None where missing."""
+    hydra_dir = Path(run_dir) / ".hydra"
+    info = dict.fromkeys(CONFIG_KEYS)
+    config_path = hydra_dir / "config.yaml"
+    if config_path.is_file():
+        cfg = OmegaConf.load(config_path)
+        if isinstance(cfg, DictConfig):
+            info.update({key: _config_value(cfg, key) for key in CONFIG_KEYS})
+            info["source"] = _config_value(cfg, "ifc.source")
+    try:  # the pair as the run names it: two files given without a card (`pair=files`) are named by their paths
+        info["pair"] = json.loads((Path(run_dir) / "run.json").read_text()).get("pair") or info["pair"]
+    except (OSError, ValueError, AttributeError):
+        pass
+    overrides_path = hydra_dir / "overrides.yaml"
+    overrides = yaml.safe_load(overrides_path.read_text()) if overrides_path.is_file() else None
+    info["overrides"] = " ".join(map(str, overrides)) if overrides else ""
+    return info
+
+
+def aggregate_sweep(sweep_dir: Path) -> pd.DataFrame:
+    """One long table of (config keys, metric, measure, mean, std, n_reps, CI, run_dir) over all jobs.
+
+    Returns an empty table with the same columns when no job has finished.
+    """
+    sweep_dir = Path(sweep_dir)
+    frames = []
+    for run_dir in find_run_dirs(sweep_dir):
+        try:
+            measures = pd.read_csv(run_dir / "measures.csv")
+        except pd.errors.EmptyDataError:
+            warnings.warn(f"skipping {run_dir}: measures.csv is empty", stacklevel=2)
+            continue
+        summary = summarise_measures(measures).rename(columns={"n": "n_reps"})
+        summary["warning"] = few_repetitions_warning(int(summary["n_reps"].max())) if not summary.empty else ""
+        for key, value in read_run_config(run_dir).items():
+            summary[key] = value
+        summary["run_dir"] = str(run_dir)
+        frames.append(summary)
+    if not frames:
+        return pd.DataFrame(columns=SWEEP_COLUMNS)
+    return pd.concat(frames, ignore_index=True).reindex(columns=SWEEP_COLUMNS)  # older runs lack orientation
+
+
+def sweep_markdown(long: pd.DataFrame, sweep_dir: Path) -> str:
+    """One row per metric × (pair, k, n): means to 3 decimals, best per block in bold."""
+    frame = long.copy()
+    frame["metric"] = frame["metric"].map(metric_labels(frame))
+    keys = ["pair", "k", "n"] + (["task"] if frame["task"].nunique(dropna=False) > 1 else [])
+    frame["run"] = [str(Path(p).relative_to(sweep_dir)) if Path(p).is_relative_to(sweep_dir) else p
+                    for p in frame["run_dir"]]
+    if frame.duplicated(keys + ["metric", "measure"]).any():
+        keys.append("run")  # jobs differing in something else: keep them apart
+    frame["bound"] = frame["metric"].map(lambda m: {"ceiling": 0, "floor": 2}.get(bound_of(m), 1))
+    frame = frame.sort_values(keys + ["bound", "metric"], na_position="last", kind="stable")
+    frame["metric"] = frame["metric"].map(bound_label)  # ceiling first, floor last, neither bold
+    for key in keys:  # shown as text, after sorting so that k=7 comes before k=12
+        frame[key] = frame[key].astype(object).where(frame[key].notna(), "–").astype(str)
+    order = pd.MultiIndex.from_frame(frame[keys + ["metric"]].drop_duplicates())
+    wide = frame.pivot(index=keys + ["metric"], columns="measure", values="mean").reindex(order)
+    wide = wide[[m for m in TABLE3_ORDER if m in wide.columns]]
+    bold = pd.concat([best_mask(block) for _, block in wide.groupby(level=keys, sort=False)]).loc[wide.index]
+    cells = wide.apply(lambda col: col.map(format_score)).astype(object)
+    cells = cells.mask(bold, "**" + cells + "**")
+    table = markdown_table(cells.reset_index())
+    header = (
+        f"# Sweep summary: {sweep_dir}\n\nMeans over the repetitions of each job (T in [100 op/s]); higher is "
+        f"better; bold = best within each (pair, k, n) block and those within {BOLD_TOLERANCE:g} of it (004 Table "
+        f"3). Intervals ({INTERVAL_NAME}) are in sweep_summary.csv.\n\n"
+    )
+    flagged = long.loc[long["warning"].fillna("") != "", ["run_dir", "warning"]].drop_duplicates()
+    warnings_text = "".join(f"**Warning: {Path(r).name}: {w}.**\n\n" for r, w in flagged.itertuples(index=False))
+    return header + warnings_text + table + "\n"
+
+
+def write_sweep_tables(sweep_dir: Path, out_dir: Path | None = None) -> dict[str, Path]:
+    """Write ``sweep_summary.csv`` and ``sweep_table.md`` (into ``sweep_dir`` unless ``out_dir``)."""
+    sweep_dir = Path(sweep_dir)
+    long = aggregate_sweep(sweep_dir)
+    if long.empty:
+        raise FileNotFoundError(f"no run directory with a measures.csv under {sweep_dir}")
+    out_dir = Path(out_dir) if out_dir is not None else sweep_dir
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = {"sweep_summary": out_dir / "sweep_summary.csv", "sweep_table": out_dir / "sweep_table.md"}
+    long.to_csv(paths["sweep_summary"], index=False)
+    paths.update(write_sweep_significance(sweep_dir, out_dir))
+    paths["sweep_table"].write_text(sweep_markdown(long, sweep_dir), encoding="utf-8")
+    return paths
+
+
+def write_sweep_significance(sweep_dir: Path, out_dir: Path) -> dict[str, Path]:
+    """``significance_<measure>.csv``: every job's paired comparisons, one long table per measure."""
+    per_measure: dict[str, list[pd.DataFrame]] = {}
+    for run_dir in find_run_dirs(sweep_dir):
+        try:
+            measures = labelled(pd.read_csv(run_dir / "measures.csv"))
+        except pd.errors.EmptyDataError:
+            continue
+        config = read_run_config(run_dir)
+        for measure, frame in all_comparisons(measures, RAW_MEASURES).items():
+            tags = {key: config.get(key) for key in ("pair", "task", "k", "n", "seed")}
+            per_measure.setdefault(measure, []).append(frame.assign(**tags, run_dir=str(run_dir)))
+    paths = {}
+    for measure, frames in per_measure.items():
+        paths[f"significance_{measure}"] = out_dir / f"significance_{measure}.csv"
+        pd.concat(frames, ignore_index=True).to_csv(paths[f"significance_{measure}"], index=False)
+    return paths
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``textmetric-bench-aggregate SWEEP_DIR [--out DIR]``: print the sweep table and the files written."""
+    parser = argparse.ArgumentParser(
+        prog="textmetric-bench-aggregate",
+        description="Summarise every job of a multirun sweep into sweep_summary.csv and sweep_table.md.",
+    )
+    parser.add_argument("sweep_dir", type=Path, help="multirun directory holding numbered job directories")
+    parser.add_argument("--out", type=Path, default=None, help="where to write the tables (default: SWEEP_DIR)")
+    args = parser.parse_args(argv)
+    if not args.sweep_dir.is_dir():
+        raise SystemExit(f"textmetric-bench-aggregate: {args.sweep_dir} is not a directory")
+    try:
+        paths = write_sweep_tables(args.sweep_dir, args.out)
+    except FileNotFoundError as err:
+        raise SystemExit(f"textmetric-bench-aggregate: {err}; has the sweep finished any job?") from None
+    print(paths["sweep_table"].read_text(encoding="utf-8"))
+    for path in paths.values():
+        print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,49 @@
+"""The files of a run's Table 3: ``summary.csv``, ``table3.csv``, ``table3.md`` and the significance tables."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+import pandas as pd
+
+from textmetric_bench.measures.paired import all_comparisons
+from textmetric_bench.measures.summaries import RAW_MEASURES, labelled, summarise_measures
+from textmetric_bench.reports.tables.significance import column_groups, write_significance
+from textmetric_bench.reports.tables.table3 import table3
+from textmetric_bench.reports.tables.table3_markdown import table3_text
+
+
+def write_tables(
+    measures: pd.DataFrame,
+    out_dir: Path,
+    *,
+    title: str | None = None,
+    failures: Mapping[str, str] | None = None,
+    repetitions: int | None = None,
+) -> dict[str, Path]:
+    """Write ``summary.csv``, ``table3.csv``, ``table3.md`` and ``significance_<measure>.csv`` into ``out_dir``.
+
+    With an ``orientation`` column in ``measures``, table3.csv has it too and table3.md marks similarities.
+
+    ``repetitions``: how many the run planned, so a metric with failed repetitions reads "k of N".
+    """
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    summary = summarise_measures(measures)
+    paths = {
+        "summary": out_dir / "summary.csv",
+        "table3_csv": out_dir / "table3.csv",
+        "table3_md": out_dir / "table3.md",
+    }
+    summary.to_csv(paths["summary"], index=False)
+    comparisons = all_comparisons(labelled(measures), RAW_MEASURES)
+    paths.update(write_significance(comparisons, out_dir))
+    groups = column_groups(comparisons, table3(summary)) if not summary.empty else {}
+    wide = table3(summary, with_ci=True) if not summary.empty else pd.DataFrame()
+    if "orientation" in summary.columns and not wide.empty:
+        wide.insert(0, "orientation", summary.groupby("metric")["orientation"].first().reindex(wide.index))
+    wide.rename_axis("metric").to_csv(paths["table3_csv"])
+    text = table3_text(summary, title or "Metric robustness scores (004 Table 3)", failures, repetitions, groups)
+    paths["table3_md"].write_text(text, encoding="utf-8")
+    return paths

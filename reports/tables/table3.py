@@ -1,0 +1,78 @@
+"""Table 3 of a run, laid out like 004 Table 3, from the summary of its measures (textmetric_bench.measures.summaries).
+
+One row per metric, one column of means per measure, each with its 95% bootstrap interval; the best value of each
+column (and those within .015 of it) in bold. A table's optional ``orientation`` column says which metrics are
+similarities, scored on their negation; they are shown as "name (similarity, negated)".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+import pandas as pd
+
+from textmetric_bench.reports.bounds import bound_of, table_order
+from textmetric_bench.reports.labels import TABLE3_ORDER, format_score
+from textmetric_bench.reports.tables.significance import compact_letters
+
+#: Values within this distance of a column's best are bolded (004 Table 3 caption).
+BOLD_TOLERANCE = 0.015
+
+
+def _ordered_columns(columns) -> list[str]:
+    return [m for m in TABLE3_ORDER if m in set(columns)]
+
+
+def table3(summary: pd.DataFrame, *, with_ci: bool = False) -> pd.DataFrame:
+    """Wide table like 004 Table 3: one row per metric, one column of means per measure.
+
+    With ``with_ci`` every measure ``X`` is followed by ``X_ci_low`` and ``X_ci_high``.
+    The raw ``T`` is dropped in favour of ``T100``.
+    """
+    means = summary.pivot(index="metric", columns="measure", values="mean")
+    means = means.reindex(table_order(means.index))  # ceiling first, floor last (reports/bounds.py)
+    order = _ordered_columns(means.columns)
+    if not with_ci:
+        return means[order].rename_axis(columns=None)
+    lows = summary.pivot(index="metric", columns="measure", values="ci_low")
+    highs = summary.pivot(index="metric", columns="measure", values="ci_high")
+    parts = {}
+    for m in order:
+        parts[m] = means[m]
+        parts[f"{m}_ci_low"] = lows[m]
+        parts[f"{m}_ci_high"] = highs[m]
+    return pd.DataFrame(parts)
+
+
+def best_mask(means: pd.DataFrame, tolerance: float = BOLD_TOLERANCE) -> pd.DataFrame:
+    """True where a value is its column's best or within ``tolerance`` of it (higher is better); bounds never."""
+    names = means.index.get_level_values(-1)  # the metric, also under a sweep's (pair, k, n, metric) index
+    competing = pd.Series([bound_of(m) is None for m in names], index=means.index)
+    best = means[competing].max(axis=0, skipna=True)
+    return means.ge(best - tolerance - 1e-12, axis=1) & means.notna() & pd.DataFrame(
+        {c: competing for c in means.columns}, index=means.index)
+
+
+def table3_markdown_cells(summary: pd.DataFrame, groups: Mapping[str, Mapping[str, str]] | None = None,
+                          ) -> pd.DataFrame:
+    """Table 3 as strings ``mean [ci_low, ci_high]``, with the best of each column bolded.
+
+    ``groups``: rank-group letters per column and metric (reports/tables/significance.py), shown as ``<sup>ab</sup>`` (runs as ``<sup>a–d</sup>``).
+    """
+    wide = table3(summary, with_ci=True)
+    means = table3(summary)
+    bold = best_mask(means)
+    cells = pd.DataFrame(index=means.index, columns=means.columns, dtype=object)
+    for m in means.columns:
+        for metric in means.index:
+            text = format_score(wide.at[metric, m])
+            if bold.at[metric, m]:
+                text = f"**{text}**"
+            if (groups or {}).get(m, {}).get(metric):
+                text += f"<sup>{compact_letters(groups[m][metric])}</sup>"
+            low, high = wide.at[metric, f"{m}_ci_low"], wide.at[metric, f"{m}_ci_high"]
+            if np.isfinite(low) and np.isfinite(high):
+                text += f" [{format_score(low)}, {format_score(high)}]"
+            cells.at[metric, m] = text
+    return cells
