@@ -30,7 +30,7 @@ from textmetric_bench.errors import ConfigError
 from textmetric_bench.numerics import bit_for_bit, cpu_vendor, numerics_label
 from textmetric_bench.reports.tables.markdown import markdown_table
 from textmetric_bench.tasks.command_line import shown
-from textmetric_bench.tasks.ksc import MEASURE_COLUMNS, KSCSettings, KSCTask
+from textmetric_bench.tasks.ksc import MEASURE_COLUMNS, KSCSettings, KSCTask, reference_accepted
 from textmetric_bench.tasks.reference import version_parts
 from textmetric_bench.tasks.settings import option
 from textmetric_bench.tasks.skeleton import RunInputs, TaskResult, run_task, task_runner
@@ -74,7 +74,7 @@ class CheckSettings(KSCSettings):
     repetitions: int = option(4, "independent collections; the tolerance is in standard errors across them",
                               minimum=1)
     reference: str | bool = option(False, "the gate compares what it computes; no reference rows",
-                                   accepts=lambda v: v is False or isinstance(v, str),
+                                   accepts=reference_accepted,
                                    advice="auto, false, or a directory of reference files")
     own_noise_seeds: int = option(0, "the gate computes no own-noise evaluations", key="own_noise.seeds",
                                   accepts=lambda v: v == 0, advice="0")

@@ -26,6 +26,11 @@ DISTANCE_COLUMNS = ["metric", "repetition", "i", "j", "ell", "distance", "z", "s
 MEASURE_COLUMNS = ["metric", "repetition", "rho", "omega2", "L", "A", "Aw", "T"]
 
 
+def reference_accepted(value) -> bool:
+    """The ``reference`` setting: false, or a string (auto or a directory, checked in ``preflight``)."""
+    return value is False or isinstance(value, str)
+
+
 def own_noise_seeds_accepted(value) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and (value == 0 or value >= 2)
 
@@ -38,7 +43,7 @@ class KSCSettings(TaskSettings):
     reference: str | bool = option(
         "auto", "reference results of the built-in metrics (reports/reference/) join the table when this run's "
         "settings match a file's (only the metrics selected here are computed); false: never; or a directory of "
-        "such files", accepts=lambda v: v is False or isinstance(v, str),
+        "such files", accepts=reference_accepted,
         advice="auto, false, or a directory of reference files", example=False)
     own_noise_seeds: int = option(
         5, "a stochastic metric's own noise (own_noise.csv): on repetition 0's pairs (c_1, c_k) and (c_1, c_m), "

@@ -93,6 +93,13 @@ class RunInputs:
     cache_dir: Path
     mirror: Path | None
 
+    @classmethod
+    def of(cls, cfg: DictConfig, settings: TaskSettings, metrics: list[tuple[MetricInfo, dict]],
+           out_dir: Path | str) -> "RunInputs":
+        """The inputs with the seed and the data locations read from ``cfg``."""
+        cache_dir, mirror = data_locations(cfg)
+        return cls(cfg, settings, metrics, Path(out_dir), int(cfg.seed), cache_dir, mirror)
+
 
 @dataclass
 class Collections:
@@ -216,8 +223,7 @@ def read_inputs(task: type[Task] | Task, cfg: DictConfig, out_dir: Path | str) -
     settings, problems, _ = read_settings(task.settings, cfg)
     if problems:
         raise ConfigError("\n".join(problems))
-    cache_dir, mirror = data_locations(cfg)
-    return RunInputs(cfg, settings, selected_metrics(cfg), Path(out_dir), int(cfg.seed), cache_dir, mirror)
+    return RunInputs.of(cfg, settings, selected_metrics(cfg), out_dir)
 
 
 def run_task(task: Task, run: RunInputs) -> TaskResult:

@@ -92,7 +92,7 @@ COMMON_RULES = (
 def validate_config(cfg: DictConfig, out_dir: Path | str | None = None) -> RunInputs:
     """The typed inputs of the run ``cfg`` describes (``out_dir``: its run directory), or one `ConfigError`
     listing every bad value (one line each)."""
-    from textmetric_bench.tasks.config import data_locations, selected_metrics
+    from textmetric_bench.tasks.config import selected_metrics
     from textmetric_bench.tasks.registry import get_task
     from textmetric_bench.tasks.sources import check_pair
 
@@ -110,8 +110,7 @@ def validate_config(cfg: DictConfig, out_dir: Path | str | None = None) -> RunIn
             problems.append(str(exc))
     inputs = None
     if settings is not None and "seed" not in common:
-        cache_dir, mirror = data_locations(cfg)
-        inputs = RunInputs(cfg, settings, metrics, Path(out_dir or "."), int(cfg.seed), cache_dir, mirror)
+        inputs = RunInputs.of(cfg, settings, metrics, out_dir or ".")
         try:
             task.preflight(inputs)
         except ConfigError as exc:
