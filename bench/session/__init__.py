@@ -14,9 +14,11 @@ from pathlib import Path
 from typing import Any
 
 from textmetric_bench.session.reference import reference_rows
-from textmetric_bench.session.result import Result, load_run
+from textmetric_bench.session.result import Result, load_run, show_figures_inline
 
 __all__ = ["evaluate", "check", "load_run", "reference_rows", "Result"]
+
+show_figures_inline()
 
 
 def evaluate(metrics: Any = "default", *, pair: str | tuple[str | Path, str | Path] | None = None, task: str = "ksc",

@@ -39,7 +39,7 @@ def ranked_among_reference(measures: pd.DataFrame, settings: dict) -> pd.DataFra
     summary = summarise_measures(own.drop(columns="source"))
     means = summary.pivot(index="metric", columns="measure", values="mean")
     columns = [m for m in ("A", "Aw", "rho", "omega2", "L", "T") if m in means.columns]
-    table = means[columns].copy()
+    table = means[columns].rename_axis(columns=None)
     for measure in columns:
         table[f"rank_{measure}"] = table[measure].rank(ascending=False, method="min").astype("Int64")
     table.insert(0, "computed_here", table.index.isin(computed))

@@ -160,6 +160,24 @@ class Result:
         return f"Result({self.task!r}, run_dir={str(self.run_dir)!r}, exit_status={self.exit_status})"
 
 
+def show_figures_inline() -> None:
+    """In a Jupyter kernel, show a bare matplotlib ``Figure`` (what the figure methods return: drawn without pyplot,
+    so no window opens elsewhere) as a PNG when it is a cell's value; elsewhere, nothing."""
+    from textmetric_bench.console import in_jupyter
+
+    if not in_jupyter():
+        return
+    from IPython import get_ipython
+    from IPython.core.pylabtools import print_figure
+    from matplotlib.figure import Figure
+
+    formatter = get_ipython().display_formatter.formatters["image/png"]
+    try:
+        formatter.lookup_by_type(Figure)  # the inline backend's own, once pyplot is in use
+    except KeyError:
+        formatter.for_type(Figure, lambda figure: print_figure(figure, "png", bbox_inches="tight"))
+
+
 def load_run(run_dir: Path | str) -> Result:
     """The results of a run directory written by ``evaluate``, ``check`` or the command line."""
     path = Path(run_dir).expanduser().absolute()
