@@ -165,9 +165,12 @@ def run(overrides: Sequence[str], *, out_dir: Path | str | None, progress: objec
     with run_console(out_dir, progress) as log_path:
         try:
             result = run_configured(cfg, out_dir)
-        except BenchError:
+        except BenchError as exc:
             if not existed and [p.name for p in out_dir.iterdir()] == [log_path.name]:
                 shutil.rmtree(out_dir, ignore_errors=True)  # refused before anything ran: leave no run directory
+            if type(exc).__name__ == "WorkerStartError" and getattr(sys.modules.get("__main__"), "__file__", None):
+                raise type(exc)(f"{exc}. Called from a script? Worker processes start by importing it: put the call "
+                                "under `if __name__ == \"__main__\":`") from exc
             raise
         if report:
             _build_report(out_dir)
