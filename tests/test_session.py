@@ -146,3 +146,20 @@ def test_the_gate_from_python_reports_what_the_command_line_reports(tmp_path, mo
     assert set(table.loc[table["metric"] != "zipf", "status"]) == {"MISSING"}
     assert not result.passed and result.exit_status == EXIT_REGRESSION
     assert "Regression check FAILED" in result.text("check.md")
+
+
+def test_a_metric_is_ranked_among_the_reference_rows_of_its_settings():
+    """The shipped zipf rows stand for a metric computed in a run: ranked among the other reference metrics, it gets
+    the rank its mean has among theirs, and is the only one marked as computed here."""
+    from textmetric_bench.session.reference import ranked_among_reference
+
+    settings = {"pair": "fortune_computing_people", "k": 7, "n": 100, "repetitions": 5, "seed": 0}
+    reference = textmetric_bench.reference_rows(**settings)
+    own = reference[reference["metric"] == "zipf"].assign(source="run")
+    table = ranked_among_reference(own, settings)
+    assert list(table.index[table["computed_here"]]) == ["zipf"]
+    assert set(table.index) == set(reference["metric"])
+    means = reference.groupby("metric")["A"].mean()
+    assert table.loc["zipf", "A"] == pytest.approx(means["zipf"])
+    assert table.loc["zipf", "rank_A"] == 1 + (means > means["zipf"]).sum()
+    assert list(table["A"]) == sorted(table["A"], reverse=True)

@@ -127,12 +127,14 @@ class Result:
 
     def figure(self, name: str):
         """A figure the task wrote into the run directory (e.g. ``scatter_zipf.png``), as an image a notebook shows."""
-        from IPython.display import Image
-
         path = self.run_dir / name
         if not path.is_file():
             written = sorted(p.name for p in self.run_dir.glob("*.png"))
             raise ConfigError(f"no figure {name!r} in {self.run_dir}; it has {', '.join(written) or 'none'}")
+        try:
+            from IPython.display import Image
+        except ImportError:
+            raise ConfigError(f"figure() shows an image in Jupyter (IPython is not installed); the file is {path}") from None
         return Image(filename=str(path))
 
     def _summary_for_figures(self) -> pd.DataFrame:
