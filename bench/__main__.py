@@ -14,7 +14,7 @@ from hydra.types import RunMode
 from omegaconf import DictConfig
 
 from textmetric_bench.console import FILE_ONLY, log_file, setup_run_console
-from textmetric_bench.errors import EXIT_BAD_INPUT, EXIT_OK, BenchError
+from textmetric_bench.errors import EXIT_BAD_INPUT, EXIT_OK, BenchError, ConfigError, DataError
 from textmetric_bench.measures.failures import failure_counts
 from textmetric_bench.tasks.directories import remove_unused_run_dir
 from textmetric_bench.tasks.config import (
@@ -54,6 +54,8 @@ def app(cfg: DictConfig) -> int:
     setup_run_console(progress_setting(cfg))
     try:
         result = run_task(cfg, out_dir)
+    except (ConfigError, DataError) as exc:  # bad settings or input files: refused before anything was evaluated
+        return finish(out_dir, EXIT_BAD_INPUT, first_line(str(exc)), error=str(exc), refused=True)
     except BenchError as exc:
         return finish(out_dir, EXIT_BAD_INPUT, first_line(str(exc)), error=str(exc))
     except OSError as exc:  # a full disk, a read-only or forbidden directory met mid-run
@@ -85,15 +87,16 @@ def app(cfg: DictConfig) -> int:
 _app_entered: list[bool] = []
 
 
-def finish(out_dir: Path, code: int, reason: str, *, error: str | None = None) -> int:
+def finish(out_dir: Path, code: int, reason: str, *, error: str | None = None, refused: bool = False) -> int:
     """Record the run's exit status in its directory; exit with it, or, in a job of a sweep, return it.
-    ``error``: a message printed as `error: ...` lines (no traceback) and logged; a run that failed so before
-    evaluating anything leaves no directory (``remove_unused_run_dir``)."""
+    ``error``: a message printed as `error: ...` lines (no traceback) and logged. ``refused``: the config or the
+    input was refused; a run that holds nothing else than Hydra's files then leaves no directory
+    (``remove_unused_run_dir``), so trying things does not pile up empty run directories."""
     if error is not None:
         log.error("%s", error, extra=FILE_ONLY)  # the console gets it once, below
         print("\n".join(f"error: {line}" for line in error.splitlines()), file=sys.stderr, flush=True)
     multirun = HydraConfig.get().mode == RunMode.MULTIRUN  # a sweep's job keeps its directory: its status is read
-    if error is None or multirun or not remove_unused_run_dir(out_dir, Path(get_original_cwd())):
+    if not refused or multirun or not remove_unused_run_dir(out_dir, Path(get_original_cwd())):
         write_run_status(out_dir, code, reason, list(HydraConfig.get().overrides.task))
     if multirun:
         return code
