@@ -20,7 +20,7 @@ import pytest
 
 from textmetric_bench.data.corpora import load_pair
 from textmetric_bench.data.make_card import write_cards
-from textmetric_bench.errors import EXIT_BAD_INPUT, ConfigError
+from textmetric_bench.errors import EXIT_BAD_INPUT, ConfigError, DataError
 from textmetric_bench.reports.__main__ import report_dir
 from textmetric_bench.reports.sweep.aggregate import sweep_markdown
 from textmetric_bench.tasks.directories import remove_unused_run_dir
@@ -184,7 +184,8 @@ def test_the_card_command_writes_nothing_unless_every_file_succeeds(fortune, tmp
     a = write_jsonl(tmp_path / "a.jsonl", fortune[0][:20])
     b = write_jsonl(tmp_path / "b.jsonl", fortune[1][:20], field="body")  # no field `text`
     out = tmp_path / "cards"
-    with pytest.raises(Exception, match="text"):
+    with pytest.raises(DataError, match=r"line 1 has no field 'text' \(its fields: \['body'\]\); name the text field "
+                                         r"in --field \(once per FILE, in their order, if the files differ\)"):
         write_cards([a, b], name=None, field=None, out=out, pair="mine", force=False)
     assert not out.exists() or not [p for p in out.rglob("*") if p.is_file()]
     (out / "pairs").mkdir(parents=True)

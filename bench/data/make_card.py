@@ -35,10 +35,11 @@ def card_name(path: Path) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", path.stem).strip("_.-") or "corpus"
 
 
-def card_text(path: Path, *, name: str, field: str | None, card_dir: Path | None) -> tuple[str, int]:
+def card_text(path: Path, *, name: str, field: str | None, card_dir: Path | None,
+              field_setting: str = "--field") -> tuple[str, int]:
     """The YAML of a local card for ``path`` (its path relative to ``card_dir`` when given, else absolute),
     and the number of texts it yields."""
-    card = file_card(path, name=name, field=field, what="FILE")
+    card = file_card(path, name=name, field=field, field_setting=field_setting, what="FILE")
     raw, files = raw_texts(card)
     undeduplicated = normalise_texts(raw, Normalisation(deduplicate=False))
     texts = list(dict.fromkeys(undeduplicated))
@@ -93,11 +94,12 @@ def write_cards(files: list[Path], *, name: str | None, field: str | list[str] |
                              f"starting with a letter or digit")
     if len(set(names)) != len(names):
         raise ConfigError(f"two files give the card name {names[0]!r}; name one with --name (one FILE at a time)")
+    setting = "--field" if len(files) == 1 else "--field (once per FILE, in their order, if the files differ)"
     cards = []  # (target or None, text, count): every file read and its card made before anything is written
     for path, card, text_field in zip(files, names, fields_):
         target = out / "corpora" / f"{card}.yaml" if out is not None else None
-        cards.append((target, *card_text(path, name=card, field=text_field,
-                                         card_dir=target.parent if target else None)))
+        cards.append((target, *card_text(path, name=card, field=text_field, card_dir=target.parent if target else None,
+                                         field_setting=setting)))
     if out is None:
         return [text for _, text, _ in cards]
     writes = [(target, text) for target, text, _ in cards]
