@@ -67,6 +67,7 @@ def test_a_metric_group_with_the_metric_list_is_accepted(overrides):
     (["engine.worker=2"], "engine.worker=2: there is no setting 'engine.worker'; did you mean engine.workers=2?"),
     (["task=robustness", "n_rf=50"], "n_rf=50: there is no setting 'n_rf'; did you mean n_ref=50?"),  # a task's own
     (["xyzzy=1"], "(to add a key of your own, write +xyzzy=1)"),
+    (["repetiton=2,3"], "repetiton=2,3: there is no setting 'repetiton'; did you mean repetitions=2,3?"),  # swept
 ])
 def test_a_misspelt_key_gets_one_line_with_the_closest_keys(overrides, line):
     problems = unknown_key_problems(overrides)

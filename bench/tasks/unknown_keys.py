@@ -5,7 +5,7 @@ Hydra refuses such a key with "Could not override 'repetiton'. To append to your
 Hydra starts, and names each unknown key with the closest keys at its level (difflib): at the top level those are the
 shared settings, the config groups and the selected task's settings (``k``, ``repetitions``...). A file of the user's
 given to a pair card (``pair.a=...`` without ``pair=files``) gets the line that says to write ``pair=files``.
-Anything else Hydra refuses is left to Hydra, as are keys that are swept (``-m key=1,2``).
+A swept key (``-m repetiton=2,3``) is checked with its first value. Anything else Hydra refuses is left to Hydra.
 """
 
 from __future__ import annotations
@@ -30,21 +30,22 @@ def unknown_key_problems(overrides: Sequence[str]) -> list[str]:
     from textmetric_bench.tasks.registry import compose_config
 
     try:
-        kept = [o for o in OverridesParser.create().parse_overrides(list(overrides)) if not o.is_sweep_override()]
+        kept = [(first_value(o), o) for o in OverridesParser.create().parse_overrides(list(overrides))]
     except HydraException:
         return []
+    kept = [(line, o) for line, o in kept if line is not None]
     unknown = []
     for _ in range(len(kept) + 1):  # drop each unknown key in turn until the rest composes
         try:
-            cfg = compose_config([o.input_line for o in kept])
+            cfg = compose_config([line for line, _ in kept])
             break
         except ConfigCompositionException as exc:
             key = getattr(exc.__cause__, "full_key", None)
-            refused = [o for o in kept if o.key_or_group == key and not o.is_add()]
+            refused = [o for _, o in kept if o.key_or_group == key and not o.is_add()]
             if not key or not refused or str(key).split(".")[0] in OWNED_ELSEWHERE:
                 return []  # something else is wrong: Hydra says what
             unknown += refused
-            kept = [o for o in kept if o not in refused]
+            kept = [(line, o) for line, o in kept if o not in refused]
         except Exception as exc:  # noqa: BLE001 - Hydra reports it
             log.debug("keys not checked before Hydra: %s", exc)
             return []
@@ -54,6 +55,17 @@ def unknown_key_problems(overrides: Sequence[str]) -> list[str]:
     lines = [files_to_a_card_line(cfg, files)] if files else []
     return lines + [unknown_key_line(cfg, o.key_or_group, o.input_line) for o in unknown
                     if not is_pair_file_key(o.key_or_group)]
+
+
+def first_value(override) -> str | None:
+    """The override as one job of a sweep would have it (its first value), so a swept key is checked too; None
+    when the values cannot be listed here (``glob``)."""
+    if not override.is_sweep_override():
+        return override.input_line
+    try:
+        return f"{override.get_key_element()}={next(iter(override.sweep_string_iterator()))}"
+    except Exception:  # noqa: BLE001 - left to Hydra
+        return None
 
 
 def is_pair_file_key(key: str) -> bool:
