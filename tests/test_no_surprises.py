@@ -169,13 +169,15 @@ def test_a_sweep_ends_naming_its_directory_and_the_aggregate_command(tmp_path, m
 
 # --- the card command --------------------------------------------------------------------------------------------
 
-def test_the_card_command_takes_a_field_per_file(fortune, tmp_path):
+def test_the_card_command_takes_a_field_per_file(fortune, tmp_path, caplog):
     a = write_jsonl(tmp_path / "a.jsonl", fortune[0][:20], field="text")
     b = write_jsonl(tmp_path / "b.jsonl", fortune[1][:25], field="body")
     out = tmp_path / "cards"
     written = write_cards([a, b], name=None, field=["text", "body"], out=out, pair="mine", force=False)
     assert written[:2] == [f"wrote {out / 'corpora' / 'a.yaml'}: 20 texts", f"wrote {out / 'corpora' / 'b.yaml'}: 25 texts"]
     assert 'text_field: "body"' in (out / "corpora" / "b.yaml").read_text()
+    assert f"card {out / 'corpora' / 'b.yaml'}: its licence is still to be filled in" in caplog.text
+    assert ".part" not in caplog.text  # the cards checked before they were moved in are not named
     with pytest.raises(ConfigError, match=r"--field is given 3 times for 2 FILEs: give it once \(every file\) or once "
                                           r"per FILE in their order, e.g. a.jsonl b.jsonl --field text --field body"):
         write_cards([a, b], name=None, field=["text", "body", "x"], out=None, pair=None, force=False)

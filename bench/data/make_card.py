@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import re
 import shutil
+from contextlib import contextmanager
 from dataclasses import fields
 from pathlib import Path
 
@@ -149,12 +151,28 @@ def _write_all(writes: list[tuple[Path, str]], force: bool) -> None:
             staged.parent.mkdir(parents=True, exist_ok=True)
             staged.write_text(text, encoding="utf-8")
             if target.parent.name == "corpora":
-                read_corpus_card(staged)  # what is written reads back with the normal card reader
+                with _quiet(read_corpus_card.__module__):  # its licence warning is given below, for the real path
+                    read_corpus_card(staged)  # what is written reads back with the normal card reader
         for target, _ in writes:
             target.parent.mkdir(parents=True, exist_ok=True)
             os.replace(staging / target.parent.name / target.name, target)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+    for target, _ in writes:
+        if target.parent.name == "corpora":
+            read_corpus_card(target)  # warns, naming the card, that its licence is to be filled in
+
+
+@contextmanager
+def _quiet(logger: str):
+    """The logger ``logger`` says nothing below an error while the block runs."""
+    log = logging.getLogger(logger)
+    level = log.level
+    log.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        log.setLevel(level)
 
 
 def main(argv: list[str] | None = None) -> None:
