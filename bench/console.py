@@ -21,6 +21,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
+from importlib.metadata import entry_points
 from pathlib import Path
 
 from tqdm.auto import tqdm
@@ -150,3 +151,14 @@ def send_process_output_to(path: Path | str) -> None:
     root.setLevel(logging.INFO)
     logging.captureWarnings(True)
     adopt_library_loggers()
+
+
+def command(script: str) -> str:
+    """How to type this package's program ``script`` (a console script of pyproject.toml) in a message telling
+    the user what to run next, the way they started this process: a user of the installed commands gets
+    ``script``, a user of ``python -m`` gets ``python -m <its module>`` (the scripts may not be on their PATH)."""
+    package = __name__.split(".")[0]
+    modules = {point.name: point.module.removesuffix(".__main__") for point in entry_points(group="console_scripts")
+               if point.module.split(".")[0] == package}
+    invoked = Path(sys.argv[0]).name.removesuffix(".exe") if sys.argv and sys.argv[0] else ""
+    return script if invoked in modules or script not in modules else f"python -m {modules[script]}"

@@ -42,6 +42,7 @@ NOT_FAST = (
     "tests/test_console.py::test_forced_bars_show_rates_of_embedding_and_evaluations",
     "tests/test_config.py::test_the_command_line_names_a_missing_parameter_in_one_line",
     "tests/test_config.py::test_a_composed_config_unpickles_in_a_fresh_process",
+    "tests/test_no_surprises.py::test_the_command_line_",
     "tests/test_config_validation.py::test_the_command_line_",
     "tests/test_config_validation.py::test_an_os_error_escaping_a_task_is_one_line",
     "tests/test_end_to_end.py::test_the_console_script_finds_its_configs_from_another_directory",
