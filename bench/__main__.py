@@ -49,6 +49,11 @@ def app(cfg: DictConfig) -> int:
     _app_entered.append(True)
     out_dir = Path(HydraConfig.get().runtime.output_dir).absolute()
     setup_run_console(progress_setting(cfg))
+    from textmetric_bench.tasks.suite import skipped_setting
+
+    if (done := skipped_setting(cfg, out_dir, list(HydraConfig.get().overrides.task))) is not None:
+        print(done, flush=True)  # a suite run again: this setting finished before (textmetric_bench.tasks.suite)
+        return finish(out_dir, EXIT_OK, "")
     try:
         result = run_task(cfg, out_dir)
     except BenchError as exc:
