@@ -61,8 +61,9 @@ def build_card(metric: str, table: pd.DataFrame, ranks: dict[str, MeasureRanks],
     orientations = rows["orientation"].dropna().unique()
     noise = own_noise[own_noise["metric"] == metric].drop(columns="metric") if len(own_noise) else own_noise
     facts = catalogue[catalogue["metric"] == metric].to_dict("records") if len(catalogue) else []
-    return Card(metric, rows, mean_ranks, str(orientations[0]) if len(orientations) else "distance", noise,
-                facts[0] if facts else {})
+    facts = facts[0] if facts else {}
+    orientation = str(orientations[0]) if len(orientations) else facts.get("orientation") or "distance"
+    return Card(metric, rows, mean_ranks, orientation, noise, facts)
 
 
 def build_cards(table: pd.DataFrame, ranks: dict[str, MeasureRanks], own_noise: pd.DataFrame,
