@@ -91,3 +91,19 @@ def test_the_recorded_catalogue_is_the_registrys():
     assert facts.loc["fid", "failure_modes"] == "; ".join(get_metric("fid").failure_modes)
     assert facts.loc["mauve", "stochastic"] == "yes" and facts.loc["fid", "stochastic"] == "no"
     assert facts.loc["gone_plugin", "failure_modes"] == "not registered"
+
+
+def test_the_docs_count_the_settings_the_suites_compose_and_the_threshold_the_code_uses():
+    from textmetric_bench import PROJECT_ROOT
+    from textmetric_bench.reports.suite.ranks import ENOUGH_SETTINGS
+
+    def count(suite):
+        settings = job_settings(suite)
+        return sum(t == "ksc" for _, t, _ in settings), sum(t == "robustness" for _, t, _ in settings)
+
+    (paper_ksc, paper_rob), (all_ksc, all_rob) = count("paper"), count("all")
+    text = " ".join((PROJECT_ROOT / "docs" / "suites.md").read_text().split())
+    assert (f"`suite=paper` has {paper_ksc} KSC settings and {paper_rob} robustness settings, `suite=all` "
+            f"{all_ksc} and {all_rob}") in text
+    assert f"{paper_ksc + paper_rob} runs" in text and f"{all_ksc + all_rob} runs with the shipped pairs" in text
+    assert f"warn below {ENOUGH_SETTINGS}" in text and f"(.0625 at N = 5)" in text and 2 / 2 ** 5 == 0.0625
