@@ -4,7 +4,7 @@ of the prose around them written from that suite's ``ranks.csv``, never by hand.
     python -m textmetric_bench suite=paper                                   # long: 6 runs at 004's settings
     python -m textmetric_bench.reports.suite.readme multirun/suite/paper     # images and README section
 
-copies ``cd_<measure>.png`` and the card of the metric ranked first by that measure into ``docs/images/`` and
+run from the checkout, copies ``cd_<measure>.png`` and the card of the metric ranked first by that measure into ``docs/images/`` and
 rewrites the README between the markers ``<!-- suite-example:start -->`` and ``<!-- suite-example:end -->``
 (added before "## Documentation" the first time). It refuses a suite that is not ``paper`` at 004's settings
 (k = 7 and 12, n = 100, 5 repetitions): a reduced run must not stand in for it.
@@ -19,7 +19,6 @@ from pathlib import Path
 
 import pandas as pd
 
-from textmetric_bench import PROJECT_ROOT
 from textmetric_bench.reports.suite.cd import measure_title
 from textmetric_bench.reports.suite.report import file_name
 
@@ -61,8 +60,7 @@ def section(ranks: pd.DataFrame, measure: str = MEASURE) -> tuple[str, str]:
     return text, str(best["metric"])
 
 
-def write_readme_example(suite_dir: Path, readme: Path = PROJECT_ROOT / "README.md",
-                         images: Path = PROJECT_ROOT / "docs" / "images") -> Path:
+def write_readme_example(suite_dir: Path, readme: Path = Path("README.md"), images: Path = Path("docs/images")) -> Path:
     """Copy the images and rewrite the README section from the suite report in ``suite_dir``."""
     suite_dir = Path(suite_dir)
     problem = paper_settings_problem(pd.read_csv(suite_dir / "settings.csv"))
@@ -86,9 +84,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m textmetric_bench.reports.suite.readme",
                                      description="Put a full suite=paper's CD diagram and card into the README.")
     parser.add_argument("suite_dir", type=Path, help="the suite's directory, e.g. multirun/suite/paper")
+    parser.add_argument("--readme", type=Path, default=Path("README.md"), help="default: README.md here (the checkout)")
+    parser.add_argument("--images", type=Path, default=Path("docs/images"), help="default: docs/images here")
     args = parser.parse_args(argv)
+    if not args.readme.is_file():
+        raise SystemExit(f"suite readme: no {args.readme}; run it from the checkout or give --readme")
     try:
-        print(f"wrote {write_readme_example(args.suite_dir)}")
+        print(f"wrote {write_readme_example(args.suite_dir, args.readme, args.images)}")
     except (ValueError, FileNotFoundError) as exc:
         raise SystemExit(f"suite readme: {exc}") from None
     return 0
