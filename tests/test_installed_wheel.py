@@ -153,3 +153,12 @@ def test_the_installed_report_commands_read_the_run(ksc_run, venv):
     assert (ksc_run / "report" / "report.html").stat().st_size > 0
     run([bin_dir / "textmetric-bench-aggregate", "outputs/ksc", "--out", "sweep"], cwd=ksc_run)
     assert "chi" in (ksc_run / "sweep" / "sweep_table.md").read_text()
+
+
+def test_the_installed_suites_compose_and_the_suite_report_reads_runs(ksc_run, venv):
+    command = venv / "bin" / "textmetric-bench"
+    for suite in ("paper", "all"):
+        assert f"name: {suite}" in run([command, f"suite={suite}", "--cfg", "job"], cwd=ksc_run).stdout
+    run([venv / "bin" / "textmetric-bench-suite-report", "outputs/ksc"], cwd=ksc_run)
+    assert (ksc_run / "outputs" / "ksc" / "card_chi.png").stat().st_size > 0
+    assert "chi" in (ksc_run / "outputs" / "ksc" / "metric_catalogue.csv").read_text()
