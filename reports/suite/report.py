@@ -28,8 +28,8 @@ from textmetric_bench.reports.labels import format_score
 from textmetric_bench.reports.suite.cd import cd_diagram, measure_title
 from textmetric_bench.reports.suite.ranks import (ALPHA, POSTHOC, MeasureRanks, not_separated, rank_measures,
                                                   ranks_frame, setting_ranks_frame)
-from textmetric_bench.reports.suite.settings import (load_settings, own_noise, read_catalogue, setting_labels,
-                                                     setting_table)
+from textmetric_bench.reports.suite.settings import (SUITE_MEASURES, load_settings, own_noise, read_catalogue,
+                                                     setting_labels, setting_table)
 from textmetric_bench.reports.tables.markdown import markdown_table
 
 #: The files a suite report writes whose names depend on the measures and metrics (stale ones are removed).
@@ -121,6 +121,7 @@ def bounds_section(table: pd.DataFrame) -> list[str]:
     if bounds.empty:
         return []
     wide = bounds.pivot_table(index="metric", columns="measure", values="mean", aggfunc="mean")
+    wide = wide[[m for m in SUITE_MEASURES if m in wide.columns]].reindex([b for b in BOUNDS if b in wide.index])
     cells = wide.apply(lambda col: col.map(format_score)).astype(object)
     cells.index = [bound_label(m) for m in cells.index]
     return ["## Bounds (reference lines, not ranked)", "",
