@@ -25,17 +25,10 @@ from textmetric_bench.tasks.registry import get_task, register_task_configs
 log = logging.getLogger("textmetric_bench")
 
 def run_task(cfg: DictConfig, out_dir: Path):
-    """Run the task named by ``cfg.task.name`` (``textmetric_bench.tasks.registry``) within the run's context
-    (cache, LM); the config is read and checked once, here, and the task gets typed values."""
-    from textmetric_bench.api.context import use_context
-    from textmetric_bench.tasks.config import run_context
-    from textmetric_bench.tasks.registry import get_task
-    from textmetric_bench.tasks.validate import validate_config
+    """Run the task named by ``cfg.task.name`` (``textmetric_bench.tasks.runner``, shared with the Python API)."""
+    from textmetric_bench.tasks.runner import run_configured
 
-    task = get_task(str(cfg.task.name))
-    inputs = validate_config(cfg, out_dir)  # every value, before a corpus, a model or a text is touched
-    with use_context(run_context(cfg, inputs.cache_dir)):
-        return task.run(inputs)
+    return run_configured(cfg, out_dir)
 
 
 # An absolute path, the checkout's conf/ or the installed package's copy (textmetric_bench.shipped_path): "../conf" is resolved
