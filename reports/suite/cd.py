@@ -8,6 +8,7 @@ carries the warning when the settings are too few.
 
 from __future__ import annotations
 
+import math
 import textwrap
 from pathlib import Path
 
@@ -37,7 +38,7 @@ def cd_diagram(result: MeasureRanks, path: Path) -> Path:
     colours = {m: style.colour for m, style in metric_styles(mean_ranks.index).items()}
     sp.critical_difference_diagram(mean_ranks, result.posthoc, ax=ax, alpha=ALPHA, color_palette=colours,
                                    label_fmt_left="{label} ({rank:.2f})", label_fmt_right="({rank:.2f}) {label}")
-    friedman = ("Friedman: too few metrics or settings" if result.statistic != result.statistic else
+    friedman = ("Friedman: too few metrics or settings" if math.isnan(result.statistic) else
                 f"Friedman χ² = {result.statistic:.2f}, p = {result.p:.3g}")
     title = (f"{measure_title(result.measure)}\nmean rank over {result.settings} settings (1 = best); {friedman}; "
              f"bars: not separated by Wilcoxon–Holm at {ALPHA:g}")

@@ -16,6 +16,7 @@ Files of these kinds that an earlier report wrote and this one does not are remo
 
 from __future__ import annotations
 
+import math
 import re
 from pathlib import Path
 
@@ -102,7 +103,7 @@ def ranks_section(ranks: dict[str, MeasureRanks]) -> list[str]:
     if not ranks:
         return lines + ["No measure has two ranked metrics in a setting.", ""]
     for measure, r in ranks.items():
-        friedman = ("not computed (fewer than 3 metrics or 2 settings)" if r.statistic != r.statistic else
+        friedman = ("not computed (fewer than 3 metrics or 2 settings)" if math.isnan(r.statistic) else
                     f"χ² = {r.statistic:.3f}, p = {r.p:.3g}")
         lines += [f"### {measure_title(measure)}", "", f"![critical differences of {measure}](cd_{file_name(measure)}.png)",
                   "", f"**{r.settings} settings × {r.values.shape[1]} metrics.** Friedman: {friedman}.", ""]
