@@ -193,7 +193,10 @@ def hydra_overrides(argv: list[str]) -> list[str]:
 def main() -> None:
     register_task_configs()  # Hydra composes `task` from the tasks' settings
     register_metric_configs()  # ... and `metric` from the registry's signatures
-    problems = metric_override_problems(hydra_overrides(sys.argv[1:]))
+    from textmetric_bench.tasks.suite import suite_override_problems
+
+    problems = metric_override_problems(hydra_overrides(sys.argv[1:])) + suite_override_problems(
+        hydra_overrides(sys.argv[1:]))
     if not problems:
         problems = [p for p in [run_dir_problem(sys.argv[1:])] if p is not None]
     if problems:

@@ -107,3 +107,13 @@ def test_the_docs_count_the_settings_the_suites_compose_and_the_threshold_the_co
             f"{all_ksc} and {all_rob}") in text
     assert f"{paper_ksc + paper_rob} runs" in text and f"{all_ksc + all_rob} runs with the shipped pairs" in text
     assert f"warn below {ENOUGH_SETTINGS}" in text and f"(.0625 at N = 5)" in text and 2 / 2 ** 5 == 0.0625
+
+
+def test_a_key_of_one_task_only_needs_double_plus_in_a_suite():
+    from textmetric_bench.tasks.suite import suite_override_problems
+
+    problems = suite_override_problems(["suite=paper", "n=20", "own_noise.seeds=0", "n_ref=100", "repetitions=2",
+                                        "++sizes=[20,40]", "metrics=[fid]"])
+    assert [p.split(":")[0] for p in problems] == ["n=20", "own_noise.seeds=0", "n_ref=100"]
+    assert "ksc task only; in a suite write ++n=20" in problems[0] and "robustness task only" in problems[2]
+    assert suite_override_problems(["n=20", "n_ref=100"]) == []  # not a suite: Hydra and the task judge

@@ -18,6 +18,7 @@ launched the sweep, whichever launcher ran the jobs) records the catalogue facts
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import logging
 import sys
@@ -25,6 +26,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 import pandas as pd
+import yaml
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
@@ -53,6 +55,39 @@ def skipped_setting(cfg: DictConfig, out_dir: Path, overrides: Sequence[str]) ->
     if not (Path(out_dir) / "measures.csv").is_file():
         return None
     return f"setting already done in {out_dir} (same overrides, exit status 0); suite.skip_done=false runs it again"
+
+
+def suite_override_problems(overrides: Sequence[str]) -> list[str]:
+    """One line per override of a suite's command line that sets a key of some of its settings' tasks only
+    (``n=20``: KSC's, not robustness's) without ``++``; Hydra would refuse it in the other task's jobs with a
+    hint (``+n=20``) that fails in these. [] when the command runs no suite."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    from textmetric_bench.tasks.config import CONF_DIR
+    from textmetric_bench.tasks.registry import available_tasks
+    from textmetric_bench.tasks.settings import key_of
+
+    try:
+        parsed = OverridesParser.create().parse_overrides(list(overrides))
+    except Exception:  # noqa: BLE001 - Hydra reports overrides it cannot parse itself
+        return []
+    if not any(o.key_or_group == "suite" for o in parsed):
+        return []
+    tasks = set()
+    for path in (CONF_DIR / "setting").glob("*.yaml"):
+        for entry in yaml.safe_load(path.read_text()).get("defaults") or []:
+            if isinstance(entry, dict) and "override /task" in entry:
+                tasks.add(entry["override /task"])
+    keys = {t: {key_of(f) for f in dataclasses.fields(available_tasks()[t].settings)}
+            for t in tasks if t in available_tasks()}
+    problems = []
+    for o in parsed:
+        owners = sorted(t for t, k in keys.items() if o.key_or_group in k)
+        if o.is_add() or o.is_force_add() or o.is_delete() or not owners or len(owners) == len(keys):
+            continue
+        problems.append(f"{o.input_line}: {o.key_or_group} is a setting of the {', '.join(owners)} task only; in a "
+                        f"suite write ++{o.input_line} (set where it exists, added and unused in the other settings)")
+    return problems
 
 
 def metric_facts(names: Iterable[str]) -> pd.DataFrame:
