@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 export HF_HUB_OFFLINE ?= 1
 export TRANSFORMERS_OFFLINE ?= 1
 
-.PHONY: run test test-fast test-slow check report venv clean benchmark regenerate docs
+.PHONY: run test test-fast test-slow check report venv clean benchmark regenerate docs suite-example
 
 venv: $(STAMP)
 
@@ -41,6 +41,12 @@ check: $(STAMP)
 regenerate: $(STAMP)
 	$(BIN)/python -m pip install --quiet --no-deps compcor==1.0.6
 	$(BIN)/python -m textmetric_bench.tasks.regenerate $(STEPS)
+
+# The README's suite example (docs/suites.md): suite=paper at 004's settings (long: 6 runs; it resumes when run
+# again), then its critical-difference diagram of rho, a card and the numbers around them into the README.
+suite-example: $(STAMP)
+	$(BIN)/python -m textmetric_bench suite=paper engine.workers=auto
+	$(BIN)/python -m textmetric_bench.reports.suite.readme multirun/suite/paper
 
 test-slow: $(STAMP)
 	$(BIN)/python -m pytest -q -m slow

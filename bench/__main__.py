@@ -45,6 +45,11 @@ def app(cfg: DictConfig) -> int:
     _app_entered.append(True)
     out_dir = Path(HydraConfig.get().runtime.output_dir).absolute()
     setup_run_console(progress_setting(cfg))
+    from textmetric_bench.tasks.suite import skipped_setting
+
+    if (done := skipped_setting(cfg, out_dir, list(HydraConfig.get().overrides.task))) is not None:
+        print(done, flush=True)  # a suite run again: this setting finished before (textmetric_bench.tasks.suite)
+        return finish(out_dir, EXIT_OK, "")
     try:
         result = run_task(cfg, out_dir)
     except (ConfigError, DataError) as exc:  # bad settings or input files: refused before anything was evaluated
@@ -197,8 +202,11 @@ def hydra_overrides(argv: list[str]) -> list[str]:
 def main() -> None:
     register_task_configs()  # Hydra composes `task` from the tasks' settings
     register_metric_configs()  # ... and `metric` from the registry's signatures
+    from textmetric_bench.tasks.suite import suite_override_problems
+
     overrides = hydra_overrides(sys.argv[1:])
-    problems = metric_override_problems(overrides) or unknown_key_problems(overrides)
+    problems = (metric_override_problems(overrides) + suite_override_problems(overrides)
+                or unknown_key_problems(overrides))
     if not problems:
         problems = [p for p in [run_dir_problem(sys.argv[1:])] if p is not None]
     if problems:

@@ -189,3 +189,12 @@ def test_the_installed_python_api_evaluates_a_metric_of_a_script_as_the_command_
     chi = [frame[frame["metric"] == "chi"].drop(columns=["T", "source"], errors="ignore").reset_index(drop=True)
            for frame in (api.measures, cli.measures)]
     pd.testing.assert_frame_equal(*chi)
+
+
+def test_the_installed_suites_compose_and_the_suite_report_reads_runs(ksc_run, venv):
+    command = venv / "bin" / "textmetric-bench"
+    for suite in ("paper", "all"):
+        assert f"name: {suite}" in run([command, f"suite={suite}", "--cfg", "job"], cwd=ksc_run).stdout
+    run([venv / "bin" / "textmetric-bench-suite-report", "outputs/ksc"], cwd=ksc_run)
+    assert (ksc_run / "outputs" / "ksc" / "card_chi.png").stat().st_size > 0
+    assert "chi" in (ksc_run / "outputs" / "ksc" / "metric_catalogue.csv").read_text()

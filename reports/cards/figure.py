@@ -1,0 +1,96 @@
+"""``card_<metric>.png``: one panel per measure, one row per setting, and the card's facts underneath.
+
+Each panel shows the metric's mean in each setting with its 95% interval, its rank there (``#2/8``, 1 = best)
+and, as reference lines, the bounds in the same setting (grey: dashed the ceiling ``oracle``, dotted the floor
+``chance``), which take no rank. The panel's title gives the mean rank over the settings and the place. T is on
+a log scale. Under the panels: orientation, own noise and the known failure modes from the catalogue.
+"""
+
+from __future__ import annotations
+
+import math
+import textwrap
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+from textmetric_bench.reports.bounds import BOUNDS  # noqa: E402
+from textmetric_bench.reports.cards.card import NOT_RECORDED, Card, orientation_line, own_noise_text  # noqa: E402
+from textmetric_bench.reports.figures.palette import BOUND_GREY, BOUND_LINESTYLES  # noqa: E402
+
+SYMBOLS = {"A": "A", "Aw": "A$^w$", "rho": "ρ", "omega2": "ω²", "L": "L", "S": "S", "I": "I", "IFC": "IFC",
+           "T": "T [evaluations/s]"}
+COLUMNS = 3
+#: KSC's measures first, T among them (same settings), then the robustness task's and IFC's.
+PANEL_ORDER = ("A", "Aw", "rho", "omega2", "L", "T", "S", "I", "IFC")
+COLOUR = "#0072B2"
+
+
+def card_figure(card: Card, path: Path) -> Path:
+    """Draw ``card`` into ``path`` (a PNG) and return it."""
+    measures = [m for m in PANEL_ORDER if m in card.measures] + [m for m in card.measures if m not in PANEL_ORDER]
+    rows = max(1, math.ceil(len(measures) / COLUMNS))
+    per_measure = card.values.groupby("measure")["setting"].nunique()
+    height_panel = 0.9 + 0.3 * int(per_measure.max())
+    fig = plt.figure(figsize=(13, rows * height_panel + 1.6))
+    grid = fig.add_gridspec(rows + 1, COLUMNS, height_ratios=[height_panel] * rows + [1.2], hspace=0.75, wspace=0.08)
+    previous = None
+    for index, measure in enumerate(measures):
+        settings = list(card.values.loc[card.values["measure"] == measure, "setting"])
+        labelled = index % COLUMNS == 0 or settings != previous  # labels only where the settings change
+        _panel(fig.add_subplot(grid[index // COLUMNS, index % COLUMNS]), card, measure, labelled)
+        previous = settings
+    text_ax = fig.add_subplot(grid[rows, :])
+    text_ax.axis("off")
+    text_ax.text(0, 1, _facts_text(card), va="top", ha="left", fontsize=8, family="DejaVu Sans")
+    fig.suptitle(f"{card.metric}: every measure in every setting (mean, 95% interval over repetitions, rank "
+                 f"there; grey: bounds)", fontsize=11, x=0.01, ha="left")
+    path = Path(path)
+    fig.savefig(path, dpi=110, bbox_inches="tight")
+    plt.close(fig)
+    return path
+
+
+def _panel(ax, card: Card, measure: str, labelled: bool) -> None:
+    rows = card.values[card.values["measure"] == measure].reset_index(drop=True)
+    y = np.arange(len(rows))[::-1]
+    low = (rows["mean"] - rows["ci_low"]).clip(lower=0).fillna(0)
+    high = (rows["ci_high"] - rows["mean"]).clip(lower=0).fillna(0)
+    ax.errorbar(rows["mean"], y, xerr=[low, high], fmt="o", color=COLOUR, ecolor=COLOUR, capsize=3, zorder=3)
+    for bound, kind in BOUNDS.items():
+        ax.scatter(rows[bound], y, marker="|", s=260, color=BOUND_GREY, zorder=2,
+                   linestyle=BOUND_LINESTYLES[kind], label=f"{kind} ({bound})")
+    for yi, row in zip(y, rows.itertuples()):
+        rank = f"#{row.rank:g}/{int(row.of)}" if np.isfinite(row.rank) else "not ranked"
+        ax.annotate(rank + (" ᴿ" if row.source == "reference" else ""), (0.99, yi + 0.28),
+                    xycoords=("axes fraction", "data"), fontsize=7, va="center", ha="right",
+                    bbox={"boxstyle": "square,pad=0.1", "facecolor": "white", "edgecolor": "none", "alpha": 0.8})
+    ax.set_yticks(y)
+    ax.set_yticklabels(rows["setting"] if labelled else [], fontsize=7)
+    ax.set_ylim(-0.6, len(rows) - 0.4)
+    if measure == "T" and (rows["mean"] > 0).all():
+        ax.set_xscale("log")
+    ax.tick_params(axis="x", labelsize=7)
+    ax.grid(axis="x", alpha=0.3)
+    title = SYMBOLS.get(measure, measure)
+    if measure in card.mean_ranks:
+        mean_rank, place, of, settings, _ = card.mean_ranks[measure]
+        title += f": mean rank {mean_rank:.2f}, place {place}/{of}, {settings} settings"
+    ax.set_title(title, fontsize=8, loc="left")
+
+
+def _facts_text(card: Card) -> str:
+    failure = card.facts.get("failure_modes") if card.facts else NOT_RECORDED
+    lines = [f"Orientation: {orientation_line(card)}",
+             f"Own noise: {own_noise_text(card)}",
+             f"Known failure modes (catalogue): {failure or 'none declared'}"]
+    if card.facts:
+        lines.insert(1, f"Range: {card.facts.get('range', '')}; stochastic: {card.facts.get('stochastic', '')}; "
+                        f"source: {card.facts.get('source', '')}")
+    lines.append("Ranks: 1 = best among the ranked metrics of the setting (bounds never ranked); "
+                 "ᴿ = value taken from the shipped reference results")
+    return "\n".join(textwrap.fill(line, 190, subsequent_indent="    ") for line in lines)

@@ -1,0 +1,119 @@
+"""Suites compose into the settings they name (conf/suite/, conf/setting/), a done setting is skipped on a rerun,
+and the catalogue facts a suite records are the registry's."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hydra import initialize_config_dir
+from hydra.core.global_hydra import GlobalHydra
+from hydra.core.override_parser.overrides_parser import OverridesParser
+from omegaconf import OmegaConf
+
+from textmetric_bench.api.registry import get_metric
+from textmetric_bench.tasks.config import CONF_DIR
+from textmetric_bench.tasks.registry import compose_config
+from textmetric_bench.tasks.suite import metric_facts, skipped_setting
+
+SHIPPED_PAIRS = sorted(p.stem for p in (CONF_DIR / "pair").glob("*.yaml") if p.stem != "files")
+
+
+def sweep_jobs(suite: str, *extra: str) -> list[list[str]]:
+    """The overrides of every job Hydra's basic sweeper makes of ``suite=<suite>`` (glob sweeps expanded)."""
+    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+
+    cfg = compose_config([f"suite={suite}", *extra], return_hydra_config=True)
+    params = [f"{k}={v}" for k, v in OmegaConf.to_container(cfg.hydra.sweeper.params).items()]
+    GlobalHydra.instance().clear()
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        loader = GlobalHydra.instance().config_loader()
+        overrides = OverridesParser.create(config_loader=loader).parse_overrides([*params, *extra])
+        (batch,) = BasicSweeper.split_arguments(overrides, None)
+    return batch
+
+
+def job_settings(suite: str, *extra: str) -> set[tuple]:
+    """(pair, task, k) of every job of the suite, each composed as its job is."""
+    found = set()
+    for job in sweep_jobs(suite, *extra):
+        cfg = compose_config([f"suite={suite}", *extra, *job])
+        found.add((cfg.pair.name, cfg.task.name, cfg.get("k")))
+    return found
+
+
+def test_the_paper_suite_is_004s_four_ksc_settings_and_the_robustness_runs_of_their_pairs():
+    pairs = ("atis_news", "clinc150_banking77")
+    assert job_settings("paper") == {(p, "ksc", k) for p in pairs for k in (7, 12)} | {
+        (p, "robustness", None) for p in pairs}
+    cfg = compose_config(["suite=paper"], return_hydra_config=True)
+    assert cfg.hydra.mode.name == "MULTIRUN" and "suite_report" in cfg.hydra.callbacks
+    assert cfg.hydra.sweep.dir == "multirun/suite/paper"  # no time stamp: the same command resumes
+
+
+def test_the_all_suite_is_every_shipped_pair_but_files_at_k_7_and_12_and_robustness():
+    assert job_settings("all") == {(p, "ksc", k) for p in SHIPPED_PAIRS for k in (7, 12)} | {
+        (p, "robustness", None) for p in SHIPPED_PAIRS}
+
+
+def test_a_users_pair_list_replaces_the_suites():
+    assert {s[0] for s in job_settings("paper", "pair=fortune_computing_people")} == {"fortune_computing_people"}
+
+
+def test_a_jobs_directory_names_its_pair_and_setting():
+    cfg = compose_config(["suite=paper", "pair=atis_news", "setting=ksc_k12"], return_hydra_config=True)
+    assert OmegaConf.select(cfg, "hydra.sweep.subdir") == "atis_news/ksc_k12"
+
+
+def status(directory, code=0, overrides=("suite=paper", "pair=atis_news")):
+    (directory / "exit_status.json").write_text(json.dumps({"exit_status": code, "reason": "",
+                                                            "overrides": list(overrides)}))
+
+
+@pytest.mark.parametrize("case", ["done", "failed", "other overrides", "no measures", "skip_done=false", "no suite"])
+def test_a_setting_is_skipped_only_when_it_succeeded_with_the_same_overrides(tmp_path, case):
+    overrides = ["suite=paper", "pair=atis_news"]
+    cfg = OmegaConf.create({"suite": {"name": "paper", "skip_done": case != "skip_done=false"}})
+    if case == "no suite":
+        cfg = OmegaConf.create({})
+    status(tmp_path, code=1 if case == "failed" else 0,
+           overrides=["pair=atis_news", "suite=paper", "seed=1"] if case == "other overrides" else overrides[::-1])
+    if case != "no measures":
+        (tmp_path / "measures.csv").write_text("metric,repetition,rho\nfid,0,1\n")
+    reason = skipped_setting(cfg, tmp_path, overrides)
+    assert (reason is not None) == (case == "done")
+    if reason:
+        assert str(tmp_path) in reason and "suite.skip_done=false" in reason
+
+
+def test_the_recorded_catalogue_is_the_registrys():
+    facts = metric_facts(["fid", "mauve", "gone_plugin"]).set_index("metric")
+    assert facts.loc["fid", "failure_modes"] == "; ".join(get_metric("fid").failure_modes)
+    assert facts.loc["mauve", "stochastic"] == "yes" and facts.loc["fid", "stochastic"] == "no"
+    assert facts.loc["gone_plugin", "failure_modes"] == "not registered"
+
+
+def test_the_docs_count_the_settings_the_suites_compose_and_the_threshold_the_code_uses():
+    from textmetric_bench import PROJECT_ROOT
+    from textmetric_bench.reports.suite.ranks import ENOUGH_SETTINGS
+
+    def count(suite):
+        settings = job_settings(suite)
+        return sum(t == "ksc" for _, t, _ in settings), sum(t == "robustness" for _, t, _ in settings)
+
+    (paper_ksc, paper_rob), (all_ksc, all_rob) = count("paper"), count("all")
+    text = " ".join((PROJECT_ROOT / "docs" / "suites.md").read_text().split())
+    assert (f"`suite=paper` has {paper_ksc} KSC settings and {paper_rob} robustness settings, `suite=all` "
+            f"{all_ksc} and {all_rob}") in text
+    assert f"{paper_ksc + paper_rob} runs" in text and f"{all_ksc + all_rob} runs with the shipped pairs" in text
+    assert f"warn below {ENOUGH_SETTINGS}" in text and f"(.0625 at N = 5)" in text and 2 / 2 ** 5 == 0.0625
+
+
+def test_a_key_of_one_task_only_needs_double_plus_in_a_suite():
+    from textmetric_bench.tasks.suite import suite_override_problems
+
+    problems = suite_override_problems(["suite=paper", "n=20", "own_noise.seeds=0", "n_ref=100", "repetitions=2",
+                                        "++sizes=[20,40]", "metrics=[fid]"])
+    assert [p.split(":")[0] for p in problems] == ["n=20", "own_noise.seeds=0", "n_ref=100"]
+    assert "ksc task only; in a suite write ++n=20" in problems[0] and "robustness task only" in problems[2]
+    assert suite_override_problems(["n=20", "n_ref=100"]) == []  # not a suite: Hydra and the task judge
