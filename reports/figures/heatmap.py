@@ -62,8 +62,9 @@ def _column_shades(values: pd.Series, measure: str, ordinary: list) -> np.ndarra
     return np.clip((x - low) / (high - low), 0.0, 1.0)
 
 
-def measure_heatmap(summary: pd.DataFrame, sort_by: str = "A") -> Figure:
-    """Heatmap of metrics × measures from ``textmetric_bench.reports.tables.table3.summarise_measures``' long table."""
+def measure_heatmap(summary: pd.DataFrame, sort_by: str = "A", *, setting: str = "") -> Figure:
+    """Heatmap of metrics × measures from ``textmetric_bench.measures.summaries.summarise_measures``' long table;
+    ``setting`` (the pair, k, n and repetitions) is named in the title."""
     means = summary.pivot(index="metric", columns="measure", values="mean")
     measures = [m for m in TABLE3_ORDER if m in means.columns]
     if means.empty or not measures:
@@ -106,8 +107,8 @@ def measure_heatmap(summary: pd.DataFrame, sort_by: str = "A") -> Figure:
         ax.axhline(edge, color="#444444", linewidth=1.5)
     ax.set_xticks(np.arange(len(measures) + 1) - 0.5, minor=True)
     ax.grid(which="minor", axis="x", color="white", linewidth=1.5)
-    ax.set_title(f"Measures per metric, rows sorted by {symbol(sort_by)} (best on top); "
-                 "each column coloured on its own range", fontsize=10)
+    ax.set_title(f"Measures per metric (mean over repetitions), rows sorted by {symbol(sort_by)} (best on top); "
+                 "each column coloured on its own range" + (f"\n{setting}" if setting else ""), fontsize=10)
     return fig
 
 

@@ -48,14 +48,15 @@ def _panel(ax, measures: pd.DataFrame, measure: str, labels: dict, styles: dict)
     ax.grid(axis="x", alpha=0.3)
 
 
-def measure_boxplots(measures: pd.DataFrame, out_path: Path) -> Path | None:
+def measure_boxplots(measures: pd.DataFrame, out_path: Path, *, setting: str = "") -> Path | None:
     """``boxplot_figure`` written to ``out_path``; None when no quality measure has a value."""
-    fig = boxplot_figure(measures)
+    fig = boxplot_figure(measures, setting=setting)
     return None if fig is None else save_figure(fig, out_path)
 
 
-def boxplot_figure(measures: pd.DataFrame) -> Figure | None:
-    """004 Figure 6: per quality measure, one horizontal box per metric over repetitions, sorted by median.
+def boxplot_figure(measures: pd.DataFrame, *, setting: str = "") -> Figure | None:
+    """004 Figure 6: per quality measure, one horizontal box per metric over repetitions, sorted by median;
+    ``setting`` (the pair, k, n and repetitions) is named in the title.
 
     The bounds (oracle, chance) are grey bands over their range with a line at the median.
     """
@@ -73,7 +74,8 @@ def boxplot_figure(measures: pd.DataFrame) -> Figure | None:
         _panel(ax, measures, measure, labels, styles)
     for ax in list(axes.flat)[len(present):]:
         ax.set_visible(False)
-    fig.suptitle("Measures across repetitions (004 Figure 6); largest median on top, further right is better")
+    fig.suptitle("Measures across repetitions, one value per repetition (004 Figure 6); largest median on top, "
+                 "further right is better" + (f"\n{setting}" if setting else ""))
     return fig
 
 

@@ -25,7 +25,7 @@ from textmetric_bench.measures.paired import all_comparisons
 from textmetric_bench.measures.summaries import RAW_MEASURES, labelled, summarise_measures
 from textmetric_bench.reports.bounds import bound_label, bound_of
 from textmetric_bench.reports.labels import TABLE3_ORDER, format_score, metric_labels
-from textmetric_bench.reports.tables.markdown import markdown_table
+from textmetric_bench.reports.tables.markdown import markdown_table, terminal_text
 from textmetric_bench.reports.tables.table3 import BOLD_TOLERANCE, best_mask
 
 CONFIG_KEYS = ("pair", "task", "k", "n", "repetitions", "seed")
@@ -174,7 +174,7 @@ def main(argv: list[str] | None = None) -> int:
         paths = write_sweep_tables(args.sweep_dir, args.out)
     except FileNotFoundError as err:
         raise SystemExit(f"textmetric-bench-aggregate: {err}; has the sweep finished any job?") from None
-    print(paths["sweep_table"].read_text(encoding="utf-8"))
+    print(terminal_text(paths["sweep_table"].read_text(encoding="utf-8")))
     for path in paths.values():
         print(f"wrote {path}")
     return 0
