@@ -70,22 +70,26 @@ def mean_rho(distances: pd.DataFrame, metric: str, negate: bool) -> float:
 
 
 def distance_scatter(distances: pd.DataFrame, out_dir: Path, *, setting: str = "") -> list[Path]:
+    """``scatter_figures`` written as ``<name>.png`` into ``out_dir``."""
+    return [save_figure(fig, Path(out_dir) / f"{name}.png") for name, fig in scatter_figures(distances, setting).items()]
+
+
+def scatter_figures(distances: pd.DataFrame, setting: str = "") -> dict[str, Figure]:
     """Raw distance against ℓ per metric, pooled over repetitions (004 Figure 2 top), plus a z-scored grid.
 
-    Writes ``scatter_<metric>.png`` for every metric with at least one finite distance and
-    ``scatter_all.png`` with one panel per such metric. A similarity's raw values fall with ℓ when
+    ``scatter_<metric>`` for every metric with at least one finite distance and ``scatter_all`` with one panel
+    per such metric. A similarity's raw values fall with ℓ when
     it works; its z (computed on the negation, as every measure) rises like a distance's. Each title gives the
     table's ρ (mean over repetitions) and the pooled ρ of the points drawn, each named, and ``setting`` (the
     pair, k, n and repetitions).
     """
-    out_dir = Path(out_dir)
     raw = _finite_rows(distances, "distance")
     if "repetition" in distances.columns:
         raw["repetition"] = distances.loc[raw.index, "repetition"]
     metrics = sorted(raw["metric"].unique(), key=str)
     labels, similar = metric_labels(distances), similarities(distances)
     table_rho = {m: mean_rho(raw, m, m in similar) for m in metrics}
-    paths: list[Path] = []
+    figures: dict[str, Figure] = {}
     for metric in metrics:
         rows = raw[raw["metric"] == metric]
         fig = Figure(figsize=(5.5, 4.2))
@@ -98,9 +102,9 @@ def distance_scatter(distances: pd.DataFrame, out_dir: Path, *, setting: str = "
         ax.set_title(f"{labels.get(metric, metric)}: {MEAN_RHO} = {format_score(table_rho[metric])}\n"
                      f"{POOLED_RHO} of the raw distances shown = {format_score(rho)}"
                      + (f"\n{setting}" if setting else ""), fontsize="medium")
-        paths.append(save_figure(fig, out_dir / f"scatter_{safe_name(metric)}.png"))
+        figures[f"scatter_{safe_name(metric)}"] = fig
     if not metrics:
-        return paths
+        return figures
 
     zrows = _finite_rows(_with_z(distances), "z")
     ncols = min(4, len(metrics))
@@ -125,5 +129,5 @@ def distance_scatter(distances: pd.DataFrame, out_dir: Path, *, setting: str = "
     fig.suptitle("Distance vs ℓ, z-scored within repetition with the population sd (ddof=0, as the measures); "
                  "004 Figure 2 top" + (f"\n{setting}" if setting else "") + f"\nρ: {MEAN_RHO}; pooled ρ (z): one "
                  "Spearman ρ over the z-scores of every repetition drawn")
-    paths.append(save_figure(fig, out_dir / "scatter_all.png"))
-    return paths
+    figures["scatter_all"] = fig
+    return figures

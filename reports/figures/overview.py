@@ -79,6 +79,19 @@ def boxplot_figure(measures: pd.DataFrame, *, setting: str = "") -> Figure | Non
     return fig
 
 
+def _swept_setting(long: pd.DataFrame, axis: str) -> str:
+    """The sweep's pairs, the KSC parameters it did not sweep and its repetitions, as a figure's title names them."""
+    def values(column: str) -> str:
+        found = sorted({str(v) for v in long[column].dropna()}, key=lambda v: (len(v), v)) if column in long else []
+        return ", ".join(found) or "?"
+
+    fixed = [f"{c}={values(c)}" for c in ("k", "n") if c != axis]
+    reps = sorted({int(v) for v in long["n_reps"].dropna()}) if "n_reps" in long else []
+    shown = " or ".join(map(str, reps)) if reps else "?"
+    return (f"{values('pair')} · {', '.join(fixed)} · {shown} repetition{'' if reps == [1] else 's'} · "
+            f"{axis}={values(axis)}")
+
+
 def sweep_trends(long: pd.DataFrame, out_path: Path) -> Path | None:
     """``trends_figure`` written to ``out_path``; None when nothing was swept."""
     fig = trends_figure(long)
@@ -123,5 +136,5 @@ def trends_figure(long: pd.DataFrame) -> Figure | None:
         ax.set_visible(False)
     handles, labels = axes.flat[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="outside right upper", fontsize="small")
-    fig.suptitle(f"Measures against {axis} (mean and 95% CI over repetitions); higher is better")
+    fig.suptitle(f"Measures against {axis} (mean and 95% CI over repetitions); higher is better\n{_swept_setting(long, axis)}")
     return fig

@@ -63,10 +63,11 @@ def _cells(line: str) -> list[str]:
 
 
 def _plain(text: str) -> str:
-    """A markdown fragment without its markup: bold and code marks and HTML tags dropped, their text kept."""
+    """A markdown fragment without its markup: bold and code marks and the HTML tags a page uses dropped, their
+    text kept."""
     text = re.sub(r"\*\*(.+?)\*\*", r"\1", text)
     text = re.sub(r"`([^`]*)`", r"\1", text)
-    return re.sub(r"<[^>]+>", "", text)
+    return re.sub(r"</?(?:sup|sub|b|i|em|strong|span|br)\b[^>]*>", "", text)  # not <measure> of a file pattern
 
 
 def terminal_text(markdown: str) -> str:
