@@ -54,3 +54,12 @@ def test_the_flag_shows_in_the_markdown_and_the_html_with_its_advice(tmp_path):
     summary = summarise_measures(measures)
     assert BELOW_MARK in table3_html(summary, {}, {}) and "inverted" in below_chance_html(summary)
     assert below_chance_html(summarise_measures(accuracies({"at_chance": 0.5, "good": 0.9}))) == ""
+
+
+def test_the_heatmap_marks_the_same_cells():
+    from textmetric_bench.reports.figures.heatmap import measure_heatmap
+
+    fig = measure_heatmap(summarise_measures(accuracies({"inverted": 0.389, "at_chance": 0.5, "good": 0.9})))
+    marked = [t.get_text() for t in fig.axes[0].texts if BELOW_MARK in t.get_text()]
+    assert len(marked) == 2  # inverted's A and A^w, nothing else
+    assert all(text.startswith(".3") for text in marked)

@@ -13,6 +13,7 @@ import pandas as pd
 from matplotlib import colormaps
 from matplotlib.figure import Figure
 
+from textmetric_bench.measures.chance import below_chance
 from textmetric_bench.reports.bounds import bound_label, bound_of
 from textmetric_bench.reports.figures.drawing import symbol
 from textmetric_bench.reports.labels import TABLE3_ORDER, format_score, metric_labels
@@ -27,7 +28,8 @@ HEATMAP_CAPTION = ("Mean over repetitions of every measure (004 Table 3), one ro
                    "is the column's best metric, dark purple its worst. All measures are higher-is-better; T is "
                    "a speed in hundreds of pair evaluations per second (embedding excluded), coloured on a log "
                    "scale. Grey n/a: not measured. Top and bottom rows in grey italics, when run: the ceiling "
-                   "(oracle) and the floor (chance), outside the colour ranges.")
+                   "(oracle) and the floor (chance), outside the colour ranges. ▼: an A or A^w significantly below chance "
+                   "(.5), as in Table 3.")
 
 
 def heatmap_rows(means: pd.DataFrame, sort_by: str) -> list:
@@ -82,6 +84,8 @@ def measure_heatmap(summary: pd.DataFrame, sort_by: str = "A", *, setting: str =
     colours[~np.isfinite(shades)] = MISSING_COLOUR
     bound_rows = [i for i, m in enumerate(rows) if bound_of(m) is not None]
     colours[bound_rows] = BOUND_COLOUR
+    flagged = below_chance(summary, excluded=[m for m in rows if bound_of(m) is not None])
+    below = set(flagged[["metric", "measure"]].itertuples(index=False, name=None))
 
     fig = Figure(figsize=(2.0 + 0.95 * len(measures), 1.6 + 0.32 * len(rows)), layout="constrained")
     ax = fig.add_subplot()
@@ -91,6 +95,7 @@ def measure_heatmap(summary: pd.DataFrame, sort_by: str = "A", *, setting: str =
             value = means.at[metric, measure]
             is_bound = i in bound_rows
             text = format_score(value) if np.isfinite(value) else "n/a"
+            text += " ▼" if (metric, measure) in below else ""
             ax.text(j, i, text, ha="center", va="center", fontsize=9, color=text_colour(colours[i, j]),
                     fontstyle="italic" if is_bound or not np.isfinite(value) else "normal")
     labels = metric_labels(summary)
