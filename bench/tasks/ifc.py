@@ -152,7 +152,7 @@ class IFCTask(Task, name="ifc", settings=IFCSettings, fields=("kind", "iteration
         ttr.to_csv(files["ifc_ttr"], index=False)
         files["table3_md"].write_text(ifc_markdown(result.summary, ttr, title=result.info["title"],
                                                    failures=result.failures), encoding="utf-8")
-        for path in ifc_figures(result.distances, result.summary, out_dir):
+        for path in ifc_figures(result.distances, result.summary, out_dir, setting=result.info["title"]):
             files[path.stem] = path
         return files
 

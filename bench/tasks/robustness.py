@@ -132,7 +132,7 @@ class RobustnessTask(Task, name="robustness", settings=RobustnessSettings, field
         else:
             log.error("no metric produced S or I; see %s", out_dir / self.distances_file)
         for path in robustness_figures(result.distances, result.measures, out_dir,
-                                       imbalance_total=info["grid"]["imbalance_total"]):
+                                       imbalance_total=info["grid"]["imbalance_total"], setting=info["title"]):
             files[path.stem] = path
         return files
 
