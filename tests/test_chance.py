@@ -38,6 +38,13 @@ def test_an_inverted_metric_is_flagged_and_a_chance_level_one_is_not():
     assert (flagged["p_holm"] < 0.05).all() and (flagged["p_holm"] >= flagged["p"]).all()
 
 
+def test_below_five_repetitions_nothing_is_tested():
+    """Two repetitions that agree (an accuracy takes few values at small k) would give a spread of zero."""
+    measures = pd.DataFrame({"metric": "zipf", "repetition": [0, 1], "Aw": [0.4, 0.4]})
+    summary = summarise_measures(measures)
+    assert below_chance(summary).empty and not below_chance(summary, min_repetitions=2).empty
+
+
 def test_a_mean_below_chance_that_the_repetitions_do_not_confirm_is_not_flagged():
     measures = pd.DataFrame({"metric": "noisy", "repetition": range(5), "A": [0.30, 0.62, 0.41, 0.55, 0.44]})
     summary = summarise_measures(measures)

@@ -10,9 +10,11 @@ The test is one-sided, over repetitions (the unit: each repetition is an indepen
 judgements of one collection share their distances and are not independent trials): a one-sample t test of
 "mean ≥ .5" from the mean, sample sd and count that the summary already holds
 (textmetric_bench.measures.summaries, from ``intervals.mean_interval``), Holm-corrected over the metrics of one
-measure, α = .05. With two or three repetitions the t test is conservative (few degrees of freedom), unlike the
-percentile bootstrap interval, which is optimistic at few repetitions (textmetric_bench.measures.paired). Bounds
-(oracle, chance) are not tested: the floor is chance itself.
+measure, α = .05; the t test rather than the percentile bootstrap interval, which is optimistic at few
+repetitions (textmetric_bench.measures.paired). Below FEW_REPETITIONS (textmetric_bench.measures.intervals) nothing is
+tested, as the tables already warn: at small k an accuracy takes few values, and two repetitions that agree
+would make a spread of zero look like certainty. Bounds (oracle, chance) are not tested: the floor is chance
+itself.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 from statsmodels.stats.multitest import multipletests
+
+from textmetric_bench.measures.intervals import FEW_REPETITIONS
 
 #: What a constant metric scores on each judgement-accuracy measure.
 CHANCE = {"A": 0.5, "Aw": 0.5}
@@ -43,11 +47,12 @@ def below_chance_p(mean: float, std: float, n: int, chance: float = 0.5) -> floa
     return float(stats.t.cdf(t, df=n - 1))
 
 
-def below_chance(summary: pd.DataFrame, excluded=()) -> pd.DataFrame:
+def below_chance(summary: pd.DataFrame, excluded=(), min_repetitions: int = FEW_REPETITIONS) -> pd.DataFrame:
     """The (metric, measure) rows of ``summary`` whose A or A^w is significantly below chance.
 
     ``summary``: long, one row per metric and measure with ``mean``, ``std``, ``n`` (summarise_measures);
-    ``excluded``: metrics not tested (the bounds). Returns columns metric, measure, mean, n, p, p_holm.
+    ``excluded``: metrics not tested (the bounds); a row over fewer than ``min_repetitions`` is not tested.
+    Returns columns metric, measure, mean, n, p, p_holm.
     """
     columns = ["metric", "measure", "mean", "n", "p", "p_holm"]
     if summary.empty:
@@ -55,7 +60,8 @@ def below_chance(summary: pd.DataFrame, excluded=()) -> pd.DataFrame:
     excluded = set(excluded)
     found = []
     for measure, chance in CHANCE.items():
-        rows = summary[(summary["measure"] == measure) & ~summary["metric"].isin(excluded)].copy()
+        rows = summary[(summary["measure"] == measure) & ~summary["metric"].isin(excluded)
+                       & (summary["n"] >= min_repetitions)].copy()
         rows["p"] = [below_chance_p(m, s, int(n) if np.isfinite(n) else 0, chance)
                      for m, s, n in zip(rows["mean"], rows["std"], rows["n"])]
         rows = rows[rows["p"].notna()]
