@@ -3,8 +3,8 @@ separated from the column's best, marked ▲; every comparison is written as ``s
 drawn as a matrix in report.html.
 
 One mark per cell reads at any number of metrics (a compact letter display needs up to one letter per rank
-group, so a cell grows with the number of metrics). The mark is left out below FEW_REPETITIONS paired repetitions, where
-the tables already warn that the paired tests are optimistic. The bound metrics (reports/bounds.py) are compared
+group, so a cell grows with the number of metrics). The mark is left out below FEW_REPETITIONS paired
+repetitions, where the tables already warn that the paired tests are optimistic. The bound metrics (reports/bounds.py) are compared
 like the others but are never the best and never marked.
 """
 
