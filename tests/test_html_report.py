@@ -94,3 +94,16 @@ def test_every_figure_title_names_the_pair_k_n_and_repetitions(sweep, tmp_path, 
 def test_the_table_and_the_scatter_name_their_two_rho(sweep):
     page = build_report([sweep])["report_html"].read_text()
     assert "pooled ρ (z)" in page and "averaged over repetitions" in page
+
+
+def test_the_scatter_s_rho_is_the_table_s_rho(sweep):
+    """The ρ a scatter names "as the table" is the table's number, from the same distances."""
+    import pandas as pd
+
+    from textmetric_bench.reports.figures.ksc import mean_rho
+
+    for run in ("0", "1"):
+        distances = pd.read_csv(sweep / run / "distances.csv", keep_default_na=False,
+                                na_values={"distance": ["", "nan", "NaN"], "z": ["", "nan", "NaN"]})
+        table = pd.read_csv(sweep / run / "measures.csv").groupby("metric")["rho"].mean()
+        assert mean_rho(distances, "chi", negate=False) == pytest.approx(table["chi"], abs=1e-12)
