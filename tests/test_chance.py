@@ -70,3 +70,19 @@ def test_the_heatmap_marks_the_same_cells():
     marked = [t.get_text() for t in fig.axes[0].texts if BELOW_MARK in t.get_text()]
     assert len(marked) == 2  # inverted's A and A^w, nothing else
     assert all(text.startswith(".3") for text in marked)
+
+
+def test_the_sweep_table_marks_the_job_whose_accuracy_is_below_chance(tmp_path):
+    from textmetric_bench.reports.sweep.aggregate import sweep_markdown
+
+    rows = []
+    for job, centre in (("0", 0.389), ("1", 0.5)):
+        summary = summarise_measures(accuracies({"chi": centre, "fid": 0.95}))
+        for r in summary.itertuples():
+            rows.append({"pair": "p", "k": 4, "n": 30 if job == "0" else 100, "task": "ksc",
+                         "run_dir": str(tmp_path / job), "metric": r.metric, "measure": r.measure, "mean": r.mean,
+                         "std": r.std, "n_reps": r.n, "warning": ""})
+    text = sweep_markdown(pd.DataFrame(rows), tmp_path)
+    chi = [line for line in text.splitlines() if "| chi |" in line]
+    assert len(chi) == 2 and chi[0].count(BELOW_MARK) == 2 and BELOW_MARK not in chi[1]
+    assert BELOW_CHANCE_ADVICE in text
