@@ -57,7 +57,7 @@ benchmark: $(STAMP)
 		-m benchmark --benchmark-enable --benchmark-columns=min,median,max,rounds \
 		--benchmark-json=outputs/benchmark/pytest-benchmark.json \
 		tests/benchmarks/test_metric_speed.py tests/benchmarks/test_experiments.py tests/benchmarks/test_memory.py \
-		tests/benchmarks/test_embedding_speed.py
+		tests/benchmarks/test_embedding_speed.py tests/benchmarks/test_lm_speed.py
 
 # The docs site (mkdocs.yml, docs/) into site/; --strict fails on a broken link, anchor or included file.
 docs: $(STAMP)

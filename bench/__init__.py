@@ -37,6 +37,23 @@ def shipped_path(relative: str) -> Path:
     return PROJECT_ROOT / relative
 
 
+#: The Python API (``textmetric_bench.session``), reached as ``textmetric_bench.evaluate`` etc. and imported on first
+#: use only: ``import textmetric_bench`` stays cheap (no pandas, Hydra or torch until a run is asked for).
+API = ("evaluate", "check", "load_run", "reference_rows", "Result")
+
+
+def __getattr__(name: str):
+    if name in API:
+        from textmetric_bench import session
+
+        return getattr(session, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *API])
+
+
 def checkout_path(relative: str) -> Path | None:
     """``relative`` to the checkout root when running from a checkout (e.g. the team's mirror beside it), else None."""
     return PROJECT_ROOT / relative if IN_CHECKOUT else None

@@ -9,34 +9,30 @@ from pathlib import Path
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
+from hydra.utils import get_original_cwd
 from hydra.types import RunMode
 from omegaconf import DictConfig
 
 from textmetric_bench.console import FILE_ONLY, log_file, setup_run_console
-from textmetric_bench.errors import EXIT_BAD_INPUT, EXIT_OK, BenchError
+from textmetric_bench.errors import EXIT_BAD_INPUT, EXIT_OK, BenchError, ConfigError, DataError
 from textmetric_bench.measures.failures import failure_counts
 from textmetric_bench.reports.tables.markdown import terminal_text
+from textmetric_bench.tasks.directories import remove_unused_run_dir
 from textmetric_bench.tasks.config import (
     CONF_DIR,  # importing textmetric_bench.tasks.config also registers the ${shipped:} and ${checkout:} resolvers
 )
 from textmetric_bench.tasks.exit_status import run_exit_status, sweep_exit_status, sweep_jobs, write_run_status
 from textmetric_bench.tasks.metric_configs import metric_override_problems, register_metric_configs
 from textmetric_bench.tasks.registry import get_task, register_task_configs
+from textmetric_bench.tasks.unknown_keys import unknown_key_problems
 
 log = logging.getLogger("textmetric_bench")
 
 def run_task(cfg: DictConfig, out_dir: Path):
-    """Run the task named by ``cfg.task.name`` (``textmetric_bench.tasks.registry``) within the run's context
-    (cache, LM); the config is read and checked once, here, and the task gets typed values."""
-    from textmetric_bench.api.context import use_context
-    from textmetric_bench.tasks.config import run_context
-    from textmetric_bench.tasks.registry import get_task
-    from textmetric_bench.tasks.validate import validate_config
+    """Run the task named by ``cfg.task.name`` (``textmetric_bench.tasks.runner``, shared with the Python API)."""
+    from textmetric_bench.tasks.runner import run_configured
 
-    task = get_task(str(cfg.task.name))
-    inputs = validate_config(cfg, out_dir)  # every value, before a corpus, a model or a text is touched
-    with use_context(run_context(cfg, inputs.cache_dir)):
-        return task.run(inputs)
+    return run_configured(cfg, out_dir)
 
 
 # An absolute path, the checkout's conf/ or the installed package's copy (textmetric_bench.shipped_path): "../conf" is resolved
@@ -52,6 +48,8 @@ def app(cfg: DictConfig) -> int:
     setup_run_console(progress_setting(cfg))
     try:
         result = run_task(cfg, out_dir)
+    except (ConfigError, DataError) as exc:  # bad settings or input files: refused before anything was evaluated
+        return finish(out_dir, EXIT_BAD_INPUT, first_line(str(exc)), error=str(exc), refused=True)
     except BenchError as exc:
         return finish(out_dir, EXIT_BAD_INPUT, first_line(str(exc)), error=str(exc))
     except OSError as exc:  # a full disk, a read-only or forbidden directory met mid-run
@@ -84,14 +82,18 @@ def app(cfg: DictConfig) -> int:
 _app_entered: list[bool] = []
 
 
-def finish(out_dir: Path, code: int, reason: str, *, error: str | None = None) -> int:
+def finish(out_dir: Path, code: int, reason: str, *, error: str | None = None, refused: bool = False) -> int:
     """Record the run's exit status in its directory; exit with it, or, in a job of a sweep, return it.
-    ``error``: a message printed as `error: ...` lines (no traceback) and logged."""
+    ``error``: a message printed as `error: ...` lines (no traceback) and logged. ``refused``: the config or the
+    input was refused; a run that holds nothing else than Hydra's files then leaves no directory
+    (``remove_unused_run_dir``), so trying things does not pile up empty run directories."""
     if error is not None:
         log.error("%s", error, extra=FILE_ONLY)  # the console gets it once, below
         print("\n".join(f"error: {line}" for line in error.splitlines()), file=sys.stderr, flush=True)
-    write_run_status(out_dir, code, reason, list(HydraConfig.get().overrides.task))
-    if HydraConfig.get().mode == RunMode.MULTIRUN:
+    multirun = HydraConfig.get().mode == RunMode.MULTIRUN  # a sweep's job keeps its directory: its status is read
+    if not refused or multirun or not remove_unused_run_dir(out_dir, Path(get_original_cwd())):
+        write_run_status(out_dir, code, reason, list(HydraConfig.get().overrides.task))
+    if multirun:
         return code
     if code != EXIT_OK:
         raise SystemExit(code)
@@ -197,7 +199,8 @@ def hydra_overrides(argv: list[str]) -> list[str]:
 def main() -> None:
     register_task_configs()  # Hydra composes `task` from the tasks' settings
     register_metric_configs()  # ... and `metric` from the registry's signatures
-    problems = metric_override_problems(hydra_overrides(sys.argv[1:]))
+    overrides = hydra_overrides(sys.argv[1:])
+    problems = metric_override_problems(overrides) or unknown_key_problems(overrides)
     if not problems:
         problems = [p for p in [run_dir_problem(sys.argv[1:])] if p is not None]
     if problems:

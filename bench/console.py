@@ -21,13 +21,15 @@ from __future__ import annotations
 import logging
 import os
 import sys
+from importlib.metadata import entry_points
 from pathlib import Path
 
 from tqdm.auto import tqdm
 
 #: Top-level names of the loggers whose INFO messages the console shows; all others go to the log file only.
 OWN_LOGGERS = ("textmetric_bench", "__main__")
-#: Progress mode of this process: "auto" (bars when stderr is a terminal), True (always) or False (never).
+#: Progress mode of this process: "auto" (bars when stderr is a terminal or this is a Jupyter kernel), True (always)
+#: or False (never).
 _progress: dict[str, object] = {"mode": "auto"}
 #: ``log.warning(..., extra=FILE_ONLY)``: a record for the run's log file only, never the console (e.g. each failed
 #: evaluation with its traceback, which the console sums up in one line per metric).
@@ -69,16 +71,28 @@ def set_progress(value: object) -> None:
     _progress["mode"] = progress_mode(value)
 
 
+def in_jupyter() -> bool:
+    """Whether this process is a Jupyter kernel (an IPython shell started by ``IPKernelApp``): its stderr is no
+    terminal, yet a notebook shows a bar (tqdm.auto then draws a widget, as it decides by the same test)."""
+    ipython = sys.modules.get("IPython")  # never imported here: a kernel has imported it already
+    try:
+        shell = ipython.get_ipython() if ipython is not None else None
+        return shell is not None and "IPKernelApp" in shell.config
+    except Exception:  # noqa: BLE001 - an IPython too old or half-initialised to tell: no kernel
+        return False
+
+
 def bars_shown(enabled: bool = True) -> bool:
     """Whether a bar that its caller ``enabled`` is drawn: never when the mode is False, always when True,
-    and under "auto" only when stderr is a terminal (a log or a pipe gets no carriage-return lines)."""
+    and under "auto" when stderr is a terminal or this is a Jupyter kernel (a log or a pipe gets no
+    carriage-return lines)."""
     mode = _progress["mode"]
     if not enabled or mode is False:
         return False
     if mode is True:
         return True
     stream = sys.stderr
-    return bool(stream is not None and hasattr(stream, "isatty") and stream.isatty())
+    return bool(stream is not None and hasattr(stream, "isatty") and stream.isatty()) or in_jupyter()
 
 
 def progress_bar(total: int | None = None, *, desc: str, unit: str, enabled: bool = True, **options) -> tqdm:
@@ -137,3 +151,14 @@ def send_process_output_to(path: Path | str) -> None:
     root.setLevel(logging.INFO)
     logging.captureWarnings(True)
     adopt_library_loggers()
+
+
+def command(script: str) -> str:
+    """How to type this package's program ``script`` (a console script of pyproject.toml) in a message telling
+    the user what to run next, the way they started this process: a user of the installed commands gets
+    ``script``, a user of ``python -m`` gets ``python -m <its module>`` (the scripts may not be on their PATH)."""
+    package = __name__.split(".")[0]
+    modules = {point.name: point.module.removesuffix(".__main__") for point in entry_points(group="console_scripts")
+               if point.module.split(".")[0] == package}
+    invoked = Path(sys.argv[0]).name.removesuffix(".exe") if sys.argv and sys.argv[0] else ""
+    return script if invoked in modules or script not in modules else f"python -m {modules[script]}"

@@ -42,6 +42,7 @@ NOT_FAST = (
     "tests/test_console.py::test_forced_bars_show_rates_of_embedding_and_evaluations",
     "tests/test_config.py::test_the_command_line_names_a_missing_parameter_in_one_line",
     "tests/test_config.py::test_a_composed_config_unpickles_in_a_fresh_process",
+    "tests/test_no_surprises.py::test_the_command_line_",
     "tests/test_config_validation.py::test_the_command_line_",
     "tests/test_config_validation.py::test_an_os_error_escaping_a_task_is_one_line",
     "tests/test_end_to_end.py::test_the_console_script_finds_its_configs_from_another_directory",
@@ -49,6 +50,10 @@ NOT_FAST = (
     "tests/test_reports.py::test_python_dash_m_entry_point",
     "tests/test_readme_plugin.py",
     "tests/test_plugins.py::test_the_example_plugin_runs_the_contract_checks_in_its_own_tests",
+    "tests/test_session.py::test_the_api_and_the_command_line_give_the_same_tables",
+    # a Jupyter kernel, executing the example notebook or a cell
+    "tests/test_notebook.py::test_the_plugin_notebook_runs_end_to_end",
+    "tests/test_notebook.py::test_auto_progress_draws_a_widget_bar_in_a_real_kernel",
     # the real corpora, requested inside the test (request.getfixturevalue)
     "tests/test_metric_contract.py::test_metric_contract[",
     # the embedding model or the language model, reached without those fixtures
@@ -57,6 +62,7 @@ NOT_FAST = (
     "tests/test_disk_full.py::test_a_checkpoint_that_does_not_fit_is_a_storage_error",
     # timeouts waited out, many processes, or seconds of drawing
     "tests/test_engine_faults.py::test_a_timed_out_evaluation_is_retried_on_rerun",
+    "tests/test_session.py::test_the_gate_from_python_reports_what_the_command_line_reports",
     "tests/test_engine_faults.py::test_workers_that_cannot_start_in_time",
     "tests/test_engine_faults.py::test_a_metric_that_keeps_timing_out",
     "tests/test_engine_faults.py::test_a_disabled_breaker_lets_every_evaluation_time_out",

@@ -146,7 +146,7 @@ def test_a_bad_metric_override_is_one_line_naming_metric_and_parameter(override,
     assert len(problems) == 1 and line in problems[0], problems
 
 
-@pytest.mark.parametrize("override", ["metric.chi.top=3", "metric.mauve.num_buckets=auto", "metric=[chi,fid]",
+@pytest.mark.parametrize("override", ["metric.chi.top=3", "metric.mauve.num_buckets=auto",
                                       "metric=registered", "metrics=[chi]", "metric.classifier.C=2,3",
                                       "~metric.chi.top", "++metric.chi.top=3", "hydra.run.dir=x"])
 def test_good_overrides_pass_the_metric_check(override):

@@ -153,3 +153,39 @@ def test_the_installed_report_commands_read_the_run(ksc_run, venv):
     assert (ksc_run / "report" / "report.html").stat().st_size > 0
     run([bin_dir / "textmetric-bench-aggregate", "outputs/ksc", "--out", "sweep"], cwd=ksc_run)
     assert "chi" in (ksc_run / "sweep" / "sweep_table.md").read_text()
+
+
+MY_METRIC_SCRIPT = '''
+import sys
+import textmetric_bench as tb
+from textmetric_bench.api import metric
+
+
+@metric("length_gap", inputs="texts", symmetric=True)
+def length_gap(p, q, *, seed=0):
+    """Difference of the corpora's mean text lengths: defined in this script's __main__, sent to the workers."""
+    return abs(sum(map(len, p)) / len(p) - sum(map(len, q)) / len(q))
+
+
+if __name__ == "__main__":
+    result = tb.evaluate([length_gap, "chi"], k=3, n=6, repetitions=1, progress=False, out_dir=sys.argv[1])
+    print(tb.__file__)
+    print(result.passed, sorted(result.measures["metric"]))
+'''
+
+
+def test_the_installed_python_api_evaluates_a_metric_of_a_script_as_the_command_line_does(ksc_run, venv, tmp_path):
+    """A user's script with its own metric, run by the installed wheel from another directory: the metric is
+    evaluated in the worker processes, and the built-in one gets the command line's values on the same setting."""
+    from textmetric_bench.session import load_run
+
+    (tmp_path / "mine.py").write_text(MY_METRIC_SCRIPT, encoding="utf-8")
+    out = run([venv / "bin" / "python", "mine.py", "api_run"], cwd=tmp_path,
+              BENCH_CACHE_DIR=str(ksc_run / ".cache")).stdout.splitlines()
+    assert Path(out[0]).is_relative_to(venv), out  # the wheel's package, not the checkout's
+    assert out[1] == "True ['chi', 'length_gap']"
+    (cli_dir,) = (ksc_run / "outputs" / "ksc" / "fortune_computing_people").iterdir()
+    api, cli = load_run(tmp_path / "api_run"), load_run(cli_dir)
+    chi = [frame[frame["metric"] == "chi"].drop(columns=["T", "source"], errors="ignore").reset_index(drop=True)
+           for frame in (api.measures, cli.measures)]
+    pd.testing.assert_frame_equal(*chi)

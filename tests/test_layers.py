@@ -23,12 +23,20 @@ from textmetric_bench import PROJECT_ROOT
 #: bench's layers, top first: a module imports only from its own layer, the layers above it and BASE.
 PACKAGE = "textmetric_bench"
 METRICS, REPORTS, MEASURES = f"{PACKAGE}.metrics", f"{PACKAGE}.reports", f"{PACKAGE}.measures"
+#: ``session`` is the Python API (``textmetric_bench.evaluate``): it runs tasks and reads their tables back, as
+#: ``__main__`` does for the command line, so it sits above the tasks, beside the command line.
 LAYERS = [f"{PACKAGE}.{layer}" for layer in ("api", "data", "features", "collections", "measures", "engine", "tasks",
-                                             "__main__")]
+                                             "session", "__main__")]
 #: Leaf modules every layer may use: the package root (version, paths), the error types, atomic files,
 #: the console (logging routes and progress bars).
 BASE = {PACKAGE, "textmetric_bench.errors", "textmetric_bench.files", "textmetric_bench.console",
         "textmetric_bench.numerics"}
+
+
+#: The package root re-exports the Python API for ``textmetric_bench.evaluate(...)``: imported inside its module
+#: ``__getattr__`` on first use, never at ``import textmetric_bench``
+#: (tests/test_session.py::test_importing_the_package_stays_cheap), so it is no import of the base.
+ROOT_EXPORTS = {(PACKAGE, f"{PACKAGE}.session")}
 
 
 @contextmanager
@@ -68,6 +76,9 @@ def graph(layout) -> grimp.ImportGraph:
         graph = grimp.build_graph(PACKAGE, cache_dir=None)
     for importer, imported in sorted(imports_by_string(layout).keys() - NAMED_NOT_IMPORTED.keys()):
         graph.add_import(importer=importer, imported=imported)
+    for importer, imported in ROOT_EXPORTS:
+        assert imported in graph.find_modules_directly_imported_by(importer), f"stale ROOT_EXPORTS: {imported}"
+        graph.remove_import(importer=importer, imported=imported)
     return graph
 
 

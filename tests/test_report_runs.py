@@ -117,6 +117,24 @@ def test_significance_matrix_warning_and_symbols(report):
     assert "percentile bootstrap interval over repetitions" in page and "pooled" in page
 
 
+def test_the_report_of_several_runs_never_replaces_a_runs_own_page(runs, tmp_path, monkeypatch, capsys):
+    from textmetric_bench.reports.__main__ import main as report_main
+
+    copy = tmp_path / "runs"
+    shutil.copytree(runs, copy)
+    own = {name: (copy / name / "report.html") for name in ("ksc_seed0", "ksc_seed1")}
+    for name, page in own.items():
+        page.write_text(f"the page of {name}")
+    monkeypatch.chdir(tmp_path)
+    assert report_main([str(copy / "ksc_seed0"), str(copy / "ksc_seed1")]) == 0
+    written = sorted((tmp_path / "combined_reports").glob("*/report.html"))
+    assert len(written) == 1 and f"wrote {written[0]}" in capsys.readouterr().out
+    assert "ksc_seed0" in written[0].read_text() and "ksc_seed1" in written[0].read_text()
+    assert all(page.read_text() == f"the page of {name}" for name, page in own.items())
+    assert report_main([str(copy / "ksc_seed0"), str(copy / "ksc_seed1"), "--out", str(copy / "ksc_seed1")]) == 2
+    assert "is a run's directory" in capsys.readouterr().err and own["ksc_seed1"].read_text() == "the page of ksc_seed1"
+
+
 def test_own_noise_table_is_shown_when_the_run_has_one(runs, tmp_path):
     copy = tmp_path / "runs"
     shutil.copytree(runs / "ksc_seed0", copy / "ksc_seed0")
@@ -131,7 +149,9 @@ def test_aggregate_warns_and_writes_significance(runs, tmp_path):
     summary = pd.read_csv(paths["sweep_summary"])
     flagged = summary.loc[summary["warning"].notna(), "run_dir"].unique()
     assert {p.split("/")[-1] for p in flagged} == {"ksc_k5", "robustness"}  # 3 and 2 repetitions
-    assert "Warning: ksc_k5: only 3 repetitions" in paths["sweep_table"].read_text()
+    table = paths["sweep_table"].read_text()
+    assert "**Warning (1 of 4 jobs: ksc_k5): only 3 repetitions" in table  # each warning once, naming its jobs
+    assert table.count("Warning") == 2, table  # ksc_k5's and the robustness run's
     rho = pd.read_csv(paths["significance_rho"])
     assert set(rho["run_dir"].map(lambda p: p.split("/")[-1])) == {"ksc_seed0", "ksc_seed1", "ksc_k5"}
     assert ((rho["metric_a"] == "chi") & (rho["metric_b"] == "zipf")).sum() == 3

@@ -36,12 +36,16 @@ from textmetric_bench.console import adopt_library_loggers, progress_bar
 from textmetric_bench.data.card_schema import Normalisation
 from textmetric_bench.data.corpora import normalise_texts
 from textmetric_bench.errors import ConfigError
-from textmetric_bench.features.lm import padded_batch, save_causal_lm, text_token_ids
+from textmetric_bench.features.lm import padded_batch, return_freed_memory, save_causal_lm, text_token_ids
 from textmetric_bench.files import atomic_write, make_dirs, remove_stale_temporaries
 
 log = logging.getLogger(__name__)
 
 TRAIN_STREAM, SAMPLE_STREAM = 3, 4  # seed streams beside KSC's 0 (collections) and 1 (metrics)
+#: How g_i is sampled: a corpus sampled otherwise (before: transformers' generate) is not reused.
+SAMPLER = "kv-cache-nucleus/1"
+#: How a fine-tuning step batches its texts (before: in their shuffled order, padded to the longest).
+BATCHING = "length-bucketed/1, 256 positions a pass"
 
 
 @dataclass(frozen=True)
@@ -61,6 +65,8 @@ class GenerationPlan:
     sample_batch_size: int
     length_quantile: float
     max_sample_rounds: int
+    sampler: str = SAMPLER
+    batching: str = BATCHING
 
     def fingerprint(self) -> dict:
         """The settings a saved g_i must share with this plan to be reused."""
@@ -71,32 +77,94 @@ def _int_seed(seed: int, index: int, stream: int) -> int:
     return int(repetition_seed(seed, index, stream).generate_state(1)[0])
 
 
+@dataclass(frozen=True)
+class TrainingStep:
+    """What one fine-tuning step did: its mean loss over batches, its loss over all predicted tokens (which
+    does not depend on how texts are batched), the text tokens it trained on and the positions its
+    batches held (tokens plus padding), and its seconds."""
+
+    loss: float
+    tokens: int
+    positions: int
+    seconds: float
+    token_loss: float = float("nan")
+
+    @property
+    def padding_share(self) -> float:
+        return 1 - self.tokens / self.positions if self.positions else 0.0
+
+
+def length_bucketed_batches(lengths: Sequence[int], batch_size: int, rng: np.random.Generator) -> list[list[int]]:
+    """Indices in batches of ``batch_size`` of similar length, the batches in random order.
+
+    The indices are sorted by length (ties keep their given order, already shuffled), cut into
+    batches, and the batches shuffled: padding nearly vanishes, while each update still sees
+    ``batch_size`` texts and the order of updates stays random.
+    """
+    order = sorted(range(len(lengths)), key=lambda i: lengths[i])
+    batches = [order[b:b + batch_size] for b in range(0, len(order), batch_size)]
+    return [batches[i] for i in rng.permutation(len(batches))]
+
+
+#: Positions (texts x padded length) one forward pass of fine-tuning holds; a longer batch is passed in parts
+#: whose gradients add up to the batch's. Its logits (positions x vocabulary, float32) and their gradients
+#: are most of a step's peak memory: 256 positions are about 150 MB of them.
+TRAIN_POSITIONS = 256
+
+
+def micro_batches(rows: Sequence[int], lengths: Sequence[int], budget: int) -> list[list[int]]:
+    """``rows`` in consecutive parts of at most ``budget`` padded positions each (one row at least)."""
+    parts: list[list[int]] = [[]]
+    for row in rows:
+        part = parts[-1]
+        if part and (len(part) + 1) * max(lengths[r] for r in (*part, row)) > budget:
+            parts.append(part := [])
+        part.append(row)
+    return parts
+
+
 def fine_tune_step(model, tokenizer, texts: Sequence[str], *, learning_rate: float, batch_size: int,
-                   seed: int, max_tokens: int = 256, progress: bool = True, desc: str = "fine-tuning") -> float:
-    """One epoch of causal-LM training over ``texts`` (each ``BOS text EOS``); returns the mean loss."""
+                   seed: int, max_tokens: int = 256, progress: bool = True,
+                   desc: str = "fine-tuning") -> TrainingStep:
+    """One epoch of causal-LM training over ``texts`` (each ``BOS text EOS``) in length-bucketed batches.
+
+    A batch's loss is the mean over its predicted tokens, as one forward pass gives it; a batch of more
+    than ``TRAIN_POSITIONS`` positions is passed in parts, each weighted by its share of the tokens.
+    """
     import torch
 
+    start_time = time.perf_counter()
     torch.manual_seed(seed)
-    order = np.random.default_rng(seed).permutation(len(texts))
+    rng = np.random.default_rng(seed)
+    order = rng.permutation(len(texts))
     seqs = [text_token_ids(tokenizer, texts[i], add_eos=True)[:max_tokens] for i in order]
+    lengths = [len(s) for s in seqs]
+    batches = length_bucketed_batches(lengths, batch_size, rng)
     device = next(model.parameters()).device
     optimiser = torch.optim.AdamW(model.parameters(), lr=learning_rate, weight_decay=0.0)
     model.train()
-    losses = []
-    bar = progress_bar(-(-len(seqs) // batch_size), desc=desc, unit="step", enabled=progress, leave=False)
-    for start in range(0, len(seqs), batch_size):
-        ids, mask, labels = padded_batch(seqs[start:start + batch_size], tokenizer.pad_token_id)
-        loss = model(input_ids=ids.to(device), attention_mask=mask.to(device), labels=labels.to(device)).loss
-        loss.backward()
+    losses, tokens, positions, predicted, summed = [], 0, 0, 0, 0.0
+    bar = progress_bar(len(batches), desc=desc, unit="step", enabled=progress, leave=False)
+    for rows in batches:
+        in_batch, batch_sum = sum(lengths[i] - 1 for i in rows), 0.0
+        for part in micro_batches(rows, lengths, TRAIN_POSITIONS):
+            ids, mask, labels = padded_batch([seqs[i] for i in part], tokenizer.pad_token_id)
+            tokens, positions = tokens + int(mask.sum()), positions + mask.numel()
+            loss = model(input_ids=ids.to(device), attention_mask=mask.to(device), labels=labels.to(device)).loss
+            share = sum(lengths[i] - 1 for i in part)
+            (loss * (share / in_batch) if share != in_batch else loss).backward()
+            batch_sum += float(loss.detach()) * share
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimiser.step()
         optimiser.zero_grad(set_to_none=True)
-        losses.append(float(loss.detach()))
+        losses.append(batch_sum / in_batch)
+        predicted, summed = predicted + in_batch, summed + batch_sum
         bar.update()
         bar.set_postfix(loss=f"{losses[-1]:.3f}", refresh=False)
     bar.close()
     model.eval()
-    return float(np.mean(losses)) if losses else float("nan")
+    return TrainingStep(float(np.mean(losses)) if losses else float("nan"), tokens, positions,
+                        time.perf_counter() - start_time, summed / predicted if predicted else float("nan"))
 
 
 def sample_corpus(model, tokenizer, n: int, *, token_lengths: Sequence[int], top_p: float, temperature: float,
@@ -109,30 +177,26 @@ def sample_corpus(model, tokenizer, n: int, *, token_lengths: Sequence[int], top
     """
     import torch
 
+    from textmetric_bench.features.lm_sampling import sample_rows
+
     lengths = np.asarray(token_lengths, dtype=int)
     cap = max(1, int(np.ceil(np.quantile(lengths, length_quantile))))
     rng = np.random.default_rng(seed)
-    torch.manual_seed(seed)
-    device = next(model.parameters()).device
+    generator = torch.Generator().manual_seed(seed)
     bos = tokenizer.bos_token_id if tokenizer.bos_token_id is not None else tokenizer.eos_token_id
-    eos = tokenizer.eos_token_id
     kept: dict[str, None] = {}
-    drawn = cut = 0
+    drawn = cut = tokens = computed = 0
     bar = progress_bar(n, desc=desc, unit="text", enabled=progress, leave=False)
     while len(kept) < n and drawn < max_rounds * n:
-        size = min(batch_size, n - len(kept), max_rounds * n - drawn)
-        prompt = torch.full((size, 1), bos, dtype=torch.long, device=device)
-        with torch.no_grad():
-            out = model.generate(
-                input_ids=prompt, attention_mask=torch.ones_like(prompt), do_sample=True, top_p=top_p,
-                top_k=0, temperature=temperature, max_new_tokens=cap + 1, pad_token_id=tokenizer.pad_token_id,
-                eos_token_id=eos,
-            )[:, 1:].cpu().tolist()
+        size = min(n - len(kept), max_rounds * n - drawn)
+        sampled = sample_rows(model, n=size, start_token=bos, end_token=tokenizer.eos_token_id,
+                              max_new_tokens=cap + 1, top_p=top_p, temperature=temperature,
+                              batch_size=batch_size, generator=generator)
+        computed += sampled.computed_tokens
         raw = []
-        for row in out:
-            if eos in row:
-                row = row[:row.index(eos)]
-            else:  # no EOS within the cap: cut to a source-like length
+        for row, ended in zip(sampled.tokens, sampled.ended):
+            tokens += len(row) + ended
+            if not ended:  # no EOS within the cap: cut to a source-like length
                 row = row[:int(rng.choice(lengths))]
                 cut += 1
             raw.append(tokenizer.decode(row, skip_special_tokens=True))
@@ -145,7 +209,9 @@ def sample_corpus(model, tokenizer, n: int, *, token_lengths: Sequence[int], top
     bar.close()
     if len(kept) < n:
         log.warning("sampling gave only %d distinct texts of %d after %d draws", len(kept), n, drawn)
-    return list(kept), {"drawn": drawn, "cut_without_eos": cut, "max_new_tokens": cap + 1}
+    return list(kept), {"drawn": drawn, "cut_without_eos": cut, "max_new_tokens": cap + 1,
+                        "sampled_tokens": tokens, "computed_tokens": computed,
+                        "device": str(next(model.parameters()).device), "threads": torch.get_num_threads()}
 
 
 # --- the corpora on disk -----------------------------------------------------------------------------
@@ -220,6 +286,7 @@ def generate_ifc(plan: GenerationPlan, gen_dir: Path | str, *, training_pool: Se
     saved_step = saved["step"] if saved else None
     losses: dict[str, float] = saved["losses"] if saved else {}  # training loss of each step, by step
     step = saved_step
+    training: dict[str, dict] = {}  # tokens and padding of each step trained by this run
     bar = progress_bar(len(todo), desc="IFC iterations", unit="corpus", enabled=progress)
     for i in todo:
         train_seconds = 0.0
@@ -232,11 +299,14 @@ def generate_ifc(plan: GenerationPlan, gen_dir: Path | str, *, training_pool: Se
             step += 1
             train_seed = _int_seed(plan.seed, step, TRAIN_STREAM)
             pick = np.random.default_rng(train_seed).choice(len(training_pool), plan.train_per_step, replace=False)
-            start = time.perf_counter()
-            losses[str(step)] = fine_tune_step(model, tokenizer, [training_pool[j] for j in pick],
-                                               learning_rate=plan.learning_rate, batch_size=plan.train_batch_size,
-                                               seed=train_seed, progress=progress, desc=f"fine-tuning step {step}")
-            train_seconds += time.perf_counter() - start
+            trained = fine_tune_step(model, tokenizer, [training_pool[j] for j in pick],
+                                     learning_rate=plan.learning_rate, batch_size=plan.train_batch_size,
+                                     seed=train_seed, progress=progress, desc=f"fine-tuning step {step}")
+            losses[str(step)] = trained.loss
+            training[str(step)] = {"token_loss": trained.token_loss, "tokens": trained.tokens,
+                                   "positions": trained.positions,
+                                   "padding_share": round(trained.padding_share, 4)}
+            train_seconds += trained.seconds
             if saved_step is None or step > saved_step:
                 record = {"step": step, "config": plan.fingerprint(),
                           "losses": {s: v for s, v in losses.items() if int(s) <= step}}
@@ -254,11 +324,13 @@ def generate_ifc(plan: GenerationPlan, gen_dir: Path | str, *, training_pool: Se
             normalisation=normalisation, length_quantile=plan.length_quantile,
             max_rounds=plan.max_sample_rounds, progress=progress, desc=f"sampling g_{i}")
         meta = {"iteration": i, "texts": len(texts), "sample_seed": sample_seed, "train_seed": train_seed,
-                "train_loss": loss, "seconds": {"train": round(train_seconds, 2),
+                "train_loss": loss, "training": training.get(str(i)), "seconds": {"train": round(train_seconds, 2),
                                                 "sample": round(time.perf_counter() - start, 2)},
                 **stats, "config": plan.fingerprint()}
         _save_corpus(gen_dir, i, texts, meta)
         log.info("IFC: g_%d has %d texts (loss %s)", i, len(texts), loss)
         bar.update()
     bar.close()
+    model = tokenizer = None
+    return_freed_memory()  # scoring comes next, in worker processes of its own
     return todo

@@ -135,6 +135,41 @@ def load_causal_lm(cfg_lm: Mapping[str, Any], cache_dir: Path | str, *, path: Pa
     return model, tokenizer
 
 
+def generation_threads(cfg_lm: Mapping[str, Any]) -> int | None:
+    """Torch threads for IFC's fine-tuning and sampling: ``lm.generation_threads``, where ``auto`` means one
+    per usable core when the 1-minute load average is below half the cores, else ``lm.threads``.
+
+    Why not always every core: on a busy machine torch's OpenMP threads wait for each other (a
+    sampling pass took 92 s with 2 threads against 17 s with 1 at load average 4 on 2 cores), while
+    on an idle one 2 threads nearly halve the time. The texts do not depend on it: with the pinned
+    kernels a fine-tuning step and the sampled tokens are bit-identical with 1 and 2 threads.
+    """
+    value = cfg_lm.get("generation_threads", "auto")
+    if value != "auto":
+        return int(value) if value is not None else None
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    if os.getloadavg()[0] < cores / 2:
+        return cores
+    return int(cfg_lm["threads"]) if cfg_lm.get("threads") else None
+
+
+def return_freed_memory() -> None:
+    """Give the memory of models and optimisers no longer referenced back to the system.
+
+    glibc keeps freed heap for the process to reuse, so after fine-tuning the process would hold the
+    AdamW state and gradients through the rest of the run (measured: 2.3 GB after the model was dropped,
+    0.5 GB after ``malloc_trim``). Elsewhere than glibc this only collects garbage.
+    """
+    import ctypes
+    import gc
+
+    gc.collect()
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
+
+
 def load_tokenizer(cfg_lm: Mapping[str, Any], cache_dir: Path | str, *, path: Path | str | None = None):
     """The tokenizer of the configured causal LM (of ``path`` if given), with a pad token (EOS when none)."""
     _offline()

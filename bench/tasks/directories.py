@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -71,3 +72,30 @@ def os_problem(exc: OSError) -> str:
              errno.EACCES: "permission denied", errno.EPERM: "permission denied", errno.EDQUOT: "disk quota exceeded",
              errno.ENOTDIR: "a part of the path is a file, not a directory", errno.EEXIST: "a file is in the way"}
     return names.get(exc.errno, (exc.strerror or type(exc).__name__).lower())
+
+
+def remove_unused_run_dir(out_dir: Path, start_dir: Path) -> bool:
+    """Remove a run directory holding nothing but what Hydra wrote on entering the run (``.hydra/``, the log), and
+    the parents that leaves empty up to ``start_dir``; True if removed.
+
+    For a run that failed before evaluating anything (a bad value, a missing file): it would leave a directory
+    per attempt with no result in it. A directory with anything else (an earlier run's results, to resume) stays,
+    and so do the directory the command started in and its ancestors."""
+    out_dir, start_dir = Path(out_dir).absolute(), Path(start_dir).absolute()
+    try:
+        entries = list(out_dir.iterdir())
+        if start_dir.is_relative_to(out_dir) or any(
+                not (entry.name == ".hydra" and entry.is_dir() or entry.suffix == ".log" and entry.is_file())
+                for entry in entries):
+            return False
+        shutil.rmtree(out_dir)
+    except OSError:
+        return False
+    parent = out_dir.parent
+    while parent != start_dir and parent.is_relative_to(start_dir):
+        try:
+            parent.rmdir()  # only an empty one
+        except OSError:
+            break
+        parent = parent.parent
+    return True

@@ -58,7 +58,8 @@ class IFCSettings(TaskSettings):
     top_p: float = option(0.95, "nucleus sampling", key="ifc.sampling.top_p", minimum=0, maximum=1, exclusive=True)
     temperature: float = option(1.0, "sampling temperature", key="ifc.sampling.temperature", minimum=0,
                                 exclusive=True)
-    sample_batch_size: int = option(64, "sequences sampled at once", key="ifc.sampling.batch_size", minimum=1)
+    sample_batch_size: int = option(256, "sequences sampled at once (rows that end leave the batch)",
+                                    key="ifc.sampling.batch_size", minimum=1)
     length_quantile: float = option(0.95, "new tokens end at this quantile of the source's token lengths",
                                     key="ifc.sampling.length_quantile", minimum=0, maximum=1, exclusive=True)
     max_rounds: int = option(4, "give up after drawing max_rounds x corpus_size samples",
@@ -159,7 +160,7 @@ class IFCTask(Task, name="ifc", settings=IFCSettings, fields=("kind", "iteration
 
 def _generate(run: RunInputs, plan: GenerationPlan, gen_dir: Path, training_pool, normalisation) -> list[int]:
     """Generate what is missing, loading the language model only when something is."""
-    from textmetric_bench.features.lm import checkpoint_path, load_causal_lm, text_token_ids
+    from textmetric_bench.features.lm import checkpoint_path, generation_threads, load_causal_lm, text_token_ids
 
     done = finished_iterations(gen_dir, plan) if gen_dir.is_dir() else []
     if set(range(plan.iterations + 1)) <= set(done):
@@ -170,9 +171,10 @@ def _generate(run: RunInputs, plan: GenerationPlan, gen_dir: Path, training_pool
     tokenizer = AutoTokenizer.from_pretrained(str(checkpoint_path(cfg.lm, cache_dir)))
     lengths = [max(1, len(text_token_ids(tokenizer, t, add_eos=False)) - 1) for t in training_pool]
     lm_cfg = OmegaConf.to_container(cfg.lm, resolve=True)
+    generating = {**lm_cfg, "threads": generation_threads(lm_cfg)}
     return generate_ifc(plan, gen_dir, training_pool=training_pool, token_lengths=lengths,
                         normalisation=normalisation,
-                        load_model=lambda path: load_causal_lm(lm_cfg, cache_dir, path=path),
+                        load_model=lambda path: load_causal_lm(generating, cache_dir, path=path),
                         progress=bool(cfg.get("progress", True)))
 
 

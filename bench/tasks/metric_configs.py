@@ -60,6 +60,7 @@ def metric_override_problems(overrides: list[str]) -> list[str]:
     parameter; these name the metric, the parameter and what it takes. Checks the metric names of
     ``metric=[...]`` and ``metric.<name>.<param>=<value>``: the parameter must exist, the value (each
     value of a sweep) must fit its type, and ``+`` (add a key) must not name a parameter the node has.
+    ``metric=<names>`` without ``metrics=...`` is refused too: it looks like choosing the metrics to run.
     Overrides that do not parse are left to Hydra.
     """
     try:
@@ -67,6 +68,7 @@ def metric_override_problems(overrides: list[str]) -> list[str]:
     except HydraException:
         return []
     problems = []
+    lists_metrics = any(o.key_or_group == "metrics" for o in parsed)
     for override in parsed:
         key = override.key_or_group
         if override.is_delete() or override.package or not (key == GROUP or key.startswith(GROUP + ".")):
@@ -81,6 +83,8 @@ def metric_override_problems(overrides: list[str]) -> list[str]:
                     for name in value if isinstance(value, list) else [value]:
                         if name != ALL_OPTION:
                             get_metric(str(name))
+                if not lists_metrics and any(value != ALL_OPTION for value in values):
+                    problems.append(group_for_list_problem(override.input_line, values))
                 continue
             name, *path = key[len(GROUP) + 1:].split(".")
             info = get_metric(name)
@@ -95,6 +99,15 @@ def metric_override_problems(overrides: list[str]) -> list[str]:
         except ConfigError as exc:
             problems.append(str(exc))
     return list(dict.fromkeys(problems))
+
+
+def group_for_list_problem(given: str, values: list) -> str:
+    """The line for ``metric=fid`` without ``metrics=``: it composes only FID's parameters, and every default metric
+    still runs (``metrics`` chooses which run, ``metric`` holds their parameters)."""
+    names = [str(n) for value in values for n in (value if isinstance(value, list) else [value]) if n != ALL_OPTION]
+    listed = ",".join(dict.fromkeys(names))
+    return (f"{given} chooses which metrics' parameters are composed, not which metrics run (every default metric "
+            f"would still run): to run only {listed}, write metrics=[{listed}]")
 
 
 def check_values(info: MetricInfo, params: dict[str, Any]) -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 from omegaconf import DictConfig, OmegaConf
 
 from textmetric_bench.data.cards import card_dirs as search_path
-from textmetric_bench.data.cards import corpus_card, pair_card
+from textmetric_bench.data.cards import corpus_card, pair_card, pair_names
 from textmetric_bench.data.corpora import Source, disjoint_pair, load_pair, load_source
 from textmetric_bench.data.fetch import local_file
 from textmetric_bench.data.local_files import file_card, is_corpus_file, load_file
@@ -105,6 +105,7 @@ def ifc_source(run: RunInputs, source: str, text_field: str | None) -> Source:
 def check_pair(cfg: DictConfig) -> None:
     """Before anything loads: the pair's cards exist and are valid, or its two files exist and have a known type."""
     cards = card_dirs(cfg)
+    files_under_a_card_problem(cfg, cards)
     if is_file_pair(cfg):
         for side, given, path, field, setting in _pair_files(cfg):
             _check_file(file_card(path, name=given, field=field, field_setting=setting, what=f"pair.{side}"))
@@ -112,6 +113,32 @@ def check_pair(cfg: DictConfig) -> None:
         pair = pair_card(str(cfg.pair.name), cards)
         for side in (pair.a, pair.b):
             corpus_card(side, cards)
+
+
+#: The keys of `pair=files` (conf/pair/files.yaml) besides its name.
+FILE_PAIR_KEYS = ("a", "b", "text_field", "a_field", "b_field")
+
+
+def files_under_a_card_problem(cfg: DictConfig, cards: tuple[Path, ...]) -> None:
+    """ConfigError when files are given to a pair card (``+pair.a=...`` without ``pair=files``, as Hydra's hint
+    for ``pair.a=...`` suggests): the run would read the files but be named, filed and compared with reference
+    rows as the card's pair."""
+    pair = cfg.get("pair")
+    name = OmegaConf.select(cfg, "pair.name", default=None)
+    given = [key for key in FILE_PAIR_KEYS if pair is not None and key in pair.keys()]
+    if not given or name is None or str(name) not in pair_names(cards):
+        return
+    keys = ["a", "b", *(key for key in given if key not in ("a", "b"))]
+    example = {"a": "texts_a.jsonl", "b": "texts_b.csv"}
+    settings = " ".join(f"pair.{key}={_given_value(cfg.pair, key, example.get(key, '...'))}" for key in keys)
+    raise ConfigError(f"{' and '.join(f'pair.{k}' for k in given)} given to the pair card {name!r}: the run would "
+                      f"be filed under and compared with {name!r}; for your own files write pair=files {settings}")
+
+
+def _given_value(pair: DictConfig, key: str, example: str) -> str:
+    if key not in pair.keys() or OmegaConf.is_missing(pair, key) or pair[key] is None:
+        return example
+    return str(pair[key])
 
 
 def check_ifc_source(cfg: DictConfig) -> None:

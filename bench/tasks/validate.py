@@ -87,6 +87,8 @@ COMMON_RULES = (
     Rule("lm.batch_size", whole(1), "a whole number >= 1", "16"),
     Rule("lm.workers", either(whole(1), lambda v: v == "auto"), "a whole number >= 1 or 'auto'", "2"),
     Rule("lm.threads", either(whole(1), null), "a whole number >= 1, or null for one per core", "1"),
+    Rule("lm.generation_threads", either(whole(1), null, lambda v: v == "auto"),
+         "a whole number >= 1, auto, or null for one per core", "2"),
 )
 
 def validate_config(cfg: DictConfig, out_dir: Path | str | None = None) -> RunInputs:

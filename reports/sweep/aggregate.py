@@ -140,9 +140,19 @@ def sweep_markdown(long: pd.DataFrame, sweep_dir: Path) -> str:
         f"better; bold = best within each (pair, k, n) block and those within {BOLD_TOLERANCE:g} of it (004 Table "
         f"3). Intervals ({INTERVAL_NAME}) are in sweep_summary.csv.\n\n"
     )
-    flagged = long.loc[long["warning"].fillna("") != "", ["run_dir", "warning"]].drop_duplicates()
-    warnings_text = "".join(f"**Warning: {Path(r).name}: {w}.**\n\n" for r, w in flagged.itertuples(index=False))
-    return header + warnings_text + table + "\n"
+    return header + sweep_warnings(frame) + table + "\n"
+
+
+def sweep_warnings(frame: pd.DataFrame) -> str:
+    """Each distinct warning once, with how many of the sweep's jobs it applies to and which (``frame``'s ``run``)."""
+    jobs = frame[["run_dir", "run"]].drop_duplicates("run_dir")
+    flagged = frame.loc[frame["warning"].fillna("") != "", ["run_dir", "run", "warning"]].drop_duplicates("run_dir")
+    lines = []
+    for warning, group in flagged.groupby("warning", sort=False):
+        which = f"all {len(jobs)} jobs" if len(group) == len(jobs) else \
+            f"{len(group)} of {len(jobs)} jobs: {', '.join(group['run'])}"
+        lines.append(f"**Warning ({which}): {warning}.**\n\n")
+    return "".join(lines)
 
 
 def write_sweep_tables(sweep_dir: Path, out_dir: Path | None = None) -> dict[str, Path]:

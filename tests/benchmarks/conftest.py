@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 import pytest
-from summary import machine, summary_rows, table_lines, write_summary
+from summary import ifc_run_row, lm_rows, machine, summary_rows, table_lines, write_summary
 
 from textmetric_bench import PROJECT_ROOT
 
@@ -158,7 +158,7 @@ def pytest_terminal_summary(terminalreporter):
             ours = METRIC_TIMES.get((metric, size, "ours"))
             tr.write_line(f"{metric:<11}{size:>6}  {impl:<12}{ours or 0:>10.4f}{secs:>10.4f}{_ratio(ours, secs):>8}"
                           f"{MEMORY.get((metric, size, 'ours'), 0):>9.1f}{MEMORY.get((metric, size, impl), 0):>8.1f}")
-    if any(not label.startswith("memory/") for label in RESULTS):
+    if any(not label.startswith(("memory/", "lm/")) for label in RESULTS):
         tr.section("experiments: metric time and peak memory (ratio = ours / compcor)")
         for experiment in ("ksc", "robustness", "make-run"):
             ref = RESULTS.get(f"{experiment}/compcor")
@@ -182,12 +182,20 @@ def pytest_terminal_summary(terminalreporter):
                 f"{role} {'/'.join(f'{v:.0f}' for v in peaks)}" for role, peaks in r["peak_process_rss_mb"].items()))
 
 
-    rows = summary_rows(RESULTS)
+    rows, jobs = summary_rows(RESULTS), lm_rows(RESULTS)
     if rows:
         tr.section("the benchmark table: ours serial against compcor serial (ratio = compcor s / ours s)")
         for line in table_lines(rows):
             tr.write_line(line)
-        write_summary(SUMMARY_FILE, rows, machine())
+    if jobs:
+        tr.section("the language model: tokens per second before and after, one pinned core (ratio = after / before)")
+        for r in jobs:
+            tr.write_line(f"{r['job']:<30} {r['before_tokens_per_s'] or 0:>8.1f} -> {r['after_tokens_per_s'] or 0:>8.1f}"
+                          f" tokens/s  ratio {r['tokens_per_s_ratio'] or 0:.2f}  (per CPU s: ratio "
+                          f"{r['tokens_per_cpu_s_ratio'] or 0:.2f})")
+    if rows or jobs:
+        lm = {"machine": machine(), "jobs": jobs, "ifc_run": ifc_run_row(RESULTS)} if jobs else None
+        write_summary(SUMMARY_FILE, rows, machine(), lm)
         tr.write_line(f"written to {SUMMARY_FILE}")
 
 

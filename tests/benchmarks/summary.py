@@ -26,6 +26,37 @@ COLUMNS = ("study", "evaluations", "ours_s", "compcor_s", "ratio", "ours_cpu_s",
            "serial_cpus", "per_metric")
 
 
+#: The language model's jobs (lm_speed.py), each timed before and after on one pinned core
+LM_JOBS = {"sampling": "IFC sampling", "fine_tuning": "IFC fine-tuning", "scoring": "LM scoring (FACE, CTRLEval)"}
+LM_BEFORE, LM_AFTER, IFC_RUN = "lm/before", "lm/after", "lm/ifc-default-run"
+
+
+def lm_rows(results: dict[str, dict]) -> list[dict]:
+    """One row per job of ``LM_JOBS``: tokens per wall and per CPU second before and after, their ratios
+    (after / before, > 1 = faster now) and, for fine-tuning, the share of padding in the batches."""
+    before, after = results.get(LM_BEFORE), results.get(LM_AFTER)
+    if not (before or after):
+        return []
+    rows = []
+    for job, label in LM_JOBS.items():
+        b, a = (r.get(job) if r else None for r in (before, after))
+        row = {"job": label}
+        for unit in ("tokens_per_s", "tokens_per_cpu_s"):
+            row[f"before_{unit}"], row[f"after_{unit}"] = _get(b, unit), _get(a, unit)
+            row[f"{unit}_ratio"] = (row[f"after_{unit}"] / row[f"before_{unit}"]
+                                    if row[f"after_{unit}"] and row[f"before_{unit}"] else None)
+        row["before_padding_share"], row["after_padding_share"] = _get(b, "padding_share"), _get(a, "padding_share")
+        rows.append(row)
+    return rows
+
+
+def ifc_run_row(results: dict[str, dict]) -> dict | None:
+    """The default IFC run (``task=ifc``, model converted beforehand): seconds, peak RSS, load average at its start."""
+    run = results.get(IFC_RUN)
+    return None if run is None else {k: run.get(k) for k in ("seconds", "peak_tree_rss_mb", "load_at_start",
+                                                              "generation_threads")}
+
+
 def summary_rows(results: dict[str, dict]) -> list[dict]:
     """One row per study with at least one of its runs in ``results`` (label -> record); None where a run is missing."""
     rows = []
@@ -80,10 +111,12 @@ def _cpuinfo() -> list[str]:
         return []
 
 
-def write_summary(path: Path, rows: list[dict], about: dict) -> None:
-    """``{"machine": ..., "studies": rows}`` as JSON at ``path``."""
+def write_summary(path: Path, rows: list[dict], about: dict, lm: dict | None = None) -> None:
+    """``{"machine": ..., "studies": rows}`` as JSON at ``path``, with ``"lm": lm`` (the language model's rows,
+    ``{"machine": ..., "jobs": lm_rows(...), "ifc_run": ifc_run_row(...)}``) when given."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"machine": about, "studies": rows}, indent=2) + "\n")
+    content = {"machine": about, "studies": rows, **({"lm": lm} if lm else {})}
+    path.write_text(json.dumps(content, indent=2) + "\n")
 
 
 def table_lines(rows: list[dict]) -> list[str]:
@@ -147,9 +180,35 @@ def markdown(summary: dict) -> str:
     return "\n".join(lines)
 
 
+def lm_markdown(lm: dict) -> str:
+    """The language model's table: tokens per second before and after, on one pinned core, and the IFC run."""
+    m = lm["machine"]
+    lines = [f"The language model (SmolLM2-135M, `tests/benchmarks/lm_speed.py`), measured on {m['date']}: "
+             f"{m['cpu']}, {m['logical_cores']} logical cores; load average at the end "
+             f"{', '.join(str(v) for v in m['load_average_at_end'])}. Each job runs in a fresh process pinned to one "
+             "core with one torch thread; tokens per CPU second are the steadier figure on a busy machine.", "",
+             "| job | before, tokens/s | after, tokens/s | ratio | before, tokens/CPU s | after, tokens/CPU s "
+             "| CPU ratio | padding before / after |", "|---|---|---|---|---|---|---|---|"]
+    fmt = lambda v, f: f.format(v) if v is not None else "-"
+    for r in lm["jobs"]:
+        padding = (f"{fmt(r['before_padding_share'], '{:.0%}')} / {fmt(r['after_padding_share'], '{:.0%}')}"
+                   if r["before_padding_share"] is not None or r["after_padding_share"] is not None else "-")
+        lines.append(f"| {r['job']} | {fmt(r['before_tokens_per_s'], '{:,.1f}')} | {fmt(r['after_tokens_per_s'], '{:,.1f}')} "
+                     f"| {fmt(r['tokens_per_s_ratio'], '{:.2f}')} | {fmt(r['before_tokens_per_cpu_s'], '{:,.1f}')} "
+                     f"| {fmt(r['after_tokens_per_cpu_s'], '{:,.1f}')} | {fmt(r['tokens_per_cpu_s_ratio'], '{:.2f}')} "
+                     f"| {padding} |")
+    run = lm.get("ifc_run")
+    if run:
+        lines += ["", f"The default IFC run (`task=ifc`, model converted beforehand): {fmt(run['seconds'], '{:,.0f}')} s, "
+                      f"peak RSS {fmt(run['peak_tree_rss_mb'], '{:,.0f}')} MB, {run['generation_threads']} torch "
+                      f"thread(s) for generation, load average {fmt(run['load_at_start'], '{:.2f}')} at its start."]
+    return "\n".join(lines)
+
+
 def generated_page(summary: dict) -> str:
     """The content of GENERATED for a summary.json's content: a note that it is generated, then the table."""
-    return f"{GENERATED_NOTE}\n{markdown(summary)}\n"
+    lm = f"\n\n{lm_markdown(summary['lm'])}" if summary.get("lm") else ""
+    return f"{GENERATED_NOTE}\n{markdown(summary)}{lm}\n"
 
 
 def write_generated(summary_file: Path, target: Path = GENERATED) -> None:

@@ -1,0 +1,46 @@
+"""Reference rows from Python: the shipped measures of the built-in metrics (``reports/reference/``), and a run's
+metrics ranked among them (the same files ``reference: auto`` merges into a KSC run's table)."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+
+from textmetric_bench.errors import ConfigError
+from textmetric_bench.tasks.reference import REFERENCE, REFERENCE_DIR, RUN, reference_name
+
+
+def reference_rows(pair: str = "fortune_computing_people", *, k: int = 7, n: int = 100, repetitions: int = 5,
+                   seed: int = 0) -> pd.DataFrame:
+    """The shipped reference measures of every built-in metric on ``pair`` at these KSC settings: one row per
+    (metric, repetition), ``source`` = reference; ConfigError naming the shipped settings if there is no such file."""
+    settings = {"pair": pair, "k": k, "n": n, "repetitions": repetitions, "seed": seed}
+    path = REFERENCE_DIR / reference_name(settings)
+    if not path.is_file():
+        shipped = ", ".join(sorted(p.stem for p in REFERENCE_DIR.glob("*.json"))) or "none"
+        raise ConfigError(f"no reference rows for {pair} at k={k}, n={n}, repetitions={repetitions}, seed={seed} "
+                          f"({path.name}); shipped: {shipped} (<pair>_k<k>_n<n>_r<repetitions>_s<seed>)")
+    metrics = json.loads(path.read_text(encoding="utf-8"))["metrics"]
+    rows = [{"metric": name, **row, "source": REFERENCE} for name, entry in metrics.items() for row in entry["measures"]]
+    return pd.DataFrame(rows)
+
+
+def ranked_among_reference(measures: pd.DataFrame, settings: dict) -> pd.DataFrame:
+    """Mean of every measure per metric, this run's metrics and the reference rows at the run's ``settings``
+    (pair, k, n, repetitions, seed), sorted by A; ``rank_<measure>`` is each metric's rank (1 = best) among all."""
+    from textmetric_bench.measures.summaries import summarise_measures
+
+    own = measures if "source" in measures.columns else measures.assign(source=RUN)
+    computed = set(own.loc[own["source"] == RUN, "metric"])
+    if not (own["source"] == REFERENCE).any():
+        reference = reference_rows(**settings)
+        own = pd.concat([own, reference[~reference["metric"].isin(computed)]], ignore_index=True)
+    summary = summarise_measures(own.drop(columns="source"))
+    means = summary.pivot(index="metric", columns="measure", values="mean")
+    columns = [m for m in ("A", "Aw", "rho", "omega2", "L", "T") if m in means.columns]
+    table = means[columns].rename_axis(columns=None)
+    for measure in columns:
+        table[f"rank_{measure}"] = table[measure].rank(ascending=False, method="min").astype("Int64")
+    table.insert(0, "computed_here", table.index.isin(computed))
+    return table.sort_values("A", ascending=False) if "A" in table.columns else table

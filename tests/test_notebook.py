@@ -1,0 +1,63 @@
+"""The example notebook (docs/notebooks/plugin.ipynb) executed in a real Jupyter kernel, as a user runs it, and the
+progress bars' auto-detection in such a kernel."""
+
+from __future__ import annotations
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+from textmetric_bench import PROJECT_ROOT
+
+NOTEBOOK = PROJECT_ROOT / "docs" / "notebooks" / "plugin.ipynb"
+
+
+def execute(notebook: nbformat.NotebookNode, cwd, timeout: int = 600) -> nbformat.NotebookNode:
+    """Run every cell in a fresh kernel of this Python, in ``cwd``; a cell that raises fails with its traceback."""
+    NotebookClient(notebook, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(cwd)}}).execute()
+    return notebook
+
+
+def outputs_of(notebook: nbformat.NotebookNode, source_start: str) -> list:
+    cells = [c for c in notebook.cells if c.cell_type == "code" and c.source.startswith(source_start)]
+    assert len(cells) == 1, f"no single code cell starting with {source_start!r}"
+    return cells[0].outputs
+
+
+def data(outputs: list, mime: str) -> list[str]:
+    return [o["data"][mime] for o in outputs if mime in o.get("data", {})]
+
+
+def test_the_plugin_notebook_runs_end_to_end(tmp_path, monkeypatch):
+    monkeypatch.setenv("BENCH_CACHE_DIR", str(tmp_path / "cache"))
+    notebook = execute(nbformat.read(NOTEBOOK, as_version=4), tmp_path)
+
+    evaluated = outputs_of(notebook, "result = tb.evaluate(")
+    assert data(evaluated, "application/vnd.jupyter.widget-view+json"), "no progress bar drawn in the notebook"
+    shown = data(evaluated, "text/html")
+    assert shown and "vocabulary_gap" in shown[0] and "passed" in shown[0]
+    assert data(outputs_of(notebook, "result.radar()"), "image/png"), "the radar figure is not shown inline"
+    assert "vocabulary_gap" in data(outputs_of(notebook, "result.distances"), "text/html")[0]
+    ranked = data(outputs_of(notebook, "full = tb.evaluate("), "text/html")[0]
+    assert "vocabulary_gap" in ranked and "mauve" in ranked and "rank_A" in ranked  # beside the reference rows
+    runs = list((tmp_path / "outputs" / "ksc" / "fortune_computing_people").iterdir())
+    assert len(runs) == 2 and all((run / "table3.md").is_file() for run in runs)
+
+
+def test_auto_progress_draws_a_widget_bar_in_a_real_kernel(tmp_path):
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [nbformat.v4.new_code_cell(
+        "from tqdm.notebook import tqdm_notebook\n"
+        "from textmetric_bench.console import bars_shown, progress_bar\n"
+        "bar = progress_bar(total=1, desc='x', unit='x')\n"
+        "print(bars_shown(), isinstance(bar, tqdm_notebook), bar.disable)")]
+    out = execute(notebook, tmp_path, timeout=120).cells[0].outputs
+    printed = "".join(o.get("text", "") for o in out if o.output_type == "stream" and o.name == "stdout")
+    assert printed.split() == ["True", "True", "False"]  # shown, as a widget
+
+
+@pytest.mark.parametrize("cell", [c for c in nbformat.read(NOTEBOOK, as_version=4).cells if c.cell_type == "code"],
+                         ids=lambda c: c.source.splitlines()[0][:40])
+def test_the_notebook_is_stored_without_outputs(cell):
+    """Its numbers come from running it, never from a stored copy (the docs site shows the code)."""
+    assert cell.outputs == [] and cell.execution_count is None

