@@ -16,6 +16,7 @@ from omegaconf import DictConfig
 from textmetric_bench.console import FILE_ONLY, log_file, setup_run_console
 from textmetric_bench.errors import EXIT_BAD_INPUT, EXIT_OK, BenchError, ConfigError, DataError
 from textmetric_bench.measures.failures import failure_counts
+from textmetric_bench.reports.tables.markdown import terminal_text
 from textmetric_bench.tasks.directories import remove_unused_run_dir
 from textmetric_bench.tasks.config import (
     CONF_DIR,  # importing textmetric_bench.tasks.config also registers the ${shipped:} and ${checkout:} resolvers
@@ -71,8 +72,9 @@ def app(cfg: DictConfig) -> int:
     shown_files = [result.files[name] for name in get_task(str(cfg.task.name)).printed if name in result.files]
     for line in failure_lines(result, out_dir):
         print(line, file=sys.stderr)
-    for path in shown_files:
-        print(Path(path).read_text())
+    for path in shown_files:  # a markdown page as plain text: no ** or HTML tags on the terminal
+        text = Path(path).read_text()
+        print(terminal_text(text) if Path(path).suffix == ".md" else text)
     if "baseline" in result.files:
         print(f"baseline written to {result.files['baseline']}")
     sys.stderr.flush()

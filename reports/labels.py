@@ -42,6 +42,11 @@ def metric_labels(frame: pd.DataFrame) -> dict[str, str]:
     return {m: f"{m}{SIMILARITY_MARK}" if str(m) in similar else str(m) for m in frame["metric"].unique()}
 
 
+def plural(count: int, noun: str) -> str:
+    """``count`` and ``noun``, the noun in the plural unless the count is one: "1 repetition", "5 repetitions"."""
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
 def format_score(value: float) -> str:
     """Three decimals without the leading zero, as printed in 004 (``.945``, ``-.020``, ``4.680``)."""
     if value is None or not np.isfinite(value):

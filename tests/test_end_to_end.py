@@ -29,6 +29,8 @@ def test_embedded_pair_run_writes_every_output_and_reruns_identically(tmp_path, 
         proc = run_bench("k=4", "n=20", "repetitions=2", "metrics=[chi,fid]", f"hydra.run.dir={out}",
                          cache_dir=cache_dir)
         assert proc.returncode == 0, proc.stderr[-3000:]
+        # the console shows Table 3 as plain text: the markdown page's bold and no HTML tag
+        assert "metric " in proc.stdout and "**" not in proc.stdout and "<sup" not in proc.stdout, proc.stdout[-2000:]
     for name in ("distances.csv", "measures.csv", "table3.md", "table3.csv", "radar.png", "radar.svg",
                  "scatter_fid.png", "scatter_chi.png", "run.json", ".hydra/config.yaml"):
         assert (first / name).stat().st_size > 0, name

@@ -66,3 +66,44 @@ def test_every_figure_loads_in_headless_chromium(sweep, tmp_path):
     assert loaded, "the page's load check did not run"
     ok, total = map(int, loaded.groups())
     assert total == 11 and ok == total
+
+
+def test_every_figure_title_names_the_pair_k_n_and_repetitions(sweep, tmp_path, monkeypatch):
+    """Each figure the report draws is caught as it is saved, and its titles read."""
+    from matplotlib.figure import Figure
+
+    titles, save = [], Figure.savefig
+
+    def read_titles(fig, *args, **kwargs):
+        texts = [fig._suptitle.get_text()] if fig._suptitle is not None else []
+        texts += [ax.get_title(loc) for ax in fig.axes for loc in ("center", "left", "right")]
+        titles.append(" ".join(texts))
+        return save(fig, *args, **kwargs)
+
+    monkeypatch.setattr(Figure, "savefig", read_titles)
+    build_report([sweep], tmp_path / "report")
+    assert len(titles) >= 10
+    for text in titles:
+        if "against k" in text:  # the sweep's trend figure: k is its axis
+            assert "fortune_computing_people" in text and "n=12" in text and "3 repetitions" in text, text
+            continue
+        assert "fortune_computing_people" in text and "n=12" in text and "3 repetitions" in text, text
+        assert "k=4" in text or "k=5" in text, text
+
+
+def test_the_table_and_the_scatter_name_their_two_rho(sweep):
+    page = build_report([sweep])["report_html"].read_text()
+    assert "pooled ρ (z)" in page and "averaged over repetitions" in page
+
+
+def test_the_scatter_s_rho_is_the_table_s_rho(sweep):
+    """The ρ a scatter names "as the table" is the table's number, from the same distances."""
+    import pandas as pd
+
+    from textmetric_bench.reports.figures.ksc import mean_rho
+
+    for run in ("0", "1"):
+        distances = pd.read_csv(sweep / run / "distances.csv", keep_default_na=False,
+                                na_values={"distance": ["", "nan", "NaN"], "z": ["", "nan", "NaN"]})
+        table = pd.read_csv(sweep / run / "measures.csv").groupby("metric")["rho"].mean()
+        assert mean_rho(distances, "chi", negate=False) == pytest.approx(table["chi"], abs=1e-12)

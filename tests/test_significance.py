@@ -1,7 +1,9 @@
-"""Paired comparisons of metrics over repetitions and their Holm correction (bench/measures/paired.py), rank groups
-(reports/tables/significance.py)."""
+"""Paired comparisons of metrics over repetitions and their Holm correction (bench/measures/paired.py), the ▲ marks
+of the metrics not separated from a column's best (reports/tables/significance.py)."""
 
 from __future__ import annotations
+
+import re
 
 import numpy as np
 import pandas as pd
@@ -11,7 +13,7 @@ from scipy import stats
 from textmetric_bench.measures.paired import all_comparisons, paired_bootstrap_p, paired_comparisons, separated
 from textmetric_bench.reports.bounds import bound_label, bound_of, ranked
 from textmetric_bench.reports.tables.files import write_tables
-from textmetric_bench.reports.tables.significance import rank_groups
+from textmetric_bench.reports.tables.significance import FEW_NOTE, TOP_MARK, TOP_NOTE, column_marks, top_group
 from textmetric_bench.reports.tables.table3 import table3_markdown_cells
 
 
@@ -53,44 +55,70 @@ def test_holm_never_lowers_p_and_tied_metrics_are_not_separated():
     assert frame.set_index(["metric_a", "metric_b"]).loc[("a", "d"), "better"] == "a"
 
 
-def test_rank_groups_share_a_letter_only_when_not_separated_and_skip_bounds():
+def test_top_group_is_the_best_and_those_not_separated_from_it_without_bounds():
     measures = measures_of({"oracle": 1.0, "top": 0.9, "tied": 0.9, "low": 0.5, "chance": 0.0})
     comparisons = paired_comparisons(measures, "rho")
     means = measures.groupby("metric")["rho"].mean()
-    letters = rank_groups(means, comparisons)
-    assert "oracle" not in letters and "chance" not in letters
-    assert set(letters["top"]) & set(letters["tied"]) and not set(letters["low"]) & set(letters["top"])
+    group = top_group(means, comparisons)
+    assert group == {"top", "tied"}
+    best = means.drop(["oracle", "chance"]).idxmax()
     apart = separated(comparisons)
-    for x in letters:
-        for y in letters:
-            if x != y:
-                assert bool(set(letters[x]) & set(letters[y])) == (frozenset((x, y)) not in apart)
+    for metric in ("top", "tied", "low"):
+        assert (metric in group) == (metric == best or frozenset((best, metric)) not in apart)
 
 
-def test_rank_groups_handle_separations_that_are_not_transitive():
-    """As in a real run: fid > all; ngram ~ chi, ngram ~ zipf, but chi > zipf."""
-    means = pd.Series({"fid": 0.96, "ngram": 0.66, "chi": 0.62, "zipf": 0.45})
-    apart = [("chi", "fid"), ("fid", "ngram"), ("fid", "zipf"), ("chi", "zipf")]
-    comparisons = pd.DataFrame([(a, b, a) for a, b in apart] + [("chi", "ngram", ""), ("ngram", "zipf", "")],
-                               columns=["metric_a", "metric_b", "better"])
-    letters = rank_groups(means, comparisons)
-    assert letters == {"fid": "a", "ngram": "bc", "chi": "b", "zipf": "c"}
+def test_top_group_needs_enough_paired_repetitions():
+    measures = measures_of({"top": 0.9, "tied": 0.9, "low": 0.5}, repetitions=4)
+    comparisons = paired_comparisons(measures, "rho")
+    means = measures.groupby("metric")["rho"].mean()
+    assert top_group(means, comparisons) == set()
+    assert means.idxmax() in top_group(means, comparisons, min_repetitions=4) and "low" not in top_group(
+        means, comparisons, min_repetitions=4)
 
 
-def test_write_tables_writes_long_significance_csv_and_marks_groups(tmp_path):
+def test_write_tables_writes_long_significance_csv_and_marks_the_top_group(tmp_path):
     measures = measures_of({"top": 0.9, "tied": 0.9, "low": 0.5})
     paths = write_tables(measures, tmp_path)
     table = pd.read_csv(paths["significance_rho"])
     assert list(table.columns[:3]) == ["metric_a", "metric_b", "n"] and {"p", "p_holm", "better"} <= set(table.columns)
     assert len(table) == 3 and (table["n"] == 5).all()
     text = paths["table3_md"].read_text()
-    assert "<sup>a</sup>" in text and "<sup>b</sup>" in text and "rank groups" in text
+    rows = {line.split("|")[1].strip(): line for line in text.splitlines() if line.startswith("| ")}
+    assert TOP_MARK in rows["top"] and TOP_MARK in rows["tied"] and TOP_MARK not in rows["low"]
+    assert "<sup>" not in text and TOP_NOTE in text
     assert "Warning" not in text  # five repetitions: no warning
 
 
-def test_fewer_than_five_repetitions_warn_in_the_markdown(tmp_path):
-    paths = write_tables(measures_of({"x": 0.9, "y": 0.5}, repetitions=3), tmp_path)
-    assert "Warning: only 3 repetitions" in paths["table3_md"].read_text()
+def test_twenty_metrics_read_with_one_mark_per_cell(tmp_path):
+    """At 20 metrics a cell holds its mean, at most one ▲ and its interval: no letters, whatever the separations."""
+    centres = {f"metric{i:02d}": 0.95 - (0.001 * i if i < 4 else 0.02 * i) for i in range(20)}  # 4 close at the top
+    measures = measures_of(centres, noise=0.004)
+    comparisons = paired_comparisons(measures, "rho")
+    paths = write_tables(measures, tmp_path)
+    text = paths["table3_md"].read_text()
+    rows = [line for line in text.splitlines() if line.startswith("| metric") and not line.startswith("| metric |")]
+    assert len(rows) == 20
+    marked = {row.split("|")[1].strip() for row in rows if TOP_MARK in row}
+    means = measures.groupby("metric")["rho"].mean()
+    assert marked == top_group(means, comparisons) and len(marked) >= 2 and "metric19" not in marked
+    for row in rows:
+        cell = row.split("|")[2].strip()  # the rho column
+        assert cell.count(TOP_MARK) <= 1 and "<sup>" not in cell
+        assert re.fullmatch(r"(\*\*)?-?\d*\.\d{3}(\*\*)?( ▲)? \[-?\d*\.\d{3}, -?\d*\.\d{3}\]", cell), cell
+
+
+def test_column_marks_test_t100_on_t():
+    measures = measures_of({"fast": 0.9, "slow": 0.5}).rename(columns={"rho": "T"})
+    comparisons = {"T": paired_comparisons(measures, "T")}
+    means = pd.DataFrame({"T100": measures.groupby("metric")["T"].mean() / 100})
+    assert column_marks(comparisons, means) == {"T100": {"fast"}}
+
+
+def test_fewer_than_five_repetitions_warn_in_the_markdown_and_mark_nothing(tmp_path):
+    paths = write_tables(measures_of({"x": 0.9, "y": 0.9, "z": 0.5}, repetitions=3), tmp_path)
+    text = paths["table3_md"].read_text()
+    assert "Warning: only 3 repetitions" in text and FEW_NOTE in text
+    assert TOP_MARK not in text.replace(FEW_NOTE, "")
 
 
 def test_bounds_are_first_and_last_and_never_bold():
@@ -122,12 +150,3 @@ def test_sweep_table_puts_the_ceiling_first_the_floor_last_and_bolds_neither(tmp
     rows = [line for line in sweep_markdown(long, tmp_path).splitlines() if line.startswith("| p |")]
     assert [r.split("|")[4].strip() for r in rows] == ["ceiling (oracle)", "chi", "fid", "floor (chance)"]
     assert "**.900**" in rows[2] and "**" not in rows[0] + rows[3]
-
-
-def test_a_run_of_rank_letters_is_shown_by_its_ends():
-    from textmetric_bench.reports.tables.significance import GROUP_LETTERS, compact_letters
-
-    assert compact_letters("klmnopqrstuvwxyz") == "k–z"
-    assert compact_letters("abdefgk") == "abd–gk"  # two in a row stay as they are
-    assert compact_letters("") == ""
-    assert compact_letters(GROUP_LETTERS[24:30]) == "y–D"  # the letters go on past z, never reused

@@ -97,7 +97,7 @@ class Result:
         return self._csv("check.csv")
 
     def text(self, name: str = "table3.md") -> str:
-        """A text file of the run, by default Table 3 as printed on the console."""
+        """A text file of the run, by default Table 3's markdown page (the console prints it as plain text)."""
         return (self.run_dir / name).read_text(encoding="utf-8")
 
     def compare_reference(self) -> pd.DataFrame:
@@ -123,7 +123,7 @@ class Result:
         """Every metric by every measure, shaded by its mean, sorted by ``sort_by``."""
         from textmetric_bench.reports.figures.heatmap import measure_heatmap
 
-        return measure_heatmap(self._summary_for_figures(), sort_by=sort_by)
+        return measure_heatmap(self._summary_for_figures(), sort_by=sort_by, setting=self.title)
 
     def figure(self, name: str):
         """A figure the task wrote into the run directory (e.g. ``scatter_zipf.png``), as an image a notebook shows."""

@@ -22,6 +22,7 @@ from textmetric_bench.collections.ifc import ifc_pairs, ifc_positions, reference
 from textmetric_bench.collections.ifc_generate import GenerationPlan, finished_iterations, generate_ifc, read_corpus
 from textmetric_bench.errors import DataError
 from textmetric_bench.measures.ifc import gap_closed, ifc_measures, type_token_ratio
+from textmetric_bench.reports.labels import plural
 from textmetric_bench.tasks.settings import TaskSettings, option
 from textmetric_bench.tasks.skeleton import Collections, Evaluation, RunInputs, Scores, Task, TaskResult, task_runner
 from textmetric_bench.tasks.sources import check_ifc_source, ifc_source
@@ -139,7 +140,7 @@ class IFCTask(Task, name="ifc", settings=IFCSettings, fields=("kind", "iteration
     def title(self, run: RunInputs, collections: Collections) -> str:
         info, s = collections.info, run.settings
         return (f"IFC on {info['source']}: g_0..g_{max(info['iterations'])}, {s.train_per_step} texts a step, "
-                f"{s.corpus_size} per corpus, {info['repetitions']} repetitions, seed {run.seed}")
+                f"{s.corpus_size} per corpus, {plural(info['repetitions'], 'repetition')}, seed {run.seed}")
 
     def write(self, result: TaskResult, out_dir: Path) -> dict[str, Path]:
         """The summary and TTR tables, the IFC table and the Figure 5 plots."""
@@ -152,7 +153,7 @@ class IFCTask(Task, name="ifc", settings=IFCSettings, fields=("kind", "iteration
         ttr.to_csv(files["ifc_ttr"], index=False)
         files["table3_md"].write_text(ifc_markdown(result.summary, ttr, title=result.info["title"],
                                                    failures=result.failures), encoding="utf-8")
-        for path in ifc_figures(result.distances, result.summary, out_dir):
+        for path in ifc_figures(result.distances, result.summary, out_dir, setting=result.info["title"]):
             files[path.stem] = path
         return files
 

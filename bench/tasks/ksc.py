@@ -15,6 +15,7 @@ from textmetric_bench.measures.ksc import collection_measures, zscore
 from textmetric_bench.measures.own_noise import COLUMNS as OWN_NOISE_COLUMNS
 from textmetric_bench.measures.own_noise import own_noise_table
 from textmetric_bench.tasks.own_noise import own_noise_evaluations
+from textmetric_bench.reports.labels import plural
 from textmetric_bench.tasks.reference import merge_reference, reference_dir
 from textmetric_bench.tasks.settings import TaskSettings, option
 from textmetric_bench.tasks.skeleton import Collections, Evaluation, RunInputs, Scores, Task, TaskResult, task_runner
@@ -103,7 +104,7 @@ class KSCTask(Task, name="ksc", settings=KSCSettings, fields=("repetition", "i",
 
     def title(self, run: RunInputs, collections: Collections) -> str:
         s, pair = run.settings, collections.info["pair"]
-        return f"KSC on {pair}: k={s.k}, n={s.n}, {s.repetitions} repetitions, seed {run.seed}"
+        return f"KSC on {pair}: k={s.k}, n={s.n}, {plural(s.repetitions, 'repetition')}, seed {run.seed}"
 
     def write(self, result: TaskResult, out_dir: Path) -> dict[str, Path]:
         """Table 3, radar chart, scatter plots, and the stochastic metrics' own noise (``own_noise.csv``)."""
@@ -127,7 +128,7 @@ class KSCTask(Task, name="ksc", settings=KSCSettings, fields=("repetition", "i",
                 files[f"radar{path.suffix}"] = path
         except ValueError as exc:
             log.warning("no radar chart: %s", exc)
-        for path in distance_scatter(result.distances, out_dir):
+        for path in distance_scatter(result.distances, out_dir, setting=title):
             files[path.stem] = path
         return files
 

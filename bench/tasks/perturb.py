@@ -27,6 +27,7 @@ import pandas as pd
 from textmetric_bench.collections.perturbation_samples import OTHER, SAME, perturbation_corpora, validate_perturb_parameters
 from textmetric_bench.collections.perturbations import get_perturbation
 from textmetric_bench.measures.perturbation import perturbation_measures
+from textmetric_bench.reports.labels import plural
 from textmetric_bench.tasks.settings import TaskSettings, option
 from textmetric_bench.tasks.skeleton import Collections, Evaluation, RunInputs, Scores, Task, TaskResult, task_runner
 from textmetric_bench.tasks.sources import pair_sources
@@ -109,7 +110,7 @@ class PerturbTask(Task, name="perturb", settings=PerturbSettings, fields=("repet
     def title(self, run: RunInputs, collections: Collections) -> str:
         info = collections.info
         return (f"Perturbation sensitivity on {info['pair']}: reference {info['reference_source']}, other "
-                f"{info['other_source']}, n={info['n']}, {info['repetitions']} repetitions, seed {run.seed}")
+                f"{info['other_source']}, n={info['n']}, {plural(info['repetitions'], 'repetition')}, seed {run.seed}")
 
     def write(self, result: TaskResult, out_dir: Path) -> dict[str, Path]:
         """perturbation.csv (summary), perturbation.md and the heatmap perturb_heatmap.png."""

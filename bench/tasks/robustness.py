@@ -22,6 +22,7 @@ from textmetric_bench.collections.size_imbalance import (CURVES, SOURCE_POSITION
                                               sample_seed, validate_robustness_parameters)
 from textmetric_bench.measures.failures import failure_summary
 from textmetric_bench.measures.robustness import asymptotic_distance, imbalance_robustness, size_robustness
+from textmetric_bench.reports.labels import plural
 from textmetric_bench.tasks.settings import TaskSettings, option
 from textmetric_bench.tasks.skeleton import Collections, Evaluation, RunInputs, Scores, Task, TaskResult, task_runner
 from textmetric_bench.tasks.sources import pair_sources
@@ -111,8 +112,8 @@ class RobustnessTask(Task, name="robustness", settings=RobustnessSettings, field
     def title(self, run: RunInputs, collections: Collections) -> str:
         grid = collections.info["grid"]
         return (f"Size and imbalance robustness on {collections.info['pair']}: n_ref={grid['n_ref']}, "
-                f"{len(grid['sizes'])} sizes, N={grid['imbalance_total']}, {collections.info['repetitions']} "
-                f"repetitions, seed {run.seed}")
+                f"{len(grid['sizes'])} sizes, N={grid['imbalance_total']}, "
+                f"{plural(collections.info['repetitions'], 'repetition')}, seed {run.seed}")
 
     def write(self, result: TaskResult, out_dir: Path) -> dict[str, Path]:
         """Table 3 with S and I and one figure per metric.
@@ -131,7 +132,7 @@ class RobustnessTask(Task, name="robustness", settings=RobustnessSettings, field
         else:
             log.error("no metric produced S or I; see %s", out_dir / self.distances_file)
         for path in robustness_figures(result.distances, result.measures, out_dir,
-                                       imbalance_total=info["grid"]["imbalance_total"]):
+                                       imbalance_total=info["grid"]["imbalance_total"], setting=info["title"]):
             files[path.stem] = path
         return files
 

@@ -13,6 +13,7 @@ import pandas as pd
 from matplotlib import colormaps
 from matplotlib.figure import Figure
 
+from textmetric_bench.measures.chance import below_chance
 from textmetric_bench.reports.bounds import bound_label, bound_of
 from textmetric_bench.reports.figures.drawing import symbol
 from textmetric_bench.reports.labels import TABLE3_ORDER, format_score, metric_labels
@@ -27,7 +28,8 @@ HEATMAP_CAPTION = ("Mean over repetitions of every measure (004 Table 3), one ro
                    "is the column's best metric, dark purple its worst. All measures are higher-is-better; T is "
                    "a speed in hundreds of pair evaluations per second (embedding excluded), coloured on a log "
                    "scale. Grey n/a: not measured. Top and bottom rows in grey italics, when run: the ceiling "
-                   "(oracle) and the floor (chance), outside the colour ranges.")
+                   "(oracle) and the floor (chance), outside the colour ranges. ▼: an A or A^w significantly below chance "
+                   "(.5), as in Table 3.")
 
 
 def heatmap_rows(means: pd.DataFrame, sort_by: str) -> list:
@@ -62,8 +64,9 @@ def _column_shades(values: pd.Series, measure: str, ordinary: list) -> np.ndarra
     return np.clip((x - low) / (high - low), 0.0, 1.0)
 
 
-def measure_heatmap(summary: pd.DataFrame, sort_by: str = "A") -> Figure:
-    """Heatmap of metrics × measures from ``textmetric_bench.reports.tables.table3.summarise_measures``' long table."""
+def measure_heatmap(summary: pd.DataFrame, sort_by: str = "A", *, setting: str = "") -> Figure:
+    """Heatmap of metrics × measures from ``textmetric_bench.measures.summaries.summarise_measures``' long table;
+    ``setting`` (the pair, k, n and repetitions) is named in the title."""
     means = summary.pivot(index="metric", columns="measure", values="mean")
     measures = [m for m in TABLE3_ORDER if m in means.columns]
     if means.empty or not measures:
@@ -81,6 +84,8 @@ def measure_heatmap(summary: pd.DataFrame, sort_by: str = "A") -> Figure:
     colours[~np.isfinite(shades)] = MISSING_COLOUR
     bound_rows = [i for i, m in enumerate(rows) if bound_of(m) is not None]
     colours[bound_rows] = BOUND_COLOUR
+    flagged = below_chance(summary, excluded=[m for m in rows if bound_of(m) is not None])
+    below = set(flagged[["metric", "measure"]].itertuples(index=False, name=None))
 
     fig = Figure(figsize=(2.0 + 0.95 * len(measures), 1.6 + 0.32 * len(rows)), layout="constrained")
     ax = fig.add_subplot()
@@ -90,6 +95,7 @@ def measure_heatmap(summary: pd.DataFrame, sort_by: str = "A") -> Figure:
             value = means.at[metric, measure]
             is_bound = i in bound_rows
             text = format_score(value) if np.isfinite(value) else "n/a"
+            text += " ▼" if (metric, measure) in below else ""
             ax.text(j, i, text, ha="center", va="center", fontsize=9, color=text_colour(colours[i, j]),
                     fontstyle="italic" if is_bound or not np.isfinite(value) else "normal")
     labels = metric_labels(summary)
@@ -106,8 +112,8 @@ def measure_heatmap(summary: pd.DataFrame, sort_by: str = "A") -> Figure:
         ax.axhline(edge, color="#444444", linewidth=1.5)
     ax.set_xticks(np.arange(len(measures) + 1) - 0.5, minor=True)
     ax.grid(which="minor", axis="x", color="white", linewidth=1.5)
-    ax.set_title(f"Measures per metric, rows sorted by {symbol(sort_by)} (best on top); "
-                 "each column coloured on its own range", fontsize=10)
+    ax.set_title(f"Measures per metric (mean over repetitions), rows sorted by {symbol(sort_by)} (best on top); "
+                 "each column coloured on its own range" + (f"\n{setting}" if setting else ""), fontsize=10)
     return fig
 
 

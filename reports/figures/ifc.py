@@ -45,7 +45,7 @@ def _caption(summary: pd.DataFrame, metric: str) -> str:
     return f"{metric_labels(summary)[metric]}: IFC = {format_score(row['IFC'])}, gap closed = {format_score(row['gap_closed'])}"
 
 
-def ifc_figures(distances: pd.DataFrame, summary: pd.DataFrame, out_dir: Path) -> list[Path]:
+def ifc_figures(distances: pd.DataFrame, summary: pd.DataFrame, out_dir: Path, *, setting: str = "") -> list[Path]:
     """``ifc_<metric>.png`` per metric with a finite distance (004 Figure 5), and ``ifc_all.png``."""
     out_dir = Path(out_dir)
     finite = distances[np.isfinite(pd.to_numeric(distances["distance"], errors="coerce"))]
@@ -61,6 +61,8 @@ def ifc_figures(distances: pd.DataFrame, summary: pd.DataFrame, out_dir: Path) -
         ax.set_ylabel("distance to the source")
         ax.set_title(_caption(summary, metric), fontsize="medium")
         ax.legend(fontsize="small")
+        if setting:  # the run: source, iterations, sizes, repetitions
+            fig.suptitle(setting, fontsize="small")
         paths.append(save_figure(fig, out_dir / f"ifc_{safe_name(metric)}.png"))
     if len(metrics) > 1:
         ncols = min(4, len(metrics))
@@ -73,7 +75,8 @@ def ifc_figures(distances: pd.DataFrame, summary: pd.DataFrame, out_dir: Path) -
             ax.set_title(_caption(summary, metric), fontsize="small")
         for ax in list(grid.flat)[len(metrics):]:
             ax.set_visible(False)
-        fig.suptitle("Distance to the source per fine-tuning iteration; green: self-distance (004 Figure 5)")
+        fig.suptitle("Distance to the source per fine-tuning iteration; green: self-distance (004 Figure 5)"
+                     + (f"\n{setting}" if setting else ""))
         fig.supxlabel("fine-tuning iteration i")
         paths.append(save_figure(fig, out_dir / "ifc_all.png"))
     return paths

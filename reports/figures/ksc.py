@@ -15,8 +15,13 @@ import pandas as pd
 from matplotlib.figure import Figure
 from scipy import stats
 
+from textmetric_bench.measures.ksc import monotonicity
 from textmetric_bench.reports.figures.drawing import integer_axis, ols_band, safe_name, save_figure
 from textmetric_bench.reports.labels import format_score, metric_labels, similarities
+
+#: How the two ρ of a scatter are named: the table's mean of per-repetition ρ, and one ρ over pooled points.
+MEAN_RHO = "ρ (mean over repetitions, as the table)"
+POOLED_RHO = "pooled ρ"
 
 def _draw_scatter(ax, ell: np.ndarray, y: np.ndarray, rng: np.random.Generator) -> float:
     """Jittered points, OLS line and 95% band on ``ax``; returns the pooled Spearman ρ."""
@@ -54,31 +59,52 @@ def _with_z(distances: pd.DataFrame) -> pd.DataFrame:
     return frame
 
 
-def distance_scatter(distances: pd.DataFrame, out_dir: Path) -> list[Path]:
+def mean_rho(distances: pd.DataFrame, metric: str, negate: bool) -> float:
+    """The table's ρ of ``metric``: Spearman ρ of distance with ℓ within each repetition (of a similarity's
+    negation), averaged over repetitions."""
+    rows = distances[distances["metric"] == metric]
+    groups = rows.groupby("repetition") if "repetition" in rows.columns else [(0, rows)]
+    values = [monotonicity(g["ell"], -g["distance"] if negate else g["distance"]) for _, g in groups]
+    values = [v for v in values if np.isfinite(v)]
+    return float(np.mean(values)) if values else float("nan")
+
+
+def distance_scatter(distances: pd.DataFrame, out_dir: Path, *, setting: str = "") -> list[Path]:
+    """``scatter_figures`` written as ``<name>.png`` into ``out_dir``."""
+    return [save_figure(fig, Path(out_dir) / f"{name}.png") for name, fig in scatter_figures(distances, setting).items()]
+
+
+def scatter_figures(distances: pd.DataFrame, setting: str = "") -> dict[str, Figure]:
     """Raw distance against ℓ per metric, pooled over repetitions (004 Figure 2 top), plus a z-scored grid.
 
-    Writes ``scatter_<metric>.png`` for every metric with at least one finite distance and
-    ``scatter_all.png`` with one panel per such metric. A similarity's raw values fall with ℓ when
-    it works; its z (computed on the negation, as every measure) rises like a distance's.
+    ``scatter_<metric>`` for every metric with at least one finite distance and ``scatter_all`` with one panel
+    per such metric. A similarity's raw values fall with ℓ when
+    it works; its z (computed on the negation, as every measure) rises like a distance's. Each title gives the
+    table's ρ (mean over repetitions) and the pooled ρ of the points drawn, each named, and ``setting`` (the
+    pair, k, n and repetitions).
     """
-    out_dir = Path(out_dir)
     raw = _finite_rows(distances, "distance")
+    if "repetition" in distances.columns:
+        raw["repetition"] = distances.loc[raw.index, "repetition"]
     metrics = sorted(raw["metric"].unique(), key=str)
     labels, similar = metric_labels(distances), similarities(distances)
-    paths: list[Path] = []
+    table_rho = {m: mean_rho(raw, m, m in similar) for m in metrics}
+    figures: dict[str, Figure] = {}
     for metric in metrics:
         rows = raw[raw["metric"] == metric]
-        fig = Figure(figsize=(5, 3.8))
+        fig = Figure(figsize=(5.5, 4.2))
         ax = fig.add_subplot()
         rho = _draw_scatter(ax, rows["ell"].to_numpy(), rows["distance"].to_numpy(), np.random.default_rng(0))
         ax.set_xlabel("ℓ (separation j − i)")
         if metric in similar:  # ρ of the negation, as in the measures
             rho = -rho
         ax.set_ylabel("similarity (raw; measures use its negation)" if metric in similar else "distance (raw)")
-        ax.set_title(f"{labels.get(metric, metric)}: pooled ρ = {format_score(rho)}")
-        paths.append(save_figure(fig, out_dir / f"scatter_{safe_name(metric)}.png"))
+        ax.set_title(f"{labels.get(metric, metric)}: {MEAN_RHO} = {format_score(table_rho[metric])}\n"
+                     f"{POOLED_RHO} of the raw distances shown = {format_score(rho)}"
+                     + (f"\n{setting}" if setting else ""), fontsize="medium")
+        figures[f"scatter_{safe_name(metric)}"] = fig
     if not metrics:
-        return paths
+        return figures
 
     zrows = _finite_rows(_with_z(distances), "z")
     ncols = min(4, len(metrics))
@@ -90,7 +116,8 @@ def distance_scatter(distances: pd.DataFrame, out_dir: Path) -> list[Path]:
         rho = float("nan")
         if len(rows):
             rho = _draw_scatter(ax, rows["ell"].to_numpy(), rows["z"].to_numpy(), np.random.default_rng(0))
-        ax.set_title(f"{labels.get(metric, metric)} (ρ = {format_score(rho)})", fontsize="medium")
+        ax.set_title(f"{labels.get(metric, metric)}\nρ {format_score(table_rho[metric])} · pooled ρ (z) "
+                     f"{format_score(rho)}", fontsize="medium")
     for index in range(len(metrics), nrows * ncols):
         grid.flat[index].set_visible(False)
     for col in range(ncols):  # the lowest visible panel of each column carries the ℓ axis
@@ -100,6 +127,7 @@ def distance_scatter(distances: pd.DataFrame, out_dir: Path) -> list[Path]:
     for ax in grid[:, 0]:
         ax.set_ylabel("distance (z)")
     fig.suptitle("Distance vs ℓ, z-scored within repetition with the population sd (ddof=0, as the measures); "
-                 "004 Figure 2 top")
-    paths.append(save_figure(fig, out_dir / "scatter_all.png"))
-    return paths
+                 "004 Figure 2 top" + (f"\n{setting}" if setting else "") + f"\nρ: {MEAN_RHO}; pooled ρ (z): one "
+                 "Spearman ρ over the z-scores of every repetition drawn")
+    figures["scatter_all"] = fig
+    return figures

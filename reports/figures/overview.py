@@ -48,14 +48,15 @@ def _panel(ax, measures: pd.DataFrame, measure: str, labels: dict, styles: dict)
     ax.grid(axis="x", alpha=0.3)
 
 
-def measure_boxplots(measures: pd.DataFrame, out_path: Path) -> Path | None:
+def measure_boxplots(measures: pd.DataFrame, out_path: Path, *, setting: str = "") -> Path | None:
     """``boxplot_figure`` written to ``out_path``; None when no quality measure has a value."""
-    fig = boxplot_figure(measures)
+    fig = boxplot_figure(measures, setting=setting)
     return None if fig is None else save_figure(fig, out_path)
 
 
-def boxplot_figure(measures: pd.DataFrame) -> Figure | None:
-    """004 Figure 6: per quality measure, one horizontal box per metric over repetitions, sorted by median.
+def boxplot_figure(measures: pd.DataFrame, *, setting: str = "") -> Figure | None:
+    """004 Figure 6: per quality measure, one horizontal box per metric over repetitions, sorted by median;
+    ``setting`` (the pair, k, n and repetitions) is named in the title.
 
     The bounds (oracle, chance) are grey bands over their range with a line at the median.
     """
@@ -73,8 +74,22 @@ def boxplot_figure(measures: pd.DataFrame) -> Figure | None:
         _panel(ax, measures, measure, labels, styles)
     for ax in list(axes.flat)[len(present):]:
         ax.set_visible(False)
-    fig.suptitle("Measures across repetitions (004 Figure 6); largest median on top, further right is better")
+    fig.suptitle("Measures across repetitions, one value per repetition (004 Figure 6); largest median on top, "
+                 "further right is better" + (f"\n{setting}" if setting else ""))
     return fig
+
+
+def _swept_setting(long: pd.DataFrame, axis: str) -> str:
+    """The sweep's pairs, the KSC parameters it did not sweep and its repetitions, as a figure's title names them."""
+    def values(column: str) -> str:
+        found = sorted({str(v) for v in long[column].dropna()}, key=lambda v: (len(v), v)) if column in long else []
+        return ", ".join(found) or "?"
+
+    fixed = [f"{c}={values(c)}" for c in ("k", "n") if c != axis]
+    reps = sorted({int(v) for v in long["n_reps"].dropna()}) if "n_reps" in long else []
+    shown = " or ".join(map(str, reps)) if reps else "?"
+    return (f"{values('pair')} · {', '.join(fixed)} · {shown} repetition{'' if reps == [1] else 's'} · "
+            f"{axis}={values(axis)}")
 
 
 def sweep_trends(long: pd.DataFrame, out_path: Path) -> Path | None:
@@ -121,5 +136,5 @@ def trends_figure(long: pd.DataFrame) -> Figure | None:
         ax.set_visible(False)
     handles, labels = axes.flat[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="outside right upper", fontsize="small")
-    fig.suptitle(f"Measures against {axis} (mean and 95% CI over repetitions); higher is better")
+    fig.suptitle(f"Measures against {axis} (mean and 95% CI over repetitions); higher is better\n{_swept_setting(long, axis)}")
     return fig

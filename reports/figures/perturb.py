@@ -17,7 +17,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import PercentFormatter
 
 from textmetric_bench.reports.figures.drawing import save_figure
-from textmetric_bench.reports.labels import metric_labels
+from textmetric_bench.reports.labels import metric_labels, plural
 from textmetric_bench.reports.tables.markdown import failures_markdown, markdown_table
 
 LEGEND = ("Cells: relative shift (d(R, p(S)) − d(R, S)) / (d(R, O) − d(R, S)) in %, mean ± sd "
@@ -55,7 +55,7 @@ def gap_flag(summary: pd.DataFrame) -> pd.Series:
     for m, r in per_metric.iterrows():
         notes = []
         if r.gap_not_positive:
-            notes.append(f"gap ≤ 0 in {int(r.gap_not_positive)} of {int(r.repetitions)} repetitions")
+            notes.append(f"gap ≤ 0 in {int(r.gap_not_positive)} of {plural(int(r.repetitions), 'repetition')}")
         if np.isfinite(r.gap_cv) and r.gap_cv > NOISY_GAP:
             notes.append(f"noisy gap (sd/mean {r.gap_cv:.2f})")
         flags[m] = "; ".join(notes)

@@ -54,8 +54,10 @@ def _scores(measures: pd.DataFrame | None, metric: str) -> str:
 
 
 def robustness_figures(curves: pd.DataFrame, measures: pd.DataFrame | None, out_dir: Path, *,
-                       imbalance_total: int) -> list[Path]:
-    """Write ``robustness_<metric>.png`` for every metric with a finite distance, and ``robustness_all.png``."""
+                       imbalance_total: int, setting: str = "") -> list[Path]:
+    """Write ``robustness_<metric>.png`` for every metric with a finite distance, and ``robustness_all.png``; each
+    title names the run's ``setting`` (pair, sizes, repetitions)."""
+    line = f"\n{setting}" if setting else ""
     out_dir = Path(out_dir)
     rows = _finite(curves)
     metrics = [m for m in dict.fromkeys(curves["metric"]) if (rows["metric"] == m).any()]
@@ -71,7 +73,7 @@ def robustness_figures(curves: pd.DataFrame, measures: pd.DataFrame | None, out_
             ax.set_title(PANEL_TITLES[curve].format(total=imbalance_total))
             ax.set_ylabel("distance")
         axes[0].legend(fontsize="small")
-        fig.suptitle(f"{labels[metric]}{_scores(measures, metric)} (004 Figure 2 middle and bottom)")
+        fig.suptitle(f"{labels[metric]}{_scores(measures, metric)} (004 Figure 2 middle and bottom){line}")
         paths.append(save_figure(fig, out_dir / f"robustness_{safe_name(metric)}.png"))
     if not metrics:
         return paths
@@ -87,6 +89,6 @@ def robustness_figures(curves: pd.DataFrame, measures: pd.DataFrame | None, out_
         grid[0, col].set_xlabel("")
     grid[0, 0].set_ylabel("d(a_s, b_s)")
     grid[1, 0].set_ylabel(f"d(a_s, b_(N−s)), N = {imbalance_total}")
-    fig.suptitle("Distance against sample size s; green: d(A, B) (004 Figure 2 middle and bottom)")
+    fig.suptitle(f"Distance against sample size s; green: d(A, B) (004 Figure 2 middle and bottom){line}")
     paths.append(save_figure(fig, out_dir / "robustness_all.png"))
     return paths

@@ -23,6 +23,7 @@ from textmetric_bench.reports.figures.ksc import distance_scatter
 from textmetric_bench.reports.figures.overview import measure_boxplots, sweep_trends
 from textmetric_bench.reports.figures.radar import SMALL_MULTIPLES_CAPTION, radar_chart, radar_small_multiples
 from textmetric_bench.reports.html.tables import (
+    below_chance_html,
     escape,
     negative_divergence_html,
     own_noise_html,
@@ -35,7 +36,7 @@ from textmetric_bench.reports.labels import SIMILARITY_NOTE, metric_labels, simi
 from textmetric_bench.reports.reference_rows import REFERENCE_NOTE, is_reference
 from textmetric_bench.reports.sweep.aggregate import aggregate_sweep, find_run_dirs
 from textmetric_bench.reports.sweep.runs import Run, Section, load_run, profile, sections
-from textmetric_bench.reports.tables.significance import column_groups
+from textmetric_bench.reports.tables.significance import column_marks, marks_note
 from textmetric_bench.reports.tables.table3 import table3
 
 CAPTIONS = {
@@ -44,8 +45,9 @@ CAPTIONS = {
              "Good: a large polygon reaching the rim on every axis.",
     "scatter": "Distance (z-scored within each repetition) against the mixing gap ℓ = j − i, pooled over "
                "repetitions, with the regression line and its 95% band (004 Figure 2 top; raw distances are "
-               "in the run's scatter_<metric>.png). The ρ in each panel title is pooled: one Spearman ρ over "
-               "the z-scored distances of all repetitions, not the table's mean of per-repetition ρ. Good: "
+               "in the run's scatter_<metric>.png). Each panel title gives two numbers, each named: ρ, the "
+               "table's (Spearman ρ within each repetition, averaged over repetitions), and the pooled ρ (z): one "
+               "Spearman ρ over the z-scored distances of all repetitions drawn, which differs from it. Good: "
                "points rise steadily with ℓ, with little vertical spread at each ℓ (high ρ, ω² and L).",
     "boxplots": "Each measure across repetitions, one box per metric, one value per repetition (004 Figure "
                 "6), the largest median on top. Good: boxes far to the right and narrow (high and stable).",
@@ -122,7 +124,8 @@ def _run_block(run: Run, joined: list[Run], fig_dir: Path, slug: str, out_dir: P
     for member in (run, *joined):
         comparisons.update(all_comparisons(labelled(member.measures), RAW_MEASURES))
     means = table3(summary)
-    parts.append(table3_html(summary, column_groups(comparisons, means), missing))
+    marks = column_marks(comparisons, means)
+    parts.append(table3_html(summary, marks, missing, marks_note(comparisons, marks)))
     legend = ""
     if similarities(summary):
         legend += SIMILARITY_NOTE + " "
@@ -133,32 +136,38 @@ def _run_block(run: Run, joined: list[Run], fig_dir: Path, slug: str, out_dir: P
     wide = table3(summary, with_ci=True).rename_axis("metric")
     wide.insert(0, "runs", ";".join(str(r.path) for r in (run, *joined)))  # where every number comes from
     wide.to_csv(out_dir / f"table3_{slug}.csv")
-    parts += [significance_html(comparisons, means), own_noise_html(run.path),
+    parts += [below_chance_html(summary), significance_html(comparisons, means), own_noise_html(run.path),
               negative_divergence_html(run.distances), _notes_html([run, *joined])]
-    parts.append(_overview_figures(summary, fig_dir, slug, run.label(root)))
+    setting = run.setting + "".join(f" + {r.task} ({r.setting})" for r in joined)
+    parts.append(_overview_figures(summary, fig_dir, slug, setting))
     measures = labelled(pd.concat([r.measures for r in (run, *joined)], ignore_index=True))
-    parts.append(_figure(measure_boxplots(measures, fig_dir / f"boxplots_{slug}.png"), CAPTIONS["boxplots"]))
+    parts.append(_figure(measure_boxplots(measures, fig_dir / f"boxplots_{slug}.png", setting=setting),
+                         CAPTIONS["boxplots"]))
     if run.task == "ksc" and run.distances is not None and not run.distances.empty:
-        scatter = [p for p in distance_scatter(run.distances, fig_dir / slug) if p.stem == "scatter_all"]
+        scatter = [p for p in distance_scatter(run.distances, fig_dir / slug, setting=run.setting)
+                   if p.stem == "scatter_all"]
         parts.append(_figure(scatter[0] if scatter else None, CAPTIONS["scatter"]))
     for member in (run, *joined):
         parts += _task_figures(member)
     return "\n".join(parts)
 
 
-def _overview_figures(summary: pd.DataFrame, fig_dir: Path, slug: str, title: str) -> str:
-    """The heatmap of every metric and measure, one small radar per metric, and one overlaid radar."""
+def _overview_figures(summary: pd.DataFrame, fig_dir: Path, slug: str, setting: str) -> str:
+    """The heatmap of every metric and measure, one small radar per metric, and one overlaid radar; each titled
+    with the run's ``setting`` (pair, k, n, repetitions)."""
     parts = []
     try:
-        heatmap = save_figure(measure_heatmap(summary, sort_by="A"), fig_dir / f"heatmap_{slug}.png")
+        heatmap = save_figure(measure_heatmap(summary, sort_by="A", setting=setting), fig_dir / f"heatmap_{slug}.png")
         parts.append(_figure(heatmap, HEATMAP_CAPTION))
     except ValueError as exc:
         parts.append(f"<p class=note>No heatmap: {escape(exc)}</p>")
     try:
         drawable = summary[summary["measure"].isin([*MEASURE_SYMBOLS, "T", "T100"])]  # axes the radars can label
-        small = save_figure(radar_small_multiples(drawable, title=title), fig_dir / f"radars_{slug}.png")
+        small = save_figure(radar_small_multiples(drawable, title=f"Each metric's profile (mean over repetitions): "
+                                                                 f"{setting}"), fig_dir / f"radars_{slug}.png")
         parts.append(_figure(small, SMALL_MULTIPLES_CAPTION))
-        radar = radar_chart(drawable, fig_dir / f"radar_{slug}", title=title)[0]
+        radar = radar_chart(drawable, fig_dir / f"radar_{slug}", title=f"Metric robustness (mean over repetitions):"
+                                                                       f"\n{setting}")[0]
         parts.append(_figure(radar, CAPTIONS["radar"]))
     except ValueError as exc:
         parts.append(f"<p class=note>No radar chart: {escape(exc)}</p>")
@@ -182,14 +191,24 @@ def _section_html(section: Section, fig_dir: Path, slug: str, out_dir: Path, roo
     return "\n".join(parts)
 
 
+#: Prose keeps a readable measure (1100 px); tables and figures may use the window's width, and a table wider than
+#: that scrolls inside its own box with the metric column fixed (position: sticky), marked by a line saying so.
 STYLE = """
-body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
-table{border-collapse:collapse;margin:1em 0;font-size:.9em}th,td{border:1px solid #ccc;padding:.3em .6em;
-white-space:nowrap}.scroll{overflow-x:auto;max-width:100%}
+body{font-family:system-ui,sans-serif;max-width:1800px;margin:2em auto;padding:0 1.5em;color:#222}
+h1,h2,h3,h4,p,ul,figcaption,summary,.warning,.note,.failures{max-width:1100px;box-sizing:border-box}
+table{border-collapse:separate;border-spacing:0;margin:1em 0;font-size:.9em}
+th,td{border:1px solid #ccc;border-width:0 1px 1px 0;padding:.3em .6em;white-space:nowrap;background:#fff}
+tr>:first-child{border-left-width:1px}thead tr:first-child>*{border-top-width:1px}
+.scroll{overflow-x:auto;max-width:100%}.scroll>table{margin:.3em 0 .6em}
+.scroll tr>:first-child{position:sticky;left:0;z-index:1;box-shadow:2px 0 3px -1px rgba(0,0,0,.18)}
+.scroll.overflowing::before{content:"⇆ wider than the window: scroll sideways inside the table; the metric column stays";
+display:block;position:sticky;left:0;color:#555;font-size:.8em;width:max-content}
 thead th{background:#f3f3f3}figure{margin:1.5em 0}img{max-width:100%}
 figcaption{color:#555;font-size:.9em}.legend,.runs{color:#555;font-size:.85em}.runs,h3.run{overflow-wrap:anywhere}.ci{color:#666;font-size:.85em}
-tr.bound-ceiling,tr.bound-floor{font-style:italic;background:#f7f7f7}td.missing{color:#999}
-sup.group{color:#1f5fa8}.matrix td{text-align:right}td.better{background:#cfe8cf}td.worse{background:#f3d0d0}
+tr.bound-ceiling>*,tr.bound-floor>*{font-style:italic;background:#f7f7f7}td.missing{color:#999}
+span.top{color:#1f5fa8}span.below{color:#b00020;font-weight:bold}.matrix td{text-align:right}
+.matrix th.turned{vertical-align:bottom;padding:.4em .2em}.matrix th.turned span{writing-mode:vertical-rl;transform:rotate(180deg)}
+td.better{background:#cfe8cf}td.worse{background:#f3d0d0}
 td.tie{background:#eee}.warning{background:#fff6d6;border:1px solid #e0c060;padding:.4em .8em}
 .failures,.note{background:#fff3f3;border:1px solid #e99;padding:.5em 1em}
 """
@@ -197,8 +216,14 @@ NUMBERS = ("Every number in a table is a measure's mean over the repetitions of 
            f"{INTERVAL_NAME}; runs are never pooled. Figures say in their captions when they show another "
            "number (a pooled ρ, one value per repetition).")
 
-# Marks on <body> how many figures decoded, so a headless browser can check the page.
-LOAD_CHECK = """window.addEventListener('load', () => {
+# Marks on <body> how many figures decoded, so a headless browser can check the page; marks each table box that
+# is wider than the window (it then says so above the table).
+LOAD_CHECK = """const markOverflow = () => document.querySelectorAll('.scroll').forEach(box =>
+  box.classList.toggle('overflowing', box.scrollWidth > box.clientWidth + 1));
+window.addEventListener('resize', markOverflow);
+document.addEventListener('toggle', markOverflow, true);
+window.addEventListener('load', () => {
+  markOverflow();
   const imgs = [...document.images];
   const ok = imgs.filter(i => i.complete && i.naturalWidth > 0).length;
   document.body.dataset.figuresLoaded = ok + '/' + imgs.length;

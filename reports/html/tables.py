@@ -1,4 +1,4 @@
-"""HTML pieces of the report that are tables: Table 3 with rank groups and bounds, the significance
+"""HTML pieces of the report that are tables: Table 3 with its ▲/▼ marks and bounds, the significance
 matrix, a metric's own noise, and the notes that name every number (reports/html/report.py lays them out)."""
 
 from __future__ import annotations
@@ -12,9 +12,10 @@ import pandas as pd
 from textmetric_bench.measures.intervals import INTERVAL_NAME, few_repetitions_warning
 from textmetric_bench.measures.paired import TEST_NAME
 from textmetric_bench.reports.bounds import bound_label, bound_of
-from textmetric_bench.reports.labels import format_score, metric_labels
-from textmetric_bench.reports.tables.significance import WILCOXON_NOTE, compact_letters
-from textmetric_bench.reports.tables.table3 import BOLD_TOLERANCE, best_mask, table3
+from textmetric_bench.reports.labels import format_score, metric_labels, plural
+from textmetric_bench.reports.tables.significance import TOP_MARK, WILCOXON_NOTE
+from textmetric_bench.reports.tables.table3 import (BELOW_MARK, BELOW_NOTE, BOLD_TOLERANCE, best_mask,
+                                                   below_chance_cells, table3)
 
 #: How each Table 3 column is written in HTML.
 SYMBOLS = {"A": "A", "Aw": "A<sup>w</sup>", "T100": "T [100&nbsp;op/s]", "rho": "ρ", "omega2": "ω²", "L": "L",
@@ -44,9 +45,11 @@ def _row_head(metric, labels: dict) -> tuple[str, str]:
     return escape(bound_label(name) if kind else name), f" class=bound-{kind}" if kind else ""
 
 
-def table3_html(summary: pd.DataFrame, groups: dict, missing: dict[str, str]) -> str:
-    """004 Table 3 with every profile column; ``missing``: column -> why no run measured it (shown as –*)."""
+def table3_html(summary: pd.DataFrame, marks: dict, missing: dict[str, str], marks_note: str = "") -> str:
+    """004 Table 3 with every profile column; ``marks``: per column, the metrics not separated from its best (▲),
+    explained by ``marks_note``; ▼: an A or A^w below chance; ``missing``: column -> why no run measured it (–*)."""
     means = table3(summary)
+    below = set(below_chance_cells(summary)[["metric", "measure"]].itertuples(index=False, name=None))
     wide = table3(summary, with_ci=True)
     columns = [c for c in SYMBOLS if c in means.columns or c in missing]
     bold = best_mask(means)
@@ -62,8 +65,10 @@ def table3_html(summary: pd.DataFrame, groups: dict, missing: dict[str, str]) ->
                 continue
             value = format_score(means.at[metric, c])
             text = f"<b>{value}</b>" if bold.at[metric, c] else value
-            letters = groups.get(c, {}).get(metric)
-            text += f"<sup class=group>{compact_letters(letters)}</sup>" if letters else ""
+            if metric in marks.get(c, ()):
+                text += f" <span class=top title='not separated from the best'>{TOP_MARK}</span>"
+            if (metric, c) in below:
+                text += f" <span class=below title='significantly below chance'>{BELOW_MARK}</span>"
             low, high = wide.at[metric, f"{c}_ci_low"], wide.at[metric, f"{c}_ci_high"]
             if np.isfinite(low) and np.isfinite(high):
                 text += f" <span class=ci>[{format_score(low)}, {format_score(high)}]</span>"
@@ -72,9 +77,9 @@ def table3_html(summary: pd.DataFrame, groups: dict, missing: dict[str, str]) ->
     table = f"<table class=table3><thead><tr><th>metric</th>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
     notes = "".join(f"<br><sup>*</sup> {SYMBOLS[c]}: {escape(why)}" for c, why in missing.items())
     caption = (f"Cells: mean over repetitions [{INTERVAL_NAME}]; bold: best of the column and those within "
-               f"{BOLD_TOLERANCE:g} of it; letters: rank groups (metrics sharing a letter in a column are not "
-               f"separated significantly; a–d stands for abcd). Higher is better. <i>ceiling (oracle)</i> and <i>floor (chance)</i> "
-               f"are bounds, not ranked.")
+               f"{BOLD_TOLERANCE:g} of it. {escape(marks_note)} Higher is better. <i>ceiling (oracle)</i> and "
+               f"<i>floor (chance)</i> are bounds, not ranked."
+               + (f" {escape(BELOW_NOTE)}" if below else ""))
     return scroll(table) + f"<p class=legend>{caption}{notes}</p>"
 
 
@@ -84,18 +89,20 @@ def significance_html(comparisons: dict[str, pd.DataFrame], means: pd.DataFrame)
         return ""
     parts = [(f"<h4>Which metric is better</h4><p class=legend>Test: {escape(TEST_NAME)}. A cell is the mean "
               f"of (row − column) over the paired repetitions; green: row significantly better, red: "
-              f"significantly worse, grey: not separated; hover for Holm p. {escape(WILCOXON_NOTE)} Also written "
+              f"significantly worse, grey: not separated; hover for Holm p. T in the table's unit [100 op/s] (the "
+              f"test is the same in op/s). {escape(WILCOXON_NOTE)} Also written "
               f"as significance_&lt;measure&gt;.csv by the run and by aggregate.</p>")]
     for measure, frame in comparisons.items():
         column = "T100" if measure == "T" else measure
         order = list(means[column].sort_values(ascending=False, kind="stable").index) if column in means else []
         order += sorted((set(frame["metric_a"]) | set(frame["metric_b"])) - set(order), key=str)
-        symbol = "T [op/s]" if measure == "T" else SYMBOLS.get(column, escape(measure))  # T compared unscaled
+        symbol = SYMBOLS.get(column, escape(measure))
+        scale = 100.0 if measure == "T" else 1.0  # T is tested in op/s and shown in the table's [100 op/s]
         lookup = {}
         for r in frame.itertuples():
-            lookup[(r.metric_a, r.metric_b)] = (r.mean_diff, r.p_holm, r.better)
-            lookup[(r.metric_b, r.metric_a)] = (-r.mean_diff, r.p_holm, r.better)
-        head = "".join(f"<th>{escape(bound_label(m))}</th>" for m in order)
+            lookup[(r.metric_a, r.metric_b)] = (r.mean_diff / scale, r.p_holm, r.better)
+            lookup[(r.metric_b, r.metric_a)] = (-r.mean_diff / scale, r.p_holm, r.better)
+        head = "".join(f"<th class=turned><span>{escape(bound_label(m))}</span></th>" for m in order)
         rows = []
         for a in order:
             cells = []
@@ -130,6 +137,21 @@ def own_noise_html(run_dir: Path) -> str:
     return (f"<h4>A metric's own noise</h4>{scroll(table)}<p class=legend>Ratio = own sd / data sd: the spread "
             "of the metric's value across its own seeds on fixed corpora, over its spread across data "
             "repetitions; near 1 or above, the metric's own randomness is as large as the data's.</p>")
+
+
+def below_chance_html(summary: pd.DataFrame) -> str:
+    """A remark on every A or A^w significantly below chance (▼ in Table 3), or nothing when none is."""
+    below = below_chance_cells(summary)
+    if below.empty:
+        return ""
+    labels = metric_labels(summary)
+    items = "".join(
+        f"<li><b>{escape(labels.get(r.metric, r.metric))}</b>: {'A<sup>w</sup>' if r.measure == 'Aw' else 'A'} = "
+        f"{format_score(r.mean)} over {plural(int(r.n), 'repetition')} (Holm p = {r.p_holm:.3g})</li>"
+        for r in below.itertuples())
+    return (f"<div class=note><p>Below chance. {escape(BELOW_NOTE)} A constant metric ties every judgement; "
+            "a metric below it ranks the nearer of two nested pairs as the farther more often than not, at "
+            f"this corpus size and setting.</p><ul>{items}</ul></div>")
 
 
 def negative_divergence_html(distances: pd.DataFrame | None) -> str:

@@ -20,13 +20,14 @@ import pandas as pd
 import yaml
 from omegaconf import DictConfig, OmegaConf
 
+from textmetric_bench.measures.chance import below_chance
 from textmetric_bench.measures.intervals import INTERVAL_NAME, few_repetitions_warning
 from textmetric_bench.measures.paired import all_comparisons
 from textmetric_bench.measures.summaries import RAW_MEASURES, labelled, summarise_measures
 from textmetric_bench.reports.bounds import bound_label, bound_of
 from textmetric_bench.reports.labels import TABLE3_ORDER, format_score, metric_labels
-from textmetric_bench.reports.tables.markdown import markdown_table
-from textmetric_bench.reports.tables.table3 import BOLD_TOLERANCE, best_mask
+from textmetric_bench.reports.tables.markdown import markdown_table, terminal_text
+from textmetric_bench.reports.tables.table3 import BELOW_MARK, BELOW_NOTE, BOLD_TOLERANCE, best_mask
 
 CONFIG_KEYS = ("pair", "task", "k", "n", "repetitions", "seed")
 #: ``n`` is the KSC corpus size from the config; ``n_reps`` counts the repetitions behind a mean.
@@ -94,9 +95,25 @@ def aggregate_sweep(sweep_dir: Path) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True).reindex(columns=SWEEP_COLUMNS)  # older runs lack orientation
 
 
+def below_chance_rows(long: pd.DataFrame) -> pd.Series:
+    """Per row of the sweep's long table: an A or A^w significantly below chance in its own job (bounds not
+    tested; textmetric_bench.measures.chance)."""
+    flagged = set()
+    if not {"std", "n_reps"} <= set(long.columns):  # a table without spreads tests nothing
+        return pd.Series(False, index=long.index)
+    for run_dir, block in long.groupby("run_dir", sort=False):
+        summary = block.drop(columns="n").rename(columns={"n_reps": "n"})  # n: the corpus size; n_reps: repetitions
+        bounds = [m for m in summary["metric"].unique() if bound_of(m) is not None]
+        found = below_chance(summary, excluded=bounds)
+        flagged |= {(run_dir, m, measure) for m, measure in zip(found["metric"], found["measure"])}
+    return pd.Series([(r, m, x) in flagged for r, m, x in zip(long["run_dir"], long["metric"], long["measure"])],
+                     index=long.index)
+
+
 def sweep_markdown(long: pd.DataFrame, sweep_dir: Path) -> str:
     """One row per metric × (pair, k, n): means to 3 decimals, best per block in bold."""
     frame = long.copy()
+    frame["below"] = below_chance_rows(long)
     frame["metric"] = frame["metric"].map(metric_labels(frame))
     keys = ["pair", "k", "n"] + (["task"] if frame["task"].nunique(dropna=False) > 1 else [])
     frame["run"] = [str(Path(p).relative_to(sweep_dir)) if Path(p).is_relative_to(sweep_dir) else p
@@ -114,7 +131,10 @@ def sweep_markdown(long: pd.DataFrame, sweep_dir: Path) -> str:
     bold = pd.concat([best_mask(block) for _, block in wide.groupby(level=keys, sort=False)]).loc[wide.index]
     cells = wide.apply(lambda col: col.map(format_score)).astype(object)
     cells = cells.mask(bold, "**" + cells + "**")
-    table = markdown_table(cells.reset_index())
+    below = frame.pivot(index=keys + ["metric"], columns="measure", values="below").reindex(order)[wide.columns]
+    below = below.fillna(False).astype(bool)
+    cells = cells.mask(below, cells + f" {BELOW_MARK}")
+    table = markdown_table(cells.reset_index()) + (f"\n\n{BELOW_NOTE}" if below.to_numpy().any() else "")
     header = (
         f"# Sweep summary: {sweep_dir}\n\nMeans over the repetitions of each job (T in [100 op/s]); higher is "
         f"better; bold = best within each (pair, k, n) block and those within {BOLD_TOLERANCE:g} of it (004 Table "
@@ -184,7 +204,7 @@ def main(argv: list[str] | None = None) -> int:
         paths = write_sweep_tables(args.sweep_dir, args.out)
     except FileNotFoundError as err:
         raise SystemExit(f"textmetric-bench-aggregate: {err}; has the sweep finished any job?") from None
-    print(paths["sweep_table"].read_text(encoding="utf-8"))
+    print(terminal_text(paths["sweep_table"].read_text(encoding="utf-8")))
     for path in paths.values():
         print(f"wrote {path}")
     return 0

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from textmetric_bench.measures.summaries import summarise_measures
-from textmetric_bench.reports.labels import QUALITY_MEASURES
+from textmetric_bench.reports.labels import QUALITY_MEASURES, plural
 from textmetric_bench.reports.sweep.aggregate import read_run_config
 
 #: Which task measures each quality measure the KSC task does not (for the note on a missing one).
@@ -65,6 +65,14 @@ class Run:
     @property
     def repetitions(self) -> int:
         return int(self.measures.groupby("metric").size().max()) if not self.measures.empty else 0
+
+    @property
+    def setting(self) -> str:
+        """What each figure of the run names in its title: the pair, k and n (KSC) or the task, the repetitions
+        and the seed."""
+        size = f"k={self.config.get('k')}, n={self.config.get('n')}" if self.task == "ksc" else self.task
+        return (f"{self.pair} · {size} · {plural(self.repetitions, 'repetition')} · "
+                f"seed {self.config.get('seed', '?')}")
 
     def label(self, root: Path | None = None) -> str:
         """Directory (relative to ``root`` when inside it), seed and the date its measures were written."""

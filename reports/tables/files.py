@@ -9,7 +9,7 @@ import pandas as pd
 
 from textmetric_bench.measures.paired import all_comparisons
 from textmetric_bench.measures.summaries import RAW_MEASURES, labelled, summarise_measures
-from textmetric_bench.reports.tables.significance import column_groups, write_significance
+from textmetric_bench.reports.tables.significance import column_marks, marks_note, write_significance
 from textmetric_bench.reports.tables.table3 import table3
 from textmetric_bench.reports.tables.table3_markdown import table3_text
 
@@ -39,11 +39,12 @@ def write_tables(
     summary.to_csv(paths["summary"], index=False)
     comparisons = all_comparisons(labelled(measures), RAW_MEASURES)
     paths.update(write_significance(comparisons, out_dir))
-    groups = column_groups(comparisons, table3(summary)) if not summary.empty else {}
+    marks = column_marks(comparisons, table3(summary)) if not summary.empty else {}
     wide = table3(summary, with_ci=True) if not summary.empty else pd.DataFrame()
     if "orientation" in summary.columns and not wide.empty:
         wide.insert(0, "orientation", summary.groupby("metric")["orientation"].first().reindex(wide.index))
     wide.rename_axis("metric").to_csv(paths["table3_csv"])
-    text = table3_text(summary, title or "Metric robustness scores (004 Table 3)", failures, repetitions, groups)
+    text = table3_text(summary, title or "Metric robustness scores (004 Table 3)", failures, repetitions, marks,
+                       marks_note(comparisons, marks))
     paths["table3_md"].write_text(text, encoding="utf-8")
     return paths

@@ -1,7 +1,9 @@
-"""Markdown of a run's pages: pipe tables, and the sections on failed metrics and reversed orientations."""
+"""Markdown of a run's pages: pipe tables, the sections on failed metrics and reversed orientations, and the
+same pages as plain text for the terminal."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 
 import pandas as pd
@@ -48,3 +50,49 @@ def orientation_markdown(warnings: Mapping[str, str] | None) -> list[str]:
     lines = ["## Orientation", "", ("These metrics' values run against their declared direction "
                                     "(mean ρ clearly negative), so their measures may be upside down:"), ""]
     return lines + [f"- `{metric}`: {text}" for metric, text in sorted(warnings.items())] + [""]
+
+
+def _is_table_line(line: str) -> bool:
+    return line.startswith("|") and line.rstrip().endswith("|")
+
+
+def _cells(line: str) -> list[str]:
+    """The cells of a pipe-table row, its escaped pipes restored."""
+    parts = re.split(r"(?<!\\)\|", line.strip()[1:-1])
+    return [p.strip().replace("\\|", "|") for p in parts]
+
+
+def _plain(text: str) -> str:
+    """A markdown fragment without its markup: bold and code marks and the HTML tags a page uses dropped, their
+    text kept."""
+    text = re.sub(r"\*\*(.+?)\*\*", r"\1", text)
+    text = re.sub(r"`([^`]*)`", r"\1", text)
+    return re.sub(r"</?(?:sup|sub|b|i|em|strong|span|br)\b[^>]*>", "", text)  # not <measure> of a file pattern
+
+
+def terminal_text(markdown: str) -> str:
+    """A run's markdown page as a terminal shows it: pipe tables as aligned columns, no markup (``**``, `` ` ``,
+    HTML tags), headings underlined. The page on disk keeps its markdown."""
+    lines = markdown.splitlines()
+    out: list[str] = []
+    i = 0
+    while i < len(lines):
+        if _is_table_line(lines[i]):
+            block = []
+            while i < len(lines) and _is_table_line(lines[i]):
+                block.append(lines[i])
+                i += 1
+            rows = [[_plain(c) for c in _cells(line)] for line in block
+                    if not re.fullmatch(r"\|(\s*:?-{3,}:?\s*\|)+", line.strip())]
+            widths = [max(len(row[c]) if c < len(row) else 0 for row in rows) for c in range(max(map(len, rows)))]
+            shown = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
+            out += [shown[0], "  ".join("-" * w for w in widths), *shown[1:]]
+            continue
+        heading = re.match(r"(#+)\s+(.*)", lines[i])
+        if heading:
+            title = _plain(heading.group(2))
+            out += [title, ("=" if len(heading.group(1)) == 1 else "-") * len(title)]
+        else:
+            out.append(_plain(lines[i]))
+        i += 1
+    return "\n".join(out)

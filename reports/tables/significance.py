@@ -1,69 +1,74 @@
-"""Rank groups of the paired comparisons (textmetric_bench.measures.paired) as a table shows them: a compact letter
-display per column, and the comparisons written as ``significance_<measure>.csv``.
+"""What a table shows of the paired comparisons (textmetric_bench.measures.paired): per column, the metrics not
+separated from the column's best, marked ▲; every comparison is written as ``significance_<measure>.csv`` and
+drawn as a matrix in report.html.
 
-The bound metrics (reports/bounds.py) are compared like the others but take no part in rank groups.
+One mark per cell reads at any number of metrics (a compact letter display needs up to one letter per rank
+group, so a cell grows with the number of metrics). The mark is left out below FEW_REPETITIONS paired
+repetitions, where the tables already warn that the paired tests are optimistic. The bound metrics (reports/bounds.py) are compared
+like the others but are never the best and never marked.
 """
 
 from __future__ import annotations
 
-import string
 from pathlib import Path
 
 import pandas as pd
 
-from textmetric_bench.measures.paired import TEST_NAME, separated
+from textmetric_bench.measures.intervals import FEW_REPETITIONS
+from textmetric_bench.measures.paired import TEST_NAME
 from textmetric_bench.reports.bounds import ranked
 
-GROUP_LETTERS = string.ascii_lowercase + string.ascii_uppercase  # one letter per rank group, never reused
-GROUP_NOTE = ("Superscript letters: rank groups; metrics sharing a letter in a column are not separated "
-              "significantly (" + TEST_NAME + "); a–d stands for abcd; bounds (ceiling, floor) take no part.")
+#: The mark of a metric that no test separates from its column's best.
+TOP_MARK = "▲"
+TOP_NOTE = (f"{TOP_MARK}: the column's best metric and every metric not separated from it significantly ({TEST_NAME}); "
+            "an unmarked metric is significantly below the best. Bounds (ceiling, floor) take no part. Every pair "
+            "of metrics: the significance matrices of report.html and significance_<measure>.csv.")
+FEW_NOTE = (f"No {TOP_MARK} marks: the paired tests rest on fewer than {FEW_REPETITIONS} repetitions "
+            "(see the warning); every pair is still in significance_<measure>.csv.")
 WILCOXON_NOTE = ("Wilcoxon signed-rank was not used: with 5 repetitions its smallest two-sided p is .0625, "
                  "so it could never separate two metrics. The bootstrap can, but with few repetitions it is "
                  "optimistic (it cannot see what the repetitions did not sample): read a 5-repetition "
                  "separation as indicative and confirm it with more repetitions.")
 
 
-def rank_groups(means: pd.Series, comparisons: pd.DataFrame) -> dict[str, str]:
-    """Letters of a compact letter display (Piepho 2004, insert-and-absorb): every two metrics that are not
-    separated significantly share a letter, and no two separated metrics do (a metric may hold several
-    letters when separations are not transitive: a ~ b, b ~ c, but a > c).
-
-    Letter a goes to the group holding the best mean, b to the next, and so on. Bounds and metrics
-    without a mean get no letter.
-    """
+def top_group(means: pd.Series, comparisons: pd.DataFrame, min_repetitions: int = FEW_REPETITIONS) -> set[str]:
+    """The best metric of ``means`` (bounds and missing means left out) and those its paired comparison on at
+    least ``min_repetitions`` repetitions does not separate from it; empty when the best has no such comparison."""
     order = ranked(means.dropna().sort_values(ascending=False, kind="stable").index)
-    groups = [set(order)] if order else []
-    for pair in separated(comparisons):
-        x, y = tuple(pair)
-        if x not in order or y not in order:
-            continue
-        split = []
-        for group in groups:
-            split += [group - {x}, group - {y}] if x in group and y in group else [group]
-        groups = [g for g in split if g and not any(g < other for other in split)]
-        groups = [g for n, g in enumerate(groups) if g not in groups[:n]]
-    groups.sort(key=lambda g: sorted(order.index(m) for m in g))  # by best member, then the next
-    if len(groups) > len(GROUP_LETTERS):
-        raise ValueError(f"{len(groups)} rank groups: more than the {len(GROUP_LETTERS)} letters a display can use")
-    letters = dict.fromkeys(order, "")
-    for letter, group in zip(GROUP_LETTERS, groups):
-        for metric in group:
-            letters[metric] += letter
-    return {m: "".join(sorted(v, key=GROUP_LETTERS.index)) for m, v in letters.items()}
+    if not order or comparisons.empty:
+        return set()
+    best = order[0]
+    rows = comparisons[((comparisons["metric_a"] == best) | (comparisons["metric_b"] == best))
+                       & (comparisons["n"] >= min_repetitions)]
+    if rows.empty:
+        return set()
+    group = {best}
+    for a, b, better in zip(rows["metric_a"], rows["metric_b"], rows["better"]):
+        other = b if a == best else a
+        if other in order and not better:
+            group.add(other)
+    return group
 
 
-def compact_letters(letters: str) -> str:
-    """How a table shows a metric's rank-group letters: a run of three or more consecutive letters as
-    its first and last ("klmnop" -> "k–p"), so a weakly separated metric does not widen its column."""
-    shown, run = [], []
-    for letter in letters:
-        if run and GROUP_LETTERS.index(letter) != GROUP_LETTERS.index(run[-1]) + 1:
-            shown.append(run[0] + "–" + run[-1] if len(run) >= 3 else "".join(run))
-            run = []
-        run.append(letter)
-    if run:
-        shown.append(run[0] + "–" + run[-1] if len(run) >= 3 else "".join(run))
-    return "".join(shown)
+def column_marks(comparisons: dict[str, pd.DataFrame], means: pd.DataFrame,
+                 min_repetitions: int = FEW_REPETITIONS) -> dict[str, set[str]]:
+    """The ▲ metrics of each column of a Table 3 of ``means`` (T100 is tested on T: the same order); a column
+    whose tests rest on too few repetitions is left out."""
+    marks = {}
+    for column in means.columns:
+        tested = comparisons.get("T" if column == "T100" else column)
+        if tested is not None and not tested.empty:
+            group = top_group(means[column], tested, min_repetitions)
+            if group:
+                marks[column] = group
+    return marks
+
+
+def marks_note(comparisons: dict[str, pd.DataFrame], marks: dict[str, set[str]]) -> str:
+    """The legend of the marks: what ▲ means, or why there are none although metrics were compared."""
+    if marks:
+        return TOP_NOTE
+    return FEW_NOTE if comparisons else ""
 
 
 def write_significance(comparisons: dict[str, pd.DataFrame], out_dir: Path, **tags) -> dict[str, Path]:
@@ -74,13 +79,3 @@ def write_significance(comparisons: dict[str, pd.DataFrame], out_dir: Path, **ta
         frame.assign(**tags).to_csv(path, index=False)
         paths[f"significance_{measure}"] = path
     return paths
-
-
-def column_groups(comparisons: dict[str, pd.DataFrame], means: pd.DataFrame) -> dict[str, dict[str, str]]:
-    """Rank-group letters per column of a Table 3 of ``means`` (T100 is tested on T: the same order)."""
-    groups = {}
-    for column in means.columns:
-        tested = comparisons.get("T" if column == "T100" else column)
-        if tested is not None and not tested.empty:
-            groups[column] = rank_groups(means[column], tested)
-    return groups

@@ -1,7 +1,8 @@
 """Table 3 of a run, laid out like 004 Table 3, from the summary of its measures (textmetric_bench.measures.summaries).
 
 One row per metric, one column of means per measure, each with its 95% bootstrap interval; the best value of each
-column (and those within .015 of it) in bold. A table's optional ``orientation`` column says which metrics are
+column (and those within .015 of it) in bold; ▲ marks the metrics not separated from the column's best
+(reports/tables/significance.py), ▼ an A or A^w significantly below chance (textmetric_bench.measures.chance). A table's optional ``orientation`` column says which metrics are
 similarities, scored on their negation; they are shown as "name (similarity, negated)".
 """
 
@@ -12,12 +13,18 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
+from textmetric_bench.measures.chance import BELOW_CHANCE_ADVICE, below_chance
+from textmetric_bench.measures.chance import TEST_NAME as CHANCE_TEST
 from textmetric_bench.reports.bounds import bound_of, table_order
 from textmetric_bench.reports.labels import TABLE3_ORDER, format_score
-from textmetric_bench.reports.tables.significance import compact_letters
+from textmetric_bench.reports.tables.significance import TOP_MARK
 
 #: Values within this distance of a column's best are bolded (004 Table 3 caption).
 BOLD_TOLERANCE = 0.015
+#: The mark of an A or A^w significantly below chance, and what it says.
+BELOW_MARK = "▼"
+BELOW_NOTE = (f"{BELOW_MARK}: significantly below chance (.5, what a constant metric scores; {CHANCE_TEST}): "
+              f"the metric orders nested pairs the wrong way, {BELOW_CHANCE_ADVICE}.")
 
 
 def _ordered_columns(columns) -> list[str]:
@@ -54,23 +61,35 @@ def best_mask(means: pd.DataFrame, tolerance: float = BOLD_TOLERANCE) -> pd.Data
         {c: competing for c in means.columns}, index=means.index)
 
 
-def table3_markdown_cells(summary: pd.DataFrame, groups: Mapping[str, Mapping[str, str]] | None = None,
-                          ) -> pd.DataFrame:
-    """Table 3 as strings ``mean [ci_low, ci_high]``, with the best of each column bolded.
+def below_chance_cells(summary: pd.DataFrame) -> pd.DataFrame:
+    """The A and A^w cells of ``summary`` significantly below chance (bounds not tested): metric, measure, mean, n,
+    p, p_holm (textmetric_bench.measures.chance)."""
+    if summary.empty:
+        return below_chance(summary)
+    bounds = [m for m in summary["metric"].unique() if bound_of(m) is not None]
+    return below_chance(summary, excluded=bounds)
 
-    ``groups``: rank-group letters per column and metric (reports/tables/significance.py), shown as ``<sup>ab</sup>`` (runs as ``<sup>a–d</sup>``).
+
+def table3_markdown_cells(summary: pd.DataFrame, marks: Mapping[str, set] | None = None) -> pd.DataFrame:
+    """Table 3 as strings ``mean [ci_low, ci_high]``, the best of each column bolded, ▼ after an A or A^w
+    significantly below chance.
+
+    ``marks``: per column, the metrics not separated from its best (reports/tables/significance.py), marked ▲.
     """
     wide = table3(summary, with_ci=True)
     means = table3(summary)
     bold = best_mask(means)
+    below = set(below_chance_cells(summary)[["metric", "measure"]].itertuples(index=False, name=None))
     cells = pd.DataFrame(index=means.index, columns=means.columns, dtype=object)
     for m in means.columns:
         for metric in means.index:
             text = format_score(wide.at[metric, m])
             if bold.at[metric, m]:
                 text = f"**{text}**"
-            if (groups or {}).get(m, {}).get(metric):
-                text += f"<sup>{compact_letters(groups[m][metric])}</sup>"
+            if metric in (marks or {}).get(m, ()):
+                text += f" {TOP_MARK}"
+            if (metric, m) in below:
+                text += f" {BELOW_MARK}"
             low, high = wide.at[metric, f"{m}_ci_low"], wide.at[metric, f"{m}_ci_high"]
             if np.isfinite(low) and np.isfinite(high):
                 text += f" [{format_score(low)}, {format_score(high)}]"

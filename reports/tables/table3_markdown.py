@@ -8,11 +8,12 @@ import pandas as pd
 
 from textmetric_bench.measures.intervals import INTERVAL_NAME, few_repetitions_warning
 from textmetric_bench.reports.bounds import bound_label
-from textmetric_bench.reports.labels import MEASURE_LABELS, SIMILARITY_NOTE, metric_labels, similarities
+from textmetric_bench.reports.labels import (MEASURE_LABELS, SIMILARITY_NOTE, format_score, metric_labels, plural,
+                                             similarities)
 from textmetric_bench.reports.reference_rows import REFERENCE_NOTE, is_reference
 from textmetric_bench.reports.tables.markdown import failures_markdown, markdown_table
-from textmetric_bench.reports.tables.significance import GROUP_NOTE
-from textmetric_bench.reports.tables.table3 import BOLD_TOLERANCE, table3_markdown_cells
+from textmetric_bench.reports.tables.table3 import (BELOW_MARK, BELOW_NOTE, BOLD_TOLERANCE, below_chance_cells,
+                                                   table3_markdown_cells)
 
 
 def repetitions_text(summary: pd.DataFrame, planned: int | None) -> tuple[str, pd.Series | None]:
@@ -23,16 +24,30 @@ def repetitions_text(summary: pd.DataFrame, planned: int | None) -> tuple[str, p
     reps = summary.groupby("metric")["n"].max().astype(int)
     planned = int(planned) if planned else int(reps.max())
     if (reps == planned).all():
-        return f"{planned} repetitions", None
+        return plural(planned, "repetition"), None
     column = reps.map(lambda k: f"{k} of {planned}")
     return (f"the repetitions counted in column *reps* (k of {planned}: the others failed, see "
             "\"Failed metrics\")"), column
 
 
+def below_chance_markdown(summary: pd.DataFrame) -> list[str]:
+    """What ▼ says, and every A or A^w below chance with its mean, repetitions and Holm p; nothing when none is."""
+    below = below_chance_cells(summary)
+    if below.empty:
+        return []
+    labels = metric_labels(summary)
+    items = [f"- {BELOW_MARK} `{labels.get(r.metric, r.metric)}`: {'A^w' if r.measure == 'Aw' else r.measure} = "
+             f"{format_score(r.mean)} over {plural(int(r.n), 'repetition')} (Holm p = {r.p_holm:.3g})"
+             for r in below.itertuples()]
+    return [BELOW_NOTE, "", *items, ""]
+
+
 def table3_text(summary: pd.DataFrame, title: str, failures: Mapping[str, str] | None,
-                   repetitions: int | None = None, groups=None) -> str:
+                repetitions: int | None = None, marks=None, marks_note: str = "") -> str:
+    """The page: title, warning, caption, the table (``marks``: the ▲ metrics per column, explained by
+    ``marks_note``), a note on ▼ cells when there are any, reference rows, failures."""
     lines = [f"# {title}", ""]
-    cells = table3_markdown_cells(summary, groups) if not summary.empty else pd.DataFrame()
+    cells = table3_markdown_cells(summary, marks) if not summary.empty else pd.DataFrame()
     warning = few_repetitions_warning(int(summary["n"].max())) if not summary.empty else ""
     if warning:
         lines += [f"**Warning: {warning}.**", ""]
@@ -46,11 +61,13 @@ def table3_text(summary: pd.DataFrame, title: str, failures: Mapping[str, str] |
         lines += [
             f"Measures: {explained}. Higher is better for all. Cells: mean over {n_text} [{INTERVAL_NAME}]; "
             f"bold = column best and those within {BOLD_TOLERANCE:g} of it.{similarity}"
-            + (f" {GROUP_NOTE}" if groups else ""),
+            + (f" {marks_note}" if marks_note else ""),
             "",
             markdown_table(cells.rename_axis("metric").reset_index()),
             "",
-        ] + ([REFERENCE_NOTE, ""] if any(map(is_reference, cells.index)) else [])
+        ]
+        lines += below_chance_markdown(summary)
+        lines += [REFERENCE_NOTE, ""] if any(map(is_reference, cells.index)) else []
     else:
         lines += ["No metric produced measures.", ""]
     lines += failures_markdown(failures)
