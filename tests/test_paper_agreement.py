@@ -236,3 +236,18 @@ def test_the_split_table_backs_the_prose_about_five_folds():
     closer = ((table["split"] - table["paper"]).abs() < (table["folds5"] - table["paper"]).abs()).sum()
     assert f"One split is closer to the paper's CLASSIFIER in {closer} of 20 cells" in README
     assert closer > 10
+
+
+@pytest.mark.slow
+def test_compcor_classifier_rows_follow_the_ksc_tasks_evaluations(tmp_path):
+    """`make regenerate STEPS=paper` adds compcor's CLASSIFIER column through this script: it must build the KSC
+    task's own evaluations (one row per repetition and judged pair of corpora, no own-noise rows)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("compcor_run", Path(__file__).parent / "benchmarks" / "compcor_classifier_run.py")
+    run = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(run)
+    rows = pd.DataFrame(run.setting_rows("fortune_computing_people", 3, tmp_path))
+    assert sorted(rows["repetition"].unique()) == [0, 1, 2, 3, 4]
+    assert len(rows) == 5 * len(rows[rows["repetition"] == 0]) and (rows["i"] < rows["j"]).all()
+    assert rows["distance"].between(0, 1).all() and rows["metric"].eq("classifier_compcor").all()

@@ -46,11 +46,15 @@ def setting_rows(pair: str, k: int, out_dir: Path) -> list[dict]:
     from textmetric_bench.tasks.config import build_embedder
     from textmetric_bench.tasks.registry import compose_config
     from textmetric_bench.tasks.ksc import KSCTask
+    from textmetric_bench.tasks.validate import validate_config
 
-    overrides = [f"pair={pair}", f"k={k}", "n=100", "repetitions=5", "seed=0", "metrics=[classifier]"]
+    # own_noise.seeds=0: the paper's evaluations only (compcor computes no own noise)
+    overrides = [f"pair={pair}", f"k={k}", "n=100", "repetitions=5", "seed=0", "metrics=[classifier]",
+                 "own_noise.seeds=0"]
     cfg = compose_config(overrides)
-    collections = KSCTask().build(cfg, out_dir)
-    embedder = build_embedder(cfg)
+    run = validate_config(cfg, out_dir)
+    collections = KSCTask().build(run)
+    embedder = build_embedder(cfg, cache_dir=run.cache_dir)
     rows = []
     for evaluation in collections.evaluations:
         repetition, i, j = evaluation.fields
