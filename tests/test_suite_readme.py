@@ -32,7 +32,7 @@ def test_the_readme_section_carries_the_reports_numbers_and_images(tmp_path):
     suite = paper_like(tmp_path / "suite", repetitions=5)
     readme = tmp_path / "README.md"
     readme.write_text("# front\n\n## Documentation\n\nlinks\n")
-    write_readme_example(suite, readme=readme, images=tmp_path / "images")
+    write_readme_example(suite, readme=readme, images=tmp_path / "images", results=tmp_path / "results")
     ranks = pd.read_csv(suite / "ranks.csv")
     best = ranks[(ranks["measure"] == "rho") & (ranks["place"] == 1)].iloc[0]
     text = readme.read_text()
@@ -41,7 +41,7 @@ def test_the_readme_section_carries_the_reports_numbers_and_images(tmp_path):
     assert f"Friedman χ² = {best['friedman_chi2']:.2f}, p = {best['friedman_p']:.3g}" in text
     assert (tmp_path / "images" / "suite_card.png").read_bytes() == (suite / f"card_{best['metric']}.png").read_bytes()
     assert (tmp_path / "images" / "suite_cd_rho.png").is_file()
-    write_readme_example(suite, readme=readme, images=tmp_path / "images")  # again: replaced, not added twice
+    write_readme_example(suite, readme=readme, images=tmp_path / "images", results=tmp_path / "results")  # again: replaced, not added twice
     assert readme.read_text().count(START) == 1
 
 
@@ -50,5 +50,5 @@ def test_a_reduced_suite_cannot_stand_in_for_the_paper_suite(tmp_path):
     readme = tmp_path / "README.md"
     readme.write_text("## Documentation\n")
     with pytest.raises(ValueError, match="fewer than 5 repetitions"):
-        write_readme_example(suite, readme=readme, images=tmp_path / "images")
+        write_readme_example(suite, readme=readme, images=tmp_path / "images", results=tmp_path / "results")
     assert readme.read_text() == "## Documentation\n"

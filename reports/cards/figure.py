@@ -16,6 +16,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.ticker as ticker  # noqa: E402
 import numpy as np  # noqa: E402
 
 from textmetric_bench.reports.bounds import BOUNDS  # noqa: E402
@@ -74,6 +75,10 @@ def _panel(ax, card: Card, measure: str, labelled: bool) -> None:
     ax.set_ylim(-0.6, len(rows) - 0.4)
     if measure == "T" and (rows["mean"] > 0).all():
         ax.set_xscale("log")
+        # a speed range often spans less than a decade: plain numbers at 1-2-5 steps, no crowded minor labels
+        ax.xaxis.set_major_locator(ticker.LogLocator(subs=(1.0, 2.0, 5.0)))
+        ax.xaxis.set_major_formatter(ticker.FuncFormatter(lambda value, _: f"{value:g}"))
+        ax.xaxis.set_minor_formatter(ticker.NullFormatter())
     ax.tick_params(axis="x", labelsize=7)
     ax.grid(axis="x", alpha=0.3)
     title = SYMBOLS.get(measure, measure)

@@ -23,6 +23,9 @@ from textmetric_bench.reports.labels import MEASURE_LABELS  # noqa: E402
 from textmetric_bench.reports.suite.ranks import ALPHA, MeasureRanks  # noqa: E402
 
 
+TITLE_WIDTH = 95  # characters per title line: a longer line runs past the 8-inch figure
+
+
 def measure_title(measure: str) -> str:
     """The measure's label as the tables give it (T in its own unit: evaluations per second)."""
     if measure == "T":
@@ -40,10 +43,12 @@ def cd_diagram(result: MeasureRanks, path: Path) -> Path:
                                    label_fmt_left="{label} ({rank:.2f})", label_fmt_right="({rank:.2f}) {label}")
     friedman = ("Friedman: too few metrics or settings" if math.isnan(result.statistic) else
                 f"Friedman χ² = {result.statistic:.2f}, p = {result.p:.3g}")
-    title = (f"{measure_title(result.measure)}\nmean rank over {result.settings} settings (1 = best); {friedman}; "
-             f"bars: not separated by Wilcoxon–Holm at {ALPHA:g}")
+    lines = [measure_title(result.measure),
+             textwrap.fill(f"mean rank over {result.settings} settings (1 = best); {friedman}; "
+                           f"bars: not separated by Wilcoxon–Holm at {ALPHA:g}", TITLE_WIDTH)]
     if result.warning:
-        title += "\n" + textwrap.fill("Warning: " + result.warning, 110)
+        lines.append(textwrap.fill("Warning: " + result.warning, TITLE_WIDTH))
+    title = "\n".join(lines)
     ax.set_title(title, fontsize=8, loc="left")
     fig.tight_layout()
     path = Path(path)

@@ -5,7 +5,8 @@ of the prose around them written from that suite's ``ranks.csv``, never by hand.
     python -m textmetric_bench.reports.suite.readme multirun/suite/paper     # images and README section
 
 run from the checkout, copies ``cd_<measure>.png`` and the card of the metric ranked first by that measure into ``docs/images/`` and
-rewrites the README between the markers ``<!-- suite-example:start -->`` and ``<!-- suite-example:end -->``
+keeps the suite's ``settings.csv`` (without machine paths) and ``ranks.csv`` in ``reports/suite/paper_example/``
+and rewrites the README between the markers ``<!-- suite-example:start -->`` and ``<!-- suite-example:end -->``
 (added before "## Documentation" the first time). It refuses a suite that is not ``paper`` at 004's settings
 (k = 7 and 12, n = 100, 5 repetitions): a reduced run must not stand in for it.
 """
@@ -25,6 +26,7 @@ from textmetric_bench.reports.suite.report import file_name
 START, END = "<!-- suite-example:start -->", "<!-- suite-example:end -->"
 MEASURE = "rho"
 COMMAND = "python -m textmetric_bench suite=paper"
+RESULTS = "reports/suite/paper_example"  # the suite's settings.csv and ranks.csv behind the README's numbers
 
 
 def paper_settings_problem(settings: pd.DataFrame) -> str | None:
@@ -60,14 +62,20 @@ def section(ranks: pd.DataFrame, measure: str = MEASURE) -> tuple[str, str]:
     return text, str(best["metric"])
 
 
-def write_readme_example(suite_dir: Path, readme: Path = Path("README.md"), images: Path = Path("docs/images")) -> Path:
-    """Copy the images and rewrite the README section from the suite report in ``suite_dir``."""
+def write_readme_example(suite_dir: Path, readme: Path = Path("README.md"), images: Path = Path("docs/images"),
+                         results: Path = Path(RESULTS)) -> Path:
+    """Copy the images, keep the suite's ``settings.csv`` and ``ranks.csv`` in ``results`` (so that tests can check
+    the prose and the ranks against them) and rewrite the README section from the suite report in ``suite_dir``."""
     suite_dir = Path(suite_dir)
     problem = paper_settings_problem(pd.read_csv(suite_dir / "settings.csv"))
     if problem:
         raise ValueError(f"{suite_dir} is not a full suite=paper run: {problem}; run `{COMMAND}`")
     text, metric = section(pd.read_csv(suite_dir / "ranks.csv"))
     images.mkdir(parents=True, exist_ok=True)
+    results.mkdir(parents=True, exist_ok=True)
+    settings = pd.read_csv(suite_dir / "settings.csv").drop(columns=["run_dir"], errors="ignore")  # machine paths
+    settings.to_csv(results / "settings.csv", index=False)
+    shutil.copyfile(suite_dir / "ranks.csv", results / "ranks.csv")
     shutil.copyfile(suite_dir / f"cd_{MEASURE}.png", images / f"suite_cd_{MEASURE}.png")
     shutil.copyfile(suite_dir / f"card_{file_name(metric)}.png", images / "suite_card.png")
     current = readme.read_text(encoding="utf-8")
@@ -86,11 +94,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("suite_dir", type=Path, help="the suite's directory, e.g. multirun/suite/paper")
     parser.add_argument("--readme", type=Path, default=Path("README.md"), help="default: README.md here (the checkout)")
     parser.add_argument("--images", type=Path, default=Path("docs/images"), help="default: docs/images here")
+    parser.add_argument("--results", type=Path, default=Path(RESULTS), help=f"default: {RESULTS} here")
     args = parser.parse_args(argv)
     if not args.readme.is_file():
         raise SystemExit(f"suite readme: no {args.readme}; run it from the checkout or give --readme")
     try:
-        print(f"wrote {write_readme_example(args.suite_dir, args.readme, args.images)}")
+        print(f"wrote {write_readme_example(args.suite_dir, args.readme, args.images, args.results)}")
     except (ValueError, FileNotFoundError) as exc:
         raise SystemExit(f"suite readme: {exc}") from None
     return 0

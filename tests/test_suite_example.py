@@ -1,0 +1,95 @@
+"""The README's suite example is checked against the suite=paper results it was written from
+(``reports/suite/paper_example/``), and those results against what today's code ships elsewhere:
+
+- the README section is exactly what ``readme.section`` writes from the committed ``ranks.csv``;
+- today's ranking code, run on the committed per-setting ``settings.csv``, gives the committed ``ranks.csv``;
+- the committed per-setting values equal 004's Table 3 reproduction (``reports/paper_table3``, rebuilt by
+  ``make regenerate STEPS=paper``) and the shipped reference rows (``reports/reference``), which the integrity
+  checks tie to today's code.
+
+Recomputing the suite itself takes about an hour (``make suite-example``) and is not part of the test tiers.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from textmetric_bench.reports.suite.ranks import rank_measures, ranks_frame
+from textmetric_bench.reports.suite.readme import END, RESULTS, START, paper_settings_problem, section
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS_DIR = ROOT / RESULTS
+DETERMINISTIC = ("A", "Aw", "rho", "omega2", "L", "S", "I")  # T is a speed: it moves with the machine's load
+
+
+@pytest.fixture(scope="module")
+def settings() -> pd.DataFrame:
+    return pd.read_csv(RESULTS_DIR / "settings.csv")
+
+
+@pytest.fixture(scope="module")
+def ranks() -> pd.DataFrame:
+    return pd.read_csv(RESULTS_DIR / "ranks.csv")
+
+
+def test_the_committed_results_are_a_full_paper_suite(settings):
+    assert paper_settings_problem(settings) is None
+
+
+def test_the_readme_section_is_written_from_the_committed_ranks(ranks):
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    shipped = START + readme.split(START, 1)[1].split(END, 1)[0] + END
+    assert shipped == section(ranks)[0]
+
+
+def test_todays_ranking_code_gives_the_committed_ranks(settings, ranks):
+    again = ranks_frame(rank_measures(settings))
+    again = again[again["measure"].isin(DETERMINISTIC)].reset_index(drop=True)
+    shipped = ranks[ranks["measure"].isin(DETERMINISTIC)].reset_index(drop=True)
+    assert list(again["measure"] + again["metric"]) == list(shipped["measure"] + shipped["metric"])
+    for column in ("mean_rank", "place", "settings", "metrics", "friedman_chi2", "friedman_p"):
+        np.testing.assert_allclose(again[column].astype(float), shipped[column].astype(float), rtol=1e-9,
+                                   err_msg=column)
+    for column in ("not_separated_from", "warning"):
+        assert list(again[column].fillna("")) == list(shipped[column].fillna("")), column
+
+
+def test_the_committed_values_equal_the_table3_reproduction(settings):
+    checked = 0
+    for path in sorted((ROOT / "reports" / "paper_table3").glob("*_k*.csv")):
+        pair, k = path.stem.rsplit("_k", 1)
+        table = pd.read_csv(path).set_index("metric")
+        rows = settings[(settings["task"] == "ksc") & (settings["pair"] == pair) & (settings["k"] == int(k))]
+        assert not rows.empty, f"suite=paper lacks {pair} k={k}"
+        for row in rows[rows["measure"].isin(DETERMINISTIC) & rows["metric"].isin(table.index)].itertuples():
+            assert row.mean == pytest.approx(table.loc[row.metric, row.measure], rel=1e-12), (path.name, row)
+            checked += 1
+    assert checked >= 4 * 8 * 5  # four settings, 004's eight metrics, five measures
+
+
+def test_the_committed_values_equal_the_shipped_reference_rows(settings):
+    checked = 0
+    for path in sorted((ROOT / "reports" / "reference").glob("*.json")):
+        shipped = json.loads(path.read_text())
+        s = shipped["settings"]
+        rows = settings[(settings["task"] == s["task"]) & (settings["pair"] == s["pair"])
+                        & (settings["k"] == s["k"]) & (settings["n"] == s["n"]) & (settings["seed"] == s["seed"])
+                        & (settings["source"] == "run")]
+        if rows.empty:
+            continue  # a reference setting outside suite=paper
+        for metric, entry in shipped["metrics"].items():
+            per_repetition = pd.DataFrame(entry["measures"])
+            for measure in ("rho", "omega2", "L", "A", "Aw"):
+                if measure not in per_repetition:
+                    continue
+                value = rows[(rows["metric"] == metric) & (rows["measure"] == measure)]["mean"]
+                assert len(value) == 1, (path.name, metric, measure)
+                assert value.iloc[0] == pytest.approx(per_repetition[measure].mean(), rel=1e-9), \
+                    (path.name, metric, measure)
+                checked += 1
+    assert checked >= 2 * 18 * 5  # atis_news and clinc150_banking77 at k=7, every default metric
