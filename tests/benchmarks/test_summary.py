@@ -83,6 +83,42 @@ def test_write_generated_writes_the_page_and_keeps_the_quoted_copy(tmp_path, mon
     quoted = json.loads(summary.QUOTED.read_text())
     (tmp_path / "summary.json").write_text(json.dumps(quoted))
     monkeypatch.setattr(summary, "QUOTED", tmp_path / "quoted.json")
-    summary.write_generated(tmp_path / "summary.json", tmp_path / "generated" / "benchmark.md")
+    readme = tmp_path / "README.md"
+    readme.write_text(f"front {summary.IFC_START}old{summary.IFC_END} back")
+    summary.write_generated(tmp_path / "summary.json", tmp_path / "generated" / "benchmark.md", readme=readme)
+    assert readme.read_text() == f"front {summary.IFC_START}{summary.readme_ifc_text(quoted)}{summary.IFC_END} back"
     assert (tmp_path / "generated" / "benchmark.md").read_text(encoding="utf-8") == summary.generated_page(quoted)
     assert json.loads((tmp_path / "quoted.json").read_text()) == quoted
+
+
+def test_the_readme_quotes_the_default_ifc_run_of_the_quoted_summary():
+    from summary import IFC_END, IFC_START, QUOTED, README, readme_ifc_text
+
+    text = README.read_text(encoding="utf-8")
+    assert text.count(IFC_START) == 1
+    assert text.split(IFC_START, 1)[1].split(IFC_END, 1)[0] == readme_ifc_text(json.loads(QUOTED.read_text())), \
+        "run python tests/benchmarks/summary.py --docs"
+
+
+def test_an_ifc_run_measured_alone_replaces_only_that_row(tmp_path, monkeypatch):
+    import summary
+
+    quoted = json.loads(summary.QUOTED.read_text())
+    monkeypatch.setattr(summary, "QUOTED", tmp_path / "quoted.json")
+    summary.QUOTED.write_text(json.dumps(quoted))
+    about = {**summary.machine(), "logical_cores": 2, "cpu": "Some CPU", "date": "2030-01-02 03:04 UTC"}
+    run = {"seconds": 201.0, "peak_tree_rss_mb": 2900.0, "load_at_start": 0.1, "generation_threads": 2,
+           "machine": about}
+    (tmp_path / "alone.json").write_text(json.dumps({"machine": about, "studies": [],
+                                                     "lm": {"machine": about, "jobs": [], "ifc_run": run}}))
+    readme = tmp_path / "README.md"
+    readme.write_text(f"{summary.IFC_START}{summary.IFC_END}")
+    summary.write_generated(tmp_path / "alone.json", tmp_path / "benchmark.md", ifc_run_only=True, readme=readme)
+    merged = json.loads(summary.QUOTED.read_text())
+    assert merged["studies"] == quoted["studies"] and merged["lm"]["jobs"] == quoted["lm"]["jobs"]
+    assert merged["lm"]["ifc_run"] == run
+    assert "the default run took 3.4 min at a peak of 2.8 GB on an idle 2-core Some CPU" in readme.read_text()
+    assert "measured on 2030-01-02 03:04 UTC (Some CPU, 2 logical cores)" in (tmp_path / "benchmark.md").read_text()
+    (tmp_path / "empty.json").write_text(json.dumps({"machine": about, "studies": []}))
+    with pytest.raises(SystemExit, match="no default IFC run"):
+        summary.write_generated(tmp_path / "empty.json", tmp_path / "benchmark.md", ifc_run_only=True, readme=readme)
