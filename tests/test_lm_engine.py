@@ -54,6 +54,14 @@ def test_token_logprobs_match_torch(smollm2, ct2, texts, add_eos):
     assert gap > 0  # another engine: not bit for bit (else the separate cache key would be needless)
 
 
+def test_a_text_scores_the_same_alone_or_in_any_batch(ct2, texts):
+    """CTranslate2 computes each row without the padding of its batch: its scores do not depend on the batch."""
+    alone = token_logprobs(*ct2, texts[:10], batch_size=1)
+    for batched in (token_logprobs(*ct2, texts[:10], batch_size=10), token_logprobs(*ct2, texts[:10][::-1], batch_size=4)[::-1]):
+        for a, b in zip(alone, batched):
+            np.testing.assert_array_equal(a, b)
+
+
 def test_truncated_texts_match_torch(smollm2, ct2, texts):
     want = token_logprobs(*smollm2, texts, batch_size=8, max_tokens=5)
     got = token_logprobs(*ct2, texts, batch_size=8, max_tokens=5)
