@@ -55,7 +55,7 @@ def test_token_logprobs_match_torch(smollm2, ct2, texts, add_eos):
 
 
 def test_a_text_scores_the_same_alone_or_in_any_batch(ct2, texts):
-    """CTranslate2 computes each row without the padding of its batch: its scores do not depend on the batch."""
+    """With the pinned kernels, CTranslate2's scores of a text do not depend on the batch it is scored in."""
     alone = token_logprobs(*ct2, texts[:10], batch_size=1)
     for batched in (token_logprobs(*ct2, texts[:10], batch_size=10), token_logprobs(*ct2, texts[:10][::-1], batch_size=4)[::-1]):
         for a, b in zip(alone, batched):
