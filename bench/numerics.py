@@ -53,6 +53,26 @@ def pin_cpu_numerics() -> None:
         os.environ.setdefault(name, value)
 
 
+#: CTranslate2's own switches (``lm.engine=ctranslate2``, textmetric_bench.features.lm_ct2): its kernels (softmax,
+#: layer norm, ...) dispatch by ``CT2_FORCE_CPU_ISA``, and its float32 GEMM goes to MKL only on Intel CPUs unless
+#: ``CT2_USE_MKL=1`` (elsewhere to its bundled oneDNN). Forcing MKL everywhere lets ``MKL_CBWR`` above pin the GEMM
+#: too; oneDNN, where a build lacks MKL, is capped by ``ONEDNN_MAX_CPU_ISA``. Not part of ``numerics_label``:
+#: they change LM scores only when that engine is chosen, and its scores are cached under its own key.
+CT2_PINNED = {"CT2_FORCE_CPU_ISA": "AVX2", "CT2_USE_MKL": "1"}
+
+
+def pin_ctranslate2_numerics() -> None:
+    """Set the switches of CT2_PINNED the user did not set, when torch's are pinned (``numerics_label``).
+
+    CTranslate2 reads them once, on its first computation, so this runs before it is imported. Why: its PyPI
+    wheel picks AVX-512 kernels and, off Intel, oneDNN's GEMM by itself, so the same text would score
+    differently on our AMD and Intel machines; pinned, it computes what it computes on an AVX2 Intel CPU.
+    """
+    if numerics_label() == PINNED_LABEL:
+        for name, value in CT2_PINNED.items():
+            os.environ.setdefault(name, value)
+
+
 def numerics_label() -> str:
     """``avx2-cnr`` when every switch holds the pinned value, else ``native``: part of an embedding's cache key."""
     pinned = all(os.environ.get(name, "").replace(" ", "").upper() == value.upper() for name, value in PINNED.items())

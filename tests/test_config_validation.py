@@ -59,6 +59,7 @@ BAD_VALUES = {
     "lm-batch-many": (["lm.batch_size=many"], ["lm.batch_size='many'"]),
     "lm-threads-zero": (["lm.threads=0"], ["lm.threads=0"]),
     "lm-workers-zero": (["lm.workers=0"], ["lm.workers=0", "'auto'", "e.g. lm.workers=2"]),
+    "lm-engine-unknown": (["lm.engine=onnx"], ["lm.engine='onnx'", "torch or ctranslate2"]),
     "k-fraction": (["k=3.5"], ["k=3.5", "whole number"]),
     "k-too-small": (["k=2"], ["k=2"]),
     "n-too-small": (["k=7", "n=5"], ["n=5"]),
@@ -102,7 +103,8 @@ def test_every_task_default_config_is_valid(task, tmp_path):
 
 @pytest.mark.parametrize("override", ["engine.timeout=null", "engine.workers=auto", "embedder.device=cuda:1",
                                       "lm.device=mps", "lm.threads=null", "engine.timeout=0.5", "reference=false",
-                                      "engine.max_timeouts=0", "engine.max_timeouts=null"])
+                                      "engine.max_timeouts=0", "engine.max_timeouts=null",
+                                      "lm.engine=ctranslate2"])
 def test_valid_alternatives_are_accepted(override, tmp_path):
     assert problems(tmp_path, override) == []
 

@@ -61,7 +61,7 @@ def test_scores_from_two_workers_equal_serial_scores(scores_dir, smollm2_cfg, in
         lm = scorer_with(scores_dir / f"w{workers}", smollm2_cfg, workers, batch_size=4)
         try:
             with use_context(lm.context):
-                lm_scores._scorers[(lm.context.cache_dir, lm.model_id)] = lm
+                lm_scores._scorers[lm_scores.scorer_key(lm.context)] = lm
                 infill = infill_logprobs(texts, **INFILL)
                 plain = lm.token_logprobs(texts)
                 if workers == 2:
@@ -69,7 +69,7 @@ def test_scores_from_two_workers_equal_serial_scores(scores_dir, smollm2_cfg, in
                 results[workers] = (infill, plain, lm.scored)
         finally:
             lm.close()
-            lm_scores._scorers.pop((lm.context.cache_dir, lm.model_id), None)
+            lm_scores._scorers.pop(lm_scores.scorer_key(lm.context), None)
     (infill_1, plain_1, n_1), (infill_2, plain_2, n_2) = results[1], results[2]
     assert n_1 == n_2 == 2 * len(set(texts))  # every text scored once per pass in both runs
     assert sum(len(v) for v in infill_1) > 2 * len(texts)  # most intents: three masked spans each

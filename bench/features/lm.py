@@ -226,7 +226,11 @@ def length_batches(seqs: Sequence[Sequence[int]], batch_size: int) -> list[list[
 
 
 def batch_logprobs(model, tokenizer, seqs: Sequence[Sequence[int]], starts: Sequence[int]) -> list[np.ndarray]:
-    """log p(token | preceding tokens) of the tokens ``seq[start:]`` of each sequence of one padded batch."""
+    """log p(token | preceding tokens) of the tokens ``seq[start:]`` of each sequence of one padded batch.
+
+    A ``model`` with ``score_sequences`` (another engine, ``textmetric_bench.features.lm_ct2``) scores them itself."""
+    if hasattr(model, "score_sequences"):
+        return model.score_sequences(seqs, starts)
     import torch
 
     device = next(model.parameters()).device

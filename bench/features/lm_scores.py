@@ -33,8 +33,9 @@ from textmetric_bench.console import adopt_library_loggers, progress_bar
 from textmetric_bench.api.context import RunContext, current_context
 from textmetric_bench.api.sharing import charge
 from textmetric_bench.features.embedding import model_files_digest, resolve_device
-from textmetric_bench.features.lm import (checkpoint_path, continuation_sequences, length_batches, load_causal_lm, load_tokenizer,
+from textmetric_bench.features.lm import (checkpoint_path, continuation_sequences, length_batches, load_tokenizer,
                                model_id, text_sequences)
+from textmetric_bench.features.lm_ct2 import converted_ctranslate2, engine_id, lm_engine, load_scoring_lm
 from textmetric_bench.features.lm_workers import Batch, LMWorkers, resolve_workers, score_batch
 from textmetric_bench.features.shard_cache import RaggedCache, slug, text_key
 
@@ -45,10 +46,15 @@ CHUNK = 512  # texts scored between two cache writes
 def scorer(context: RunContext | None = None) -> "LMScorer":
     """The (process-wide, lazily loaded) scorer of ``context``, by default the current one."""
     context = context or current_context()
-    key = (context.cache_dir, model_id(context.lm))
+    key = scorer_key(context)
     if key not in _scorers:
         _scorers[key] = LMScorer(context)
     return _scorers[key]
+
+
+def scorer_key(context: RunContext) -> tuple:
+    """Which contexts share a scorer: the same cache, weights and engine (``lm.engine``)."""
+    return context.cache_dir, model_id(context.lm), lm_engine(context.lm)
 
 
 class TextProgress:
@@ -96,7 +102,7 @@ class LMScorer:
     def _loaded(self):
         if self._model is None:
             start = time.perf_counter()
-            self._model = load_causal_lm(self.context.lm, self.context.cache_dir)
+            self._model = load_scoring_lm(self.context.lm, self.context.cache_dir)
             adopt_library_loggers()  # transformers, imported by the load, prints through its own handler
             self._not_scoring += time.perf_counter() - start
         return self._model
@@ -104,6 +110,8 @@ class LMScorer:
     def _workers(self) -> LMWorkers:
         if self._pool is None:
             checkpoint_path(self.context.lm, self.context.cache_dir)  # convert once here, not in every worker
+            if engine_id(self.context.lm) != "torch":
+                converted_ctranslate2(self.context.lm, self.context.cache_dir)
             self._pool = LMWorkers(self.context.lm, self.context.cache_dir, self.workers)
             atexit.register(self.close)
         return self._pool
@@ -119,11 +127,14 @@ class LMScorer:
         return time.perf_counter() - self._not_scoring
 
     def _scores_id(self) -> str:
-        """The model id, its files when it is a local directory, and the device: what the scores depend on."""
+        """The model id, its files when it is a local directory, the device and the engine (with its version,
+        ``lm.engine``): what the scores depend on. Torch's key is the one it had before engines existed."""
         lm, ident = self.context.lm, self.model_id
         if lm.get("path") and Path(str(lm["path"])).expanduser().is_dir():
             ident += f"+files.{model_files_digest(Path(str(lm['path'])).expanduser(), mtimes=True)}"
-        return f"{ident}|{resolve_device(str(lm.get('device') or 'auto')).split(':')[0]}"
+        engine = engine_id(lm)
+        return f"{ident}|{resolve_device(str(lm.get('device') or 'auto')).split(':')[0]}" + (
+            f"|{engine}" if engine != "torch" else "")
 
     def cache(self, kind: str) -> RaggedCache:
         if kind not in self._caches:

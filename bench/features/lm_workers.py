@@ -2,7 +2,7 @@
 
 ``lm.workers`` processes (``auto``: one per usable core on the CPU, one on a GPU) score the
 length-sorted batches of ``textmetric_bench.features.lm.length_batches`` in a pebble pool, one batch per
-task, each worker with one torch thread (``lm.threads``). The batches are the same as in one
+task, each worker with one thread (``lm.threads``) of the engine ``lm.engine`` (``textmetric_bench.features.lm_ct2``). The batches are the same as in one
 process, so the scores are bit-for-bit those of serial scoring, whatever the number of workers.
 
 Why processes and not torch threads: on this 2-core machine, shared with other jobs (load
@@ -41,7 +41,8 @@ import numpy as np
 
 from textmetric_bench.errors import BenchError, ConfigError
 from textmetric_bench.features.embedding import resolve_device
-from textmetric_bench.features.lm import batch_logprobs, load_causal_lm
+from textmetric_bench.features.lm import batch_logprobs
+from textmetric_bench.features.lm_ct2 import load_scoring_lm
 
 Batch = tuple[list[list[int]], list[int]]  # token sequences and where each one's scored part starts
 Scored = tuple[list[np.ndarray], float, float]  # log-probabilities, wall seconds, CPU seconds
@@ -84,7 +85,7 @@ def _worker_batch(cfg_lm: Mapping[str, Any], cache_dir: str, parent: int, seqs, 
     """The task run in a worker: load the model once per process, then score one batch."""
     if "model" not in _state:
         threading.Thread(target=_exit_when_orphaned, args=(parent,), daemon=True).start()
-        _state["model"] = load_causal_lm({**cfg_lm, "threads": cfg_lm.get("threads") or 1}, cache_dir)
+        _state["model"] = load_scoring_lm({**cfg_lm, "threads": cfg_lm.get("threads") or 1}, cache_dir)
     return score_batch(_state["model"], seqs, starts)
 
 

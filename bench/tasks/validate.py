@@ -84,6 +84,7 @@ COMMON_RULES = (
     Rule("embedder.device", device, DEVICES, "cpu"),
     Rule("embedder.batch_size", whole(1), "a whole number >= 1", "64"),
     Rule("lm.device", device, DEVICES, "cpu"),
+    Rule("lm.engine", lambda v: v in ("torch", "ctranslate2"), "torch or ctranslate2", "ctranslate2"),
     Rule("lm.batch_size", whole(1), "a whole number >= 1", "16"),
     Rule("lm.workers", either(whole(1), lambda v: v == "auto"), "a whole number >= 1 or 'auto'", "2"),
     Rule("lm.threads", either(whole(1), null), "a whole number >= 1, or null for one per core", "1"),

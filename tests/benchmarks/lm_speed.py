@@ -11,7 +11,9 @@ converted SmolLM2 and the same 200 banking77 training texts and do what one IFC 
   95th-percentile length + 1; *before* ``transformers``' ``generate`` in batches of 64 (commit 7aed463), *after*
   ``sample_corpus`` (``textmetric_bench.features.lm_sampling``). Tokens/s counts each text's sampled
   tokens up to and with its EOS, or to the cap;
-- LM scoring (FACE, CTRLEval): ``token_logprobs`` of the 200 texts, the same engine before and after.
+- LM scoring (FACE, CTRLEval): ``token_logprobs`` of the 200 texts, with torch before and after; *after* also
+  with ``lm.engine=ctranslate2`` (``scoring_ctranslate2``, its model converted beforehand, one thread), with the
+  largest gap to torch's log-probabilities per token and on a text's sum.
 
 Both run with one torch thread on one core (``timed_experiments.pin_to_one_core``), so the ratio compares
 the code, not the cores it got; the CPU seconds are reported beside the wall seconds because a busy
@@ -84,6 +86,24 @@ def sample_before(model, tokenizer, n: int, cap: int, *, seed: int) -> tuple[lis
     return rows, tokens
 
 
+def score_with_ctranslate2(cfg: dict, cache_dir: str, texts: list[str], torch_scores: list) -> dict:
+    """``token_logprobs`` of ``texts`` through CTranslate2 (loaded, and converted if needed, before the clock
+    starts), with the largest gaps to ``torch_scores``: per token, absolute, and on a text's sum, relative."""
+    import numpy as np
+
+    from textmetric_bench.features.lm import token_logprobs
+    from textmetric_bench.features.lm_ct2 import engine_id, load_ctranslate2_lm
+
+    model, tokenizer = load_ctranslate2_lm({**cfg, "engine": "ctranslate2"}, cache_dir)
+    scored, wall, cpu = _timed(lambda: token_logprobs(model, tokenizer, texts, batch_size=16))
+    return {"tokens": int(sum(len(s) for s in scored)), "seconds": wall, "cpu_seconds": cpu,
+            "engine": engine_id({"engine": "ctranslate2"}),
+            "max_abs_gap": max(float(np.max(np.abs(c - t), initial=0)) for c, t in zip(scored, torch_scores)),
+            "max_rel_sum_gap": max(abs(c.sum() - t.sum()) / abs(t.sum()) for c, t in zip(scored, torch_scores)
+                                   if len(t)),
+            "same_lengths": [len(c) for c in scored] == [len(t) for t in torch_scores]}
+
+
 def main(impl: str, texts_file: str, cache_dir: str, tuned_dir: str) -> dict:
     pin_to_one_core()
     import numpy as np
@@ -130,7 +150,9 @@ def main(impl: str, texts_file: str, cache_dir: str, tuned_dir: str) -> dict:
 
     scored, wall, cpu = _timed(lambda: token_logprobs(model, tokenizer, texts, batch_size=16))
     record["scoring"] = {"tokens": int(sum(len(s) for s in scored)), "seconds": wall, "cpu_seconds": cpu}
-    for job in ("fine_tuning", "sampling", "scoring"):
+    if impl == "after":
+        record["scoring_ctranslate2"] = score_with_ctranslate2(cfg, cache_dir, texts, scored)
+    for job in [job for job in ("fine_tuning", "sampling", "scoring", "scoring_ctranslate2") if job in record]:
         r = record[job]
         r["tokens_per_s"], r["tokens_per_cpu_s"] = r["tokens"] / r["seconds"], r["tokens"] / r["cpu_seconds"]
     return record

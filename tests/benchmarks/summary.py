@@ -29,25 +29,31 @@ COLUMNS = ("study", "evaluations", "ours_s", "compcor_s", "ratio", "ours_cpu_s",
 #: The language model's jobs (lm_speed.py), each timed before and after on one pinned core
 LM_JOBS = {"sampling": "IFC sampling", "fine_tuning": "IFC fine-tuning", "scoring": "LM scoring (FACE, CTRLEval)"}
 LM_BEFORE, LM_AFTER, IFC_RUN = "lm/before", "lm/after", "lm/ifc-default-run"
+#: LM scoring through lm.engine=ctranslate2, timed in the after run beside torch's: a row of its own, torch as before
+ENGINE_JOB, LM_ENGINE_ROW = "scoring_ctranslate2", "LM scoring, torch->CTranslate2"
 
 
 def lm_rows(results: dict[str, dict]) -> list[dict]:
     """One row per job of ``LM_JOBS``: tokens per wall and per CPU second before and after, their ratios
-    (after / before, > 1 = faster now) and, for fine-tuning, the share of padding in the batches."""
+    (after / before, > 1 = faster now) and, for fine-tuning, the share of padding in the batches; then, when the
+    after run scored with CTranslate2 too, a row of torch's scoring (before) against CTranslate2's (after)."""
     before, after = results.get(LM_BEFORE), results.get(LM_AFTER)
     if not (before or after):
         return []
-    rows = []
-    for job, label in LM_JOBS.items():
-        b, a = (r.get(job) if r else None for r in (before, after))
-        row = {"job": label}
-        for unit in ("tokens_per_s", "tokens_per_cpu_s"):
-            row[f"before_{unit}"], row[f"after_{unit}"] = _get(b, unit), _get(a, unit)
-            row[f"{unit}_ratio"] = (row[f"after_{unit}"] / row[f"before_{unit}"]
-                                    if row[f"after_{unit}"] and row[f"before_{unit}"] else None)
-        row["before_padding_share"], row["after_padding_share"] = _get(b, "padding_share"), _get(a, "padding_share")
-        rows.append(row)
+    rows = [_speed_row(label, *(r.get(job) if r else None for r in (before, after))) for job, label in LM_JOBS.items()]
+    if after and after.get(ENGINE_JOB):  # torch (before) against CTranslate2 (after), both timed in the after run
+        rows.append(_speed_row(LM_ENGINE_ROW, after.get("scoring"), after[ENGINE_JOB]))
     return rows
+
+
+def _speed_row(label: str, b: dict | None, a: dict | None) -> dict:
+    row = {"job": label}
+    for unit in ("tokens_per_s", "tokens_per_cpu_s"):
+        row[f"before_{unit}"], row[f"after_{unit}"] = _get(b, unit), _get(a, unit)
+        row[f"{unit}_ratio"] = (row[f"after_{unit}"] / row[f"before_{unit}"]
+                                if row[f"after_{unit}"] and row[f"before_{unit}"] else None)
+    row["before_padding_share"], row["after_padding_share"] = _get(b, "padding_share"), _get(a, "padding_share")
+    return row
 
 
 def ifc_run_row(results: dict[str, dict]) -> dict | None:

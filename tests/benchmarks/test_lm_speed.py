@@ -73,6 +73,16 @@ def test_lm_scoring_speed_is_recorded(lm_speed):
     assert lm_speed["after"]["scoring"]["tokens_per_s"] > 0  # one engine before and after: no goal, a row
 
 
+def test_ctranslate2_scores_what_torch_scores_within_the_tolerance(lm_speed):
+    """lm.engine=ctranslate2 on the same texts: its speed is a row of the table (recorded, not a goal: about
+    1.3x per CPU second on a busy machine), its log-probabilities equal torch's within the stated tolerance."""
+    from textmetric_bench.features.lm_ct2 import SUM_TOLERANCE, TOKEN_TOLERANCE
+
+    torch_run, ct2 = lm_speed["after"]["scoring"], lm_speed["after"]["scoring_ctranslate2"]
+    assert ct2["same_lengths"] and ct2["tokens"] == torch_run["tokens"]
+    assert ct2["max_abs_gap"] <= TOKEN_TOLERANCE and ct2["max_rel_sum_gap"] <= SUM_TOLERANCE, ct2
+
+
 def test_the_default_ifc_run_fits_in_four_minutes_and_three_gigabytes(tmp_path, converted_model, measured_run,
                                                                       experiment_results):
     """Time is a goal on an idle machine only (load average below half the cores at the start): on a busy one

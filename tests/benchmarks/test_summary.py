@@ -122,3 +122,19 @@ def test_an_ifc_run_measured_alone_replaces_only_that_row(tmp_path, monkeypatch)
     (tmp_path / "empty.json").write_text(json.dumps({"machine": about, "studies": []}))
     with pytest.raises(SystemExit, match="no default IFC run"):
         summary.write_generated(tmp_path / "empty.json", tmp_path / "benchmark.md", ifc_run_only=True, readme=readme)
+
+
+def test_the_engine_row_compares_ctranslate2_with_torch_in_the_after_run():
+    from summary import ENGINE_JOB, LM_AFTER, LM_BEFORE, LM_ENGINE_ROW, lm_markdown, lm_rows
+
+    speed = lambda wall, cpu: {"tokens_per_s": wall, "tokens_per_cpu_s": cpu}
+    results = {LM_BEFORE: {"scoring": speed(100.0, 110.0)},
+               LM_AFTER: {"scoring": speed(200.0, 220.0), ENGINE_JOB: speed(260.0, 330.0)}}
+    rows = lm_rows(results)
+    [engine] = [r for r in rows if r["job"] == LM_ENGINE_ROW]
+    assert (engine["before_tokens_per_s"], engine["after_tokens_per_s"]) == (200.0, 260.0)  # not the before run's
+    assert engine["tokens_per_s_ratio"] == pytest.approx(1.3) and engine["tokens_per_cpu_s_ratio"] == pytest.approx(1.5)
+    text = lm_markdown({"machine": machine(), "jobs": rows, "ifc_run": None})
+    assert f"| {LM_ENGINE_ROW} | 200.0 | 260.0 | 1.30 | 220.0 | 330.0 | 1.50 | - |" in text
+    del results[LM_AFTER][ENGINE_JOB]  # an after run without CTranslate2: no such row
+    assert LM_ENGINE_ROW not in [r["job"] for r in lm_rows(results)]

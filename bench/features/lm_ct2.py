@@ -1,0 +1,142 @@
+"""The engine that scores texts for the LM metrics: torch, or CTranslate2 (``lm.engine``).
+
+CTranslate2 (OpenNMT's inference engine for Transformer models) runs the same float32 weights
+through its own CPU kernels; on SmolLM2 it scored the same tokens about 1.3x faster per CPU
+second than torch (docs/performance.md). Its per-token log-probabilities equal torch's to
+within ``TOKEN_TOLERANCE`` (absolute, per token) and a text's sum to within ``SUM_TOLERANCE``
+(relative), tested in tests/test_lm_engine.py; not bit for bit, because its kernels sum in
+their own order, so the scores have their own cache key (``engine_id``).
+
+The float32 ``transformers`` checkpoint (``textmetric_bench.features.lm.checkpoint_path``) is
+converted once into ``<cache_dir>/lm/<model-id + ctranslate2 version>/`` (a file lock, a
+temporary directory renamed into place, like the GGUF conversion), then loaded as a
+``ctranslate2.Generator`` with ``lm.threads`` threads. Its kernels are pinned like torch's
+(``textmetric_bench.numerics.pin_ctranslate2_numerics``).
+
+Only scoring goes through CTranslate2; IFC's fine-tuning and sampling stay on torch.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from textmetric_bench.errors import ConfigError
+from textmetric_bench.features.embedding import model_files_digest, resolve_device
+from textmetric_bench.features.lm import checkpoint_path, load_causal_lm, load_tokenizer, model_id
+from textmetric_bench.features.shard_cache import slug
+from textmetric_bench.files import atomic_directory, held_lock, make_dirs, remove_stale_temporaries
+from textmetric_bench.numerics import pin_ctranslate2_numerics
+
+ENGINES = ("torch", "ctranslate2")
+#: What "matches torch" means for ``lm.engine=ctranslate2`` (tested): per token, absolute, in nats ...
+TOKEN_TOLERANCE = 5e-4
+#: ... and on a text's summed log-probability, relative.
+SUM_TOLERANCE = 1e-5
+INSTALL = "pip install 'ctranslate2>=4.5,<5'"
+
+
+def lm_engine(cfg_lm: Mapping[str, Any]) -> str:
+    """``lm.engine`` checked: ``torch`` (the default) or ``ctranslate2``."""
+    engine = str(cfg_lm.get("engine") or "torch")
+    if engine not in ENGINES:
+        raise ConfigError(f"lm.engine must be one of {', '.join(ENGINES)}, not {engine!r}")
+    return engine
+
+
+def ctranslate2_version() -> str:
+    """The installed CTranslate2's version, or a ConfigError saying how to install it."""
+    try:
+        return importlib.metadata.version("ctranslate2")
+    except importlib.metadata.PackageNotFoundError:
+        raise ConfigError(f"lm.engine=ctranslate2 needs the ctranslate2 package, which is not installed: {INSTALL} "
+                          "(or pip install 'textmetric-bench[lm-fast]'), or set lm.engine=torch") from None
+
+
+def engine_id(cfg_lm: Mapping[str, Any]) -> str:
+    """``torch`` or ``ctranslate2==<version>``: part of the LM scores' cache key."""
+    engine = lm_engine(cfg_lm)
+    return engine if engine == "torch" else f"{engine}=={ctranslate2_version()}"
+
+
+def _ctranslate2():
+    ctranslate2_version()
+    pin_ctranslate2_numerics()  # before its first computation, which reads the switches
+    try:
+        import ctranslate2
+    except ImportError as exc:
+        raise ConfigError(f"lm.engine=ctranslate2: the ctranslate2 package does not import ({exc}); "
+                          f"reinstall it ({INSTALL}) or set lm.engine=torch") from exc
+    return ctranslate2
+
+
+def converted_ctranslate2(cfg_lm: Mapping[str, Any], cache_dir: Path | str) -> Path:
+    """The CTranslate2 model converted from the float32 checkpoint of ``cfg_lm``, converting it on first use."""
+    source = checkpoint_path(cfg_lm, cache_dir)
+    ident = f"{model_id(cfg_lm)}|{engine_id({'engine': 'ctranslate2'})}|float32"
+    if cfg_lm.get("path"):  # a local directory: its files, not only its name
+        ident += f"|files.{model_files_digest(source, mtimes=True)}"
+    target = Path(cache_dir).expanduser() / "lm" / slug(ident)
+    if (target / "model.bin").is_file():
+        return target
+    ctranslate2 = _ctranslate2()
+    make_dirs(target.parent, "the CTranslate2 model")
+    with held_lock(target.parent / f".{target.name}.lock", f"converting {source} for CTranslate2 into {target}"):
+        if (target / "model.bin").is_file():  # another job converted it while this one waited
+            return target
+        remove_stale_temporaries(target.parent)
+        needed = sum(f.stat().st_size for f in source.glob("*.safetensors")) + 16 * 2**20
+        with atomic_directory(target, what="the CTranslate2 model", needed=needed) as tmp:
+            ctranslate2.converters.TransformersConverter(str(source)).convert(str(tmp), quantization=None, force=True)
+    return target
+
+
+class CTranslate2LM:
+    """A ``ctranslate2.Generator`` scoring token sequences as ``textmetric_bench.features.lm.batch_logprobs`` does."""
+
+    def __init__(self, generator, tokenizer):
+        self.generator, self.tokenizer = generator, tokenizer
+
+    def score_sequences(self, seqs: Sequence[Sequence[int]], starts: Sequence[int]) -> list[np.ndarray]:
+        """log p(token | preceding tokens) of the tokens ``seq[start:]`` of each sequence, as float64 arrays."""
+        out = [np.zeros(0) for _ in seqs]
+        rows = [i for i, seq in enumerate(seqs) if len(seq) > 1]  # one token has nothing to score
+        if rows:
+            tokens = [self.tokenizer.convert_ids_to_tokens([int(t) for t in seqs[i]]) for i in rows]
+            # max_input_length=0: no truncation, as torch (the callers cut texts to lm-specific lengths)
+            results = self.generator.score_batch(tokens, max_batch_size=len(rows), max_input_length=0)
+            for i, result in zip(rows, results):
+                values = np.asarray(result.log_probs, dtype=np.float64)
+                if len(values) != len(seqs[i]) - 1:
+                    raise RuntimeError(f"CTranslate2 scored {len(values)} tokens of a sequence of {len(seqs[i])}")
+                out[i] = values[max(int(starts[i]), 1) - 1:]
+        return out
+
+
+def load_ctranslate2_lm(cfg_lm: Mapping[str, Any], cache_dir: Path | str) -> tuple[CTranslate2LM, Any]:
+    """(model, tokenizer) scoring with CTranslate2 on ``lm.device``, ``lm.threads`` threads, float32."""
+    device = resolve_device(str(cfg_lm.get("device") or "auto")).split(":")[0]
+    ctranslate2 = _ctranslate2()
+    if device == "cuda" and ctranslate2.get_cuda_device_count() < 1:
+        raise ConfigError("lm.engine=ctranslate2 with lm.device=cuda, but this CTranslate2 sees no CUDA device "
+                          "(its PyPI wheel needs CUDA 12 and cuDNN 9); set lm.device=cpu or lm.engine=torch")
+    if device not in ("cpu", "cuda"):
+        raise ConfigError(f"lm.engine=ctranslate2 runs on cpu or cuda, not {device!r}; set lm.engine=torch")
+    threads = cfg_lm.get("threads") or (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
+                                       else os.cpu_count() or 1)
+    model_dir = converted_ctranslate2(cfg_lm, cache_dir)
+    generator = ctranslate2.Generator(str(model_dir), device=device, compute_type="float32",
+                                      inter_threads=1, intra_threads=int(threads))
+    tokenizer = load_tokenizer(cfg_lm, cache_dir)
+    return CTranslate2LM(generator, tokenizer), tokenizer
+
+
+def load_scoring_lm(cfg_lm: Mapping[str, Any], cache_dir: Path | str):
+    """(model, tokenizer) that ``batch_logprobs`` scores with, on ``lm.engine``."""
+    if lm_engine(cfg_lm) == "ctranslate2":
+        return load_ctranslate2_lm(cfg_lm, cache_dir)
+    return load_causal_lm(cfg_lm, cache_dir)
