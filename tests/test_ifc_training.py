@@ -114,3 +114,33 @@ def test_a_batch_in_parts_gives_the_gradient_of_one_pass(smollm2, monkeypatch):
     for name, delta in whole[1].items():
         torch.testing.assert_close(parts[1][name], delta, rtol=1e-3, atol=1e-3 * float(delta.abs().max()) + 1e-12,
                                    msg=lambda m: f"{name}: {m}")
+
+
+def test_recomputing_activations_changes_no_bit_and_leaves_the_model_as_it_was(smollm2, monkeypatch):
+    """GRADIENT_CHECKPOINTING saves memory only: the weights after a step equal those of keeping the activations,
+    bit for bit, and afterwards the model is in eval mode with its cache setting and without checkpointing."""
+    import torch
+
+    from textmetric_bench.collections import ifc_generate
+
+    model, tokenizer = smollm2
+    texts = ["how do I top up my card?", "my card payment was declined twice today, why?", "cancel it",
+             "where is the new card I ordered last week and when will it arrive at my address?"] * 2
+    use_cache = model.config.use_cache
+
+    def one_step(checkpointing):
+        monkeypatch.setattr(ifc_generate, "GRADIENT_CHECKPOINTING", checkpointing)
+        start = {k: v.clone() for k, v in model.state_dict().items()}
+        try:
+            step = ifc_generate.fine_tune_step(model, tokenizer, texts, learning_rate=1e-4, batch_size=4, seed=0,
+                                               progress=False)
+            return step, {k: v.clone() for k, v in model.state_dict().items()}
+        finally:
+            model.load_state_dict(start)
+
+    kept, recomputed = one_step(False), one_step(True)
+    assert not model.training and not model.is_gradient_checkpointing and model.config.use_cache == use_cache
+    assert recomputed[0].token_loss == kept[0].token_loss and recomputed[0].loss == kept[0].loss
+    changed = [name for name, value in kept[1].items() if not torch.equal(value, recomputed[1][name])]
+    assert changed == []
+    assert any(not torch.equal(v, model.state_dict()[k]) for k, v in kept[1].items())  # the step did train
