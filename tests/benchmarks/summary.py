@@ -61,7 +61,8 @@ def ifc_run_row(results: dict[str, dict]) -> dict | None:
     and the machine it ran on (the row can be measured and quoted on its own: ``--ifc-run``)."""
     run = results.get(IFC_RUN)
     return None if run is None else {**{k: run.get(k) for k in ("seconds", "peak_tree_rss_mb", "load_at_start",
-                                                                 "generation_threads")}, "machine": machine()}
+                                                                 "generation_threads", "train_s", "sample_s")},
+                                     "machine": machine()}
 
 
 def summary_rows(results: dict[str, dict]) -> list[dict]:
@@ -208,7 +209,10 @@ def lm_markdown(lm: dict) -> str:
     if run:
         lines += ["", f"The default IFC run (`task=ifc`, model converted beforehand): {fmt(run['seconds'], '{:,.0f}')} s, "
                       f"peak RSS {fmt(run['peak_tree_rss_mb'], '{:,.0f}')} MB, {run['generation_threads']} torch "
-                      f"thread(s) for generation, load average {fmt(run['load_at_start'], '{:.2f}')} at its start"
+                      f"thread(s) for generation"
+                      + (f" (fine-tuning {run['train_s']:,.0f} s, sampling {run['sample_s']:,.0f} s)"
+                         if run.get("train_s") is not None else "")
+                      + f", load average {fmt(run['load_at_start'], '{:.2f}')} at its start"
                       + (f"; measured on {run['machine']['date']} ({run['machine']['cpu']}, "
                          f"{run['machine']['logical_cores']} logical cores)." if run.get("machine") else ".")]
     return "\n".join(lines)
@@ -225,7 +229,7 @@ def readme_ifc_text(summary: dict) -> str:
         return "the default run's time is in [Performance](docs/performance.md#the-language-model)"
     m = run["machine"]
     idle = run["load_at_start"] < m["logical_cores"] / 2
-    return (f"the default run took {run['seconds'] / 60:.1f} min at a peak of {run['peak_tree_rss_mb'] / 1024:.1f} GB "
+    return (f"the default run took {run['seconds'] / 60:.1f} min at a peak of {run['peak_tree_rss_mb']:,.0f} MiB "
             f"on {'an idle' if idle else 'a busy'} {m['logical_cores']}-core {m['cpu']} "
             f"(load {run['load_at_start']:.2f} at its start, {m['date'][:10]}, model converted beforehand)")
 

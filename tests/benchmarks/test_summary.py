@@ -117,7 +117,7 @@ def test_an_ifc_run_measured_alone_replaces_only_that_row(tmp_path, monkeypatch)
     merged = json.loads(summary.QUOTED.read_text())
     assert merged["studies"] == quoted["studies"] and merged["lm"]["jobs"] == quoted["lm"]["jobs"]
     assert merged["lm"]["ifc_run"] == run
-    assert "the default run took 3.4 min at a peak of 2.8 GB on an idle 2-core Some CPU" in readme.read_text()
+    assert "the default run took 3.4 min at a peak of 2,900 MiB on an idle 2-core Some CPU" in readme.read_text()
     assert "measured on 2030-01-02 03:04 UTC (Some CPU, 2 logical cores)" in (tmp_path / "benchmark.md").read_text()
     (tmp_path / "empty.json").write_text(json.dumps({"machine": about, "studies": []}))
     with pytest.raises(SystemExit, match="no default IFC run"):
