@@ -110,7 +110,7 @@ class LMScorer:
     def _workers(self) -> LMWorkers:
         if self._pool is None:
             checkpoint_path(self.context.lm, self.context.cache_dir)  # convert once here, not in every worker
-            if engine_id(self.context.lm) != "torch":
+            if lm_engine(self.context.lm) == "ctranslate2":
                 converted_ctranslate2(self.context.lm, self.context.cache_dir)
             self._pool = LMWorkers(self.context.lm, self.context.cache_dir, self.workers)
             atexit.register(self.close)
