@@ -91,7 +91,7 @@ def test_a_batch_in_parts_gives_the_gradient_of_one_pass(smollm2, monkeypatch):
 
     from textmetric_bench.collections import ifc_generate
 
-    monkeypatch.setattr(torch.optim, "AdamW", lambda params, lr, weight_decay: torch.optim.SGD(params, lr=lr))
+    monkeypatch.setattr(torch.optim, "AdamW", lambda params, lr, weight_decay, **kw: torch.optim.SGD(params, lr=lr))
 
     model, tokenizer = smollm2
     texts = ["how do I top up my card?", "my card payment was declined twice today, why?", "cancel it",
@@ -116,9 +116,10 @@ def test_a_batch_in_parts_gives_the_gradient_of_one_pass(smollm2, monkeypatch):
                                    msg=lambda m: f"{name}: {m}")
 
 
-def test_recomputing_activations_changes_no_bit_and_leaves_the_model_as_it_was(smollm2, monkeypatch):
-    """GRADIENT_CHECKPOINTING saves memory only: the weights after a step equal those of keeping the activations,
-    bit for bit, and afterwards the model is in eval mode with its cache setting and without checkpointing."""
+def test_recomputing_activations_and_fused_adamw_change_no_bit_and_leave_the_model_as_it_was(smollm2, monkeypatch):
+    """ifc.recompute_activations and FUSED_ADAMW trade memory and time only: the weights after a step equal those of
+    keeping the activations and of the multi-tensor AdamW, bit for bit, and afterwards the model is in eval mode
+    with its cache setting and without checkpointing."""
     import torch
 
     from textmetric_bench.collections import ifc_generate
@@ -127,20 +128,41 @@ def test_recomputing_activations_changes_no_bit_and_leaves_the_model_as_it_was(s
     texts = ["how do I top up my card?", "my card payment was declined twice today, why?", "cancel it",
              "where is the new card I ordered last week and when will it arrive at my address?"] * 2
     use_cache = model.config.use_cache
+    fused_kwargs = []
+    adamw = torch.optim.AdamW
 
-    def one_step(checkpointing):
-        monkeypatch.setattr(ifc_generate, "GRADIENT_CHECKPOINTING", checkpointing)
+    def recording_adamw(params, **kwargs):
+        fused_kwargs.append(kwargs.get("fused"))
+        return adamw(params, **kwargs)
+
+    monkeypatch.setattr(torch.optim, "AdamW", recording_adamw)
+
+    def one_step(recompute, fused):
+        monkeypatch.setattr(ifc_generate, "FUSED_ADAMW", fused)
         start = {k: v.clone() for k, v in model.state_dict().items()}
         try:
             step = ifc_generate.fine_tune_step(model, tokenizer, texts, learning_rate=1e-4, batch_size=4, seed=0,
-                                               progress=False)
+                                               recompute_activations=recompute, progress=False)
             return step, {k: v.clone() for k, v in model.state_dict().items()}
         finally:
             model.load_state_dict(start)
 
-    kept, recomputed = one_step(False), one_step(True)
-    assert not model.training and not model.is_gradient_checkpointing and model.config.use_cache == use_cache
-    assert recomputed[0].token_loss == kept[0].token_loss and recomputed[0].loss == kept[0].loss
-    changed = [name for name, value in kept[1].items() if not torch.equal(value, recomputed[1][name])]
-    assert changed == []
+    kept, recomputed, multi_tensor = one_step(False, True), one_step(True, True), one_step(False, False)
+    assert fused_kwargs == [True, True, None]
+    assert not model.training and not getattr(model, "is_activation_checkpointing", model.is_gradient_checkpointing) and model.config.use_cache == use_cache
+    for other in (recomputed, multi_tensor):
+        assert other[0].token_loss == kept[0].token_loss and other[0].loss == kept[0].loss
+        changed = [name for name, value in kept[1].items() if not torch.equal(value, other[1][name])]
+        assert changed == []
     assert any(not torch.equal(v, model.state_dict()[k]) for k, v in kept[1].items())  # the step did train
+
+
+def test_recomputing_activations_is_not_part_of_what_a_saved_corpus_must_share():
+    from textmetric_bench.collections.ifc_generate import GenerationPlan
+
+    plan = GenerationPlan(source="banking77", lm="m", seed=0, iterations=4, train_per_step=200, corpus_size=200,
+                          learning_rate=1e-4, train_batch_size=16, top_p=0.95, temperature=1.0,
+                          sample_batch_size=256, length_quantile=0.95, max_sample_rounds=4)
+    recomputing = GenerationPlan(**{**plan.__dict__, "recompute_activations": True, "iterations": 6})
+    assert recomputing.fingerprint() == plan.fingerprint()
+    assert GenerationPlan(**{**plan.__dict__, "learning_rate": 2e-4}).fingerprint() != plan.fingerprint()

@@ -53,6 +53,9 @@ class IFCSettings(TaskSettings):
     learning_rate: float = option(1.0e-4, "AdamW, constant, fresh optimiser each step", key="ifc.learning_rate",
                                   minimum=0, exclusive=True)
     batch_size: int = option(16, "texts per optimiser update", key="ifc.batch_size", minimum=1)
+    recompute_activations: bool = option(False, "fine-tuning recomputes each layer's activations in the backward "
+                                         "pass: ~250 MB less at its peak, ~25% more fine-tuning time, the same texts",
+                                         key="ifc.recompute_activations", example=True)
     generate: bool = option(True, "false: only score the corpora already in <run dir>/generated/",
                             key="ifc.generate", example=False)
     top_p: float = option(0.95, "nucleus sampling", key="ifc.sampling.top_p", minimum=0, maximum=1, exclusive=True)
@@ -78,6 +81,7 @@ def generation_plan(run: RunInputs) -> GenerationPlan:
         train_per_step=s.train_per_step, corpus_size=s.corpus_size, learning_rate=s.learning_rate,
         train_batch_size=s.batch_size, top_p=s.top_p, temperature=s.temperature,
         sample_batch_size=s.sample_batch_size, length_quantile=s.length_quantile, max_sample_rounds=s.max_rounds,
+        recompute_activations=s.recompute_activations,
     )
 
 

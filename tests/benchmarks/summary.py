@@ -29,6 +29,7 @@ COLUMNS = ("study", "evaluations", "ours_s", "compcor_s", "ratio", "ours_cpu_s",
 #: The language model's jobs (lm_speed.py), each timed before and after on one pinned core
 LM_JOBS = {"sampling": "IFC sampling", "fine_tuning": "IFC fine-tuning", "scoring": "LM scoring (FACE, CTRLEval)"}
 LM_BEFORE, LM_AFTER, IFC_RUN = "lm/before", "lm/after", "lm/ifc-default-run"
+IFC_RUN_RECOMPUTE = "lm/ifc-recompute-run"  # the default run with ifc.recompute_activations=true
 #: LM scoring through lm.engine=ctranslate2, timed in the after run beside torch's: a row of its own, torch as before
 ENGINE_JOB, LM_ENGINE_ROW = "scoring_ctranslate2", "LM scoring, torch->CTranslate2"
 
@@ -56,10 +57,11 @@ def _speed_row(label: str, b: dict | None, a: dict | None) -> dict:
     return row
 
 
-def ifc_run_row(results: dict[str, dict]) -> dict | None:
+def ifc_run_row(results: dict[str, dict], label: str = IFC_RUN) -> dict | None:
     """The default IFC run (``task=ifc``, model converted beforehand): seconds, peak RSS, load average at its start,
-    and the machine it ran on (the row can be measured and quoted on its own: ``--ifc-run``)."""
-    run = results.get(IFC_RUN)
+    and the machine it ran on (the row can be measured and quoted on its own: ``--ifc-run``). With
+    ``label=IFC_RUN_RECOMPUTE``, the same run with ``ifc.recompute_activations=true``."""
+    run = results.get(label)
     return None if run is None else {**{k: run.get(k) for k in ("seconds", "peak_tree_rss_mb", "load_at_start",
                                                                  "generation_threads", "train_s", "sample_s")},
                                      "machine": machine()}
@@ -205,16 +207,18 @@ def lm_markdown(lm: dict) -> str:
                      f"| {fmt(r['tokens_per_s_ratio'], '{:.2f}')} | {fmt(r['before_tokens_per_cpu_s'], '{:,.1f}')} "
                      f"| {fmt(r['after_tokens_per_cpu_s'], '{:,.1f}')} | {fmt(r['tokens_per_cpu_s_ratio'], '{:.2f}')} "
                      f"| {padding} |")
-    run = lm.get("ifc_run")
-    if run:
-        lines += ["", f"The default IFC run (`task=ifc`, model converted beforehand): {fmt(run['seconds'], '{:,.0f}')} s, "
-                      f"peak RSS {fmt(run['peak_tree_rss_mb'], '{:,.0f}')} MB, {run['generation_threads']} torch "
-                      f"thread(s) for generation"
-                      + (f" (fine-tuning {run['train_s']:,.0f} s, sampling {run['sample_s']:,.0f} s)"
-                         if run.get("train_s") is not None else "")
-                      + f", load average {fmt(run['load_at_start'], '{:.2f}')} at its start"
-                      + (f"; measured on {run['machine']['date']} ({run['machine']['cpu']}, "
-                         f"{run['machine']['logical_cores']} logical cores)." if run.get("machine") else ".")]
+    for key, what in (("ifc_run", "The default IFC run (`task=ifc`, model converted beforehand)"),
+                      ("ifc_run_recompute", "The same run with `ifc.recompute_activations=true`")):
+        run = lm.get(key)
+        if run:
+            lines += ["", f"{what}: {fmt(run['seconds'], '{:,.0f}')} s, "
+                          f"peak RSS {fmt(run['peak_tree_rss_mb'], '{:,.0f}')} MB, {run['generation_threads']} torch "
+                          f"thread(s) for generation"
+                          + (f" (fine-tuning {run['train_s']:,.0f} s, sampling {run['sample_s']:,.0f} s)"
+                             if run.get("train_s") is not None else "")
+                          + f", load average {fmt(run['load_at_start'], '{:.2f}')} at its start"
+                          + (f"; measured on {run['machine']['date']} ({run['machine']['cpu']}, "
+                             f"{run['machine']['logical_cores']} logical cores)." if run.get("machine") else ".")]
     return "\n".join(lines)
 
 
@@ -259,7 +263,12 @@ def write_generated(summary_file: Path, target: Path = GENERATED, *, ifc_run_onl
         if not run:
             raise SystemExit(f"{summary_file} holds no default IFC run (tests/benchmarks/test_lm_speed.py)")
         quoted = json.loads(QUOTED.read_text())
-        quoted.setdefault("lm", {"machine": run["machine"], "jobs": []})["ifc_run"] = run
+        quoted_lm = quoted.setdefault("lm", {"machine": run["machine"], "jobs": []})
+        quoted_lm["ifc_run"] = run
+        if summary["lm"].get("ifc_run_recompute"):  # measured beside it, or else the quoted one is dropped as stale
+            quoted_lm["ifc_run_recompute"] = summary["lm"]["ifc_run_recompute"]
+        else:
+            quoted_lm.pop("ifc_run_recompute", None)
         summary = quoted
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(generated_page(summary), encoding="utf-8")
