@@ -212,7 +212,7 @@ def lm_markdown(lm: dict) -> str:
         run = lm.get(key)
         if run:
             lines += ["", f"{what}: {fmt(run['seconds'], '{:,.0f}')} s, "
-                          f"peak RSS {fmt(run['peak_tree_rss_mb'], '{:,.0f}')} MB, {run['generation_threads']} torch "
+                          f"peak RSS {fmt(run['peak_tree_rss_mb'], '{:,.0f}')} MiB, {run['generation_threads']} torch "
                           f"thread(s) for generation"
                           + (f" (fine-tuning {run['train_s']:,.0f} s, sampling {run['sample_s']:,.0f} s)"
                              if run.get("train_s") is not None else "")
