@@ -1,6 +1,7 @@
 """The language model's speed goals (docs/ifc.md, docs/performance.md): IFC sampling at least 5x the tokens per
 second of transformers' generate, fine-tuning with little padding, the default IFC run in 4 minutes on an idle
-2-core machine, and within 3 GiB with ifc.recompute_activations=true. Timed in fresh processes (lm_speed.py); the table is written by conftest.py."""
+2-core machine, and within 3 GiB with ifc.recompute_activations=true. Timed in fresh processes (lm_speed.py);
+the table is written by conftest.py."""
 
 from __future__ import annotations
 
@@ -97,9 +98,8 @@ SETTLE_S = 240
     (IFC_RUN, [], DEFAULT_RUN_PEAK_MB, 240),
     (IFC_RUN_RECOMPUTE, ["ifc.recompute_activations=true"], RECOMPUTE_RUN_PEAK_MB, None),
 ], ids=["default", "recompute_activations"])
-def test_the_default_ifc_run_fits_in_four_minutes_and_three_gigabytes(tmp_path, converted_model, measured_run,
-                                                                      experiment_results, label, overrides, peak_mb,
-                                                                      goal_s):
+def test_the_default_ifc_run_in_four_minutes_or_three_gigabytes(tmp_path, converted_model, measured_run,
+                                                                 experiment_results, label, overrides, peak_mb, goal_s):
     """Time is a goal on an idle machine only (load average below half the cores at the start): on a busy one
     the run gets a share of the cores and is recorded, not judged. Memory is bounded everywhere; the two settings
     trade one for the other, with the same texts (tests/test_ifc_training.py)."""
