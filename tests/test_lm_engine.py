@@ -1,10 +1,13 @@
-"""lm.engine=ctranslate2 (textmetric_bench.features.lm_ct2): the same per-token log-probabilities as torch within the
-stated tolerance on real texts (plain, with EOS, truncated, continuations), in worker processes too; its scores
-are cached apart from torch's; a missing package or a wrong engine is a clear error."""
+"""lm.engine=ctranslate2, the default (textmetric_bench.features.lm_ct2): the same per-token log-probabilities as torch
+within the stated tolerance on real texts (plain, with EOS, truncated, continuations), in worker processes too; its
+scores are cached apart from torch's; no shipped number depends on the engine; a missing package, a GPU it cannot
+use or a wrong engine is a clear error."""
 
 from __future__ import annotations
 
 import importlib.metadata
+import json
+import logging
 import sys
 
 import numpy as np
@@ -15,11 +18,10 @@ from textmetric_bench.api.context import RunContext, use_context
 from textmetric_bench.errors import ConfigError
 from textmetric_bench.features import lm_scores
 from textmetric_bench.features.lm import continuation_sequences, sequence_logprobs, token_logprobs
+from textmetric_bench.features import lm_ct2
 from textmetric_bench.features.lm_ct2 import (SUM_TOLERANCE, TOKEN_TOLERANCE, engine_id, lm_engine,
-                                              load_ctranslate2_lm, load_scoring_lm)
+                                              load_ctranslate2_lm, load_scoring_lm, scoring_device)
 from textmetric_bench.features.lm_scores import LMScorer
-
-pytest.importorskip("ctranslate2", reason="lm.engine=ctranslate2 needs pip install 'textmetric-bench[lm-fast]'")
 
 
 @pytest.fixture(scope="module")
@@ -113,8 +115,14 @@ def test_the_engines_have_their_own_cache_keys_and_scorers(tmp_path, smollm2_cfg
     assert lm_scores.scorer_key(contexts["torch"]) != lm_scores.scorer_key(contexts["ctranslate2"])
 
 
-def test_the_default_engine_is_torch_and_a_wrong_one_is_named(smollm2_cfg):
-    assert smollm2_cfg["engine"] == "torch" and lm_engine({}) == "torch" and engine_id({}) == "torch"
+def test_the_default_engine_is_ctranslate2_and_a_wrong_one_is_named(smollm2_cfg):
+    """The measured faster engine is the default, in the config and for a config that does not say."""
+    import ctranslate2
+
+    from textmetric_bench.tasks.registry import compose_config
+
+    assert smollm2_cfg["engine"] == "ctranslate2" == lm_engine({}) == compose_config([]).lm.engine
+    assert engine_id({}) == f"ctranslate2=={ctranslate2.__version__}"
     with pytest.raises(ConfigError, match="lm.engine must be one of torch, ctranslate2, not 'onnx'"):
         lm_engine({"engine": "onnx"})
 
@@ -144,7 +152,41 @@ def test_cuda_without_a_ctranslate2_gpu_is_refused(monkeypatch, smollm2_cfg, tmp
         load_ctranslate2_lm({**smollm2_cfg, "device": "cuda", "engine": "ctranslate2"}, tmp_path)
 
 
+def test_auto_scores_on_the_cpu_when_ctranslate2_sees_no_gpu(monkeypatch, smollm2_cfg, caplog):
+    """A fake GPU machine (torch would use cuda) whose CTranslate2 sees none: the default device falls back to the CPU
+    and says so, and the scores' cache key names the CPU; torch keeps the GPU."""
+    import ctranslate2
+
+    monkeypatch.setattr(lm_ct2, "resolve_device", lambda device: "cuda" if device == "auto" else device)
+    monkeypatch.setattr(ctranslate2, "get_cuda_device_count", lambda: 0)
+    with caplog.at_level(logging.WARNING, logger=lm_ct2.__name__):
+        assert scoring_device({**smollm2_cfg, "device": "auto"}) == "cpu"
+    assert "CTranslate2 does not" in caplog.text and "lm.engine=torch" in caplog.text
+    assert scoring_device({**smollm2_cfg, "device": "auto", "engine": "torch"}) == "cuda"
+    monkeypatch.setattr(ctranslate2, "get_cuda_device_count", lambda: 1)
+    assert scoring_device({**smollm2_cfg, "device": "auto"}) == "cuda"
+    with pytest.raises(ConfigError, match="runs on cpu or cuda, not 'mps'"):
+        scoring_device({**smollm2_cfg, "device": "mps"})
+
+
+def test_no_shipped_number_depends_on_the_engine():
+    """The docs say the switch of engine moved no shipped number: the baselines and reference rows hold no metric
+    that needs the language model."""
+    from textmetric_bench.api.registry import available_metrics, get_metric, load_builtin_metrics
+
+    load_builtin_metrics()
+    lm_metrics = {m for m in available_metrics() if "lm" in get_metric(m).needs}
+    assert {"face_so", "ctrleval_coherence"} <= lm_metrics
+    shipped = [*(PROJECT_ROOT / "reports" / "baselines").glob("*.json"), *(PROJECT_ROOT / "reports" / "reference").glob("*.json")]
+    assert len(shipped) >= 2
+    for path in shipped:
+        record = json.loads(path.read_text(encoding="utf-8"))
+        held = set(record.get("measures") or {}) | set(record.get("metrics") or {})
+        assert held and not held & lm_metrics, path
+    assert "No shipped number depends on the choice" in (PROJECT_ROOT / "docs" / "performance.md").read_text()
+
+
 def test_the_docs_state_the_tolerance():
     page = (PROJECT_ROOT / "docs" / "performance.md").read_text(encoding="utf-8")
     assert f"{TOKEN_TOLERANCE:.0e}".replace("e-0", "e-") in page and f"{SUM_TOLERANCE:.0e}".replace("e-0", "e-") in page
-    assert "lm.engine=ctranslate2" in page
+    assert "lm.engine=ctranslate2" in page and "the default" in page

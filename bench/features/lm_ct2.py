@@ -1,8 +1,9 @@
-"""The engine that scores texts for the LM metrics: torch, or CTranslate2 (``lm.engine``).
+"""The engine that scores texts for the LM metrics: CTranslate2 (the default) or torch (``lm.engine``).
 
 CTranslate2 (OpenNMT's inference engine for Transformer models) runs the same float32 weights
-through its own CPU kernels; on SmolLM2 it scored the same tokens about 1.3x faster per CPU
-second than torch (docs/performance.md). Its per-token log-probabilities equal torch's to
+through its own CPU kernels; on SmolLM2 it scored the same tokens about 1.25x faster than torch,
+with one thread and with two (docs/performance.md), so it is the default: the fastest engine whose
+scores match torch's. Its per-token log-probabilities equal torch's to
 within ``TOKEN_TOLERANCE`` (absolute, per token) and a text's sum to within ``SUM_TOLERANCE``
 (relative), tested in tests/test_lm_engine.py; not bit for bit, because its kernels sum in
 their own order, so the scores have their own cache key (``engine_id``).
@@ -19,6 +20,7 @@ Only scoring goes through CTranslate2; IFC's fine-tuning and sampling stay on to
 from __future__ import annotations
 
 import importlib.metadata
+import logging
 import os
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -33,16 +35,20 @@ from textmetric_bench.files import atomic_directory, held_lock, make_dirs, remov
 from textmetric_bench.numerics import pin_ctranslate2_numerics
 
 ENGINES = ("torch", "ctranslate2")
+#: ``lm.engine`` when a config does not say (conf/lm/smollm2.yaml says the same)
+DEFAULT_ENGINE = "ctranslate2"
 #: What "matches torch" means for ``lm.engine=ctranslate2`` (tested): per token, absolute, in nats ...
 TOKEN_TOLERANCE = 5e-4
 #: ... and on a text's summed log-probability, relative.
 SUM_TOLERANCE = 1e-5
 INSTALL = "pip install 'ctranslate2>=4.5,<5'"
 
+log = logging.getLogger(__name__)
+
 
 def lm_engine(cfg_lm: Mapping[str, Any]) -> str:
-    """``lm.engine`` checked: ``torch`` (the default) or ``ctranslate2``."""
-    engine = str(cfg_lm.get("engine") or "torch")
+    """``lm.engine`` checked: ``ctranslate2`` (the default) or ``torch``."""
+    engine = str(cfg_lm.get("engine") or DEFAULT_ENGINE)
     if engine not in ENGINES:
         raise ConfigError(f"lm.engine must be one of {', '.join(ENGINES)}, not {engine!r}")
     return engine
@@ -54,7 +60,7 @@ def ctranslate2_version() -> str:
         return importlib.metadata.version("ctranslate2")
     except importlib.metadata.PackageNotFoundError:
         raise ConfigError(f"lm.engine=ctranslate2 needs the ctranslate2 package, which is not installed: {INSTALL} "
-                          "(or pip install 'textmetric-bench[lm-fast]'), or set lm.engine=torch") from None
+                          "(a dependency of textmetric-bench: reinstall it), or set lm.engine=torch") from None
 
 
 def engine_id(cfg_lm: Mapping[str, Any]) -> str:
@@ -117,15 +123,36 @@ class CTranslate2LM:
         return out
 
 
-def load_ctranslate2_lm(cfg_lm: Mapping[str, Any], cache_dir: Path | str) -> tuple[CTranslate2LM, Any]:
-    """(model, tokenizer) scoring with CTranslate2 on ``lm.device``, ``lm.threads`` threads, float32."""
-    device = resolve_device(str(cfg_lm.get("device") or "auto")).split(":")[0]
-    ctranslate2 = _ctranslate2()
-    if device == "cuda" and ctranslate2.get_cuda_device_count() < 1:
+def scoring_device(cfg_lm: Mapping[str, Any]) -> str:
+    """The device ``lm.engine`` scores on (``cpu``, ``cuda``, ...), part of the scores' cache key.
+
+    torch takes ``lm.device`` as it is (``auto``: the GPU when torch sees one). CTranslate2 runs on ``cpu`` or
+    ``cuda``: with ``auto`` on the GPU only when CTranslate2 itself sees a CUDA device (its PyPI wheel needs CUDA 12
+    and cuDNN 9), else on the CPU, saying so when torch would have used a GPU; an explicit ``cuda`` it cannot use,
+    or another device, is a ConfigError.
+    """
+    requested = str(cfg_lm.get("device") or "auto")
+    device = resolve_device(requested).split(":")[0]
+    if lm_engine(cfg_lm) == "torch":
+        return device
+    if device == "cuda" and _ctranslate2().get_cuda_device_count() < 1:
+        if requested == "auto":
+            log.warning("lm.device=auto: torch sees a GPU but CTranslate2 does not (its wheel needs CUDA 12 and "
+                        "cuDNN 9), so the LM metrics score on the CPU; lm.engine=torch scores on the GPU")
+            return "cpu"
         raise ConfigError("lm.engine=ctranslate2 with lm.device=cuda, but this CTranslate2 sees no CUDA device "
                           "(its PyPI wheel needs CUDA 12 and cuDNN 9); set lm.device=cpu or lm.engine=torch")
     if device not in ("cpu", "cuda"):
+        if requested == "auto":
+            return "cpu"
         raise ConfigError(f"lm.engine=ctranslate2 runs on cpu or cuda, not {device!r}; set lm.engine=torch")
+    return device
+
+
+def load_ctranslate2_lm(cfg_lm: Mapping[str, Any], cache_dir: Path | str) -> tuple[CTranslate2LM, Any]:
+    """(model, tokenizer) scoring with CTranslate2 on ``scoring_device``, ``lm.threads`` threads, float32."""
+    device = scoring_device({**cfg_lm, "engine": "ctranslate2"})
+    ctranslate2 = _ctranslate2()
     threads = cfg_lm.get("threads") or (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
                                        else os.cpu_count() or 1)
     model_dir = converted_ctranslate2(cfg_lm, cache_dir)

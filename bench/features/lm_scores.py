@@ -35,7 +35,8 @@ from textmetric_bench.api.sharing import charge
 from textmetric_bench.features.embedding import model_files_digest, resolve_device
 from textmetric_bench.features.lm import (checkpoint_path, continuation_sequences, length_batches, load_tokenizer,
                                model_id, text_sequences)
-from textmetric_bench.features.lm_ct2 import converted_ctranslate2, engine_id, lm_engine, load_scoring_lm
+from textmetric_bench.features.lm_ct2 import (converted_ctranslate2, engine_id, lm_engine, load_scoring_lm,
+                                               scoring_device)
 from textmetric_bench.features.lm_workers import Batch, LMWorkers, resolve_workers, score_batch
 from textmetric_bench.features.shard_cache import RaggedCache, slug, text_key
 
@@ -109,11 +110,13 @@ class LMScorer:
 
     def _workers(self) -> LMWorkers:
         if self._pool is None:
+            start = time.perf_counter()
             checkpoint_path(self.context.lm, self.context.cache_dir)  # convert once here, not in every worker
             if lm_engine(self.context.lm) == "ctranslate2":
                 converted_ctranslate2(self.context.lm, self.context.cache_dir)
             self._pool = LMWorkers(self.context.lm, self.context.cache_dir, self.workers)
             atexit.register(self.close)
+            self._not_scoring += time.perf_counter() - start  # a first run's conversions are not the texts' cost
         return self._pool
 
     def close(self) -> None:
@@ -133,8 +136,7 @@ class LMScorer:
         if lm.get("path") and Path(str(lm["path"])).expanduser().is_dir():
             ident += f"+files.{model_files_digest(Path(str(lm['path'])).expanduser(), mtimes=True)}"
         engine = engine_id(lm)
-        return f"{ident}|{resolve_device(str(lm.get('device') or 'auto')).split(':')[0]}" + (
-            f"|{engine}" if engine != "torch" else "")
+        return f"{ident}|{scoring_device(lm)}" + (f"|{engine}" if engine != "torch" else "")
 
     def cache(self, kind: str) -> RaggedCache:
         if kind not in self._caches:

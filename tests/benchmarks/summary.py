@@ -253,16 +253,24 @@ def generated_page(summary: dict) -> str:
 
 
 def write_generated(summary_file: Path, target: Path = GENERATED, *, ifc_run_only: bool = False,
-                    readme: Path | None = None) -> None:
+                    studies_only: bool = False, readme: Path | None = None, quoted_file: Path | None = None) -> None:
     """Quote ``summary_file`` in ``target`` and the README (and keep a copy as QUOTED, which the tests check them
     against). ``ifc_run_only`` takes only the default IFC run's row from ``summary_file`` into the quoted summary:
-    that row needs an idle machine, which a whole benchmark run rarely finds."""
+    that row needs an idle machine, which a whole benchmark run rarely finds. ``studies_only`` takes only the
+    studies against compcor (and their machine), keeping the quoted language-model table: for a run of
+    test_experiments.py alone."""
+    quoted_file = quoted_file or QUOTED
     summary = json.loads(summary_file.read_text())
+    if studies_only:
+        if not summary.get("studies"):
+            raise SystemExit(f"{summary_file} holds no study against compcor (tests/benchmarks/test_experiments.py)")
+        quoted = json.loads(quoted_file.read_text())
+        summary = {**quoted, "machine": summary["machine"], "studies": summary["studies"]}
     if ifc_run_only:
         run = (summary.get("lm") or {}).get("ifc_run")
         if not run:
             raise SystemExit(f"{summary_file} holds no default IFC run (tests/benchmarks/test_lm_speed.py)")
-        quoted = json.loads(QUOTED.read_text())
+        quoted = json.loads(quoted_file.read_text())
         quoted_lm = quoted.setdefault("lm", {"machine": run["machine"], "jobs": []})
         quoted_lm["ifc_run"] = run
         if summary["lm"].get("ifc_run_recompute"):  # measured beside it, or else the quoted one is dropped as stale
@@ -273,7 +281,7 @@ def write_generated(summary_file: Path, target: Path = GENERATED, *, ifc_run_onl
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(generated_page(summary), encoding="utf-8")
     write_readme_ifc(summary, readme or README)
-    QUOTED.write_text(json.dumps(summary, indent=2) + "\n")
+    quoted_file.write_text(json.dumps(summary, indent=2) + "\n")
 
 
 if __name__ == "__main__":
@@ -285,8 +293,10 @@ if __name__ == "__main__":
     parser.add_argument("--summary", type=Path, default=PROJECT_ROOT / "outputs" / "benchmark" / "summary.json")
     parser.add_argument("--ifc-run", action="store_true",
                         help="with --docs: take only the default IFC run's row from --summary (measured on its own, idle)")
+    parser.add_argument("--studies", action="store_true",
+                        help="with --docs: take only the studies against compcor from --summary (test_experiments.py)")
     args = parser.parse_args()
     if args.docs:
-        write_generated(args.summary, ifc_run_only=args.ifc_run)
+        write_generated(args.summary, ifc_run_only=args.ifc_run, studies_only=args.studies)
     else:
         print(markdown(json.loads(args.summary.read_text())))

@@ -124,6 +124,29 @@ def test_an_ifc_run_measured_alone_replaces_only_that_row(tmp_path, monkeypatch)
         summary.write_generated(tmp_path / "empty.json", tmp_path / "benchmark.md", ifc_run_only=True, readme=readme)
 
 
+def test_studies_measured_alone_replace_only_the_studies(tmp_path, monkeypatch):
+    """``--studies``: a run of test_experiments.py alone brings its studies and their machine; the quoted language-model
+    table stays, and a summary without studies is refused."""
+    import summary
+
+    quoted = json.loads(summary.QUOTED.read_text())
+    monkeypatch.setattr(summary, "QUOTED", tmp_path / "quoted.json")
+    summary.QUOTED.write_text(json.dumps(quoted))
+    about = {**summary.machine(), "cpu": "Other CPU", "date": "2030-01-02 03:04 UTC"}
+    study = {**quoted["studies"][0], "ours_s": 10.0, "compcor_s": 150.0, "ratio": 15.0}
+    (tmp_path / "alone.json").write_text(json.dumps({"machine": about, "studies": [study]}))
+    readme = tmp_path / "README.md"
+    readme.write_text(f"{summary.IFC_START}{summary.IFC_END}")
+    summary.write_generated(tmp_path / "alone.json", tmp_path / "benchmark.md", studies_only=True, readme=readme)
+    merged = json.loads(summary.QUOTED.read_text())
+    assert merged["studies"] == [study] and merged["machine"] == about and merged["lm"] == quoted["lm"]
+    page = (tmp_path / "benchmark.md").read_text()
+    assert "15.00" in page and "Other CPU" in page
+    (tmp_path / "empty.json").write_text(json.dumps({"machine": about, "studies": []}))
+    with pytest.raises(SystemExit, match="no study against compcor"):
+        summary.write_generated(tmp_path / "empty.json", tmp_path / "benchmark.md", studies_only=True, readme=readme)
+
+
 def test_the_engine_row_compares_ctranslate2_with_torch_in_the_after_run():
     from summary import ENGINE_JOB, LM_AFTER, LM_BEFORE, LM_ENGINE_ROW, lm_markdown, lm_rows
 
