@@ -253,12 +253,14 @@ def generated_page(summary: dict) -> str:
 
 
 def write_generated(summary_file: Path, target: Path = GENERATED, *, ifc_run_only: bool = False,
-                    studies_only: bool = False, readme: Path | None = None, quoted_file: Path | None = None) -> None:
+                    studies_only: bool = False, lm_jobs_only: bool = False, readme: Path | None = None,
+                    quoted_file: Path | None = None) -> None:
     """Quote ``summary_file`` in ``target`` and the README (and keep a copy as QUOTED, which the tests check them
     against). ``ifc_run_only`` takes only the default IFC run's row from ``summary_file`` into the quoted summary:
     that row needs an idle machine, which a whole benchmark run rarely finds. ``studies_only`` takes only the
     studies against compcor (and their machine), keeping the quoted language-model table: for a run of
-    test_experiments.py alone."""
+    test_experiments.py alone. ``lm_jobs_only`` takes only the language model's jobs (tokens per second before and
+    after, and the engine row) and their machine, keeping the quoted IFC runs and studies."""
     quoted_file = quoted_file or QUOTED
     summary = json.loads(summary_file.read_text())
     if studies_only:
@@ -266,6 +268,12 @@ def write_generated(summary_file: Path, target: Path = GENERATED, *, ifc_run_onl
             raise SystemExit(f"{summary_file} holds no study against compcor (tests/benchmarks/test_experiments.py)")
         quoted = json.loads(quoted_file.read_text())
         summary = {**quoted, "machine": summary["machine"], "studies": summary["studies"]}
+    if lm_jobs_only:
+        lm = summary.get("lm") or {}
+        if not lm.get("jobs"):
+            raise SystemExit(f"{summary_file} holds no language-model job (tests/benchmarks/test_lm_speed.py)")
+        quoted = json.loads(quoted_file.read_text())
+        summary = {**quoted, "lm": {**quoted.get("lm", {}), "machine": lm["machine"], "jobs": lm["jobs"]}}
     if ifc_run_only:
         run = (summary.get("lm") or {}).get("ifc_run")
         if not run:
@@ -295,8 +303,10 @@ if __name__ == "__main__":
                         help="with --docs: take only the default IFC run's row from --summary (measured on its own, idle)")
     parser.add_argument("--studies", action="store_true",
                         help="with --docs: take only the studies against compcor from --summary (test_experiments.py)")
+    parser.add_argument("--lm-jobs", action="store_true",
+                        help="with --docs: take only the language model's jobs from --summary (test_lm_speed.py)")
     args = parser.parse_args()
     if args.docs:
-        write_generated(args.summary, ifc_run_only=args.ifc_run, studies_only=args.studies)
+        write_generated(args.summary, ifc_run_only=args.ifc_run, studies_only=args.studies, lm_jobs_only=args.lm_jobs)
     else:
         print(markdown(json.loads(args.summary.read_text())))

@@ -147,6 +147,31 @@ def test_studies_measured_alone_replace_only_the_studies(tmp_path, monkeypatch):
         summary.write_generated(tmp_path / "empty.json", tmp_path / "benchmark.md", studies_only=True, readme=readme)
 
 
+def test_lm_jobs_measured_alone_replace_only_the_jobs(tmp_path, monkeypatch):
+    """``--lm-jobs``: the language model's tokens-per-second rows and their machine come from the new run; the quoted
+    IFC runs and studies stay."""
+    import summary
+
+    quoted = json.loads(summary.QUOTED.read_text())
+    monkeypatch.setattr(summary, "QUOTED", tmp_path / "quoted.json")
+    summary.QUOTED.write_text(json.dumps(quoted))
+    about = {**summary.machine(), "cpu": "Other CPU", "date": "2030-01-02 03:04 UTC"}
+    jobs = summary.lm_rows({summary.LM_AFTER: {"scoring": {"tokens_per_s": 200.0, "tokens_per_cpu_s": 210.0},
+                                               summary.ENGINE_JOB: {"tokens_per_s": 250.0, "tokens_per_cpu_s": 260.0}}})
+    (tmp_path / "alone.json").write_text(json.dumps({"machine": about, "studies": [],
+                                                     "lm": {"machine": about, "jobs": jobs}}))
+    readme = tmp_path / "README.md"
+    readme.write_text(f"{summary.IFC_START}{summary.IFC_END}")
+    summary.write_generated(tmp_path / "alone.json", tmp_path / "benchmark.md", lm_jobs_only=True, readme=readme)
+    merged = json.loads(summary.QUOTED.read_text())
+    assert merged["studies"] == quoted["studies"] and merged["lm"]["ifc_run"] == quoted["lm"]["ifc_run"]
+    assert merged["lm"]["jobs"] == jobs and merged["lm"]["machine"] == about
+    assert f"| {summary.LM_ENGINE_ROW} | 200.0 | 250.0 | 1.25 |" in (tmp_path / "benchmark.md").read_text()
+    (tmp_path / "empty.json").write_text(json.dumps({"machine": about, "studies": []}))
+    with pytest.raises(SystemExit, match="no language-model job"):
+        summary.write_generated(tmp_path / "empty.json", tmp_path / "benchmark.md", lm_jobs_only=True, readme=readme)
+
+
 def test_the_engine_row_compares_ctranslate2_with_torch_in_the_after_run():
     from summary import ENGINE_JOB, LM_AFTER, LM_BEFORE, LM_ENGINE_ROW, lm_markdown, lm_rows
 
