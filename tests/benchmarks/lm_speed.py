@@ -11,7 +11,7 @@ converted SmolLM2 and the same 200 banking77 training texts and do what one IFC 
   95th-percentile length + 1; *before* ``transformers``' ``generate`` in batches of 64 (commit 7aed463), *after*
   ``sample_corpus`` (``textmetric_bench.features.lm_sampling``). Tokens/s counts each text's sampled
   tokens up to and with its EOS, or to the cap;
-- LM scoring (FACE, CTRLEval): ``token_logprobs`` of the 200 texts, with torch before and after; *after* also
+- LM scoring (FACE, CTRLEval): ``token_logprobs`` of the 200 texts by the base weights, with torch before and after; *after* also
   with ``lm.engine=ctranslate2`` (``scoring_ctranslate2``, its model converted beforehand, one thread), with the
   largest gap to torch's log-probabilities per token and on a text's sum.
 
@@ -148,7 +148,9 @@ def main(impl: str, texts_file: str, cache_dir: str, tuned_dir: str) -> dict:
         tokens = stats["sampled_tokens"]
     record["sampling"] = {"tokens": tokens, "seconds": wall, "cpu_seconds": cpu, "texts": len(sampled)}
 
-    scored, wall, cpu = _timed(lambda: token_logprobs(model, tokenizer, texts, batch_size=16))
+    # the base weights, as the CTranslate2 model converted from them: fine-tuning above changed ``model`` in place
+    base, _ = load_causal_lm(cfg, cache_dir)
+    scored, wall, cpu = _timed(lambda: token_logprobs(base, tokenizer, texts, batch_size=16))
     record["scoring"] = {"tokens": int(sum(len(s) for s in scored)), "seconds": wall, "cpu_seconds": cpu}
     if impl == "after":
         record["scoring_ctranslate2"] = score_with_ctranslate2(cfg, cache_dir, texts, scored)
