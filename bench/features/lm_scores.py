@@ -32,7 +32,7 @@ import numpy as np
 from textmetric_bench.console import adopt_library_loggers, progress_bar
 from textmetric_bench.api.context import RunContext, current_context
 from textmetric_bench.api.sharing import charge
-from textmetric_bench.features.embedding import model_files_digest, resolve_device
+from textmetric_bench.features.embedding import model_files_digest
 from textmetric_bench.features.lm import (checkpoint_path, continuation_sequences, length_batches, load_tokenizer,
                                model_id, text_sequences)
 from textmetric_bench.features.lm_ct2 import (converted_ctranslate2, engine_id, lm_engine, load_scoring_lm,

@@ -59,7 +59,7 @@ def _speed_row(label: str, b: dict | None, a: dict | None) -> dict:
 
 def ifc_run_row(results: dict[str, dict], label: str = IFC_RUN) -> dict | None:
     """The default IFC run (``task=ifc``, model converted beforehand): seconds, peak RSS, load average at its start,
-    and the machine it ran on (the row can be measured and quoted on its own: ``--ifc-run``). With
+    and the machine it ran on (the row can be measured and quoted on its own: ``--part ifc-run``). With
     ``label=IFC_RUN_RECOMPUTE``, the same run with ``ifc.recompute_activations=true``."""
     run = results.get(label)
     return None if run is None else {**{k: run.get(k) for k in ("seconds", "peak_tree_rss_mb", "load_at_start",
@@ -252,44 +252,50 @@ def generated_page(summary: dict) -> str:
     return f"{GENERATED_NOTE}\n{markdown(summary)}{lm}\n"
 
 
-def write_generated(summary_file: Path, target: Path = GENERATED, *, ifc_run_only: bool = False,
-                    studies_only: bool = False, lm_jobs_only: bool = False, readme: Path | None = None,
-                    quoted_file: Path | None = None) -> None:
+def _with_ifc_runs(quoted: dict, new: dict) -> dict:
+    lm = new.get("lm") or {}
+    run = lm.get("ifc_run")
+    if not run:
+        raise ValueError("no default IFC run (tests/benchmarks/test_lm_speed.py)")
+    # the recomputing run is measured beside the default one, or else the quoted one is dropped as stale
+    runs = {"ifc_run": run, **({"ifc_run_recompute": lm["ifc_run_recompute"]} if lm.get("ifc_run_recompute") else {})}
+    kept = {k: v for k, v in quoted.get("lm", {"machine": run["machine"], "jobs": []}).items() if k != "ifc_run_recompute"}
+    return {**quoted, "lm": {**kept, **runs}}
+
+
+def _with_studies(quoted: dict, new: dict) -> dict:
+    if not new.get("studies"):
+        raise ValueError("no study against compcor (tests/benchmarks/test_experiments.py)")
+    return {**quoted, "machine": new["machine"], "studies": new["studies"]}
+
+
+def _with_lm_jobs(quoted: dict, new: dict) -> dict:
+    lm = new.get("lm") or {}
+    if not lm.get("jobs"):
+        raise ValueError("no language-model job (tests/benchmarks/test_lm_speed.py)")
+    return {**quoted, "lm": {**quoted.get("lm", {}), "machine": lm["machine"], "jobs": lm["jobs"]}}
+
+
+#: What ``write_generated(part=...)`` takes from a run into the quoted summary, keeping the rest: the default IFC run
+#: (it needs an idle machine, which a whole benchmark run rarely finds), the studies against compcor (a run of
+#: test_experiments.py alone), or the language model's jobs (tokens per second before and after, the engine row).
+PARTS = {"ifc-run": _with_ifc_runs, "studies": _with_studies, "lm-jobs": _with_lm_jobs}
+
+
+def write_generated(summary_file: Path, target: Path = GENERATED, *, part: str | None = None,
+                    readme: Path | None = None) -> None:
     """Quote ``summary_file`` in ``target`` and the README (and keep a copy as QUOTED, which the tests check them
-    against). ``ifc_run_only`` takes only the default IFC run's row from ``summary_file`` into the quoted summary:
-    that row needs an idle machine, which a whole benchmark run rarely finds. ``studies_only`` takes only the
-    studies against compcor (and their machine), keeping the quoted language-model table: for a run of
-    test_experiments.py alone. ``lm_jobs_only`` takes only the language model's jobs (tokens per second before and
-    after, and the engine row) and their machine, keeping the quoted IFC runs and studies."""
-    quoted_file = quoted_file or QUOTED
+    against): all of it, or only its ``part`` (``PARTS``) merged into the quoted summary."""
     summary = json.loads(summary_file.read_text())
-    if studies_only:
-        if not summary.get("studies"):
-            raise SystemExit(f"{summary_file} holds no study against compcor (tests/benchmarks/test_experiments.py)")
-        quoted = json.loads(quoted_file.read_text())
-        summary = {**quoted, "machine": summary["machine"], "studies": summary["studies"]}
-    if lm_jobs_only:
-        lm = summary.get("lm") or {}
-        if not lm.get("jobs"):
-            raise SystemExit(f"{summary_file} holds no language-model job (tests/benchmarks/test_lm_speed.py)")
-        quoted = json.loads(quoted_file.read_text())
-        summary = {**quoted, "lm": {**quoted.get("lm", {}), "machine": lm["machine"], "jobs": lm["jobs"]}}
-    if ifc_run_only:
-        run = (summary.get("lm") or {}).get("ifc_run")
-        if not run:
-            raise SystemExit(f"{summary_file} holds no default IFC run (tests/benchmarks/test_lm_speed.py)")
-        quoted = json.loads(quoted_file.read_text())
-        quoted_lm = quoted.setdefault("lm", {"machine": run["machine"], "jobs": []})
-        quoted_lm["ifc_run"] = run
-        if summary["lm"].get("ifc_run_recompute"):  # measured beside it, or else the quoted one is dropped as stale
-            quoted_lm["ifc_run_recompute"] = summary["lm"]["ifc_run_recompute"]
-        else:
-            quoted_lm.pop("ifc_run_recompute", None)
-        summary = quoted
+    if part is not None:
+        try:
+            summary = PARTS[part](json.loads(QUOTED.read_text()), summary)
+        except ValueError as exc:
+            raise SystemExit(f"{summary_file} holds {exc}") from None
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(generated_page(summary), encoding="utf-8")
     write_readme_ifc(summary, readme or README)
-    quoted_file.write_text(json.dumps(summary, indent=2) + "\n")
+    QUOTED.write_text(json.dumps(summary, indent=2) + "\n")
 
 
 if __name__ == "__main__":
@@ -299,14 +305,12 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description="Quote outputs/benchmark/summary.json in the docs' performance page.")
     parser.add_argument("--docs", action="store_true", help="rewrite docs/generated/benchmark.md (and quoted_summary.json)")
     parser.add_argument("--summary", type=Path, default=PROJECT_ROOT / "outputs" / "benchmark" / "summary.json")
-    parser.add_argument("--ifc-run", action="store_true",
-                        help="with --docs: take only the default IFC run's row from --summary (measured on its own, idle)")
-    parser.add_argument("--studies", action="store_true",
-                        help="with --docs: take only the studies against compcor from --summary (test_experiments.py)")
-    parser.add_argument("--lm-jobs", action="store_true",
-                        help="with --docs: take only the language model's jobs from --summary (test_lm_speed.py)")
+    parser.add_argument("--part", choices=sorted(PARTS),
+                        help="with --docs: take only this part of --summary, keeping the rest of the quoted summary "
+                             "(ifc-run: the default IFC run, measured on its own when idle; studies: "
+                             "test_experiments.py; lm-jobs: the language model's jobs of test_lm_speed.py)")
     args = parser.parse_args()
     if args.docs:
-        write_generated(args.summary, ifc_run_only=args.ifc_run, studies_only=args.studies, lm_jobs_only=args.lm_jobs)
+        write_generated(args.summary, part=args.part)
     else:
         print(markdown(json.loads(args.summary.read_text())))

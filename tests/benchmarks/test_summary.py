@@ -113,7 +113,7 @@ def test_an_ifc_run_measured_alone_replaces_only_that_row(tmp_path, monkeypatch)
                                                      "lm": {"machine": about, "jobs": [], "ifc_run": run}}))
     readme = tmp_path / "README.md"
     readme.write_text(f"{summary.IFC_START}{summary.IFC_END}")
-    summary.write_generated(tmp_path / "alone.json", tmp_path / "benchmark.md", ifc_run_only=True, readme=readme)
+    summary.write_generated(tmp_path / "alone.json", tmp_path / "benchmark.md", part="ifc-run", readme=readme)
     merged = json.loads(summary.QUOTED.read_text())
     assert merged["studies"] == quoted["studies"] and merged["lm"]["jobs"] == quoted["lm"]["jobs"]
     assert merged["lm"]["ifc_run"] == run
@@ -121,11 +121,11 @@ def test_an_ifc_run_measured_alone_replaces_only_that_row(tmp_path, monkeypatch)
     assert "measured on 2030-01-02 03:04 UTC (Some CPU, 2 logical cores)" in (tmp_path / "benchmark.md").read_text()
     (tmp_path / "empty.json").write_text(json.dumps({"machine": about, "studies": []}))
     with pytest.raises(SystemExit, match="no default IFC run"):
-        summary.write_generated(tmp_path / "empty.json", tmp_path / "benchmark.md", ifc_run_only=True, readme=readme)
+        summary.write_generated(tmp_path / "empty.json", tmp_path / "benchmark.md", part="ifc-run", readme=readme)
 
 
 def test_studies_measured_alone_replace_only_the_studies(tmp_path, monkeypatch):
-    """``--studies``: a run of test_experiments.py alone brings its studies and their machine; the quoted language-model
+    """``--part studies``: a run of test_experiments.py alone brings its studies and their machine; the quoted language-model
     table stays, and a summary without studies is refused."""
     import summary
 
@@ -137,18 +137,18 @@ def test_studies_measured_alone_replace_only_the_studies(tmp_path, monkeypatch):
     (tmp_path / "alone.json").write_text(json.dumps({"machine": about, "studies": [study]}))
     readme = tmp_path / "README.md"
     readme.write_text(f"{summary.IFC_START}{summary.IFC_END}")
-    summary.write_generated(tmp_path / "alone.json", tmp_path / "benchmark.md", studies_only=True, readme=readme)
+    summary.write_generated(tmp_path / "alone.json", tmp_path / "benchmark.md", part="studies", readme=readme)
     merged = json.loads(summary.QUOTED.read_text())
     assert merged["studies"] == [study] and merged["machine"] == about and merged["lm"] == quoted["lm"]
     page = (tmp_path / "benchmark.md").read_text()
     assert "15.00" in page and "Other CPU" in page
     (tmp_path / "empty.json").write_text(json.dumps({"machine": about, "studies": []}))
     with pytest.raises(SystemExit, match="no study against compcor"):
-        summary.write_generated(tmp_path / "empty.json", tmp_path / "benchmark.md", studies_only=True, readme=readme)
+        summary.write_generated(tmp_path / "empty.json", tmp_path / "benchmark.md", part="studies", readme=readme)
 
 
 def test_lm_jobs_measured_alone_replace_only_the_jobs(tmp_path, monkeypatch):
-    """``--lm-jobs``: the language model's tokens-per-second rows and their machine come from the new run; the quoted
+    """``--part lm-jobs``: the language model's tokens-per-second rows and their machine come from the new run; the quoted
     IFC runs and studies stay."""
     import summary
 
@@ -162,14 +162,14 @@ def test_lm_jobs_measured_alone_replace_only_the_jobs(tmp_path, monkeypatch):
                                                      "lm": {"machine": about, "jobs": jobs}}))
     readme = tmp_path / "README.md"
     readme.write_text(f"{summary.IFC_START}{summary.IFC_END}")
-    summary.write_generated(tmp_path / "alone.json", tmp_path / "benchmark.md", lm_jobs_only=True, readme=readme)
+    summary.write_generated(tmp_path / "alone.json", tmp_path / "benchmark.md", part="lm-jobs", readme=readme)
     merged = json.loads(summary.QUOTED.read_text())
     assert merged["studies"] == quoted["studies"] and merged["lm"]["ifc_run"] == quoted["lm"]["ifc_run"]
     assert merged["lm"]["jobs"] == jobs and merged["lm"]["machine"] == about
     assert f"| {summary.LM_ENGINE_ROW} | 200.0 | 250.0 | 1.25 |" in (tmp_path / "benchmark.md").read_text()
     (tmp_path / "empty.json").write_text(json.dumps({"machine": about, "studies": []}))
     with pytest.raises(SystemExit, match="no language-model job"):
-        summary.write_generated(tmp_path / "empty.json", tmp_path / "benchmark.md", lm_jobs_only=True, readme=readme)
+        summary.write_generated(tmp_path / "empty.json", tmp_path / "benchmark.md", part="lm-jobs", readme=readme)
 
 
 def test_the_engine_row_compares_ctranslate2_with_torch_in_the_after_run():
