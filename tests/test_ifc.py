@@ -125,6 +125,23 @@ def test_a_deleted_middle_corpus_is_rebuilt_by_replaying_its_seeded_step(tiny_ru
     assert (gen / "checkpoint" / "model.safetensors").stat().st_mtime_ns == weights  # step 2 stays saved
 
 
+def test_a_rerun_missing_g0_and_the_last_corpus_samples_the_last_from_the_saved_weights(tiny_run):
+    """g_0 needs the base model; g_2 then comes from the saved weights of step 2, not from replaying steps 1-2."""
+    cfg, out, _ = tiny_run
+    gen = out / "generated"
+    before = {i: (gen / f"iter_{i}.jsonl").read_text() for i in (0, 2)}
+    loss = json.loads((gen / "iter_2.json").read_text())["train_loss"]
+    weights = (gen / "checkpoint" / "model.safetensors").stat().st_mtime_ns
+    for i in (0, 2):
+        (gen / f"iter_{i}.jsonl").unlink()
+    result = run_ifc(cfg, out)
+    assert result.info["generated_now"] == [0, 2]
+    meta = json.loads((gen / "iter_2.json").read_text())
+    assert meta["seconds"]["train"] == 0 and meta["training"] is None and meta["train_loss"] == loss  # nothing replayed
+    assert {i: (gen / f"iter_{i}.jsonl").read_text() for i in (0, 2)} == before  # the same weights, the same texts
+    assert (gen / "checkpoint" / "model.safetensors").stat().st_mtime_ns == weights
+
+
 def test_scoring_again_with_another_metric_needs_no_generation(tiny_run, cache_dir, mirror_dir):
     _, out, _ = tiny_run
     cfg = ifc_config(cache_dir, mirror_dir, "ifc.generate=false", "metrics=[chi]")

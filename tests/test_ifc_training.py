@@ -116,10 +116,11 @@ def test_a_batch_in_parts_gives_the_gradient_of_one_pass(smollm2, monkeypatch):
                                    msg=lambda m: f"{name}: {m}")
 
 
-def test_recomputing_activations_and_fused_adamw_change_no_bit_and_leave_the_model_as_it_was(smollm2, monkeypatch):
-    """ifc.recompute_activations and FUSED_ADAMW trade memory and time only: the weights after a step equal those of
-    keeping the activations and of the multi-tensor AdamW, bit for bit, and afterwards the model is in eval mode
-    with its cache setting and without checkpointing."""
+def test_recomputing_activations_changes_no_bit_fused_adamw_only_rounding_and_the_model_is_left_as_it_was(smollm2, monkeypatch):
+    """ifc.recompute_activations trades memory for time only: the weights after a step equal those of keeping the
+    activations, bit for bit. FUSED_ADAMW rounds otherwise than the multi-tensor AdamW on some CPUs (our AMD EPYC;
+    bit for bit on our Intel Xeon): the same update to float32 rounding. Afterwards the model is in eval mode with
+    its cache setting, without checkpointing and with its own embedding forward."""
     import torch
 
     from textmetric_bench.collections import ifc_generate
@@ -151,11 +152,67 @@ def test_recomputing_activations_and_fused_adamw_change_no_bit_and_leave_the_mod
     assert fused_kwargs == [True, True, None]
     name = "activation" if hasattr(type(model), "is_activation_checkpointing") else "gradient"  # the old name warns
     assert not model.training and not getattr(model, f"is_{name}_checkpointing") and model.config.use_cache == use_cache
-    for other in (recomputed, multi_tensor):
-        assert other[0].token_loss == kept[0].token_loss and other[0].loss == kept[0].loss
-        changed = [name for name, value in kept[1].items() if not torch.equal(value, other[1][name])]
-        assert changed == []
+    assert "forward" not in vars(model.get_input_embeddings())  # the sparse-gradient forward was for the step only
+    assert recomputed[0].token_loss == kept[0].token_loss and recomputed[0].loss == kept[0].loss
+    assert [name for name, value in kept[1].items() if not torch.equal(value, recomputed[1][name])] == []
+    assert multi_tensor[0].token_loss == pytest.approx(kept[0].token_loss, rel=1e-6)
+    start = model.state_dict()
+    for name, value in kept[1].items():  # each tensor's update equal to within 1% of its largest element
+        update, other = value - start[name], multi_tensor[1][name] - start[name]
+        assert float((update - other).abs().max()) <= 0.01 * float(update.abs().max()) + 1e-12, name
     assert any(not torch.equal(v, model.state_dict()[k]) for k, v in kept[1].items())  # the step did train
+
+
+def test_a_tied_embedding_gets_sparse_rows_that_add_up_to_the_dense_gradient(smollm2, monkeypatch):
+    """The input embedding tied to the output layer gets a sparse gradient during fine-tuning: the shared weight's
+    gradient is the dense one to float32 rounding (the same sum in another order), every other gradient is the
+    same bit for bit, the padding token's row gets none, and an untied model keeps its dense gradient."""
+    import torch
+
+    from textmetric_bench.collections import ifc_generate
+    from textmetric_bench.features.lm import padded_batch, text_token_ids
+
+    model, tokenizer = smollm2
+    embedding = ifc_generate.sparse_tied_embedding(model)
+    assert embedding is model.get_input_embeddings() and embedding.weight is model.get_output_embeddings().weight
+    texts = ["how do I top up my card?", "my card my card my card", "cancel it"]
+    ids, mask, labels = padded_batch([text_token_ids(tokenizer, t, add_eos=True) for t in texts],
+                                     tokenizer.pad_token_id)
+    assert (ids == embedding.padding_idx).any()  # padded, so the padding row is exercised
+
+    def gradients(sparse: bool):
+        model.zero_grad(set_to_none=True)
+        if sparse:
+            embedding.forward = lambda i: ifc_generate.sparse_rows(i, embedding.weight, embedding.padding_idx)
+        try:
+            model(input_ids=ids, attention_mask=mask, labels=labels).loss.backward()
+        finally:
+            vars(embedding).pop("forward", None)
+        grads = {name: p.grad.clone() for name, p in model.named_parameters()}
+        model.zero_grad(set_to_none=True)
+        return grads
+
+    dense, sparse = gradients(False), gradients(True)
+    shared = "model.embed_tokens.weight"
+    assert sparse[shared].layout == torch.strided and sparse[shared].shape == dense[shared].shape
+    torch.testing.assert_close(sparse[shared], dense[shared], rtol=1e-5, atol=1e-7)
+    assert float(sparse[shared].abs().sum()) > 0
+    assert [name for name in dense if name != shared and not torch.equal(dense[name], sparse[name])] == []
+
+    untied = torch.nn.Module()
+    untied.get_input_embeddings = lambda: torch.nn.Embedding(4, 2)
+    untied.get_output_embeddings = lambda: torch.nn.Linear(2, 4, bias=False)
+    assert ifc_generate.sparse_tied_embedding(untied) is None
+
+
+def test_the_embedding_gradient_is_part_of_what_a_saved_corpus_must_share():
+    from textmetric_bench.collections.ifc_generate import EMBEDDING_GRADIENT, GenerationPlan
+
+    plan = GenerationPlan(source="banking77", lm="m", seed=0, iterations=4, train_per_step=200, corpus_size=200,
+                          learning_rate=1e-4, train_batch_size=16, top_p=0.95, temperature=1.0,
+                          sample_batch_size=256, length_quantile=0.95, max_sample_rounds=4)
+    assert plan.fingerprint()["embedding_gradient"] == EMBEDDING_GRADIENT
+    assert GenerationPlan(**{**plan.__dict__, "embedding_gradient": "dense"}).fingerprint() != plan.fingerprint()
 
 
 def test_recomputing_activations_is_not_part_of_what_a_saved_corpus_must_share():
