@@ -41,8 +41,6 @@ Choices that depart from 003, each a parameter:
 from __future__ import annotations
 
 import numpy as np
-from scipy import stats
-from scipy.spatial.distance import cdist
 
 from textmetric_bench.api.context import lm_scorer
 from textmetric_bench.api.inputs import as_texts, canonical_pair
@@ -96,11 +94,15 @@ def spectral_angle(f: np.ndarray, g: np.ndarray) -> float:
 
 def pearson(f: np.ndarray, g: np.ndarray) -> float:
     """CORR (003 §2.3)."""
+    from scipy import stats  # on use: scipy.stats costs ~60 MiB a process that never scores FACE need not carry
+
     return float(stats.pearsonr(f, g).statistic)
 
 
 def spearman(f: np.ndarray, g: np.ndarray) -> float:
     """SPEAR (003 §2.3)."""
+    from scipy import stats
+
     return float(stats.spearmanr(f, g).statistic)
 
 
@@ -117,6 +119,9 @@ def _trapezoid_weights(g: int) -> np.ndarray:
 
 def dissimilarities(x: np.ndarray, y: np.ndarray, similarity: str) -> np.ndarray:
     """delta(x_i, y_j) for all rows of two spectrum matrices, vectorised (values equal the per-pair functions)."""
+    from scipy import stats
+    from scipy.spatial.distance import cdist
+
     if similarity == "so":
         w = _trapezoid_weights(x.shape[1])
         ax, ay = np.abs(x) * w, np.abs(y) * w

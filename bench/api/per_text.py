@@ -24,7 +24,6 @@ import sys
 from typing import Callable, Sequence
 
 import numpy as np
-from scipy.stats import wasserstein_distance
 
 from textmetric_bench.api.inputs import as_embeddings, as_texts
 from textmetric_bench.api.registry import NOT_DECLARED, Inputs, metric
@@ -58,6 +57,8 @@ def per_text_metric(name: str, *, inputs: Inputs = "texts", description: str = "
                 extra["seed"] = seed
             if takes_pool:
                 extra["pool"] = list(x) + list(y) if inputs == "texts" else np.vstack([x, y])
+            from scipy.stats import wasserstein_distance
+
             return wasserstein_distance(_scores(name, score, x, extra), _scores(name, score, y, extra))
 
         P = inspect.Parameter

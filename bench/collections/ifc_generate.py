@@ -74,7 +74,7 @@ class GenerationPlan:
     batching: str = BATCHING
     embedding_gradient: str = EMBEDDING_GRADIENT
     #: memory against time only: the weights, and so the corpora, are the same either way (tested)
-    recompute_activations: bool = False
+    recompute_activations: bool = True
 
     def fingerprint(self) -> dict:
         """The settings a saved g_i must share with this plan to be reused."""

@@ -22,16 +22,24 @@ from __future__ import annotations
 import difflib
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Callable, Sequence
 
 import numpy as np
-from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
 from textmetric_bench.errors import ConfigError
 
 ARTICLES = frozenset({"a", "an", "the"})
-STOPWORDS = frozenset(ENGLISH_STOP_WORDS)
 _WORD = re.compile(r"\S+")
+
+
+@lru_cache(maxsize=1)
+def stopwords() -> frozenset[str]:
+    """scikit-learn's ``ENGLISH_STOP_WORDS``, imported on first use: importing scikit-learn costs ~70 MiB, which a
+    process that never perturbs (IFC's fine-tuning) should not carry."""
+    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
+    return frozenset(ENGLISH_STOP_WORDS)
 
 
 def split_core(word: str) -> tuple[str, str, str]:
@@ -88,7 +96,7 @@ def remove_articles(text: str) -> str:
 
 def remove_stopwords(text: str) -> str:
     """p_no stop: remove scikit-learn's English stopwords (000 §6.2 used NLTK's list)."""
-    return remove_words(text, STOPWORDS)
+    return remove_words(text, stopwords())
 
 
 def shuffle_words(text: str, rng: np.random.Generator) -> str:

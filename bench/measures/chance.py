@@ -21,8 +21,6 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from scipy import stats
-from statsmodels.stats.multitest import multipletests
 
 from textmetric_bench.measures.intervals import FEW_REPETITIONS
 
@@ -43,6 +41,8 @@ def below_chance_p(mean: float, std: float, n: int, chance: float = 0.5) -> floa
         return np.nan
     if not np.isfinite(std) or std == 0:
         return 0.0 if mean < chance else 1.0
+    from scipy import stats
+
     t = (mean - chance) / (std / np.sqrt(n))
     return float(stats.t.cdf(t, df=n - 1))
 
@@ -54,6 +54,8 @@ def below_chance(summary: pd.DataFrame, excluded=(), min_repetitions: int = FEW_
     ``excluded``: metrics not tested (the bounds); a row over fewer than ``min_repetitions`` is not tested.
     Returns columns metric, measure, mean, n, p, p_holm.
     """
+    from statsmodels.stats.multitest import multipletests
+
     columns = ["metric", "measure", "mean", "n", "p", "p_holm"]
     if summary.empty:
         return pd.DataFrame(columns=columns)

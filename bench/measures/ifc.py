@@ -19,7 +19,6 @@ from typing import Sequence
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from textmetric_bench.api.tokens import tokenize
 from textmetric_bench.measures.failures import per_repetition
@@ -38,6 +37,8 @@ def ifc_score(iterations, distances) -> float:
     x, d = np.asarray(iterations, float), np.asarray(distances, float)
     if len(x) < 2 or not np.isfinite(d).all() or np.ptp(d) == 0 or np.ptp(x) == 0:
         return float("nan")
+    from scipy import stats
+
     return float(-stats.spearmanr(x, d).statistic)
 
 

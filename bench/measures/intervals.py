@@ -13,7 +13,6 @@ too narrow; they get the same bootstrap over repetitions as the other measures.
 from __future__ import annotations
 
 import numpy as np
-from scipy import stats
 
 CONFIDENCE = 0.95
 RESAMPLES = 9999
@@ -31,6 +30,8 @@ def bootstrap_interval(values, confidence: float = CONFIDENCE) -> tuple[float, f
         return np.nan, np.nan
     if np.ptp(x) == 0:
         return float(x[0]), float(x[0])
+    from scipy import stats
+
     result = stats.bootstrap((x,), np.mean, method="percentile", n_resamples=RESAMPLES,
                              confidence_level=confidence, rng=np.random.default_rng(SEED))
     low, high = result.confidence_interval
@@ -68,5 +69,7 @@ def mean_ci(values: np.ndarray, confidence: float = 0.95) -> tuple[float, float,
     if n == 1:
         return mean, np.nan, 1, np.nan, np.nan
     std = float(x.std(ddof=1))
+    from scipy import stats
+
     half = float(stats.t.ppf(0.5 + confidence / 2, n - 1)) * std / np.sqrt(n)
     return mean, std, n, mean - half, mean + half

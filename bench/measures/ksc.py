@@ -11,7 +11,6 @@ from functools import lru_cache
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 
 def monotonicity(ell, distance) -> float:
@@ -19,6 +18,8 @@ def monotonicity(ell, distance) -> float:
     ell, distance = np.asarray(ell, float), np.asarray(distance, float)
     if np.ptp(distance) == 0 or np.ptp(ell) == 0:
         return float("nan")
+    from scipy import stats
+
     return float(stats.spearmanr(ell, distance).statistic)
 
 
@@ -47,6 +48,8 @@ def linearity(ell, distance) -> float:
     ell, distance = np.asarray(ell, float), np.asarray(distance, float)
     if np.ptp(distance) == 0:
         return float("nan")
+    from scipy import stats
+
     return float(stats.linregress(ell, distance).rvalue ** 2)
 
 

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 import pytest
-from summary import IFC_RUN_RECOMPUTE, ifc_run_row, lm_rows, machine, summary_rows, table_lines, write_summary
+from summary import IFC_RUN_KEPT, ifc_run_row, lm_rows, machine, summary_rows, table_lines, write_summary
 
 from textmetric_bench import PROJECT_ROOT
 
@@ -193,10 +193,10 @@ def pytest_terminal_summary(terminalreporter):
             tr.write_line(f"{r['job']:<30} {r['before_tokens_per_s'] or 0:>8.1f} -> {r['after_tokens_per_s'] or 0:>8.1f}"
                           f" tokens/s  ratio {r['tokens_per_s_ratio'] or 0:.2f}  (per CPU s: ratio "
                           f"{r['tokens_per_cpu_s_ratio'] or 0:.2f})")
-    ifc_run, ifc_recompute = ifc_run_row(RESULTS), ifc_run_row(RESULTS, IFC_RUN_RECOMPUTE)
-    if rows or jobs or ifc_run or ifc_recompute:
-        lm = ({"machine": machine(), "jobs": jobs, "ifc_run": ifc_run, "ifc_run_recompute": ifc_recompute}
-              if jobs or ifc_run or ifc_recompute else None)
+    ifc_run, ifc_kept = ifc_run_row(RESULTS), ifc_run_row(RESULTS, IFC_RUN_KEPT)
+    if rows or jobs or ifc_run or ifc_kept:
+        lm = ({"machine": machine(), "jobs": jobs, "ifc_run": ifc_run, "ifc_run_kept": ifc_kept}
+              if jobs or ifc_run or ifc_kept else None)
         write_summary(SUMMARY_FILE, rows, machine(), lm)
         tr.write_line(f"written to {SUMMARY_FILE}")
 

@@ -29,7 +29,7 @@ COLUMNS = ("study", "evaluations", "ours_s", "compcor_s", "ratio", "ours_cpu_s",
 #: The language model's jobs (lm_speed.py), each timed before and after on one pinned core
 LM_JOBS = {"sampling": "IFC sampling", "fine_tuning": "IFC fine-tuning", "scoring": "LM scoring (FACE, CTRLEval)"}
 LM_BEFORE, LM_AFTER, IFC_RUN = "lm/before", "lm/after", "lm/ifc-default-run"
-IFC_RUN_RECOMPUTE = "lm/ifc-recompute-run"  # the default run with ifc.recompute_activations=true
+IFC_RUN_KEPT = "lm/ifc-kept-activations-run"  # the default run with ifc.recompute_activations=false
 #: LM scoring through lm.engine=ctranslate2, timed in the after run beside torch's: a row of its own, torch as before
 ENGINE_JOB, LM_ENGINE_ROW = "scoring_ctranslate2", "LM scoring, torch->CTranslate2"
 
@@ -60,7 +60,7 @@ def _speed_row(label: str, b: dict | None, a: dict | None) -> dict:
 def ifc_run_row(results: dict[str, dict], label: str = IFC_RUN) -> dict | None:
     """The default IFC run (``task=ifc``, model converted beforehand): seconds, peak RSS, load average at its start,
     and the machine it ran on (the row can be measured and quoted on its own: ``--part ifc-run``). With
-    ``label=IFC_RUN_RECOMPUTE``, the same run with ``ifc.recompute_activations=true``."""
+    ``label=IFC_RUN_KEPT``, the same run with ``ifc.recompute_activations=false``."""
     run = results.get(label)
     return None if run is None else {**{k: run.get(k) for k in ("seconds", "peak_tree_rss_mb", "load_at_start",
                                                                  "generation_threads", "train_s", "sample_s")},
@@ -208,7 +208,7 @@ def lm_markdown(lm: dict) -> str:
                      f"| {fmt(r['after_tokens_per_cpu_s'], '{:,.1f}')} | {fmt(r['tokens_per_cpu_s_ratio'], '{:.2f}')} "
                      f"| {padding} |")
     for key, what in (("ifc_run", "The default IFC run (`task=ifc`, model converted beforehand)"),
-                      ("ifc_run_recompute", "The same run with `ifc.recompute_activations=true`")):
+                      ("ifc_run_kept", "The same run with `ifc.recompute_activations=false` (activations kept)")):
         run = lm.get(key)
         if run:
             lines += ["", f"{what}: {fmt(run['seconds'], '{:,.0f}')} s, "
@@ -257,9 +257,10 @@ def _with_ifc_runs(quoted: dict, new: dict) -> dict:
     run = lm.get("ifc_run")
     if not run:
         raise ValueError("no default IFC run (tests/benchmarks/test_lm_speed.py)")
-    # the recomputing run is measured beside the default one, or else the quoted one is dropped as stale
-    runs = {"ifc_run": run, **({"ifc_run_recompute": lm["ifc_run_recompute"]} if lm.get("ifc_run_recompute") else {})}
-    kept = {k: v for k, v in quoted.get("lm", {"machine": run["machine"], "jobs": []}).items() if k != "ifc_run_recompute"}
+    # the run keeping activations is measured beside the default one, or else the quoted one is dropped as stale
+    runs = {"ifc_run": run, **({"ifc_run_kept": lm["ifc_run_kept"]} if lm.get("ifc_run_kept") else {})}
+    kept = {k: v for k, v in quoted.get("lm", {"machine": run["machine"], "jobs": []}).items()
+            if k not in ("ifc_run_kept", "ifc_run_recompute")}
     return {**quoted, "lm": {**kept, **runs}}
 
 
