@@ -1,9 +1,9 @@
 """The engine that scores texts for the LM metrics: CTranslate2 (the default) or torch (``lm.engine``).
 
 CTranslate2 (OpenNMT's inference engine for Transformer models) runs the same float32 weights
-through its own CPU kernels; on SmolLM2 it scored the same tokens about 1.25x faster than torch,
-with one thread and with two (docs/performance.md), so it is the default: the fastest engine whose
-scores match torch's. Its per-token log-probabilities equal torch's to
+through its own CPU kernels; on SmolLM2 it scored the same tokens 1.24-1.44x faster than torch on our Intel
+Xeon with one thread and with two, 1.11x on our AMD EPYC (docs/performance.md), so it is the default: the
+fastest engine whose scores match torch's. Its per-token log-probabilities equal torch's to
 within ``TOKEN_TOLERANCE`` (absolute, per token) and a text's sum to within ``SUM_TOLERANCE``
 (relative), tested in tests/test_lm_engine.py; not bit for bit, because its kernels sum in
 their own order, so the scores have their own cache key (``engine_id``).
