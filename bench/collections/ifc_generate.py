@@ -159,7 +159,7 @@ def sparse_rows(ids, weight, padding_idx):
     """``embedding(ids, weight)`` whose gradient for ``weight`` is sparse and coalesced: one row per distinct token
     (a token's positions summed in a fixed order; none for ``padding_idx``). Coalesced, it adds to the output
     layer's dense gradient one value per element, so the sum is the same bits whichever of the two autograd
-    meets first (it does not meet them in the same order when layers are recomputed)."""
+    meets first."""
     import torch
 
     class SparseRows(torch.autograd.Function):
@@ -370,8 +370,10 @@ def generate_ifc(plan: GenerationPlan, gen_dir: Path | str, *, training_pool: Se
     bar = progress_bar(len(todo), desc="IFC iterations", unit="corpus", enabled=progress)
     for i in todo:
         train_seconds = 0.0
+        # (re)start from the nearest state not past step i: the saved weights when they are ahead of the model in
+        # memory (loading them is faster than replaying the steps between), else the base model
         behind_saved = model is not None and saved_step is not None and step < saved_step <= i
-        if model is None or step > i or behind_saved:  # (re)start from the nearest state not past step i: the saved
+        if model is None or step > i or behind_saved:
             use_saved = saved_step is not None and saved_step <= i
             model, tokenizer = load_model(gen_dir / "checkpoint" if use_saved else None)
             adopt_library_loggers()

@@ -54,7 +54,7 @@ class IFCSettings(TaskSettings):
                                   minimum=0, exclusive=True)
     batch_size: int = option(16, "texts per optimiser update", key="ifc.batch_size", minimum=1)
     recompute_activations: bool = option(True, "fine-tuning recomputes each layer's activations in the backward "
-                                         "pass: ~280 MiB less at its peak for ~15-40% more fine-tuning time; false "
+                                         "pass: ~290 MiB less at its peak for 10-40% more fine-tuning time; false "
                                          "keeps them (faster, more memory); the same texts either way",
                                          key="ifc.recompute_activations", example=False)
     generate: bool = option(True, "false: only score the corpora already in <run dir>/generated/",
