@@ -97,14 +97,16 @@ def test_a_run_killed_mid_way_resumes_to_the_same_tables(tmp_path, cache_dir):
                             cwd=PROJECT_ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     log = killed / "evaluations.jsonl"
     deadline = time.monotonic() + 600
+    # killed at its first logged evaluation: once the embeddings are cached, all 256 are logged within ~0.2 s on a
+    # fast machine (an AMD EPYC), so a later threshold or a slower poll can miss the middle of the run
     while time.monotonic() < deadline and proc.poll() is None:
-        if log.exists() and len(log.read_text().splitlines()) > 40:
+        if log.exists() and len(log.read_text().splitlines()) > 1:
             break
-        time.sleep(0.2)
+        time.sleep(0.005)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     logged = len(log.read_text().splitlines()) - 1
-    assert 40 <= logged < total, "the run was not interrupted mid-way"
+    assert 1 <= logged < total, "the run was not interrupted mid-way"
     assert not (killed / "measures.csv").exists()
 
     resumed = run_bench(*args, f"hydra.run.dir={killed}", cache_dir=cache_dir)
