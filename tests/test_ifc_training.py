@@ -163,10 +163,11 @@ def test_recomputing_activations_changes_no_bit_fused_adamw_only_rounding_and_th
     assert any(not torch.equal(v, model.state_dict()[k]) for k, v in kept[1].items())  # the step did train
 
 
-def test_a_tied_embedding_gets_sparse_rows_that_add_up_to_the_dense_gradient(smollm2, monkeypatch):
+def test_a_tied_embedding_gets_sparse_rows_that_add_up_to_the_dense_gradient(smollm2):
     """The input embedding tied to the output layer gets a sparse gradient during fine-tuning: the shared weight's
-    gradient is the dense one to float32 rounding (the same sum in another order), every other gradient is the
-    same bit for bit, the padding token's row gets none, and an untied model keeps its dense gradient."""
+    gradient is the dense one to float32 rounding (the same sum in another order; padded batches, so the padding
+    row is left out as the dense gradient leaves it out), every other gradient is the same bit for bit, the model's
+    own forward is back after the block, and an untied model keeps its dense gradient."""
     import torch
 
     from textmetric_bench.collections import ifc_generate
@@ -180,19 +181,18 @@ def test_a_tied_embedding_gets_sparse_rows_that_add_up_to_the_dense_gradient(smo
                                      tokenizer.pad_token_id)
     assert (ids == embedding.padding_idx).any()  # padded, so the padding row is exercised
 
-    def gradients(sparse: bool):
+    def gradients():
         model.zero_grad(set_to_none=True)
-        if sparse:
-            embedding.forward = lambda i: ifc_generate.sparse_rows(i, embedding.weight, embedding.padding_idx)
-        try:
-            model(input_ids=ids, attention_mask=mask, labels=labels).loss.backward()
-        finally:
-            vars(embedding).pop("forward", None)
+        model(input_ids=ids, attention_mask=mask, labels=labels).loss.backward()
         grads = {name: p.grad.clone() for name, p in model.named_parameters()}
         model.zero_grad(set_to_none=True)
         return grads
 
-    dense, sparse = gradients(False), gradients(True)
+    dense = gradients()
+    with ifc_generate.sparse_tied_gradient(model) as tied:
+        assert tied is embedding
+        sparse = gradients()
+    assert "forward" not in vars(embedding)
     shared = "model.embed_tokens.weight"
     assert sparse[shared].layout == torch.strided and sparse[shared].shape == dense[shared].shape
     torch.testing.assert_close(sparse[shared], dense[shared], rtol=1e-5, atol=1e-7)
@@ -205,12 +205,18 @@ def test_a_tied_embedding_gets_sparse_rows_that_add_up_to_the_dense_gradient(smo
     assert ifc_generate.sparse_tied_embedding(untied) is None
 
 
+def default_plan():
+    from textmetric_bench.collections.ifc_generate import GenerationPlan
+
+    return GenerationPlan(source="banking77", lm="m", seed=0, iterations=4, train_per_step=200, corpus_size=200,
+                          learning_rate=1e-4, train_batch_size=16, top_p=0.95, temperature=1.0,
+                          sample_batch_size=256, length_quantile=0.95, max_sample_rounds=4)
+
+
 def test_the_embedding_gradient_is_part_of_what_a_saved_corpus_must_share():
     from textmetric_bench.collections.ifc_generate import EMBEDDING_GRADIENT, GenerationPlan
 
-    plan = GenerationPlan(source="banking77", lm="m", seed=0, iterations=4, train_per_step=200, corpus_size=200,
-                          learning_rate=1e-4, train_batch_size=16, top_p=0.95, temperature=1.0,
-                          sample_batch_size=256, length_quantile=0.95, max_sample_rounds=4)
+    plan = default_plan()
     assert plan.fingerprint()["embedding_gradient"] == EMBEDDING_GRADIENT
     assert GenerationPlan(**{**plan.__dict__, "embedding_gradient": "dense"}).fingerprint() != plan.fingerprint()
 
@@ -218,9 +224,7 @@ def test_the_embedding_gradient_is_part_of_what_a_saved_corpus_must_share():
 def test_recomputing_activations_is_not_part_of_what_a_saved_corpus_must_share():
     from textmetric_bench.collections.ifc_generate import GenerationPlan
 
-    plan = GenerationPlan(source="banking77", lm="m", seed=0, iterations=4, train_per_step=200, corpus_size=200,
-                          learning_rate=1e-4, train_batch_size=16, top_p=0.95, temperature=1.0,
-                          sample_batch_size=256, length_quantile=0.95, max_sample_rounds=4)
-    recomputing = GenerationPlan(**{**plan.__dict__, "recompute_activations": True, "iterations": 6})
-    assert recomputing.fingerprint() == plan.fingerprint()
+    plan = default_plan()
+    other = GenerationPlan(**{**plan.__dict__, "recompute_activations": not plan.recompute_activations, "iterations": 6})
+    assert other.fingerprint() == plan.fingerprint()
     assert GenerationPlan(**{**plan.__dict__, "learning_rate": 2e-4}).fingerprint() != plan.fingerprint()

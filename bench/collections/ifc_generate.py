@@ -26,6 +26,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable, Sequence
@@ -182,6 +183,21 @@ def sparse_rows(ids, weight, padding_idx):
     return SparseRows.apply(ids, weight)
 
 
+@contextmanager
+def sparse_tied_gradient(model):
+    """Within the block, a tied input embedding (``sparse_tied_embedding``) passes its gradient as ``sparse_rows``;
+    after it, the model has its own forward again. Yields the embedding, or None for an untied model (unchanged)."""
+    embedding = sparse_tied_embedding(model)
+    if embedding is None:
+        yield None
+        return
+    embedding.forward = lambda ids: sparse_rows(ids, embedding.weight, embedding.padding_idx)  # shadows the class's
+    try:
+        yield embedding
+    finally:
+        del embedding.forward
+
+
 def fine_tune_step(model, tokenizer, texts: Sequence[str], *, learning_rate: float, batch_size: int,
                    seed: int, max_tokens: int = 256, recompute_activations: bool = False, progress: bool = True,
                    desc: str = "fine-tuning") -> TrainingStep:
@@ -214,31 +230,27 @@ def fine_tune_step(model, tokenizer, texts: Sequence[str], *, learning_rate: flo
         # transformers 5.2x renamed gradient checkpointing to activation checkpointing; the old name warns there
         name = "activation" if hasattr(model, "activation_checkpointing_enable") else "gradient"
         getattr(model, f"{name}_checkpointing_enable")(**{f"{name}_checkpointing_kwargs": {"use_reentrant": False}})
-    embedding = sparse_tied_embedding(model)
-    if embedding is not None:  # for this step only: an instance attribute shadows the class's forward
-        embedding.forward = lambda ids: sparse_rows(ids, embedding.weight, embedding.padding_idx)
     model.train()
     losses, tokens, positions, predicted, summed = [], 0, 0, 0, 0.0
     bar = progress_bar(len(batches), desc=desc, unit="step", enabled=progress, leave=False)
-    for rows in batches:
-        in_batch, batch_sum = sum(lengths[i] - 1 for i in rows), 0.0
-        for part in micro_batches(rows, lengths, TRAIN_POSITIONS):
-            ids, mask, labels = padded_batch([seqs[i] for i in part], tokenizer.pad_token_id)
-            tokens, positions = tokens + int(mask.sum()), positions + mask.numel()
-            loss = model(input_ids=ids.to(device), attention_mask=mask.to(device), labels=labels.to(device)).loss
-            share = sum(lengths[i] - 1 for i in part)
-            (loss * (share / in_batch) if share != in_batch else loss).backward()
-            batch_sum += float(loss.detach()) * share
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimiser.step()
-        optimiser.zero_grad(set_to_none=True)
-        losses.append(batch_sum / in_batch)
-        predicted, summed = predicted + in_batch, summed + batch_sum
-        bar.update()
-        bar.set_postfix(loss=f"{losses[-1]:.3f}", refresh=False)
+    with sparse_tied_gradient(model):
+        for rows in batches:
+            in_batch, batch_sum = sum(lengths[i] - 1 for i in rows), 0.0
+            for part in micro_batches(rows, lengths, TRAIN_POSITIONS):
+                ids, mask, labels = padded_batch([seqs[i] for i in part], tokenizer.pad_token_id)
+                tokens, positions = tokens + int(mask.sum()), positions + mask.numel()
+                loss = model(input_ids=ids.to(device), attention_mask=mask.to(device), labels=labels.to(device)).loss
+                share = sum(lengths[i] - 1 for i in part)
+                (loss * (share / in_batch) if share != in_batch else loss).backward()
+                batch_sum += float(loss.detach()) * share
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            optimiser.step()
+            optimiser.zero_grad(set_to_none=True)
+            losses.append(batch_sum / in_batch)
+            predicted, summed = predicted + in_batch, summed + batch_sum
+            bar.update()
+            bar.set_postfix(loss=f"{losses[-1]:.3f}", refresh=False)
     bar.close()
-    if embedding is not None:
-        del embedding.forward
     if checkpointing:
         getattr(model, f"{name}_checkpointing_disable")()
         model.config.use_cache = use_cache
