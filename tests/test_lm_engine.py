@@ -61,12 +61,12 @@ def test_a_text_scores_the_same_alone_or_in_any_batch(ct2, texts):
     bit where MKL pins its AVX2 branch (Intel CPUs); elsewhere (our AMD EPYC: 4e-6 relative seen) to float32
     rounding. Batches depend only on the texts and ``lm.batch_size`` (not on the workers), so a run's scores are
     reproducible either way."""
-    from textmetric_bench.numerics import bit_for_bit
+    from textmetric_bench.numerics import mkl_branch_pinned
 
     alone = token_logprobs(*ct2, texts[:10], batch_size=1)
     for batched in (token_logprobs(*ct2, texts[:10], batch_size=10), token_logprobs(*ct2, texts[:10][::-1], batch_size=4)[::-1]):
         for a, b in zip(alone, batched):
-            if bit_for_bit():
+            if mkl_branch_pinned():
                 np.testing.assert_array_equal(a, b)
             else:
                 np.testing.assert_allclose(a, b, rtol=2e-5, atol=2e-5)

@@ -19,7 +19,7 @@ import numpy as np
 
 from textmetric_bench.console import adopt_library_loggers, progress_bar
 from textmetric_bench.errors import EmbeddingError
-from textmetric_bench.numerics import numerics_label, torch_follows_the_switches
+from textmetric_bench.numerics import EXACT_PRODUCTS, PINNED_LABEL, numerics_label, torch_follows_the_switches
 from textmetric_bench.features.shard_cache import VectorCache, slug, text_key
 
 log = logging.getLogger(__name__)
@@ -162,8 +162,10 @@ def sentence_transformer(
         model_id = f"{model}@{Path(path).resolve()}+files.{model_files_digest(path, mtimes=True)}"
     device = resolve_device(device)
     kind = device.split(":")[0]
-    # vectors differ slightly between CPU and GPU kernels, and between CPU kernels unless they are pinned
-    model_id += f"|cpu-{numerics_label()}" if kind == "cpu" else f"|{kind}"
+    # vectors differ slightly between CPU and GPU kernels, and between CPU kernels unless they are pinned; pinned,
+    # the model's matrix products are exact (features/exact_gemm.py), so no BLAS, CPU or thread count changes them
+    exact = kind == "cpu" and numerics_label() == PINNED_LABEL
+    model_id += (f"|cpu-{numerics_label()}" + (f"+{EXACT_PRODUCTS}" if exact else "")) if kind == "cpu" else f"|{kind}"
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -176,7 +178,16 @@ def sentence_transformer(
             problem = torch_follows_the_switches() if kind == "cpu" else None
             if problem:
                 raise EmbeddingError(f"embedder {model!r}: {problem}")
-            state["model"] = SentenceTransformer(path, device=device)
+            loaded = SentenceTransformer(path, device=device)
+            if exact:
+                from textmetric_bench.features.exact_gemm import make_exact
+
+                try:
+                    make_exact(loaded)
+                except TypeError as exc:
+                    raise EmbeddingError(f"embedder {model!r}: its products cannot be made exact ({exc}); set "
+                                         "BENCH_CPU_NUMERICS=native to embed with the BLAS's own") from exc
+            state["model"] = loaded
             adopt_library_loggers()  # transformers, imported just now, prints through its own handler
         return encode_by_length(state["model"], texts, batch_size=batch_size, show_progress=show_progress)
 
@@ -188,9 +199,9 @@ def encode_by_length(model, texts: list[str], *, batch_size: int, show_progress:
     """Vectors of ``texts``, each computed in a batch of texts of its own token length.
 
     A padded batch changes the shapes every kernel sees, and with them the order of its sums: the same text
-    came out ~1e-7 different beside a longer one. Without padding, and with the kernels pinned
-    (textmetric_bench.numerics), a text's vector is the same bit for bit alone, in any batch and with any
-    number of threads. Costs about a quarter of the padded batches' throughput (docs/reproducibility.md).
+    came out ~1e-7 different beside a longer one. Without padding, with the kernels pinned
+    (textmetric_bench.numerics) and the products exact (exact_gemm), a text's vector is the same bit for bit
+    alone, in any batch, with any number of threads and on any CPU (docs/reproducibility.md).
     """
     by_length: dict[int, list[int]] = {}
     lengths = model.tokenize(texts)["attention_mask"].sum(dim=1).tolist() if texts else []  # padding is not counted
