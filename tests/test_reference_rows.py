@@ -198,9 +198,10 @@ def test_merge_replaces_only_the_metrics_the_run_computed(tmp_path, cache_dir, l
 @pytest.mark.parametrize("path", SHIPPED, ids=[p.stem for p in SHIPPED])
 def test_every_shipped_reference_row_equals_a_fresh_run(path, tmp_path, cache_dir):
     """Each shipped reference file is what today's code computes: every measure of every metric in every
-    repetition, bit for bit where the numerics are the shipped ones (pinned kernels on an Intel CPU); elsewhere
-    MKL's own dispatch moves embeddings by ~1e-7, so smooth metrics hold to 1e-6 and MAUVE, CLASSIFIER and the
-    cluster divergences, which amplify such differences, to the reference's 95% interval."""
+    repetition, bit for bit where the numerics are the shipped ones (pinned kernels and exact products, on any
+    CPU with AVX2); elsewhere (native numerics) the BLAS moves embeddings by ~1e-7, so smooth metrics hold to
+    1e-6 and MAUVE, CLASSIFIER and the cluster divergences, which amplify such differences, to the reference's
+    95% interval."""
     settings = json.loads(path.read_text())["settings"]
     result = run_ksc(ksc_config(cache_dir, "metrics=default", "reference=false", "engine.workers=2",
                                 f"pair={settings['pair']}", *REFERENCE_SETTINGS), tmp_path / "fresh")
