@@ -164,8 +164,9 @@ def sentence_transformer(
     kind = device.split(":")[0]
     # vectors differ slightly between CPU and GPU kernels, and between CPU kernels unless they are pinned; pinned,
     # the model's matrix products are exact (features/exact_gemm.py), so no BLAS, CPU or thread count changes them
-    exact = kind == "cpu" and numerics_label() == PINNED_LABEL
-    model_id += (f"|cpu-{numerics_label()}" + (f"+{EXACT_PRODUCTS}" if exact else "")) if kind == "cpu" else f"|{kind}"
+    label = numerics_label() if kind == "cpu" else None
+    exact = label == PINNED_LABEL
+    model_id += f"|cpu-{label}" + (f"+{EXACT_PRODUCTS}" if exact else "") if label else f"|{kind}"
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")

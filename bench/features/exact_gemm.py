@@ -49,10 +49,21 @@ def scaled_integers(x: torch.Tensor, dim: int, bits: int) -> tuple[torch.Tensor,
 def exact_matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """``a @ b`` for float32 ``a`` (..., M, K) and ``b`` (..., K, N), the same on every machine and in every batch."""
     bits = significant_bits(a.shape[-1])
-    a_int, a_exp = scaled_integers(a, -1, bits)
     b_int, b_exp = scaled_integers(b, -2, bits)
-    product = torch.matmul(a_int, b_int)  # integers below 2**53: exact whatever the BLAS does
-    product.mul_(torch.exp2((a_exp - bits).to(torch.float64))).mul_(torch.exp2((b_exp - bits).to(torch.float64)))
+    return _exact_product(a, b_int, _unscale(b_exp, bits), bits)
+
+
+def _unscale(exponent: torch.Tensor, bits: int) -> torch.Tensor:
+    """The power of two that takes a factor's integers back to its values."""
+    return torch.exp2((exponent - bits).to(torch.float64))
+
+
+def _exact_product(a: torch.Tensor, b_int: torch.Tensor, b_unscale: torch.Tensor, bits: int) -> torch.Tensor:
+    """``a @ b`` from ``b``'s integers and unscaling: the integer product (below 2**53, so exact whatever the
+    BLAS does), scaled back by powers of two (exact) and rounded once to float32."""
+    a_int, a_exp = scaled_integers(a, -1, bits)
+    product = torch.matmul(a_int, b_int)
+    product.mul_(_unscale(a_exp, bits)).mul_(b_unscale)
     return product.to(torch.float32)
 
 
@@ -66,14 +77,11 @@ class ExactLinear(nn.Module):
         weight = linear.weight.detach().to(torch.float32).t().contiguous()
         weight_int, weight_exp = scaled_integers(weight, -2, self.bits)
         self.register_buffer("weight_int", weight_int, persistent=False)
-        self.register_buffer("weight_scale", torch.exp2((weight_exp - self.bits).to(torch.float64)), persistent=False)
+        self.register_buffer("weight_unscale", _unscale(weight_exp, self.bits), persistent=False)
         self.bias = None if linear.bias is None else nn.Parameter(linear.bias.detach().clone(), requires_grad=False)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        x_int, x_exp = scaled_integers(x, -1, self.bits)
-        out = torch.matmul(x_int, self.weight_int)
-        out.mul_(torch.exp2((x_exp - self.bits).to(torch.float64))).mul_(self.weight_scale)
-        out = out.to(torch.float32)
+        out = _exact_product(x, self.weight_int, self.weight_unscale, self.bits)
         return out if self.bias is None else out + self.bias
 
     def extra_repr(self) -> str:
@@ -102,8 +110,10 @@ def make_exact(model: nn.Module) -> int:
     """Route every matrix product of a sentence-transformers (Hugging Face) model through ``exact_matmul``.
 
     Replaces each ``nn.Linear`` by an ``ExactLinear`` and sets the attention of every transformer inside to
-    ``exact_attention``; returns how many layers were replaced. Raises ``TypeError`` for a model whose attention
-    does not go through transformers' attention interface (its products would stay the BLAS's).
+    ``exact_attention``; returns how many layers were replaced. Raises ``TypeError`` when no transformers model
+    with a settable attention implementation is inside. An architecture whose attention ignores that setting
+    (computes its products itself) would keep the BLAS's there: tests/test_embedding_reproducible.py checks
+    the default model's vectors under several MKL branches.
     """
     _register_attention()
     replaced = 0
@@ -117,6 +127,6 @@ def make_exact(model: nn.Module) -> int:
         raise TypeError(f"{type(model).__name__}: no transformers model with an attention implementation inside")
     for config in configs:
         config._attn_implementation = ATTENTION
-        if config._attn_implementation != ATTENTION:
-            raise TypeError(f"{type(model).__name__}: its attention implementation cannot be set")
+    if any(config._attn_implementation != ATTENTION for config in configs):
+        raise TypeError(f"{type(model).__name__}: its attention implementation cannot be set")
     return replaced
