@@ -49,67 +49,28 @@ ONE_STEP = """if True:
     import torch
     from textmetric_bench.collections.ifc_generate import fine_tune_step
     from textmetric_bench.features.lm import load_causal_lm
-    from textmetric_bench.features.lm import return_memory_when_freed
-    cfg, cache, threads, own_pages = json.loads(sys.argv[1]), sys.argv[2], int(sys.argv[3]), sys.argv[4] == "1"
-    took = return_memory_when_freed() if own_pages else None
+    cfg, cache, threads = json.loads(sys.argv[1]), sys.argv[2], int(sys.argv[3])
     model, tokenizer = load_causal_lm({**cfg, "threads": threads}, cache)
     texts = [f"how do I {w} my card {i}?" for i, w in enumerate(["activate", "top up", "cancel", "freeze"] * 6)]
     step = fine_tune_step(model, tokenizer, texts, learning_rate=1e-4, batch_size=8, seed=5, progress=False)
     digest = hashlib.sha256(b"".join(p.detach().numpy().tobytes() for p in model.parameters())).hexdigest()
-    print(json.dumps([step.loss, digest, torch.get_num_threads(), took]))
+    print(json.dumps([step.loss, digest, torch.get_num_threads()]))
 """
 
 
-@pytest.mark.slow  # three processes each train a step: 60 s idle, minutes on a busy machine
-def test_a_fine_tuning_step_is_bit_identical_with_one_and_two_threads_and_own_pages(smollm2, smollm2_cfg, cache_dir):
-    """The weights after a step do not depend on the threads, nor on where the allocator puts the tensors
-    (``return_memory_when_freed``, which IFC generation sets)."""
+@pytest.mark.slow  # two processes each train a step: 40 s idle, minutes on a busy machine
+def test_a_fine_tuning_step_is_bit_identical_with_one_and_two_threads(smollm2, smollm2_cfg, cache_dir):
     import json
 
-    def run(threads, own_pages=False):
+    def run(threads):
         done = subprocess.run([sys.executable, "-c", ONE_STEP, json.dumps({**smollm2_cfg, "device": "cpu"}),
-                               str(cache_dir), str(threads), "1" if own_pages else "0"],
-                              capture_output=True, text=True, timeout=1200)
+                               str(cache_dir), str(threads)], capture_output=True, text=True, timeout=1200)
         assert done.returncode == 0, done.stderr[-2000:]
         return json.loads(done.stdout.strip().splitlines()[-1])
 
-    one, two, paged = run(1), run(2), run(2, own_pages=True)
-    assert one[2] == 1 and two[2] == paged[2] == 2
-    assert paged[3] is (sys.platform == "linux")  # glibc took the setting (the mirror's machines run glibc)
-    assert one[:2] == two[:2] == paged[:2] and np.isfinite(one[0])
-
-
-OWN_PAGES = """if True:
-    import sys
-    import numpy as np
-    from textmetric_bench.features.lm import return_memory_when_freed
-    def anon_mib():
-        with open("/proc/self/status") as fh:
-            return int(fh.read().split("RssAnon:")[1].split()[0]) / 1024
-    big = np.ones((16 << 20) // 8)  # a 16 MiB block, mapped and freed: glibc raises its mapping threshold to it
-    del big
-    took = return_memory_when_freed() if sys.argv[1] == "1" else None
-    blocks = [np.ones((2 << 20) // 8) for _ in range(16)]  # 32 MiB in blocks of 2 MiB, the last one kept
-    before = anon_mib()
-    del blocks[:-1]
-    print(took, before - anon_mib())
-"""
-
-
-@pytest.mark.skipif(sys.platform != "linux", reason="glibc's allocator and /proc")
-def test_with_own_pages_freed_tensors_leave_the_process_at_once():
-    """What ``return_memory_when_freed`` changes: blocks of 2 MiB freed below one still held stay with the process
-    by default (glibc's heap), and are returned to the system at once with the setting."""
-    def freed_mib(own_pages):
-        done = subprocess.run([sys.executable, "-c", OWN_PAGES, "1" if own_pages else "0"], capture_output=True,
-                              text=True, timeout=120)
-        assert done.returncode == 0, done.stderr[-2000:]
-        took, freed = done.stdout.split()
-        return took, float(freed)
-
-    (took_default, kept), (took, returned) = freed_mib(False), freed_mib(True)
-    assert took_default == "None" and took == "True"
-    assert kept < 4 and returned > 26, (kept, returned)  # 30 MiB freed
+    one, two = run(1), run(2)
+    assert one[2] == 1 and two[2] == 2
+    assert one[:2] == two[:2] and np.isfinite(one[0])
 
 
 def test_micro_batches_stay_within_the_budget_and_keep_the_order():

@@ -38,8 +38,7 @@ from textmetric_bench.console import adopt_library_loggers, progress_bar
 from textmetric_bench.data.card_schema import Normalisation
 from textmetric_bench.data.corpora import normalise_texts
 from textmetric_bench.errors import ConfigError
-from textmetric_bench.features.lm import (padded_batch, return_freed_memory, return_memory_when_freed, save_causal_lm,
-                                          text_token_ids)
+from textmetric_bench.features.lm import padded_batch, return_freed_memory, save_causal_lm, text_token_ids
 from textmetric_bench.files import atomic_write, make_dirs, remove_stale_temporaries
 
 log = logging.getLogger(__name__)
@@ -374,8 +373,6 @@ def generate_ifc(plan: GenerationPlan, gen_dir: Path | str, *, training_pool: Se
     todo = [i for i in range(plan.iterations + 1) if i not in done]
     if todo:
         log.info("IFC: generating g_%s in %s (found %d on disk)", todo, gen_dir, len(done))
-    return_freed_memory()  # what loading the corpora and the libraries left free
-    return_memory_when_freed()  # the peak of a fine-tuning step holds its live tensors, not free heap besides
     model = tokenizer = None
     saved = _checkpoint_state(gen_dir, plan)
     saved_step = saved["step"] if saved else None

@@ -153,34 +153,6 @@ def generation_threads(cfg_lm: Mapping[str, Any]) -> int | None:
     return int(cfg_lm["threads"]) if cfg_lm.get("threads") else None
 
 
-#: Allocations of at least this many bytes get pages of their own, returned to the system when freed
-#: (``return_memory_when_freed``).
-OWN_PAGES_FROM = 1 << 20
-_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # mallopt's parameters (glibc's malloc.h)
-
-
-def return_memory_when_freed(threshold: int = OWN_PAGES_FROM) -> bool:
-    """From now on in this process, glibc maps every allocation of ``threshold`` bytes or more on its own and unmaps
-    it when it is freed, and trims its heap once ``threshold`` bytes at its top are free. True if glibc took both.
-
-    By default glibc raises its mapping threshold to the size of each mapped block freed (up to 32 MiB), so after the
-    first fine-tuning pass the model's gradients, activations and logits (1-32 MiB each) come from its heap, where
-    memory freed between them stays with the process: the peak of a fine-tuning step then holds free heap besides
-    its live tensors (measured on the default IFC run: a peak of 3,003 MiB against 2,908 MiB with a fixed 1 MiB
-    threshold, at the same time a step and the same weights). Where which memory a tensor gets does not change
-    the arithmetic (torch aligns every block to 64 bytes either way), the texts stay the same bit for bit (tested).
-    Elsewhere than glibc this does nothing and returns False.
-    """
-    import ctypes
-
-    try:
-        libc = ctypes.CDLL("libc.so.6")
-        mallopt = libc.mallopt
-    except (OSError, AttributeError):
-        return False
-    return bool(mallopt(_M_MMAP_THRESHOLD, int(threshold))) & bool(mallopt(_M_TRIM_THRESHOLD, int(threshold)))
-
-
 def return_freed_memory() -> None:
     """Give the memory of models and optimisers no longer referenced back to the system.
 
