@@ -213,12 +213,14 @@ def default_plan():
                           sample_batch_size=256, length_quantile=0.95, max_sample_rounds=4)
 
 
-def test_the_embedding_gradient_is_part_of_what_a_saved_corpus_must_share():
-    from textmetric_bench.collections.ifc_generate import EMBEDDING_GRADIENT, GenerationPlan
+def test_the_embedding_gradient_and_the_loss_head_are_part_of_what_a_saved_corpus_must_share():
+    from textmetric_bench.collections.ifc_generate import EMBEDDING_GRADIENT, LOSS_HEAD, GenerationPlan
 
     plan = default_plan()
     assert plan.fingerprint()["embedding_gradient"] == EMBEDDING_GRADIENT
+    assert plan.fingerprint()["loss_head"] == LOSS_HEAD
     assert GenerationPlan(**{**plan.__dict__, "embedding_gradient": "dense"}).fingerprint() != plan.fingerprint()
+    assert GenerationPlan(**{**plan.__dict__, "loss_head": "own"}).fingerprint() != plan.fingerprint()
 
 
 def test_recomputing_activations_is_not_part_of_what_a_saved_corpus_must_share():
@@ -228,3 +230,78 @@ def test_recomputing_activations_is_not_part_of_what_a_saved_corpus_must_share()
     other = GenerationPlan(**{**plan.__dict__, "recompute_activations": not plan.recompute_activations, "iterations": 6})
     assert other.fingerprint() == plan.fingerprint()
     assert GenerationPlan(**{**plan.__dict__, "learning_rate": 2e-4}).fingerprint() != plan.fingerprint()
+
+
+def test_the_loss_in_parts_is_the_models_own_loss_and_adds_the_output_gradient_in_place(smollm2):
+    """``head_loss`` (the output layer's loss 64 positions at a time, ``chunked_head_loss``) gives the model's own
+    loss and gradients to float32 rounding (measured: 2.5e-6 of the loss, 1.4e-5 of a gradient's largest element),
+    and a second part of a batch adds the output layer's gradient into the one already there (no new tensor)."""
+    import torch
+
+    from textmetric_bench.collections import ifc_generate
+    from textmetric_bench.features.lm import padded_batch, text_token_ids
+
+    model, tokenizer = smollm2
+    texts = ["how do I top up my card?", "my card payment was declined twice today, why?", "cancel it",
+             "where is the new card I ordered last week and when will it arrive at my address?"] * 20
+    batch = padded_batch([text_token_ids(tokenizer, t, add_eos=True) for t in texts], tokenizer.pad_token_id)
+    assert int((batch[2][:, 1:] != -100).sum()) > 3 * ifc_generate.LOSS_POSITIONS  # several parts
+    ours = ifc_generate.head_loss(model, tuple(t[:2] for t in batch))
+    weight = model.get_output_embeddings().weight
+
+    def gradients(loss_of):
+        model.zero_grad(set_to_none=True)
+        first = loss_of(*batch)
+        first.backward()
+        where = weight.grad.data_ptr()
+        second = loss_of(*(t[:3] for t in batch))
+        second.backward()
+        grads = {name: p.grad.clone() for name, p in model.named_parameters()}
+        moved = weight.grad.data_ptr() != where
+        model.zero_grad(set_to_none=True)
+        return float(first.detach()), float(second.detach()), grads, moved
+
+    model.train()
+    try:
+        own, chunked = gradients(ifc_generate.own_loss(model)), gradients(ours)
+    finally:
+        model.eval()
+    assert chunked[0] == pytest.approx(own[0], rel=1e-5) and chunked[1] == pytest.approx(own[1], rel=1e-5)
+    assert chunked[:2] != own[:2]  # the loss in parts did run (other sums, other bits)
+    for name, grad in own[2].items():
+        torch.testing.assert_close(chunked[2][name], grad, rtol=0, atol=1e-4 * float(grad.abs().max()),
+                                   msg=lambda m: f"{name}: {m}")
+    assert chunked[3] is False  # added in place into the output layer's gradient
+
+
+def test_a_model_whose_logits_are_more_than_a_linear_map_keeps_its_own_loss(smollm2, caplog):
+    """A model that scales its logits (here a fake: a forward hook doubling SmolLM2's) fails the check on the
+    sample and keeps its own loss, with a warning; an output layer with a bias is not tried."""
+    from types import SimpleNamespace
+
+    import torch
+
+    from textmetric_bench.collections import ifc_generate
+    from textmetric_bench.features.lm import padded_batch, text_token_ids
+
+    model, tokenizer = smollm2
+    sample = padded_batch([text_token_ids(tokenizer, t, add_eos=True) for t in ["cancel it", "my card"]],
+                          tokenizer.pad_token_id)
+    head = model.get_output_embeddings()
+    hook = head.register_forward_hook(lambda module, args, out: out * 2)  # the fake
+    try:
+        with torch.no_grad():
+            loss_of = ifc_generate.head_loss(model, sample)
+            assert float(loss_of(*sample)) == float(model(input_ids=sample[0], attention_mask=sample[1],
+                                                          labels=sample[2]).loss)
+    finally:
+        hook.remove()
+    assert "own loss" in caplog.text
+
+    biased = torch.nn.Module()
+    biased.get_output_embeddings = lambda: torch.nn.Linear(2, 4, bias=True)
+    biased.get_decoder = lambda: torch.nn.Identity()
+    calls = []
+    biased.forward = lambda **kw: calls.append(kw) or SimpleNamespace(loss=0.0)
+    ifc_generate.head_loss(biased, sample)(*sample)
+    assert calls and set(calls[0]) == {"input_ids", "attention_mask", "labels"}

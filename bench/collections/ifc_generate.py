@@ -52,6 +52,9 @@ BATCHING = "length-bucketed/1, 256 positions a pass"
 #: dense, one vocabulary-sized tensor a pass. The same sum in another order, so other bits: corpora made before are
 #: not reused.
 EMBEDDING_GRADIENT = "tied-sparse/1"
+#: How a fine-tuning pass computes its loss from the last hidden states (``head_loss``); before: the model's own
+#: output layer and loss over every position at once. The same loss in other sums, so other bits.
+LOSS_HEAD = "chunked-head/1"
 
 
 @dataclass(frozen=True)
@@ -74,6 +77,7 @@ class GenerationPlan:
     sampler: str = SAMPLER
     batching: str = BATCHING
     embedding_gradient: str = EMBEDDING_GRADIENT
+    loss_head: str = LOSS_HEAD
     #: memory against time only: the weights, and so the corpora, are the same either way (tested)
     recompute_activations: bool = True
 
@@ -198,6 +202,86 @@ def sparse_tied_gradient(model):
         del embedding.forward
 
 
+#: Positions whose logits (positions x vocabulary, float32) ``head_loss`` holds at once: 64 x 49,152 floats are
+#: 12 MiB, where the model's own loss held about four such tensors of every position of a pass (256: 4 x 48 MiB).
+LOSS_POSITIONS = 64
+
+
+def chunked_head_loss(hidden, weight, targets, chunk: int = LOSS_POSITIONS):
+    """The mean cross-entropy of ``targets`` (n) under logits ``hidden @ weight.T`` (n x vocabulary), ``chunk``
+    positions at a time, in the forward pass and again in the backward pass (nothing vocabulary-sized is kept
+    between the two). The backward pass adds the output layer's
+    gradient into ``weight.grad`` in place when it already holds one (the second part of a batch), so no
+    vocabulary-sized tensor besides the gradient itself is made.
+    """
+    import torch
+
+    class ChunkedHeadLoss(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, hidden, weight):
+            n = hidden.shape[0]
+            total = torch.zeros((), dtype=torch.float64, device=hidden.device)
+            for s in range(0, n, chunk):
+                logits = hidden[s:s + chunk] @ weight.T
+                picked = logits.gather(1, targets[s:s + chunk, None]).squeeze(1)
+                total += (torch.logsumexp(logits, dim=-1) - picked).double().sum()
+            ctx.save_for_backward(hidden, weight)
+            return (total / max(n, 1)).float()
+
+        @staticmethod
+        def backward(ctx, grad):
+            hidden, weight = ctx.saved_tensors
+            n = hidden.shape[0]
+            scale = grad.float() / max(n, 1)
+            grad_hidden = torch.empty_like(hidden)
+            into = weight.grad if weight.grad is not None and weight.grad.layout == torch.strided else None
+            grad_weight = torch.zeros_like(weight) if into is None else into
+            for s in range(0, n, chunk):
+                h = hidden[s:s + chunk]
+                probs = torch.softmax(h @ weight.T, dim=-1)  # (exp(x - lse) would err by lse's rounding)
+                probs[torch.arange(len(h), device=h.device), targets[s:s + chunk]] -= 1
+                probs.mul_(scale)
+                grad_hidden[s:s + chunk] = probs @ weight
+                grad_weight.addmm_(probs.T, h)
+            return grad_hidden, (grad_weight if into is None else None)
+
+    return ChunkedHeadLoss.apply(hidden, weight)
+
+
+def own_loss(model):
+    """``loss(ids, mask, labels)``: the model's own causal-LM loss."""
+    return lambda ids, mask, labels: model(input_ids=ids, attention_mask=mask, labels=labels).loss
+
+
+def head_loss(model, sample: tuple | None = None):
+    """``loss(ids, mask, labels)``: the model's causal-LM loss through ``chunked_head_loss`` when its output layer
+    is a plain linear map of its decoder's last hidden states, else the model's own loss.
+
+    Whether it is plain is checked on ``sample`` (ids, mask, labels; a row or two): the two losses must agree to
+    float32 rounding, or the model's own is used (a model that scales or caps its logits, say) and a warning says so.
+    """
+    import torch
+
+    head, decoder = model.get_output_embeddings(), getattr(model, "get_decoder", lambda: None)()
+    if not (isinstance(head, torch.nn.Linear) and head.bias is None and decoder is not None):
+        return own_loss(model)
+
+    def loss(ids, mask, labels):
+        hidden = decoder(input_ids=ids, attention_mask=mask, use_cache=False).last_hidden_state
+        targets = labels[:, 1:]
+        scored = targets != -100
+        return chunked_head_loss(hidden[:, :-1][scored], head.weight, targets[scored])
+
+    if sample is not None:
+        with torch.no_grad():
+            own, ours = float(own_loss(model)(*sample)), float(loss(*sample))
+        if not abs(own - ours) <= 1e-4 * abs(own):  # measured on SmolLM2: 2.5e-6 (ours the nearer to float64's)
+            log.warning("fine-tuning uses the model's own loss: its output layer is not a plain linear map of the "
+                        "decoder's states (loss %.6g, not %.6g)", own, ours)
+            return own_loss(model)
+    return loss
+
+
 def fine_tune_step(model, tokenizer, texts: Sequence[str], *, learning_rate: float, batch_size: int,
                    seed: int, max_tokens: int = 256, recompute_activations: bool = False, progress: bool = True,
                    desc: str = "fine-tuning") -> TrainingStep:
@@ -233,13 +317,16 @@ def fine_tune_step(model, tokenizer, texts: Sequence[str], *, learning_rate: flo
     model.train()
     losses, tokens, positions, predicted, summed = [], 0, 0, 0, 0.0
     bar = progress_bar(len(batches), desc=desc, unit="step", enabled=progress, leave=False)
+    device_batch = lambda part: tuple(t.to(device) for t in padded_batch([seqs[i] for i in part],
+                                                                          tokenizer.pad_token_id))
+    loss_of = head_loss(model, device_batch(batches[0][:2])) if batches else own_loss(model)
     with sparse_tied_gradient(model):
         for rows in batches:
             in_batch, batch_sum = sum(lengths[i] - 1 for i in rows), 0.0
             for part in micro_batches(rows, lengths, TRAIN_POSITIONS):
-                ids, mask, labels = padded_batch([seqs[i] for i in part], tokenizer.pad_token_id)
+                ids, mask, labels = device_batch(part)
                 tokens, positions = tokens + int(mask.sum()), positions + mask.numel()
-                loss = model(input_ids=ids.to(device), attention_mask=mask.to(device), labels=labels.to(device)).loss
+                loss = loss_of(ids, mask, labels)
                 share = sum(lengths[i] - 1 for i in part)
                 (loss * (share / in_batch) if share != in_batch else loss).backward()
                 batch_sum += float(loss.detach()) * share
