@@ -7,6 +7,7 @@ import sys
 
 import numpy as np
 import pytest
+import torch  # at collection: a fast test below uses it, and the fast tier refuses a first import of torch in a test
 
 from textmetric_bench.collections.ifc_generate import TrainingStep, length_bucketed_batches
 from textmetric_bench.features.lm import generation_threads
@@ -235,7 +236,7 @@ def test_recomputing_activations_is_not_part_of_what_a_saved_corpus_must_share()
 def test_the_loss_in_parts_is_the_models_own_loss_and_adds_the_output_gradient_in_place(smollm2):
     """``head_loss`` (the output layer's loss 64 positions at a time, ``chunked_head_loss``) gives the model's own
     loss and gradients to float32 rounding (measured: 2.5e-6 of the loss, 1.4e-5 of a gradient's largest element),
-    and a second part of a batch adds the output layer's gradient into the one already there (no new tensor)."""
+    over a first part of a batch and a second one that adds to its gradients."""
     import torch
 
     from textmetric_bench.collections import ifc_generate
@@ -247,19 +248,16 @@ def test_the_loss_in_parts_is_the_models_own_loss_and_adds_the_output_gradient_i
     batch = padded_batch([text_token_ids(tokenizer, t, add_eos=True) for t in texts], tokenizer.pad_token_id)
     assert int((batch[2][:, 1:] != -100).sum()) > 3 * ifc_generate.LOSS_POSITIONS  # several parts
     ours = ifc_generate.head_loss(model, tuple(t[:2] for t in batch))
-    weight = model.get_output_embeddings().weight
 
     def gradients(loss_of):
         model.zero_grad(set_to_none=True)
         first = loss_of(*batch)
         first.backward()
-        where = weight.grad.data_ptr()
         second = loss_of(*(t[:3] for t in batch))
         second.backward()
         grads = {name: p.grad.clone() for name, p in model.named_parameters()}
-        moved = weight.grad.data_ptr() != where
         model.zero_grad(set_to_none=True)
-        return float(first.detach()), float(second.detach()), grads, moved
+        return float(first.detach()), float(second.detach()), grads
 
     model.train()
     try:
@@ -271,7 +269,41 @@ def test_the_loss_in_parts_is_the_models_own_loss_and_adds_the_output_gradient_i
     for name, grad in own[2].items():
         torch.testing.assert_close(chunked[2][name], grad, rtol=0, atol=1e-4 * float(grad.abs().max()),
                                    msg=lambda m: f"{name}: {m}")
-    assert chunked[3] is False  # added in place into the output layer's gradient
+
+
+def test_the_loss_in_parts_is_cross_entropy_and_adds_to_a_gradient_already_there_in_place():
+    """``chunked_head_loss`` against torch's cross-entropy in float64, in parts that do not divide the positions;
+    with no gradient yet the output weight gets a dense one through autograd, and with one there the backward pass
+    adds into it and hands autograd nothing for the weight (no second vocabulary-sized tensor)."""
+    import torch
+
+    from textmetric_bench.collections.ifc_generate import chunked_head_loss
+
+    rng = torch.Generator().manual_seed(0)
+    hidden = torch.randn(23, 8, generator=rng, dtype=torch.float64)
+    weight = torch.randn(50, 8, generator=rng, dtype=torch.float64)
+    targets = torch.randint(0, 50, (23,), generator=rng)
+
+    def run(loss_of, start=None):
+        h, w = hidden.clone().requires_grad_(), weight.clone().requires_grad_()
+        w.grad = None if start is None else start.clone()
+        arrived = []
+        w.register_hook(lambda g: arrived.append(g))
+        loss = loss_of(h, w)
+        (3 * loss).backward()
+        return loss.detach(), h.grad, w.grad, arrived
+
+    reference = lambda h, w: torch.nn.functional.cross_entropy(h @ w.T, targets)
+    chunked = lambda h, w: chunked_head_loss(h, w, targets, chunk=5)
+    start = torch.randn(50, 8, generator=rng, dtype=torch.float64)
+    for given in (None, start):
+        want, got = run(reference, given), run(chunked, given)
+        assert got[0].dtype == torch.float32  # the loss is handed back in float32
+        np.testing.assert_allclose(float(got[0]), float(want[0]), rtol=1e-7)
+        np.testing.assert_allclose(got[1].numpy(), want[1].numpy(), rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(got[2].numpy(), want[2].numpy(), rtol=1e-10, atol=1e-12)
+        assert len(want[3]) == len(got[3]) == 1 and want[3][0] is not None
+        assert (got[3][0] is None) is (given is not None)  # nothing handed to autograd: added in place
 
 
 def test_a_model_whose_logits_are_more_than_a_linear_map_keeps_its_own_loss(smollm2, caplog):

@@ -210,9 +210,8 @@ LOSS_POSITIONS = 64
 def chunked_head_loss(hidden, weight, targets, chunk: int = LOSS_POSITIONS):
     """The mean cross-entropy of ``targets`` (n) under logits ``hidden @ weight.T`` (n x vocabulary), ``chunk``
     positions at a time, in the forward pass and again in the backward pass (nothing vocabulary-sized is kept
-    between the two). The backward pass adds the output layer's
-    gradient into ``weight.grad`` in place when it already holds one (the second part of a batch), so no
-    vocabulary-sized tensor besides the gradient itself is made.
+    between the two). The backward pass adds the output layer's gradient into ``weight.grad`` in place when it
+    already holds one (the second part of a batch), so no vocabulary-sized tensor besides the gradient is made.
     """
     import torch
 
@@ -232,7 +231,7 @@ def chunked_head_loss(hidden, weight, targets, chunk: int = LOSS_POSITIONS):
         def backward(ctx, grad):
             hidden, weight = ctx.saved_tensors
             n = hidden.shape[0]
-            scale = grad.float() / max(n, 1)
+            scale = grad.to(hidden.dtype) / max(n, 1)
             grad_hidden = torch.empty_like(hidden)
             into = weight.grad if weight.grad is not None and weight.grad.layout == torch.strided else None
             grad_weight = torch.zeros_like(weight) if into is None else into
