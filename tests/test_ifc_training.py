@@ -214,12 +214,14 @@ def default_plan():
                           sample_batch_size=256, length_quantile=0.95, max_sample_rounds=4)
 
 
-def test_the_embedding_gradient_and_the_loss_head_are_part_of_what_a_saved_corpus_must_share():
-    from textmetric_bench.collections.ifc_generate import EMBEDDING_GRADIENT, LOSS_HEAD, GenerationPlan
+def test_the_embedding_gradient_the_loss_head_and_the_sampler_are_part_of_what_a_saved_corpus_must_share():
+    from textmetric_bench.collections.ifc_generate import EMBEDDING_GRADIENT, LOSS_HEAD, SAMPLER, GenerationPlan
 
     plan = default_plan()
     assert plan.fingerprint()["embedding_gradient"] == EMBEDDING_GRADIENT
     assert plan.fingerprint()["loss_head"] == LOSS_HEAD
+    assert plan.fingerprint()["sampler"] == SAMPLER == "kv-cache-nucleus/2"
+    assert GenerationPlan(**{**plan.__dict__, "sampler": "kv-cache-nucleus/1"}).fingerprint() != plan.fingerprint()
     assert GenerationPlan(**{**plan.__dict__, "embedding_gradient": "dense"}).fingerprint() != plan.fingerprint()
     assert GenerationPlan(**{**plan.__dict__, "loss_head": "own"}).fingerprint() != plan.fingerprint()
 

@@ -1,5 +1,6 @@
-"""The IFC sampler (textmetric_bench.features.lm_sampling): transformers' nucleus, the KV cache with rows leaving
-the batch, and the same texts from the same seed in separate processes."""
+"""The IFC sampler (textmetric_bench.features.lm_sampling): transformers' nucleus, drawn by the compiled kernel as
+the torch definition draws it, the KV cache with rows leaving the batch, and the same texts from the same seed in
+separate processes."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import torch
 # the reference nucleus; imported at collection, it loads no model (the fast tier refuses transformers in tests)
 from transformers.generation.logits_process import TopPLogitsWarper
 
-from textmetric_bench.features.lm_sampling import NUCLEUS_CANDIDATES, sample_nucleus
+from textmetric_bench.features.lm_sampling import draw_in_nucleus, nucleus_edge, sample_nucleus
 
 
 def reference_nucleus(logits: torch.Tensor, top_p: float) -> torch.Tensor:
@@ -21,9 +22,29 @@ def reference_nucleus(logits: torch.Tensor, top_p: float) -> torch.Tensor:
     return torch.isfinite(TopPLogitsWarper(top_p)(None, logits.clone()))
 
 
-# peaked ... flat: a nucleus of 4, 637, 2,863 and 9,013 of 12,000 tokens, found in every search tier and by the sort
-@pytest.mark.parametrize("spread, tier", [(8.0, 0), (3.0, 0), (2.0, 1), (0.6, 2)])
-def test_every_sampled_token_lies_in_transformers_nucleus(spread, tier):
+def kernel_draws(probs: torch.Tensor, u: torch.Tensor, top_p: float) -> torch.Tensor:
+    """The compiled kernel's tokens for the uniform draws ``u``."""
+    from textmetric_bench.features.nucleus_kernel import draw_rows
+
+    out = torch.empty(len(probs), dtype=torch.long)
+    table = probs.contiguous().numpy()
+    assert draw_rows(table, table.view("uint32"), u.numpy(), top_p, out.numpy()) == -1
+    return out
+
+
+def logit_rows(rows: int, vocab: int, seed: int) -> torch.Tensor:
+    """Rows from peaked to flat, some with many exact ties (logits on a coarse grid), one uniform."""
+    g = torch.Generator().manual_seed(seed)
+    spread = torch.linspace(0.3, 9.0, rows).unsqueeze(1)
+    logits = torch.randn(rows, vocab, generator=g) * spread
+    logits[::3] = torch.round(logits[::3])  # ties
+    logits[1] = 0.0  # every token as probable
+    return logits
+
+
+# peaked ... flat: a nucleus of 4, 637, 2,863 and 9,013 of 12,000 tokens
+@pytest.mark.parametrize("spread", [8.0, 3.0, 2.0, 0.6])
+def test_every_sampled_token_lies_in_transformers_nucleus(spread):
     vocab, rows = 12_000, 400
     logits = (torch.randn(1, vocab, generator=torch.Generator().manual_seed(1)) * spread).expand(rows, vocab)
     allowed = reference_nucleus(logits[:1], 0.9)[0]
@@ -36,7 +57,56 @@ def test_every_sampled_token_lies_in_transformers_nucleus(spread, tier):
         assert np.abs(seen - expected).sum() / 2 < 0.1  # total variation, 400 draws
     else:  # a wide nucleus is not collapsed to its top tokens
         assert len(set(picked.tolist())) > rows // 4
-    assert np.searchsorted(NUCLEUS_CANDIDATES, int(allowed.sum())) == tier
+
+
+def test_the_nucleus_is_transformers_nucleus():
+    """nucleus_edge's nucleus (every token above its last one, and the ties up to its id) holds as many tokens
+    as TopPLogitsWarper's, and the same ones where no two probabilities tie."""
+    logits = torch.randn(60, 5000, generator=torch.Generator().manual_seed(4)) * torch.linspace(0.5, 6, 60)[:, None]
+    probs = torch.softmax(logits, -1)
+    for top_p in (0.3, 0.9, 0.95):
+        last_value, last_id, mass = nucleus_edge(probs, top_p)
+        ids = torch.arange(probs.shape[1])
+        ours = (probs > last_value[:, None]) | ((probs == last_value[:, None]) & (ids <= last_id[:, None]))
+        assert torch.equal(ours, reference_nucleus(logits, top_p))
+        assert np.allclose(mass.numpy(), (probs.double() * ours).sum(-1).numpy(), rtol=1e-12, atol=0)
+        assert (mass >= top_p).all() and (mass - probs.double().gather(1, last_id[:, None]).squeeze(1) < top_p).all()
+
+
+@pytest.mark.parametrize("top_p", [0.05, 0.5, 0.9, 0.95, 1.0])
+def test_the_compiled_kernel_draws_what_the_torch_definition_draws(top_p):
+    """Token for token, on rows from peaked to flat, with exact ties and a uniform row: the kernel (a histogram
+    and the sort of one bin) and draw_in_nucleus (a full stable sort) find the same nucleus and walk it alike."""
+    probs = torch.softmax(logit_rows(90, 20_000, seed=5), -1)
+    for seed in range(4):
+        u = torch.rand(len(probs), generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
+        assert torch.equal(kernel_draws(probs, u, top_p), draw_in_nucleus(probs, u, top_p))
+    # the ends of the draw: u = 0 takes the nucleus' first token by id, u just below 1 its last
+    last_value, last_id, _ = nucleus_edge(probs, top_p)
+    ids = torch.arange(probs.shape[1])
+    inside = (probs > last_value[:, None]) | ((probs == last_value[:, None]) & (ids <= last_id[:, None]))
+    first = torch.where(inside, ids, probs.shape[1]).amin(-1)
+    last = torch.where(inside, ids, -1).amax(-1)
+    assert torch.equal(kernel_draws(probs, torch.zeros(len(probs), dtype=torch.float64), top_p), first)
+    almost_one = torch.full((len(probs),), 1 - 2 ** -53, dtype=torch.float64)
+    assert torch.equal(kernel_draws(probs, almost_one, top_p), last)
+
+
+def test_ties_at_the_edge_of_the_nucleus_go_to_the_smaller_token_id():
+    uniform = torch.zeros(3000, 8)
+    draws = sample_nucleus(uniform, top_p=0.3, temperature=1.0, generator=torch.Generator().manual_seed(0))
+    # before token 0: 0; before 1: 1/8; before 2: 2/8 < .3; before 3: 3/8: the nucleus is tokens 0, 1 and 2
+    assert set(draws.tolist()) == {0, 1, 2}
+    assert np.abs(np.bincount(draws.numpy()) / 3000 - 1 / 3).max() < 0.04
+
+
+def test_a_row_is_drawn_the_same_alone_or_in_any_batch():
+    probs = torch.softmax(logit_rows(30, 8000, seed=6), -1)
+    u = torch.rand(30, generator=torch.Generator().manual_seed(7), dtype=torch.float64)
+    together = kernel_draws(probs, u, 0.95)
+    alone = torch.cat([kernel_draws(probs[i:i + 1], u[i:i + 1], 0.95) for i in range(30)])
+    reversed_ = kernel_draws(probs.flip(0), u.flip(0), 0.95).flip(0)
+    assert torch.equal(together, alone) and torch.equal(together, reversed_)
 
 
 def test_the_nucleus_boundary_is_transformers_and_temperature_flattens():
@@ -52,6 +122,25 @@ def test_the_same_generator_seed_draws_the_same_tokens():
     logits = torch.randn(64, 5000, generator=torch.Generator().manual_seed(3)) * 2
     draw = lambda seed: sample_nucleus(logits, top_p=0.95, temperature=1.0, generator=torch.Generator().manual_seed(seed))
     assert torch.equal(draw(5), draw(5)) and not torch.equal(draw(5), draw(6))
+
+
+def test_broken_logits_and_settings_are_refused_by_name():
+    logits = torch.randn(4, 100)
+    logits[2, 7] = float("nan")
+    with pytest.raises(ValueError, match="row 2 are not finite"):
+        sample_nucleus(logits, top_p=0.9, temperature=1.0, generator=torch.Generator().manual_seed(0))
+    with pytest.raises(ValueError, match="top_p must be in"):
+        sample_nucleus(torch.randn(4, 100), top_p=0.0, temperature=1.0, generator=torch.Generator())
+    with pytest.raises(ValueError, match="temperature must be positive"):
+        sample_nucleus(torch.randn(4, 100), top_p=0.9, temperature=0.0, generator=torch.Generator())
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device here")
+def test_on_a_gpu_the_torch_definition_draws_what_the_kernel_draws():
+    probs = torch.softmax(logit_rows(40, 20_000, seed=8), -1)
+    u = torch.rand(40, generator=torch.Generator().manual_seed(9), dtype=torch.float64)
+    on_gpu = draw_in_nucleus(probs.cuda(), u.cuda(), 0.95).cpu()
+    assert (on_gpu == kernel_draws(probs, u, 0.95)).float().mean() > 0.97  # the GPU's scan rounds otherwise
 
 
 def test_rows_that_leave_the_batch_keep_the_others_on_their_own_cache(smollm2):

@@ -3,12 +3,15 @@
 ``transformers``' ``generate`` keeps every row of a batch until the last one ends, and its top-p
 sorts the whole vocabulary (49,152 tokens for SmolLM2) at every step. Here a batch of rows starts
 from one prompt token, so every row has the same length and no padding; a row that samples EOS
-leaves the batch (its keys and values too), so the model computes only the tokens sampled. The nucleus is
-searched among the 1,024 most probable tokens, then the 8,192 most probable for rows whose nucleus
-is larger, then the whole vocabulary sorted (an untuned SmolLM2 needs more than 1,024 tokens in
-29% of its steps, more than 8,192 in 0.3%): the same nucleus as ``transformers``'
-``TopPLogitsWarper`` up to rounding at its edge (a token is kept while the mass of the tokens more
-probable than it is below top_p), for about a fifth of the cost of the sort (64 rows: 0.06 s, 0.3 s).
+leaves the batch (its keys and values too), so the model computes only the tokens sampled.
+
+The nucleus of a row (``nucleus_edge``) is ``transformers``' ``TopPLogitsWarper``'s up to rounding at its edge:
+its tokens in descending probability, ties by token id, kept while the mass of those before is below top_p (the
+most probable always). One uniform draw u per row then picks, among the nucleus in token-id order, the first
+token whose cumulative probability exceeds u times the nucleus' mass (``draw_in_nucleus``). On the CPU both are
+computed by ``nucleus_kernel`` (numba) without sorting the vocabulary: a fine-tuned SmolLM2's nucleus at .95
+holds hundreds to thousands of tokens, so a search among the most probable ones cost as much as a fifth of
+sampling. Elsewhere (a GPU) by torch's sort, the same definition.
 
 Determinism: one uniform draw per row and step from a ``torch.Generator`` seeded by the caller, and
 the pinned CPU kernels (``textmetric_bench.numerics``), so the same seed, model and settings give
@@ -20,8 +23,6 @@ from __future__ import annotations
 import inspect
 from dataclasses import dataclass
 from typing import Callable
-
-NUCLEUS_CANDIDATES = (1024, 8192)  # tokens searched for the nucleus, in turn, before sorting the whole vocabulary
 
 
 @dataclass
@@ -38,39 +39,61 @@ def nucleus_mask_sorted(sorted_probs, top_p: float):
     (the mass of the more probable tokens is below ``top_p``; the most probable is always kept)."""
     import torch
 
-    before = torch.cumsum(sorted_probs, dim=-1) - sorted_probs
+    before = torch.cumsum(sorted_probs.double(), dim=-1)
+    before = torch.cat([torch.zeros_like(before[..., :1]), before[..., :-1]], dim=-1)
     keep = before < top_p
     keep[..., 0] = True
     return keep
+
+
+def nucleus_edge(probs, top_p: float):
+    """The last token of each row's nucleus, by a full sort: (its probability, its token id, the nucleus' mass
+    in float64). The nucleus is every token more probable than the last one, and those as probable with a
+    smaller or equal token id."""
+    import torch
+
+    ordered, ids = torch.sort(probs, dim=-1, descending=True, stable=True)
+    size = nucleus_mask_sorted(ordered, top_p).sum(dim=-1, keepdim=True)  # the mask is a prefix
+    return (ordered.gather(-1, size - 1).squeeze(-1), ids.gather(-1, size - 1).squeeze(-1),
+            torch.cumsum(ordered.double(), dim=-1).gather(-1, size - 1).squeeze(-1))
+
+
+def draw_in_nucleus(probs, u, top_p: float):
+    """One token a row by torch (any device): the first nucleus token, in token-id order, whose cumulative
+    probability exceeds ``u`` times the nucleus' mass (the last nucleus token if rounding leaves none)."""
+    import torch
+
+    last_value, last_id, mass = nucleus_edge(probs, top_p)
+    ids = torch.arange(probs.shape[-1], device=probs.device)
+    inside = (probs > last_value[:, None]) | ((probs == last_value[:, None]) & (ids <= last_id[:, None]))
+    cdf = torch.cumsum(torch.where(inside, probs.double(), 0.0), dim=-1)
+    position = torch.searchsorted(cdf, (u * mass).unsqueeze(-1), right=True).squeeze(-1)
+    return torch.minimum(position, torch.where(inside, ids, -1).amax(dim=-1))
 
 
 def sample_nucleus(logits, *, top_p: float, temperature: float, generator):
     """One token per row of ``logits`` (rows x vocabulary) by nucleus sampling, one uniform draw per row."""
     import torch
 
-    probs = torch.softmax(logits.float() / temperature, dim=-1)
+    if not 0 < top_p <= 1:
+        raise ValueError(f"top_p must be in (0, 1], got {top_p}")
+    if not temperature > 0:
+        raise ValueError(f"temperature must be positive, got {temperature}")
+    logits = logits.float()
+    probs = torch.softmax(logits if temperature == 1 else logits / temperature, dim=-1)
     # drawn from the caller's CPU generator whatever the device, so a seed means the same draws everywhere
-    u = torch.rand(probs.shape[0], generator=generator, dtype=torch.float64).to(probs.device)
-    chosen = torch.empty(probs.shape[0], dtype=torch.long, device=probs.device)
-    todo = torch.arange(probs.shape[0], device=probs.device)
-    for k in (*NUCLEUS_CANDIDATES, probs.shape[-1]):
-        k = min(k, probs.shape[-1])
-        if k == probs.shape[-1]:
-            top_probs, top_ids = torch.sort(probs[todo], dim=-1, descending=True)
-            inside = torch.ones(len(todo), dtype=torch.bool, device=probs.device)
-        else:
-            top_probs, top_ids = torch.topk(probs[todo], k, dim=-1, sorted=True)
-            # the nucleus lies within these k tokens once their mass reaches top_p
-            inside = top_probs.sum(dim=-1) >= top_p
-        if inside.any():
-            rows, p, ids = todo[inside], top_probs[inside], top_ids[inside]
-            kept = torch.where(nucleus_mask_sorted(p, top_p), p, torch.zeros_like(p)).double()
-            cdf = torch.cumsum(kept, dim=-1)
-            position = torch.searchsorted(cdf, (u[rows] * cdf[:, -1]).unsqueeze(-1), right=True)
-            chosen[rows] = ids.gather(-1, position.clamp_(max=k - 1)).squeeze(-1)
-        todo = todo[~inside]
-        if not len(todo):
-            break
+    u = torch.rand(probs.shape[0], generator=generator, dtype=torch.float64)
+    if probs.device.type != "cpu":
+        return draw_in_nucleus(probs, u.to(probs.device), top_p)
+    from textmetric_bench.features.nucleus_kernel import draw_rows
+
+    probs = probs.contiguous()
+    chosen = torch.empty(probs.shape[0], dtype=torch.long)
+    table = probs.numpy()
+    bad = draw_rows(table, table.view("uint32"), u.numpy(), float(top_p), chosen.numpy())
+    if bad >= 0:
+        raise ValueError(f"the language model's probabilities of row {bad} are not finite (NaN or inf in its "
+                         "logits): the model's weights or its input are broken")
     return chosen
 
 
