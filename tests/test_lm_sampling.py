@@ -1,6 +1,6 @@
-"""The IFC sampler (textmetric_bench.features.lm_sampling): transformers' nucleus, drawn by the compiled kernel as
-the torch definition draws it, the KV cache with rows leaving the batch, and the same texts from the same seed in
-separate processes."""
+"""The IFC sampler (textmetric_bench.features.lm_sampling): transformers' nucleus, its renormalised probabilities
+drawn by proposal and acceptance, the KV cache with rows leaving the batch, and the same texts from the same seed
+in separate processes."""
 
 from __future__ import annotations
 
@@ -14,7 +14,8 @@ import torch
 # the reference nucleus; imported at collection, it loads no model (the fast tier refuses transformers in tests)
 from transformers.generation.logits_process import TopPLogitsWarper
 
-from textmetric_bench.features.lm_sampling import draw_in_nucleus, nucleus_edge, sample_nucleus
+from textmetric_bench.features import lm_sampling
+from textmetric_bench.features.lm_sampling import in_nucleus, nucleus_by_sort, propose, sample_nucleus
 
 
 def reference_nucleus(logits: torch.Tensor, top_p: float) -> torch.Tensor:
@@ -22,24 +23,21 @@ def reference_nucleus(logits: torch.Tensor, top_p: float) -> torch.Tensor:
     return torch.isfinite(TopPLogitsWarper(top_p)(None, logits.clone()))
 
 
-def kernel_draws(probs: torch.Tensor, u: torch.Tensor, top_p: float) -> torch.Tensor:
-    """The compiled kernel's tokens for the uniform draws ``u``."""
-    from textmetric_bench.features.nucleus_kernel import draw_rows
-
-    out = torch.empty(len(probs), dtype=torch.long)
-    table = probs.contiguous().numpy()
-    assert draw_rows(table, table.view("uint32"), u.numpy(), top_p, out.numpy()) == -1
-    return out
-
-
 def logit_rows(rows: int, vocab: int, seed: int) -> torch.Tensor:
     """Rows from peaked to flat, some with many exact ties (logits on a coarse grid), one uniform."""
     g = torch.Generator().manual_seed(seed)
-    spread = torch.linspace(0.3, 9.0, rows).unsqueeze(1)
-    logits = torch.randn(rows, vocab, generator=g) * spread
+    logits = torch.randn(rows, vocab, generator=g) * torch.linspace(0.3, 9.0, rows).unsqueeze(1)
     logits[::3] = torch.round(logits[::3])  # ties
     logits[1] = 0.0  # every token as probable
     return logits
+
+
+def frequencies_match(draws: torch.Tensor, probs: torch.Tensor, allowed: torch.Tensor) -> float:
+    """Total variation between the draws' frequencies and ``probs`` renormalised over ``allowed``."""
+    expected = torch.where(allowed, probs.double(), 0.0)
+    expected = (expected / expected.sum()).numpy()
+    seen = np.bincount(draws.numpy(), minlength=len(probs)) / len(draws)
+    return float(np.abs(seen - expected).sum() / 2)
 
 
 # peaked ... flat: a nucleus of 4, 637, 2,863 and 9,013 of 12,000 tokens
@@ -50,46 +48,64 @@ def test_every_sampled_token_lies_in_transformers_nucleus(spread):
     allowed = reference_nucleus(logits[:1], 0.9)[0]
     picked = sample_nucleus(logits, top_p=0.9, temperature=1.0, generator=torch.Generator().manual_seed(2))
     assert allowed[picked].all()
-    if spread == 8.0:  # a small nucleus: the draws follow its renormalised probabilities
-        probs = torch.softmax(logits[0], -1) * allowed
-        expected = (probs / probs.sum())[allowed].numpy()
-        seen = np.bincount(picked.numpy(), minlength=vocab)[allowed.numpy()] / rows
-        assert np.abs(seen - expected).sum() / 2 < 0.1  # total variation, 400 draws
-    else:  # a wide nucleus is not collapsed to its top tokens
+    if spread != 8.0:  # a wide nucleus is not collapsed to its top tokens
         assert len(set(picked.tolist())) > rows // 4
 
 
-def test_the_nucleus_is_transformers_nucleus():
-    """nucleus_edge's nucleus (every token above its last one, and the ties up to its id) holds as many tokens
-    as TopPLogitsWarper's, and the same ones where no two probabilities tie."""
-    logits = torch.randn(60, 5000, generator=torch.Generator().manual_seed(4)) * torch.linspace(0.5, 6, 60)[:, None]
+def test_the_draws_follow_the_nucleus_renormalised_probabilities():
+    """20,000 draws from a nucleus of about 20 tokens (about one draw in ten is rejected and drawn again)."""
+    logits = torch.randn(1, 500, generator=torch.Generator().manual_seed(3)) * 3
+    probs, allowed = torch.softmax(logits[0], -1), reference_nucleus(logits, 0.9)[0]
+    assert 10 < int(allowed.sum()) < 40
+    draws = sample_nucleus(logits.expand(20_000, -1), top_p=0.9, temperature=1.0,
+                           generator=torch.Generator().manual_seed(4))
+    assert allowed[draws].all()
+    assert frequencies_match(draws, probs, allowed) < 0.03  # the sampling noise alone is about 0.012
+
+
+def test_the_proposal_follows_the_whole_distribution_across_blocks():
+    """The draw before acceptance, 10,000 times: 30 probable tokens spread over a vocabulary of 2.5 blocks (the
+    last one padded), the rest nearly impossible."""
+    vocab = int(2.5 * lm_sampling.BLOCK)
+    g = torch.Generator().manual_seed(5)
+    logits = torch.full((vocab,), -40.0)
+    logits[torch.randperm(vocab, generator=g)[:30]] = torch.randn(30, generator=g)
+    logits[-1] = 0.5  # the padded block's last real token
     probs = torch.softmax(logits, -1)
+    u = torch.rand(10_000, generator=torch.Generator().manual_seed(6), dtype=torch.float64)
+    draws = propose(probs.expand(10_000, -1).contiguous(), u)
+    assert frequencies_match(draws, probs, torch.ones(vocab, dtype=torch.bool)) < 0.05  # noise about 0.02
+    assert (draws == vocab - 1).any()
+
+
+def test_the_nucleus_by_sort_is_transformers_nucleus():
+    logits = torch.randn(60, 5000, generator=torch.Generator().manual_seed(7)) * torch.linspace(0.5, 6, 60)[:, None]
     for top_p in (0.3, 0.9, 0.95):
-        last_value, last_id, mass = nucleus_edge(probs, top_p)
-        ids = torch.arange(probs.shape[1])
-        ours = (probs > last_value[:, None]) | ((probs == last_value[:, None]) & (ids <= last_id[:, None]))
-        assert torch.equal(ours, reference_nucleus(logits, top_p))
-        assert np.allclose(mass.numpy(), (probs.double() * ours).sum(-1).numpy(), rtol=1e-12, atol=0)
-        assert (mass >= top_p).all() and (mass - probs.double().gather(1, last_id[:, None]).squeeze(1) < top_p).all()
+        assert torch.equal(nucleus_by_sort(torch.softmax(logits, -1), top_p), reference_nucleus(logits, top_p))
 
 
-@pytest.mark.parametrize("top_p", [0.05, 0.5, 0.9, 0.95, 1.0])
-def test_the_compiled_kernel_draws_what_the_torch_definition_draws(top_p):
-    """Token for token, on rows from peaked to flat, with exact ties and a uniform row: the kernel (a histogram
-    and the sort of one bin) and draw_in_nucleus (a full stable sort) find the same nucleus and walk it alike."""
-    probs = torch.softmax(logit_rows(90, 20_000, seed=5), -1)
-    for seed in range(4):
-        u = torch.rand(len(probs), generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
-        assert torch.equal(kernel_draws(probs, u, top_p), draw_in_nucleus(probs, u, top_p))
-    # the ends of the draw: u = 0 takes the nucleus' first token by id, u just below 1 its last
-    last_value, last_id, _ = nucleus_edge(probs, top_p)
-    ids = torch.arange(probs.shape[1])
-    inside = (probs > last_value[:, None]) | ((probs == last_value[:, None]) & (ids <= last_id[:, None]))
-    first = torch.where(inside, ids, probs.shape[1]).amin(-1)
-    last = torch.where(inside, ids, -1).amax(-1)
-    assert torch.equal(kernel_draws(probs, torch.zeros(len(probs), dtype=torch.float64), top_p), first)
-    almost_one = torch.full((len(probs),), 1 - 2 ** -53, dtype=torch.float64)
-    assert torch.equal(kernel_draws(probs, almost_one, top_p), last)
+@pytest.mark.parametrize("top_p", [0.05, 0.5, 0.9, 0.95])
+def test_every_token_is_accepted_exactly_when_it_lies_in_the_nucleus(top_p):
+    """in_nucleus (a float32 sum, again in float64 near the edge or with ties) against the full sort, for every
+    token of rows from peaked to flat, with exact ties and a uniform row."""
+    probs = torch.softmax(logit_rows(12, 3000, seed=8), -1)
+    expected = nucleus_by_sort(probs, top_p)
+    for first in range(0, 3000, 250):  # 250 tokens of every row at once
+        x = torch.arange(first, first + 250).repeat_interleave(12)
+        accepted = in_nucleus(probs.repeat(250, 1), x, top_p).view(250, 12).T
+        assert torch.equal(accepted, expected[:, first:first + 250]), first
+
+
+def test_a_token_whose_mass_ahead_is_top_p_itself_is_left_out():
+    """top_p set to the float64 mass of a row's k most probable tokens, for k from 10 to 209: the next token has
+    exactly top_p ahead of it, which a float32 sum cannot tell from a little less or more (it rounds either way);
+    it is left out and the k-th kept, as the sort decides."""
+    probs = torch.softmax(torch.randn(1, 8000, generator=torch.Generator().manual_seed(9)) * 2, -1)
+    ordered, ids = torch.sort(probs[0], descending=True, stable=True)
+    for k in range(10, 210):
+        top_p = float(ordered[:k].double().sum())
+        assert int(nucleus_by_sort(probs, top_p).sum()) == k
+        assert in_nucleus(probs, ids[k - 1:k], top_p).item() and not in_nucleus(probs, ids[k:k + 1], top_p).item(), k
 
 
 def test_ties_at_the_edge_of_the_nucleus_go_to_the_smaller_token_id():
@@ -100,13 +116,17 @@ def test_ties_at_the_edge_of_the_nucleus_go_to_the_smaller_token_id():
     assert np.abs(np.bincount(draws.numpy()) / 3000 - 1 / 3).max() < 0.04
 
 
-def test_a_row_is_drawn_the_same_alone_or_in_any_batch():
-    probs = torch.softmax(logit_rows(30, 8000, seed=6), -1)
-    u = torch.rand(30, generator=torch.Generator().manual_seed(7), dtype=torch.float64)
-    together = kernel_draws(probs, u, 0.95)
-    alone = torch.cat([kernel_draws(probs[i:i + 1], u[i:i + 1], 0.95) for i in range(30)])
-    reversed_ = kernel_draws(probs.flip(0), u.flip(0), 0.95).flip(0)
-    assert torch.equal(together, alone) and torch.equal(together, reversed_)
+def test_a_tiny_top_p_falls_back_to_the_sorted_nucleus(monkeypatch):
+    """A draw is kept with probability about top_p: at .002 on a flat row nearly every row exhausts its rounds
+    and draws from the nucleus found by sorting, which still gives its tokens with their probabilities."""
+    rounds = []
+    original = lm_sampling.propose
+    monkeypatch.setattr(lm_sampling, "propose", lambda probs, u: rounds.append(len(u)) or original(probs, u))
+    logits = torch.zeros(4000, 1000)
+    draws = sample_nucleus(logits, top_p=0.002, temperature=1.0, generator=torch.Generator().manual_seed(1))
+    assert len(rounds) == lm_sampling.MAX_ROUNDS and rounds[-1] > 3000  # most rows went to the sort
+    assert set(draws.tolist()) == {0, 1}  # before token 1: .001 < .002; before 2: .002
+    assert abs(float((draws == 0).double().mean()) - 0.5) < 0.03
 
 
 def test_the_nucleus_boundary_is_transformers_and_temperature_flattens():
@@ -116,12 +136,17 @@ def test_the_nucleus_boundary_is_transformers_and_temperature_flattens():
     assert set(draws.tolist()) == {0, 1}
     hot = sample_nucleus(logits.expand(2000, 4), top_p=0.999, temperature=5.0, generator=torch.Generator().manual_seed(0))
     assert set(hot.tolist()) == {0, 1, 2, 3}
+    everything = sample_nucleus(logits.expand(2000, 4), top_p=1.0, temperature=1.0,
+                                generator=torch.Generator().manual_seed(0))
+    assert frequencies_match(everything, torch.softmax(logits[0], -1), torch.ones(4, dtype=torch.bool)) < 0.05
 
 
-def test_the_same_generator_seed_draws_the_same_tokens():
+def test_the_same_generator_seed_draws_the_same_tokens_with_or_without_scratch():
     logits = torch.randn(64, 5000, generator=torch.Generator().manual_seed(3)) * 2
-    draw = lambda seed: sample_nucleus(logits, top_p=0.95, temperature=1.0, generator=torch.Generator().manual_seed(seed))
+    draw = lambda seed, scratch=None: sample_nucleus(logits, top_p=0.95, temperature=1.0, scratch=scratch,
+                                                     generator=torch.Generator().manual_seed(seed))
     assert torch.equal(draw(5), draw(5)) and not torch.equal(draw(5), draw(6))
+    assert torch.equal(draw(5), draw(5, torch.empty(64, 5000)))
 
 
 def test_broken_logits_and_settings_are_refused_by_name():
@@ -136,11 +161,12 @@ def test_broken_logits_and_settings_are_refused_by_name():
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device here")
-def test_on_a_gpu_the_torch_definition_draws_what_the_kernel_draws():
-    probs = torch.softmax(logit_rows(40, 20_000, seed=8), -1)
-    u = torch.rand(40, generator=torch.Generator().manual_seed(9), dtype=torch.float64)
-    on_gpu = draw_in_nucleus(probs.cuda(), u.cuda(), 0.95).cpu()
-    assert (on_gpu == kernel_draws(probs, u, 0.95)).float().mean() > 0.97  # the GPU's scan rounds otherwise
+def test_on_a_gpu_the_draws_lie_in_the_nucleus_and_follow_it():
+    logits = torch.randn(1, 3000, generator=torch.Generator().manual_seed(3)) * 4
+    allowed = reference_nucleus(logits, 0.9)[0]
+    draws = sample_nucleus(logits.expand(20_000, -1).cuda(), top_p=0.9, temperature=1.0,
+                           generator=torch.Generator().manual_seed(4)).cpu()
+    assert allowed[draws].all() and frequencies_match(draws, torch.softmax(logits[0], -1), allowed) < 0.02
 
 
 def test_rows_that_leave_the_batch_keep_the_others_on_their_own_cache(smollm2):

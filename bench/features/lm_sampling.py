@@ -5,17 +5,19 @@ sorts the whole vocabulary (49,152 tokens for SmolLM2) at every step. Here a bat
 from one prompt token, so every row has the same length and no padding; a row that samples EOS
 leaves the batch (its keys and values too), so the model computes only the tokens sampled.
 
-The nucleus of a row (``nucleus_edge``) is ``transformers``' ``TopPLogitsWarper``'s up to rounding at its edge:
-its tokens in descending probability, ties by token id, kept while the mass of those before is below top_p (the
-most probable always). One uniform draw u per row then picks, among the nucleus in token-id order, the first
-token whose cumulative probability exceeds u times the nucleus' mass (``draw_in_nucleus``). On the CPU both are
-computed by ``nucleus_kernel`` (numba) without sorting the vocabulary: a fine-tuned SmolLM2's nucleus at .95
-holds hundreds to thousands of tokens, so a search among the most probable ones cost as much as a fifth of
-sampling. Elsewhere (a GPU) by torch's sort, the same definition.
+The nucleus of a row is ``transformers``' (``TopPLogitsWarper``'s) up to rounding at its edge: its tokens in
+descending probability, ties by token id, kept while the mass of those before is below top_p (the most probable
+always). A fine-tuned SmolLM2's nucleus at .95 is wide (thousands of tokens), so finding it by sorting, or by
+searching the most probable tokens first, cost as much as a fifth of sampling. ``sample_nucleus`` does not look
+for it: it draws a token from the whole distribution (``propose``: by blocks of the vocabulary, then within the
+block) and keeps it if it lies in the nucleus (``in_nucleus``: the mass of the tokens ahead of it is below top_p),
+else draws again for that row. A draw kept this way follows the nucleus' renormalised probabilities exactly, and
+one is kept with probability at least top_p, so a step needs about 1/top_p draws a row and a few passes over the
+probabilities, none of them a sort. Rows not done after ``MAX_ROUNDS`` (a tiny top_p) draw from the nucleus
+found by a full sort (``draw_in_nucleus``).
 
-Determinism: one uniform draw per row and step from a ``torch.Generator`` seeded by the caller, and
-the pinned CPU kernels (``textmetric_bench.numerics``), so the same seed, model and settings give
-the same tokens in any process.
+Determinism: the uniform draws come from a ``torch.Generator`` seeded by the caller, and the pinned CPU kernels
+(``textmetric_bench.numerics``), so the same seed, model and settings give the same tokens in any process.
 """
 
 from __future__ import annotations
@@ -23,6 +25,9 @@ from __future__ import annotations
 import inspect
 from dataclasses import dataclass
 from typing import Callable
+
+BLOCK = 1024  # a draw picks a block of this many tokens, then a token within it
+MAX_ROUNDS = 16  # draws a row before its nucleus is found by sorting (a draw is kept with probability >= top_p)
 
 
 @dataclass
@@ -46,33 +51,71 @@ def nucleus_mask_sorted(sorted_probs, top_p: float):
     return keep
 
 
-def nucleus_edge(probs, top_p: float):
-    """The last token of each row's nucleus, by a full sort: (its probability, its token id, the nucleus' mass
-    in float64). The nucleus is every token more probable than the last one, and those as probable with a
-    smaller or equal token id."""
+def nucleus_by_sort(probs, top_p: float):
+    """Which tokens of each row lie in its nucleus, by a full stable sort (ties: the smaller token id first)."""
     import torch
 
     ordered, ids = torch.sort(probs, dim=-1, descending=True, stable=True)
-    size = nucleus_mask_sorted(ordered, top_p).sum(dim=-1, keepdim=True)  # the mask is a prefix
-    return (ordered.gather(-1, size - 1).squeeze(-1), ids.gather(-1, size - 1).squeeze(-1),
-            torch.cumsum(ordered.double(), dim=-1).gather(-1, size - 1).squeeze(-1))
+    return torch.zeros_like(probs, dtype=torch.bool).scatter_(-1, ids, nucleus_mask_sorted(ordered, top_p))
 
 
 def draw_in_nucleus(probs, u, top_p: float):
-    """One token a row by torch (any device): the first nucleus token, in token-id order, whose cumulative
-    probability exceeds ``u`` times the nucleus' mass (the last nucleus token if rounding leaves none)."""
+    """One token a row from its nucleus found by sorting: the first, in token-id order, whose cumulative
+    probability exceeds ``u`` times the nucleus' mass."""
     import torch
 
-    last_value, last_id, mass = nucleus_edge(probs, top_p)
-    ids = torch.arange(probs.shape[-1], device=probs.device)
-    inside = (probs > last_value[:, None]) | ((probs == last_value[:, None]) & (ids <= last_id[:, None]))
+    inside = nucleus_by_sort(probs, top_p)
     cdf = torch.cumsum(torch.where(inside, probs.double(), 0.0), dim=-1)
-    position = torch.searchsorted(cdf, (u * mass).unsqueeze(-1), right=True).squeeze(-1)
+    position = torch.searchsorted(cdf, (u * cdf[:, -1]).unsqueeze(-1), right=True).squeeze(-1)
+    ids = torch.arange(probs.shape[-1], device=probs.device)
     return torch.minimum(position, torch.where(inside, ids, -1).amax(dim=-1))
 
 
-def sample_nucleus(logits, *, top_p: float, temperature: float, generator):
-    """One token per row of ``logits`` (rows x vocabulary) by nucleus sampling, one uniform draw per row."""
+def propose(probs, u):
+    """One token a row drawn from the whole distribution by inverse CDF at ``u``: first a block of ``BLOCK``
+    tokens by the blocks' float32 sums, then a token within the block by its float64 cumulative sum, scaled to
+    the block's own total so that every draw lands inside the block."""
+    import torch
+
+    rows, vocab = probs.shape
+    blocks = -(-vocab // BLOCK)
+    padded = probs if vocab == blocks * BLOCK else torch.nn.functional.pad(probs, (0, blocks * BLOCK - vocab))
+    by_block = padded.view(rows, blocks, BLOCK)
+    sums = by_block.sum(dim=-1).double()
+    cdf = sums.cumsum(dim=-1)
+    target = (u * cdf[:, -1]).unsqueeze(-1)
+    block = torch.searchsorted(cdf, target, right=True).clamp_(max=blocks - 1)
+    start = torch.where(block > 0, cdf.gather(1, (block - 1).clamp(min=0)), 0.0)
+    inner = by_block[torch.arange(rows, device=probs.device), block.squeeze(-1)].double().cumsum(dim=-1)
+    within = (target - start) / sums.gather(1, block) * inner[:, -1:]
+    position = torch.searchsorted(inner, within, right=True).clamp_(max=BLOCK - 1)
+    return (block * BLOCK + position).squeeze(-1).clamp_(max=vocab - 1)
+
+
+def in_nucleus(probs, x, top_p: float, scratch=None):
+    """Whether token ``x[r]`` lies in row r's nucleus: the mass of the tokens ahead of it (more probable, or as
+    probable with a smaller id) is below ``top_p``. That mass is summed in float32, and again in float64 for the
+    rows where it might decide otherwise (within the float32 sum's error bound of top_p, or with ties)."""
+    import torch
+
+    vocab = probs.shape[-1]
+    p_x = probs.gather(1, x.unsqueeze(-1))
+    out = None if scratch is None else scratch.view(-1)[:probs.numel()].view_as(probs)
+    ahead = torch.mul(probs, probs > p_x, out=out).sum(dim=-1).double()
+    bound = vocab * 2.0 ** -23  # twice the error bound of a float32 sum of non-negative terms adding up to 1
+    check = ((ahead - top_p).abs() < bound) | ((probs == p_x).sum(dim=-1) > 1)
+    if check.any():
+        rows = check.nonzero().squeeze(-1)
+        p, p_row, x_row = probs[rows], p_x[rows], x[rows]
+        ids = torch.arange(vocab, device=probs.device)
+        before = (p > p_row) | ((p == p_row) & (ids < x_row.unsqueeze(-1)))
+        ahead[rows] = torch.where(before, p.double(), 0.0).sum(dim=-1)
+    return (ahead < top_p) & (p_x.squeeze(-1) > 0)
+
+
+def sample_nucleus(logits, *, top_p: float, temperature: float, generator, scratch=None):
+    """One token per row of ``logits`` (rows x vocabulary) by nucleus sampling (module docstring). ``scratch``:
+    a float32 tensor of at least the logits' size on their device, reused between calls (saves allocating it)."""
     import torch
 
     if not 0 < top_p <= 1:
@@ -81,19 +124,25 @@ def sample_nucleus(logits, *, top_p: float, temperature: float, generator):
         raise ValueError(f"temperature must be positive, got {temperature}")
     logits = logits.float()
     probs = torch.softmax(logits if temperature == 1 else logits / temperature, dim=-1)
-    # drawn from the caller's CPU generator whatever the device, so a seed means the same draws everywhere
-    u = torch.rand(probs.shape[0], generator=generator, dtype=torch.float64)
-    if probs.device.type != "cpu":
-        return draw_in_nucleus(probs, u.to(probs.device), top_p)
-    from textmetric_bench.features.nucleus_kernel import draw_rows
-
-    probs = probs.contiguous()
-    chosen = torch.empty(probs.shape[0], dtype=torch.long)
-    table = probs.numpy()
-    bad = draw_rows(table, table.view("uint32"), u.numpy(), float(top_p), chosen.numpy())
-    if bad >= 0:
-        raise ValueError(f"the language model's probabilities of row {bad} are not finite (NaN or inf in its "
-                         "logits): the model's weights or its input are broken")
+    broken = ~torch.isfinite(probs.sum(dim=-1))
+    if broken.any():
+        raise ValueError(f"the language model's probabilities of row {int(broken.nonzero()[0])} are not finite "
+                         "(NaN or inf in its logits): the model's weights or its input are broken")
+    chosen = torch.empty(probs.shape[0], dtype=torch.long, device=probs.device)
+    pending = torch.arange(probs.shape[0], device=probs.device)
+    rows = probs
+    for _ in range(MAX_ROUNDS):
+        # drawn from the caller's CPU generator whatever the device, so a seed means the same draws everywhere
+        u = torch.rand(len(pending), generator=generator, dtype=torch.float64).to(probs.device)
+        x = propose(rows, u)
+        kept = rows.gather(1, x.unsqueeze(-1)).squeeze(-1) > 0 if top_p == 1 else in_nucleus(rows, x, top_p, scratch)
+        chosen[pending[kept]] = x[kept]
+        pending = pending[~kept]
+        if not len(pending):
+            return chosen
+        rows = probs[pending]
+    u = torch.rand(len(pending), generator=generator, dtype=torch.float64).to(probs.device)
+    chosen[pending] = draw_in_nucleus(rows, u, top_p)
     return chosen
 
 
@@ -122,10 +171,14 @@ def sample_rows(model, *, n: int, start_token: int, end_token: int, max_new_toke
             alive = torch.arange(size)
             step_ids = torch.full((size, 1), start_token, dtype=torch.long, device=device)
             cache = DynamicCache()
+            scratch = None
             for _ in range(max_new_tokens):
                 computed += len(alive)
                 logits = model(input_ids=step_ids, **{cache_arg: cache}, use_cache=True, logits_to_keep=1).logits
-                nxt = sample_nucleus(logits[:, -1], top_p=top_p, temperature=temperature, generator=generator)
+                if scratch is None:  # one buffer for the batch's steps: a fresh 40 MB a step costs its page faults
+                    scratch = torch.empty(logits[:, -1].shape, dtype=torch.float32, device=logits.device)
+                nxt = sample_nucleus(logits[:, -1], top_p=top_p, temperature=temperature, generator=generator,
+                                     scratch=scratch)
                 finished = nxt == end_token
                 for row, token, stop in zip(alive.tolist(), nxt.tolist(), finished.tolist()):
                     if stop:
