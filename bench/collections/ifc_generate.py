@@ -44,9 +44,9 @@ from textmetric_bench.files import atomic_write, make_dirs, remove_stale_tempora
 log = logging.getLogger(__name__)
 
 TRAIN_STREAM, SAMPLE_STREAM = 3, 4  # seed streams beside KSC's 0 (collections) and 1 (metrics)
-#: How g_i is sampled: a corpus sampled otherwise is not reused. /1: the draw walked the nucleus in descending
-#: probability; /2 walks it in token-id order (the same distribution, other tokens for the same draw).
-#: Before /1: transformers' generate.
+#: How g_i is sampled: a corpus sampled otherwise is not reused. /1: the nucleus searched among the most probable
+#: tokens and walked in descending probability; /2: a draw from the whole distribution, kept when it lies in the
+#: nucleus (the same distribution, other tokens for the same seed). Before /1: transformers' generate.
 SAMPLER = "kv-cache-nucleus/2"
 #: How a fine-tuning step batches its texts (before: in their shuffled order, padded to the longest).
 BATCHING = "length-bucketed/1, 256 positions a pass"
