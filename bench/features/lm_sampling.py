@@ -13,8 +13,8 @@ for it: it draws a token from the whole distribution (``propose``: by blocks of 
 block) and keeps it if it lies in the nucleus (``in_nucleus``: the mass of the tokens ahead of it is below top_p),
 else draws again for that row. A draw kept this way follows the nucleus' renormalised probabilities exactly, and
 one is kept with probability at least top_p, so a step needs about 1/top_p draws a row and a few passes over the
-probabilities, none of them a sort. Rows not done after ``MAX_ROUNDS`` (a tiny top_p) draw from the nucleus
-found by a full sort (``draw_in_nucleus``).
+probabilities, none of them a sort. Rows not done after ``MAX_ROUNDS`` (a tiny top_p) draw the same way from
+their probabilities outside the nucleus set to zero, the nucleus found by a full sort (``nucleus_by_sort``).
 
 Determinism: the uniform draws come from a ``torch.Generator`` seeded by the caller, and the pinned CPU kernels
 (``textmetric_bench.numerics``), so the same seed, model and settings give the same tokens in any process.
@@ -57,18 +57,6 @@ def nucleus_by_sort(probs, top_p: float):
 
     ordered, ids = torch.sort(probs, dim=-1, descending=True, stable=True)
     return torch.zeros_like(probs, dtype=torch.bool).scatter_(-1, ids, nucleus_mask_sorted(ordered, top_p))
-
-
-def draw_in_nucleus(probs, u, top_p: float):
-    """One token a row from its nucleus found by sorting: the first, in token-id order, whose cumulative
-    probability exceeds ``u`` times the nucleus' mass."""
-    import torch
-
-    inside = nucleus_by_sort(probs, top_p)
-    cdf = torch.cumsum(torch.where(inside, probs.double(), 0.0), dim=-1)
-    position = torch.searchsorted(cdf, (u * cdf[:, -1]).unsqueeze(-1), right=True).squeeze(-1)
-    ids = torch.arange(probs.shape[-1], device=probs.device)
-    return torch.minimum(position, torch.where(inside, ids, -1).amax(dim=-1))
 
 
 def propose(probs, u):
@@ -142,7 +130,7 @@ def sample_nucleus(logits, *, top_p: float, temperature: float, generator, scrat
             return chosen
         rows = probs[pending]
     u = torch.rand(len(pending), generator=generator, dtype=torch.float64).to(probs.device)
-    chosen[pending] = draw_in_nucleus(rows, u, top_p)
+    chosen[pending] = propose(torch.where(nucleus_by_sort(rows, top_p), rows, 0.0), u)
     return chosen
 
 
