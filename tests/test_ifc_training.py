@@ -206,6 +206,66 @@ def test_a_tied_embedding_gets_sparse_rows_that_add_up_to_the_dense_gradient(smo
     assert ifc_generate.sparse_tied_embedding(untied) is None
 
 
+class TiedLM(torch.nn.Module):
+    """A small causal LM in plain torch whose input embedding is its output layer's weight, as in SmolLM2."""
+
+    def __init__(self, vocab: int = 4096, hidden: int = 64):
+        super().__init__()
+        torch.manual_seed(0)
+        self.embed = torch.nn.Embedding(vocab, hidden, padding_idx=0)
+        self.mix = torch.nn.Linear(hidden, hidden)
+        self.head = torch.nn.Linear(hidden, vocab, bias=False)
+        self.head.weight = self.embed.weight
+
+    def get_input_embeddings(self):
+        return self.embed
+
+    def get_output_embeddings(self):
+        return self.head
+
+    def loss(self, ids):
+        logits = self.head(torch.tanh(self.mix(self.embed(ids[:, :-1]))))
+        return torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), ids[:, 1:].reshape(-1))
+
+
+def test_the_tied_embeddings_rows_go_into_the_output_layers_gradient_without_a_second_vocabulary_sized_tensor():
+    """Autograd accumulates the output layer's gradient of the shared weight alone, and the embedding's rows are
+    added into that same tensor in place afterwards: autograd's own sum of the two made a second tensor the size of
+    the vocabulary (about 100 MiB at the peak of a SmolLM2 step). The gradient is the dense one to float32
+    rounding, padding rows get nothing, and rows that arrive first (an embedding not used by the loss's output
+    layer) start the gradient."""
+    from textmetric_bench.collections.ifc_generate import sparse_tied_gradient
+
+    model = TiedLM()
+    weight = model.embed.weight
+    ids = torch.randint(1, 4096, (4, 12), generator=torch.Generator().manual_seed(1))
+    ids[0, -3:] = 0  # padding
+
+    model.loss(ids).backward()
+    dense, weight.grad = weight.grad.clone(), None
+    with sparse_tied_gradient(model) as tied:
+        assert tied is model.embed
+        loss = model.loss(ids)
+        accumulated = []  # what autograd accumulates for the shared weight: a copy, and where it lies (a reference
+        # to the tensor itself would keep autograd from taking it over)
+        hook = weight.register_hook(lambda grad: accumulated.append((grad.clone(), grad.data_ptr())))
+        loss.backward()
+        hook.remove()
+        same_tensor = weight.grad.data_ptr() == accumulated[0][1]
+        tied_grad, weight.grad = weight.grad.clone(), None
+        model.embed(ids).sum().backward()
+        rows = weight.grad.clone()
+    assert len(accumulated) == 1 and same_tensor
+    added = torch.nonzero((tied_grad != accumulated[0][0]).any(dim=1)).reshape(-1).tolist()
+    tokens = set(ids[ids > 0].tolist())
+    assert set(added) <= tokens and len(added) >= 0.9 * len(tokens)  # only the rows of the batch's tokens
+    np.testing.assert_allclose(tied_grad.numpy(), dense.numpy(), rtol=1e-5, atol=1e-7)
+    assert float(tied_grad[ids[ids > 0]].abs().sum()) > 0
+    counts = torch.bincount(ids.reshape(-1), minlength=weight.shape[0]).float()
+    counts[0] = 0
+    np.testing.assert_array_equal(rows.numpy(), counts[:, None].expand_as(weight).numpy())
+
+
 def default_plan():
     from textmetric_bench.collections.ifc_generate import GenerationPlan
 

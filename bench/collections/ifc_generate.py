@@ -52,7 +52,7 @@ SAMPLER = "kv-cache-nucleus/2"
 BATCHING = "length-bucketed/1, 256 positions a pass"
 #: How the gradient of an input embedding tied to the output layer is formed (``sparse_tied_embedding``); before:
 #: dense, one vocabulary-sized tensor a pass. The same sum in another order, so other bits: corpora made before are
-#: not reused.
+#: not reused. (Adding the rows in place rather than through autograd's sum changed no bit, so not this version.)
 EMBEDDING_GRADIENT = "tied-sparse/1"
 #: How a fine-tuning pass computes its loss from the last hidden states (``head_loss``); before: the model's own
 #: output layer and loss over every position at once. The same loss in other sums, so other bits.
@@ -147,11 +147,12 @@ def micro_batches(rows: Sequence[int], lengths: Sequence[int], budget: int) -> l
 def sparse_tied_embedding(model):
     """The model's input embedding when it shares its weight with the output layer (SmolLM2, GPT-2), else None.
 
-    Fine-tuning then gives it a sparse gradient (``sparse_rows``: the rows of the batch's tokens) instead of a dense
-    one the size of the vocabulary: the output layer's gradient is dense anyway, and the two add up to the dense
-    gradient of the shared weight, so the optimiser sees no difference, while a pass allocates, zeroes and adds one
-    vocabulary-sized tensor less (for SmolLM2, 49,152 x 576 floats: about 100 MiB at the peak of a step, and a tenth
-    of its time). An untied embedding keeps its dense gradient (fused AdamW takes no sparse one).
+    Fine-tuning then adds the embedding's gradient into the shared weight's as rows (``sparse_rows``: the rows of
+    the batch's tokens) instead of a dense gradient the size of the vocabulary: the output layer's gradient is dense
+    anyway, and the two add up to the dense gradient of the shared weight, so the optimiser sees no difference,
+    while a pass allocates, zeroes and adds one vocabulary-sized tensor less (for SmolLM2, 49,152 x 576 floats:
+    about 100 MiB at the peak of a step, and a tenth of its time). An untied embedding keeps its dense gradient
+    (fused AdamW takes no sparse one).
     """
     import torch
 
@@ -163,30 +164,35 @@ def sparse_tied_embedding(model):
 
 
 def sparse_rows(ids, weight, padding_idx):
-    """``embedding(ids, weight)`` whose gradient for ``weight`` is sparse and coalesced: one row per distinct token
-    (a token's positions summed in a fixed order; none for ``padding_idx``). Coalesced, it adds to the output
-    layer's dense gradient one value per element, so the sum is the same bits whichever of the two autograd
-    meets first."""
+    """``embedding(ids, weight)`` whose gradient for ``weight`` is added into ``weight.grad`` in place, as sparse
+    rows: one per distinct token (a token's positions summed in a fixed order: coalesced; none for ``padding_idx``).
+
+    Autograd does not see ``weight`` here: the lookup's output is a leaf of its own, and a hook on it adds the
+    rows when its gradient arrives, the last of a backward pass. By then the output layer's dense gradient of the
+    shared weight is in ``weight.grad`` (autograd accumulates a leaf's gradient as soon as it is complete), and the
+    rows go into it one value per element: the same bits as autograd's own sum of the two, without the
+    vocabulary-sized tensor that sum allocates (about 100 MiB at the peak of a SmolLM2 step). Were the rows first,
+    they would start a zero gradient that the dense one then adds into: the same bits again.
+    """
     import torch
 
-    class SparseRows(torch.autograd.Function):
-        @staticmethod
-        def forward(ctx, ids, weight):
-            ctx.save_for_backward(ids)
-            ctx.rows = weight.shape
-            return torch.nn.functional.embedding(ids, weight, padding_idx)
+    output = torch.nn.functional.embedding(ids, weight.detach(), padding_idx)
+    if not (torch.is_grad_enabled() and weight.requires_grad):
+        return output
 
-        @staticmethod
-        def backward(ctx, grad):
-            (ids,) = ctx.saved_tensors
-            ids, grad = ids.reshape(-1), grad.reshape(-1, grad.shape[-1])
-            if padding_idx is not None:
-                keep = ids != padding_idx
-                ids, grad = ids[keep], grad[keep]
-            rows = torch.sparse_coo_tensor(ids[None], grad, ctx.rows, check_invariants=False).coalesce()
-            return None, rows
+    def add_rows(grad):
+        flat_ids, flat = ids.reshape(-1), grad.reshape(-1, grad.shape[-1])
+        if padding_idx is not None:
+            keep = flat_ids != padding_idx
+            flat_ids, flat = flat_ids[keep], flat[keep]
+        rows = torch.sparse_coo_tensor(flat_ids[None], flat, weight.shape, check_invariants=False).coalesce()
+        if weight.grad is None:
+            weight.grad = torch.zeros_like(weight)
+        weight.grad.index_add_(0, rows.indices()[0], rows.values())
 
-    return SparseRows.apply(ids, weight)
+    output.requires_grad_(True)
+    output.register_hook(add_rows)
+    return output
 
 
 @contextmanager
