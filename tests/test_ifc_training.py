@@ -333,10 +333,12 @@ def test_the_loss_in_parts_is_the_models_own_loss_and_adds_the_output_gradient_i
                                    msg=lambda m: f"{name}: {m}")
 
 
-def test_the_loss_in_parts_is_cross_entropy_and_adds_to_a_gradient_already_there_in_place():
+@pytest.mark.parametrize("keep_bytes", [64 * 2**20, 0], ids=["probabilities kept", "logits again"])
+def test_the_loss_in_parts_is_cross_entropy_and_adds_to_a_gradient_already_there_in_place(keep_bytes):
     """``chunked_head_loss`` against torch's cross-entropy in float64, in parts that do not divide the positions;
     with no gradient yet the output weight gets a dense one through autograd, and with one there the backward pass
-    adds into it and hands autograd nothing for the weight (no second vocabulary-sized tensor)."""
+    adds into it and hands autograd nothing for the weight (no second vocabulary-sized tensor). The same whether
+    the forward pass keeps the probabilities or the backward pass computes the logits again."""
     import torch
 
     from textmetric_bench.collections.ifc_generate import chunked_head_loss
@@ -356,7 +358,7 @@ def test_the_loss_in_parts_is_cross_entropy_and_adds_to_a_gradient_already_there
         return loss.detach(), h.grad, w.grad, arrived
 
     reference = lambda h, w: torch.nn.functional.cross_entropy(h @ w.T, targets)
-    chunked = lambda h, w: chunked_head_loss(h, w, targets, chunk=5)
+    chunked = lambda h, w: chunked_head_loss(h, w, targets, chunk=5, keep_bytes=keep_bytes)
     start = torch.randn(50, 8, generator=rng, dtype=torch.float64)
     for given in (None, start):
         want, got = run(reference, given), run(chunked, given)
@@ -366,6 +368,31 @@ def test_the_loss_in_parts_is_cross_entropy_and_adds_to_a_gradient_already_there
         np.testing.assert_allclose(got[2].numpy(), want[2].numpy(), rtol=1e-10, atol=1e-12)
         assert len(want[3]) == len(got[3]) == 1 and want[3][0] is not None
         assert (got[3][0] is None) is (given is not None)  # nothing handed to autograd: added in place
+
+
+def test_the_loss_in_parts_keeps_the_probabilities_only_within_its_budget_and_gives_the_same_bits_either_way():
+    """Keeping the probabilities from the forward pass saves computing the logits again in the backward pass (a
+    third of the output layer's products); the gradients are the same bits as with the logits computed again."""
+    import torch
+
+    from textmetric_bench.collections import ifc_generate
+
+    rng = torch.Generator().manual_seed(0)
+    hidden, weight = torch.randn(37, 16, generator=rng), torch.randn(300, 16, generator=rng)
+    targets = torch.randint(0, 300, (37,), generator=rng)
+
+    def gradients(keep_bytes):
+        h, w = hidden.clone().requires_grad_(), weight.clone().requires_grad_()
+        loss = ifc_generate.chunked_head_loss(h, w, targets, chunk=8, keep_bytes=keep_bytes)
+        saved = [tuple(t.shape) for t in loss.grad_fn.saved_tensors]
+        loss.backward()
+        return saved, (loss.detach(), h.grad, w.grad)
+
+    (saved_kept, kept), (saved_again, again) = gradients(37 * 300 * 4), gradients(37 * 300 * 4 - 1)
+    assert saved_kept == [(37, 16), (300, 16), (37, 300)] and saved_again == [(37, 16), (300, 16)]
+    for a, b in zip(kept, again):
+        assert torch.equal(a, b)
+    assert ifc_generate.KEPT_PROBABILITIES_BYTES >= ifc_generate.TRAIN_POSITIONS * 49152 * 4  # SmolLM2's pass fits
 
 
 def test_a_model_whose_logits_are_more_than_a_linear_map_keeps_its_own_loss(smollm2, caplog):

@@ -213,31 +213,40 @@ def sparse_tied_gradient(model):
 #: Positions whose logits (positions x vocabulary, float32) ``head_loss`` holds at once: 64 x 49,152 floats are
 #: 12 MiB, where the model's own loss held about four such tensors of every position of a pass (256: 4 x 48 MiB).
 LOSS_POSITIONS = 64
+#: The most bytes of probabilities (positions x vocabulary, float32) the loss keeps from its forward pass for its
+#: backward pass, instead of computing the logits again: a pass of 256 positions (``TRAIN_POSITIONS``) keeps 48 MiB.
+KEPT_PROBABILITIES_BYTES = 64 * 2**20
 
 
-def chunked_head_loss(hidden, weight, targets, chunk: int = LOSS_POSITIONS):
+def chunked_head_loss(hidden, weight, targets, chunk: int = LOSS_POSITIONS, keep_bytes: int = KEPT_PROBABILITIES_BYTES):
     """The mean cross-entropy of ``targets`` (n) under logits ``hidden @ weight.T`` (n x vocabulary), ``chunk``
-    positions at a time, in the forward pass and again in the backward pass (nothing vocabulary-sized is kept
-    between the two). The backward pass adds the output layer's gradient into ``weight.grad`` in place when it
-    already holds one (the second part of a batch), so no vocabulary-sized tensor besides the gradient is made.
+    positions at a time. The forward pass keeps the softmax of every position for the backward pass when it fits in
+    ``keep_bytes``; otherwise the backward pass computes the logits again, chunk by chunk (the same values: the same
+    products of the same inputs). The backward pass adds the output layer's gradient into ``weight.grad`` in place
+    when it already holds one (the second part of a batch), so no vocabulary-sized tensor besides the gradient is
+    made.
     """
     import torch
 
     class ChunkedHeadLoss(torch.autograd.Function):
         @staticmethod
         def forward(ctx, hidden, weight):
-            n = hidden.shape[0]
+            n, vocabulary = hidden.shape[0], weight.shape[0]
+            keep = n * vocabulary * hidden.element_size() <= keep_bytes
+            kept = torch.empty((n, vocabulary), dtype=hidden.dtype, device=hidden.device) if keep else None
             total = torch.zeros((), dtype=torch.float64, device=hidden.device)
             for s in range(0, n, chunk):
                 logits = hidden[s:s + chunk] @ weight.T
                 picked = logits.gather(1, targets[s:s + chunk, None]).squeeze(1)
                 total += (torch.logsumexp(logits, dim=-1) - picked).double().sum()
-            ctx.save_for_backward(hidden, weight)
+                if keep:
+                    kept[s:s + chunk] = torch.softmax(logits, dim=-1)  # (exp(x - lse) would err by lse's rounding)
+            ctx.save_for_backward(hidden, weight, *([kept] if keep else []))
             return (total / max(n, 1)).float()
 
         @staticmethod
         def backward(ctx, grad):
-            hidden, weight = ctx.saved_tensors
+            hidden, weight, *kept = ctx.saved_tensors
             n = hidden.shape[0]
             scale = grad.to(hidden.dtype) / max(n, 1)
             grad_hidden = torch.empty_like(hidden)
@@ -245,7 +254,7 @@ def chunked_head_loss(hidden, weight, targets, chunk: int = LOSS_POSITIONS):
             grad_weight = torch.zeros_like(weight) if into is None else into
             for s in range(0, n, chunk):
                 h = hidden[s:s + chunk]
-                probs = torch.softmax(h @ weight.T, dim=-1)  # (exp(x - lse) would err by lse's rounding)
+                probs = kept[0][s:s + chunk] if kept else torch.softmax(h @ weight.T, dim=-1)
                 probs[torch.arange(len(h), device=h.device), targets[s:s + chunk]] -= 1
                 probs.mul_(scale)
                 grad_hidden[s:s + chunk] = probs @ weight
