@@ -224,7 +224,8 @@ def chunked_head_loss(hidden, weight, targets, chunk: int = LOSS_POSITIONS, keep
     ``keep_bytes``; otherwise the backward pass computes the logits again, chunk by chunk (the same values: the same
     products of the same inputs). The backward pass adds the output layer's gradient into ``weight.grad`` in place
     when it already holds one (the second part of a batch), so no vocabulary-sized tensor besides the gradient is
-    made.
+    made. It turns the kept probabilities into that gradient in place, so a second backward pass through the same
+    graph (``retain_graph=True``) is refused by autograd, naming the modified tensor.
     """
     import torch
 
