@@ -231,7 +231,7 @@ class TiedLM(torch.nn.Module):
 def test_the_tied_embeddings_rows_go_into_the_output_layers_gradient_without_a_second_vocabulary_sized_tensor():
     """Autograd accumulates the output layer's gradient of the shared weight alone, and the embedding's rows are
     added into that same tensor in place afterwards: autograd's own sum of the two made a second tensor the size of
-    the vocabulary (about 100 MiB at the peak of a SmolLM2 step). The gradient is the dense one to float32
+    the vocabulary (108 MiB for SmolLM2) at the end of every backward pass. The gradient is the dense one to float32
     rounding, padding rows get nothing, and rows that arrive first (an embedding not used by the loss's output
     layer) start the gradient."""
     from textmetric_bench.collections.ifc_generate import sparse_tied_gradient

@@ -171,8 +171,9 @@ def sparse_rows(ids, weight, padding_idx):
     rows when its gradient arrives, the last of a backward pass. By then the output layer's dense gradient of the
     shared weight is in ``weight.grad`` (autograd accumulates a leaf's gradient as soon as it is complete), and the
     rows go into it one value per element: the same bits as autograd's own sum of the two, without the
-    vocabulary-sized tensor that sum allocates (about 100 MiB at the peak of a SmolLM2 step). Were the rows first,
-    they would start a zero gradient that the dense one then adds into: the same bits again.
+    vocabulary-sized tensor that sum allocates at the end of every backward pass (108 MiB for SmolLM2; the
+    process's peak moved less, docs/performance.md). Were the rows first, they would start a zero gradient that
+    the dense one then adds into: the same bits again.
     """
     import torch
 
