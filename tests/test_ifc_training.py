@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -84,6 +85,42 @@ def test_micro_batches_stay_within_the_budget_and_keep_the_order():
     assert micro_batches(range(7), lengths, budget=1000) == [list(range(7))]
 
 
+FUSED = """if True:
+    import json
+    import torch
+    from textmetric_bench.collections.ifc_generate import FusedAdamW
+    def weights():
+        g = torch.Generator().manual_seed(1)
+        return [torch.nn.Parameter(torch.randn(shape, generator=g)) for shape in [(37, 5), (11,), (3, 3)]]
+    ours, theirs, start = weights(), weights(), weights()
+    mine = FusedAdamW(ours, lr=1e-2, weight_decay=0.01, eps=1e-6)
+    torchs = torch.optim.AdamW(theirs, lr=1e-2, weight_decay=0.01, eps=1e-6, fused=True)
+    for step in range(4):
+        g = torch.Generator().manual_seed(10 + step)
+        for a, b in zip(ours, theirs):
+            grad = torch.randn(a.shape, generator=g) * 10.0 ** (step - 2)
+            a.grad, b.grad = (None, None) if (a.shape == (11,) and step == 1) else (grad.clone(), grad.clone())
+        mine.step(); torchs.step()
+        mine.zero_grad(); torchs.zero_grad()
+    print(json.dumps({"same": [torch.equal(a, b) for a, b in zip(ours, theirs)],
+                      "moved": [not torch.equal(a, s) for a, s in zip(ours, start)],
+                      "steps": [float(mine.state[p][0]) for p in ours],
+                      "their_steps": [float(torchs.state[p]["step"]) for p in theirs],
+                      "grads": [p.grad is None for p in ours]}))
+"""
+
+
+def test_the_fused_adamw_makes_torchs_fused_update_bit_for_bit():
+    """FusedAdamW (no torch.optim, so no torch._dynamo in the process) against torch.optim.AdamW(fused=True), in a
+    process of its own (torch.optim imports torch._dynamo, which a fast test may not): four steps of gradients of
+    very different sizes, one parameter without a gradient at one step (left as it is, its step count too)."""
+    done = subprocess.run([sys.executable, "-c", FUSED], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    assert out["same"] == [True] * 3 and out["moved"] == [True] * 3
+    assert out["steps"] == out["their_steps"] == [4.0, 3.0, 4.0] and out["grads"] == [True] * 3
+
+
 def test_a_batch_in_parts_gives_the_gradient_of_one_pass(smollm2, monkeypatch):
     """Fine-tuning in parts of TRAIN_POSITIONS: the gradient of one pass over the batch, to float32 rounding.
     Compared through plain SGD steps: Adam's first step divides a gradient by its own size, which turns rounding
@@ -92,6 +129,7 @@ def test_a_batch_in_parts_gives_the_gradient_of_one_pass(smollm2, monkeypatch):
 
     from textmetric_bench.collections import ifc_generate
 
+    monkeypatch.setattr(ifc_generate, "FUSED_ADAMW", False)  # so that the step makes its optimiser below
     monkeypatch.setattr(torch.optim, "AdamW", lambda params, lr, weight_decay, **kw: torch.optim.SGD(params, lr=lr))
 
     model, tokenizer = smollm2
@@ -130,14 +168,10 @@ def test_recomputing_activations_changes_no_bit_fused_adamw_only_rounding_and_th
     texts = ["how do I top up my card?", "my card payment was declined twice today, why?", "cancel it",
              "where is the new card I ordered last week and when will it arrive at my address?"] * 2
     use_cache = model.config.use_cache
-    fused_kwargs = []
-    adamw = torch.optim.AdamW
-
-    def recording_adamw(params, **kwargs):
-        fused_kwargs.append(kwargs.get("fused"))
-        return adamw(params, **kwargs)
-
-    monkeypatch.setattr(torch.optim, "AdamW", recording_adamw)
+    made = []
+    fused_adamw, adamw = ifc_generate.FusedAdamW, torch.optim.AdamW
+    monkeypatch.setattr(ifc_generate, "FusedAdamW", lambda params, **kw: made.append("fused") or fused_adamw(params, **kw))
+    monkeypatch.setattr(torch.optim, "AdamW", lambda params, **kw: made.append("multi-tensor") or adamw(params, **kw))
 
     def one_step(recompute, fused):
         monkeypatch.setattr(ifc_generate, "FUSED_ADAMW", fused)
@@ -150,7 +184,7 @@ def test_recomputing_activations_changes_no_bit_fused_adamw_only_rounding_and_th
             model.load_state_dict(start)
 
     kept, recomputed, multi_tensor = one_step(False, True), one_step(True, True), one_step(False, False)
-    assert fused_kwargs == [True, True, None]
+    assert made == ["fused", "fused", "multi-tensor"]
     name = "activation" if hasattr(type(model), "is_activation_checkpointing") else "gradient"  # the old name warns
     assert not model.training and not getattr(model, f"is_{name}_checkpointing") and model.config.use_cache == use_cache
     assert "forward" not in vars(model.get_input_embeddings())  # the sparse-gradient forward was for the step only

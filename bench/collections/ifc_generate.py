@@ -133,6 +133,49 @@ TRAIN_POSITIONS = 256
 FUSED_ADAMW = True
 
 
+class FusedAdamW:
+    """AdamW with torch's fused kernel (``torch._fused_adamw_``), called as ``torch.optim.AdamW(fused=True)`` calls
+    it: the same update bit for bit (tested), without ``torch.optim.Optimizer``, whose first use imports
+    ``torch._dynamo`` (about 70 MiB of the fine-tuning process: docs/performance.md). Parameters without a gradient
+    are left as they are; the state of a parameter is made at its first update."""
+
+    def __init__(self, params, *, lr: float, betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 0.0):
+        self.params = [p for p in params if p.requires_grad]
+        self.lr, self.betas, self.eps, self.weight_decay = lr, betas, eps, weight_decay
+        self.state: dict = {}  # parameter -> (step, first moment, second moment)
+
+    def step(self) -> None:
+        import torch
+
+        with torch.no_grad():
+            groups: dict = {}
+            for p in self.params:
+                if p.grad is None:
+                    continue
+                if p.grad.is_sparse:
+                    raise RuntimeError("fused AdamW takes no sparse gradient")
+                if p not in self.state:
+                    self.state[p] = (torch.zeros((), dtype=torch.float32, device=p.device),
+                                     torch.zeros_like(p, memory_format=torch.preserve_format),
+                                     torch.zeros_like(p, memory_format=torch.preserve_format))
+                groups.setdefault((p.device, p.dtype), []).append(p)
+            for params in groups.values():
+                steps, first, second = (list(t) for t in zip(*(self.state[p] for p in params)))
+                torch._foreach_add_(steps, 1)
+                torch._fused_adamw_(params, [p.grad for p in params], first, second, [], steps, amsgrad=False,
+                                    lr=self.lr, beta1=self.betas[0], beta2=self.betas[1],
+                                    weight_decay=self.weight_decay, eps=self.eps, maximize=False, grad_scale=None,
+                                    found_inf=None)
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        for p in self.params:
+            if set_to_none:
+                p.grad = None
+            elif p.grad is not None:
+                p.grad.zero_()
+
+
 def micro_batches(rows: Sequence[int], lengths: Sequence[int], budget: int) -> list[list[int]]:
     """``rows`` in consecutive parts of at most ``budget`` padded positions each (one row at least)."""
     parts: list[list[int]] = [[]]
@@ -309,9 +352,9 @@ def fine_tune_step(model, tokenizer, texts: Sequence[str], *, learning_rate: flo
     than ``TRAIN_POSITIONS`` positions is passed in parts, each weighted by its share of the tokens.
 
     ``recompute_activations`` runs each decoder layer's forward pass again in the backward pass instead of keeping
-    its activations (transformers' gradient checkpointing): about 250 MB less at the peak of a default step, about
-    a quarter more fine-tuning time, and the same weights bit for bit (the layers have no dropout, and the
-    recomputation runs the same kernels).
+    its activations (the model's activation checkpointing, transformers' or ``textmetric_bench.features.llama``'s):
+    about 250 MB less at the peak of a default step, about a quarter more fine-tuning time, and the same weights
+    bit for bit (the layers have no dropout, and the recomputation runs the same kernels).
     """
     import torch
 
@@ -323,8 +366,10 @@ def fine_tune_step(model, tokenizer, texts: Sequence[str], *, learning_rate: flo
     lengths = [len(s) for s in seqs]
     batches = length_bucketed_batches(lengths, batch_size, rng)
     device = next(model.parameters()).device
-    fused = {"fused": True} if FUSED_ADAMW and device.type in ("cpu", "cuda") else {}
-    optimiser = torch.optim.AdamW(model.parameters(), lr=learning_rate, weight_decay=0.0, **fused)
+    if FUSED_ADAMW and device.type in ("cpu", "cuda"):
+        optimiser = FusedAdamW(model.parameters(), lr=learning_rate, weight_decay=0.0)
+    else:
+        optimiser = torch.optim.AdamW(model.parameters(), lr=learning_rate, weight_decay=0.0)
     checkpointing = recompute_activations and getattr(model, "supports_gradient_checkpointing", False)
     use_cache = getattr(model.config, "use_cache", None)
     if checkpointing:

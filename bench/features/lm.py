@@ -15,6 +15,7 @@ Used by the IFC task (004 §5) and by metrics that need token probabilities.
 from __future__ import annotations
 
 import importlib.metadata
+import json
 import importlib.util
 import logging
 import os
@@ -115,22 +116,34 @@ def checkpoint_path(cfg_lm: Mapping[str, Any], cache_dir: Path | str) -> Path:
     return converted_checkpoint(cfg_lm, cache_dir)
 
 
-def load_causal_lm(cfg_lm: Mapping[str, Any], cache_dir: Path | str, *, path: Path | str | None = None):
+def load_causal_lm(cfg_lm: Mapping[str, Any], cache_dir: Path | str, *, path: Path | str | None = None,
+                   plain: bool = False):
     """(model, tokenizer) of the configured causal LM in float32 on ``lm.device``, in eval mode.
 
     ``path`` loads other weights of the same model instead (e.g. a fine-tuned checkpoint).
     The tokenizer always has a pad token (the EOS token when the model defines none).
+    ``plain`` loads a Llama model into ``textmetric_bench.features.llama`` (the same bits as transformers'
+    model, without importing transformers' modelling stack); another model loads through transformers.
     """
     _offline()
     import torch
-    from transformers import AutoModelForCausalLM
 
     if cfg_lm.get("threads"):
         torch.set_num_threads(int(cfg_lm["threads"]))
     source = Path(path) if path is not None else checkpoint_path(cfg_lm, cache_dir)
     tokenizer = load_tokenizer(cfg_lm, cache_dir, path=source)
+    device = resolve_device(str(cfg_lm.get("device") or "auto"))
+    if plain:
+        from textmetric_bench.features.llama import load_llama, read_config, unsupported
+
+        reason = unsupported(read_config(source))
+        if reason is None:
+            return load_llama(source, device), tokenizer
+        log.info("%s loads through transformers, not as a plain Llama model: %s", source, reason)
+    from transformers import AutoModelForCausalLM
+
     model = AutoModelForCausalLM.from_pretrained(str(source), dtype=torch.float32)
-    model.to(resolve_device(str(cfg_lm.get("device") or "auto")))
+    model.to(device)
     model.eval()
     return model, tokenizer
 
@@ -171,12 +184,26 @@ def return_freed_memory() -> None:
 
 
 def load_tokenizer(cfg_lm: Mapping[str, Any], cache_dir: Path | str, *, path: Path | str | None = None):
-    """The tokenizer of the configured causal LM (of ``path`` if given), with a pad token (EOS when none)."""
-    _offline()
-    from transformers import AutoTokenizer
+    """The tokenizer of the configured causal LM (of ``path`` if given), with a pad token (EOS when none).
 
+    A tokenizer that transformers runs on the ``tokenizers`` library (``TokenizersBackend``, SmolLM2's) is loaded
+    through that class itself, the one ``AutoTokenizer`` chooses: ``AutoTokenizer.from_pretrained`` also imports
+    transformers' processors, which import its model loading (accelerate, torch.distributed.tensor with sympy:
+    about 100 MiB of the process that fine-tunes, docs/performance.md)."""
+    _offline()
     source = Path(path) if path is not None else checkpoint_path(cfg_lm, cache_dir)
-    tokenizer = AutoTokenizer.from_pretrained(str(source))
+    try:
+        declared = json.loads((source / "tokenizer_config.json").read_text(encoding="utf-8")).get("tokenizer_class")
+    except (OSError, ValueError):
+        declared = None
+    if declared == "TokenizersBackend":
+        from transformers.tokenization_utils_tokenizers import TokenizersBackend
+
+        tokenizer = TokenizersBackend.from_pretrained(str(source))
+    else:
+        from transformers import AutoTokenizer
+
+        tokenizer = AutoTokenizer.from_pretrained(str(source))
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
     return tokenizer

@@ -134,6 +134,15 @@ def sample_nucleus(logits, *, top_p: float, temperature: float, generator, scrat
     return chosen
 
 
+def new_cache(model):
+    """An empty KV cache for ``model``: its own (``textmetric_bench.features.llama``), else transformers'."""
+    if hasattr(model, "new_cache"):
+        return model.new_cache()
+    from transformers import DynamicCache
+
+    return DynamicCache()
+
+
 def sample_rows(model, *, n: int, start_token: int, end_token: int, max_new_tokens: int, top_p: float,
                 temperature: float, batch_size: int, generator,
                 on_batch: Callable[[int], None] = lambda rows: None) -> SampledRows:
@@ -143,7 +152,6 @@ def sample_rows(model, *, n: int, start_token: int, end_token: int, max_new_toke
     ``on_batch(rows)`` after each batch.
     """
     import torch
-    from transformers import DynamicCache
 
     device = next(model.parameters()).device
     # transformers 5 names the cache argument `cache` (`past_key_values` is deprecated there)
@@ -158,7 +166,7 @@ def sample_rows(model, *, n: int, start_token: int, end_token: int, max_new_toke
             done = [False] * size
             alive = torch.arange(size)
             step_ids = torch.full((size, 1), start_token, dtype=torch.long, device=device)
-            cache = DynamicCache()
+            cache = new_cache(model)
             scratch = None
             for _ in range(max_new_tokens):
                 computed += len(alive)

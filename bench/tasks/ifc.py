@@ -165,21 +165,20 @@ class IFCTask(Task, name="ifc", settings=IFCSettings, fields=("kind", "iteration
 
 def _generate(run: RunInputs, plan: GenerationPlan, gen_dir: Path, training_pool, normalisation) -> list[int]:
     """Generate what is missing, loading the language model only when something is."""
-    from textmetric_bench.features.lm import checkpoint_path, generation_threads, load_causal_lm, text_token_ids
+    from textmetric_bench.features.lm import generation_threads, load_causal_lm, load_tokenizer, text_token_ids
 
     done = finished_iterations(gen_dir, plan) if gen_dir.is_dir() else []
     if set(range(plan.iterations + 1)) <= set(done):
         return []
-    from transformers import AutoTokenizer
-
     cfg, cache_dir = run.cfg, run.cache_dir
-    tokenizer = AutoTokenizer.from_pretrained(str(checkpoint_path(cfg.lm, cache_dir)))
+    tokenizer = load_tokenizer(cfg.lm, cache_dir)
     lengths = [max(1, len(text_token_ids(tokenizer, t, add_eos=False)) - 1) for t in training_pool]
     lm_cfg = OmegaConf.to_container(cfg.lm, resolve=True)
     generating = {**lm_cfg, "threads": generation_threads(lm_cfg)}
+    plain = lm_cfg.get("generation_model", "auto") == "auto"
     return generate_ifc(plan, gen_dir, training_pool=training_pool, token_lengths=lengths,
                         normalisation=normalisation,
-                        load_model=lambda path: load_causal_lm(generating, cache_dir, path=path),
+                        load_model=lambda path: load_causal_lm(generating, cache_dir, path=path, plain=plain),
                         progress=bool(cfg.get("progress", True)))
 
 

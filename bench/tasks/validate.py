@@ -90,6 +90,7 @@ COMMON_RULES = (
     Rule("lm.threads", either(whole(1), null), "a whole number >= 1, or null for one per core", "1"),
     Rule("lm.generation_threads", either(whole(1), null, lambda v: v == "auto"),
          "a whole number >= 1, auto, or null for one per core", "2"),
+    Rule("lm.generation_model", lambda v: v in ("auto", "transformers"), "auto or transformers", "transformers"),
 )
 
 def validate_config(cfg: DictConfig, out_dir: Path | str | None = None) -> RunInputs:
