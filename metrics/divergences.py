@@ -35,7 +35,6 @@ from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
-from scipy.special import rel_entr
 
 from textmetric_bench.api.registry import metric
 from textmetric_bench.errors import MetricError
@@ -77,6 +76,8 @@ def histogram_frontier(p, q) -> Frontier:
     p, q = _probability_vector(p, "p"), _probability_vector(q, "q")
     if p.shape != q.shape:
         raise MetricError(f"p and q must have the same bins, got {p.size} and {q.size}")
+
+    from scipy.special import rel_entr  # on use: the registry imports this module in every run, IFC's too
 
     def kl_to_mixture(lam: float) -> tuple[float, float]:
         r = lam * p + (1.0 - lam) * q
