@@ -203,3 +203,43 @@ def test_fine_tuning_and_sampling_never_import_transformers_modelling_stack(smol
     name, texts, imported = json.loads(done.stdout.strip().splitlines()[-1])
     assert (name, texts) == ("LlamaLM", 4)
     assert imported == [], imported
+
+
+def test_a_checkpoint_saved_from_the_plain_model_loads_in_transformers_with_the_same_logits(smollm2_cfg, cache_dir,
+                                                                                              tmp_path):
+    """The IFC checkpoint (``generated/checkpoint``) written from the plain model is a transformers checkpoint: a run
+    with ``lm.generation_model=transformers`` resumes from it, and the plain model reads it back bit for bit."""
+    from transformers import AutoModelForCausalLM
+
+    from textmetric_bench.features.lm import load_causal_lm, padded_batch, save_causal_lm, text_token_ids
+
+    cfg = {**smollm2_cfg, "device": "cpu", "threads": 2}
+    ours, tokenizer = load_causal_lm(cfg, cache_dir, plain=True)
+    with torch.no_grad():
+        ours.model.norm.weight.mul_(1.5)  # weights of its own, not the converted checkpoint's
+    save_causal_lm(ours, tokenizer, tmp_path / "checkpoint")
+    theirs = AutoModelForCausalLM.from_pretrained(str(tmp_path / "checkpoint"), dtype=torch.float32).eval()
+    again, _ = load_causal_lm(cfg, cache_dir, path=tmp_path / "checkpoint", plain=True)
+    ids, mask, _ = padded_batch([text_token_ids(tokenizer, t, add_eos=True) for t in TEXTS[:3]], tokenizer.pad_token_id)
+    with torch.no_grad():
+        logits = [m(input_ids=ids, attention_mask=mask).logits for m in (ours, theirs, again)]
+    assert torch.equal(logits[0], logits[1]) and torch.equal(logits[0], logits[2])
+    assert all(torch.equal(a, b) for a, b in zip(ours.parameters(), again.parameters()))
+
+
+def test_a_model_that_is_not_plain_llama_loads_through_transformers_and_says_why(smollm2_cfg, cache_dir, tmp_path,
+                                                                                 caplog):
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    from textmetric_bench.features.lm import load_causal_lm, load_tokenizer
+
+    tokenizer = load_tokenizer(smollm2_cfg, cache_dir)
+    torch.manual_seed(0)
+    GPT2LMHeadModel(GPT2Config(vocab_size=len(tokenizer), n_positions=64, n_embd=32, n_layer=2, n_head=2)).save_pretrained(
+        tmp_path / "gpt2")
+    tokenizer.save_pretrained(tmp_path / "gpt2")
+    with caplog.at_level("INFO", logger="textmetric_bench.features.lm"):
+        model, _ = load_causal_lm({"name": "tiny-gpt2", "path": str(tmp_path / "gpt2"), "device": "cpu"}, cache_dir,
+                                  plain=True)
+    assert isinstance(model, GPT2LMHeadModel) and not model.training
+    assert "loads through transformers, not as a plain Llama model: its architecture is ['GPT2LMHeadModel']" in caplog.text
