@@ -108,6 +108,15 @@ def test_saved_weights_load_back_bit_for_bit_with_the_output_layer_tied(tmp_path
     assert torch.equal(loaded.model.inv_freq, model.model.inv_freq) and not loaded.training
 
 
+def test_an_untied_output_layer_is_saved_and_loaded_as_its_own_weight(tmp_path):
+    model = tiny_model(6, tie_word_embeddings=False)
+    model.save_pretrained(tmp_path)
+    loaded = load_llama(tmp_path)
+    assert loaded.lm_head.weight is not loaded.model.embed_tokens.weight
+    assert torch.equal(loaded.lm_head.weight, model.lm_head.weight)
+    assert not torch.equal(loaded.lm_head.weight, loaded.model.embed_tokens.weight)
+
+
 def test_weights_that_are_not_the_models_are_refused_by_name(tmp_path):
     tiny_model(5).save_pretrained(tmp_path)
     (tmp_path / "config.json").write_text(json.dumps({**TINY, "num_hidden_layers": 4}))
@@ -133,6 +142,15 @@ def test_a_transformers_4_config_with_rope_theta_is_plain_llama():
     config = {**TINY, "rope_theta": 500.0, "rope_scaling": None}
     del config["rope_parameters"]
     assert unsupported(config) is None and LlamaLM(config).config.rope_theta == 500.0
+
+
+def test_what_a_config_leaves_out_is_what_transformers_assumes():
+    """transformers' LlamaConfig: as many kv heads as heads, eps 1e-6, the output layer not tied."""
+    config = {k: v for k, v in TINY.items() if k not in ("num_key_value_heads", "rms_norm_eps", "tie_word_embeddings")}
+    model = LlamaLM(config)
+    assert model.model.layers[0].self_attn.groups == 1 and model.model.norm.eps == 1e-6
+    assert model.lm_head.weight is not model.model.embed_tokens.weight
+    assert model.lm_head.weight.shape == (TINY["vocab_size"], TINY["hidden_size"])
 
 
 # --- against transformers, on SmolLM2 (loads the model: not in the fast tier) ------------------------------------

@@ -271,9 +271,12 @@ class LlamaLM(nn.Module):
         c = SimpleNamespace(**config)
         c.head_dim = config.get("head_dim") or config["hidden_size"] // config["num_attention_heads"]
         c.rope_theta = _rope(config)[1]
+        # what transformers' LlamaConfig assumes of a config.json that leaves them out
+        c.num_key_value_heads = config.get("num_key_value_heads") or config["num_attention_heads"]
+        c.rms_norm_eps = config.get("rms_norm_eps", 1e-6)
         c.pad_token_id = config.get("pad_token_id")
         c.use_cache = config.get("use_cache", True)
-        c.tie_word_embeddings = config.get("tie_word_embeddings", True)
+        c.tie_word_embeddings = config.get("tie_word_embeddings", False)
         self.config = c
         self.model = Decoder(c)
         self.lm_head = Linear(c.hidden_size, c.vocab_size, bias=False)
