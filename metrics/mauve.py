@@ -114,13 +114,6 @@ def bucket_count(num_buckets: int | str, explained_var: float, n_x: int, n_y: in
     return buckets
 
 
-#: faiss prints "WARNING clustering 400 points to 20 centroids: please provide at least 780 training points" to the
-#: process's stderr whenever there are fewer than ``min_points_per_centroid`` (39) points a centroid, as there are for
-#: every corpus of a few hundred texts (mauve-text's own clustering prints it too): dozens of lines in a run's log.
-#: The setting does nothing else (faiss subsamples only above ``max_points_per_centroid``): the same buckets (tested).
-FAISS_QUIET = {"min_points_per_centroid": 1}
-
-
 def quantise(x: np.ndarray, y: np.ndarray, *, num_buckets: int, explained_var: float, num_redo: int,
              max_iter: int, seed: int, pca_max_data: int = -1) -> tuple[np.ndarray, np.ndarray]:
     """Texts of ``x`` and of ``y`` in each of ``num_buckets`` joint k-means buckets, as mauve-text's
@@ -142,7 +135,7 @@ def quantise(x: np.ndarray, y: np.ndarray, *, num_buckets: int, explained_var: f
     scores = np.ascontiguousarray(principal_scores(data, explained_var, fit_rows), dtype=np.float32)
     with one_faiss_thread():
         kmeans = faiss.Kmeans(scores.shape[1], num_buckets, niter=max_iter, verbose=False, nredo=num_redo,
-                              update_index=True, seed=seed + 2, **FAISS_QUIET)
+                              update_index=True, seed=seed + 2)
         kmeans.train(scores)
         _, labels = kmeans.index.search(scores, 1)
     labels = labels.reshape(-1)

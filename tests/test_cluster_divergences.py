@@ -86,19 +86,3 @@ def test_bad_parameters_name_the_problem(vec):
         js(vec["a1"], vec["b1"], kmeans_explained_var=1.0)
     with pytest.raises(MetricError, match="alpha"):
         js(vec["a1"], vec["b1"], laplace_alpha=-1.0)
-
-
-def test_faiss_says_nothing_about_few_points_a_centroid_and_clusters_the_same(capfd, monkeypatch):
-    """400 texts in 20 buckets: fewer than faiss's 39 points a centroid. Its warning (printed by faiss to the
-    process's stderr, dozens of lines in a run's log) is off, and the buckets are those faiss forms with it on."""
-    from textmetric_bench.metrics import mauve as mauve_module
-
-    rng = np.random.default_rng(0)
-    x, y = rng.normal(size=(200, 12)), rng.normal(0.3, 1.0, size=(200, 12))
-    args = dict(num_buckets=20, explained_var=0.9, num_redo=2, max_iter=50, seed=3)
-    quiet = mauve_module.quantise(x, y, **args)
-    assert "WARNING clustering" not in capfd.readouterr().err
-    monkeypatch.setattr(mauve_module, "FAISS_QUIET", {})
-    loud = mauve_module.quantise(x, y, **args)
-    assert "WARNING clustering 400 points to 20 centroids" in capfd.readouterr().err
-    assert all(np.array_equal(a, b) for a, b in zip(quiet, loud)) and quiet[0].sum() == quiet[1].sum() == 200
