@@ -168,12 +168,9 @@ class FusedAdamW:
                                     weight_decay=self.weight_decay, eps=self.eps, maximize=False, grad_scale=None,
                                     found_inf=None)
 
-    def zero_grad(self, set_to_none: bool = True) -> None:
+    def zero_grad(self) -> None:
         for p in self.params:
-            if set_to_none:
-                p.grad = None
-            elif p.grad is not None:
-                p.grad.zero_()
+            p.grad = None
 
 
 def micro_batches(rows: Sequence[int], lengths: Sequence[int], budget: int) -> list[list[int]]:
@@ -395,7 +392,7 @@ def fine_tune_step(model, tokenizer, texts: Sequence[str], *, learning_rate: flo
                 batch_sum += float(loss.detach()) * share
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             optimiser.step()
-            optimiser.zero_grad(set_to_none=True)
+            optimiser.zero_grad()  # gradients set to None, torch.optim's default too
             losses.append(batch_sum / in_batch)
             predicted, summed = predicted + in_batch, summed + batch_sum
             bar.update()

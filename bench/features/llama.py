@@ -228,7 +228,6 @@ class Recomputed(torch.autograd.Function):
 class Decoder(nn.Module):
     def __init__(self, c: SimpleNamespace):
         super().__init__()
-        self.config = c
         self.embed_tokens = Embedding(c.vocab_size, c.hidden_size, c.pad_token_id)
         self.layers = nn.ModuleList(DecoderLayer(c, i) for i in range(c.num_hidden_layers))
         self.norm = RMSNorm(c.hidden_size, c.rms_norm_eps)
@@ -236,8 +235,8 @@ class Decoder(nn.Module):
         self.checkpointing = False
 
     @staticmethod
-    def inverse_frequencies(c: SimpleNamespace, device=None):
-        return 1.0 / (c.rope_theta ** (torch.arange(0, c.head_dim, 2, dtype=torch.float, device=device) / c.head_dim))
+    def inverse_frequencies(c: SimpleNamespace):
+        return 1.0 / (c.rope_theta ** (torch.arange(0, c.head_dim, 2, dtype=torch.float) / c.head_dim))
 
     def forward(self, input_ids, attention_mask=None, cache: KVCache | None = None, use_cache: bool | None = None):
         x = self.embed_tokens(input_ids)
@@ -246,7 +245,7 @@ class Decoder(nn.Module):
         mask = None if attention_mask is None else sdpa_mask(attention_mask, x.shape[1], past)
         freqs = positions[..., None].float() * self.inv_freq.to(device=x.device, dtype=torch.float)
         angles = torch.cat((freqs, freqs), dim=-1)
-        cos, sin = (angles.cos() * 1.0).to(x.dtype), (angles.sin() * 1.0).to(x.dtype)
+        cos, sin = angles.cos().to(x.dtype), angles.sin().to(x.dtype)
         recompute = self.checkpointing and self.training and torch.is_grad_enabled() and x.requires_grad
         for layer in self.layers:
             if recompute:

@@ -15,8 +15,8 @@ Used by the IFC task (004 §5) and by metrics that need token probabilities.
 from __future__ import annotations
 
 import importlib.metadata
-import json
 import importlib.util
+import json
 import logging
 import os
 from pathlib import Path
