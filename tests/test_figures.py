@@ -20,7 +20,7 @@ from textmetric_bench.reports.figures.drawing import MIN_FONT_PT
 from textmetric_bench.reports.figures.heatmap import measure_heatmap
 from textmetric_bench.reports.figures.ksc import _draw_scatter, _with_z
 from textmetric_bench.reports.figures.overview import boxplot_figure, trends_figure
-from textmetric_bench.reports.figures.palette import BOUND_GREY, COLOURS, metric_styles
+from textmetric_bench.reports.figures.palette import BOUND_GREY, COLOURS, OKABE_ITO, SAFE_COLOURS, metric_styles
 from textmetric_bench.reports.figures.radar import overlaid_radar, radar_small_multiples
 
 QUALITY = ("A", "Aw", "rho", "omega2", "L", "S", "I", "IFC")
@@ -93,7 +93,10 @@ def test_no_two_metrics_share_colour_and_style(count):
     assert set(styles) == set(synthetic_names(count)), "bounds take no palette entry"
     looks = {(s.colour, s.linestyle, s.marker) for s in styles.values()}
     assert len(looks) == count
+    assert len({s.colour for s in styles.values()}) == count, "every metric has a colour of its own"
     assert {s.colour for s in styles.values()} <= set(COLOURS)
+    first = [styles[name] for name in sorted(styles)][:SAFE_COLOURS]
+    assert [s.colour for s in first] == list(OKABE_ITO), "the first seven take the colour-blind-safe palette"
 
 
 @pytest.mark.parametrize("count", [18, 30])
@@ -253,12 +256,13 @@ def test_the_report_guide_numbers_follow_the_palette_and_radar():
     from textmetric_bench.reports.figures.radar import MAX_OVERLAID
 
     text = " ".join((Path(__file__).parents[1] / "docs" / "report.md").read_text(encoding="utf-8").split())
-    capacity = len(COLOURS) * len(MARKERS)
+    capacity = len(COLOURS)
     assert f"for at most {MAX_OVERLAID} metrics" in text
-    assert f"past {len(COLOURS)} metrics a line style and marker too" in text
-    assert f"no two of up to {capacity} metrics look alike" in text
-    assert len({(s.colour, s.linestyle, s.marker) for s in metric_styles(synthetic_names(capacity)).values()}) \
-        == capacity
+    assert f"past {SAFE_COLOURS} metrics a line style and marker too" in text
+    assert f"up to {capacity} metrics" in text
+    styles = metric_styles(synthetic_names(capacity)).values()
+    assert len({s.colour for s in styles}) == capacity
+    assert len({(s.linestyle, s.marker) for s in styles}) == min(len(MARKERS), -(-capacity // SAFE_COLOURS))
 
 
 def test_robustness_size_axis_has_integer_ticks():

@@ -1,9 +1,11 @@
 """``card_<metric>.png``: one panel per measure, one row per setting, and the card's facts underneath.
 
-Each panel shows the metric's mean in each setting with its 95% interval, its rank there (``#2/8``, 1 = best)
-and, as reference lines, the bounds in the same setting (grey: dashed the ceiling ``oracle``, dotted the floor
-``chance``), which take no rank. The panel's title gives the mean rank over the settings and the place. T is on
-a log scale. Under the panels: orientation, own noise and the known failure modes from the catalogue.
+Each panel shows the metric's mean in each setting with its 95% interval, its rank there (``#2/8``, 1 = best,
+in the panel's right margin, clear of the data) and, as reference lines, the bounds in the same setting where
+the suite ran them (grey: dashed the ceiling ``oracle``, dotted the floor ``chance``), which take no rank; the
+title names the bounds only when some are drawn. The panel's title gives the mean rank over the settings and
+the place. T is in the tables' unit [100 op/s] (``T100`` of ``textmetric_bench.reports.labels``), on a log
+scale. Under the panels: orientation, own noise and the known failure modes from the catalogue.
 """
 
 from __future__ import annotations
@@ -24,7 +26,9 @@ from textmetric_bench.reports.cards.card import NOT_RECORDED, Card, orientation_
 from textmetric_bench.reports.figures.palette import BOUND_GREY, BOUND_LINESTYLES  # noqa: E402
 
 SYMBOLS = {"A": "A", "Aw": "A$^w$", "rho": "ρ", "omega2": "ω²", "L": "L", "S": "S", "I": "I", "IFC": "IFC",
-           "T": "T [evaluations/s]"}
+           "T": "T [100 op/s]"}
+#: T is recorded in pair evaluations per second and shown, as in the tables, in 004's unit [100 op/s].
+SCALE = {"T": 100.0}
 COLUMNS = 3
 #: KSC's measures first, T among them (same settings), then the robustness task's and IFC's.
 PANEL_ORDER = ("A", "Aw", "rho", "omega2", "L", "T", "S", "I", "IFC")
@@ -33,12 +37,21 @@ COLOUR = "#0072B2"
 
 def card_figure(card: Card, path: Path) -> Path:
     """Draw ``card`` into ``path`` (a PNG) and return it."""
+    fig = draw_card(card)
+    path = Path(path)
+    fig.savefig(path, dpi=110, bbox_inches="tight")
+    plt.close(fig)
+    return path
+
+
+def draw_card(card: Card) -> plt.Figure:
+    """The card's figure: one panel per measure and the facts underneath."""
     measures = [m for m in PANEL_ORDER if m in card.measures] + [m for m in card.measures if m not in PANEL_ORDER]
     rows = max(1, math.ceil(len(measures) / COLUMNS))
     per_measure = card.values.groupby("measure")["setting"].nunique()
     height_panel = 0.9 + 0.3 * int(per_measure.max())
-    fig = plt.figure(figsize=(13, rows * height_panel + 1.6))
-    grid = fig.add_gridspec(rows + 1, COLUMNS, height_ratios=[height_panel] * rows + [1.2], hspace=0.75, wspace=0.08)
+    fig = plt.figure(figsize=(14, rows * height_panel + 1.6))
+    grid = fig.add_gridspec(rows + 1, COLUMNS, height_ratios=[height_panel] * rows + [1.2], hspace=0.75, wspace=0.22)
     previous = None
     for index, measure in enumerate(measures):
         settings = list(card.values.loc[card.values["measure"] == measure, "setting"])
@@ -48,28 +61,30 @@ def card_figure(card: Card, path: Path) -> Path:
     text_ax = fig.add_subplot(grid[rows, :])
     text_ax.axis("off")
     text_ax.text(0, 1, _facts_text(card), va="top", ha="left", fontsize=8, family="DejaVu Sans")
+    drawn = [f"{kind} {bound}" for bound, kind in BOUNDS.items() if card.values[bound].notna().any()]
+    bounds = f"; grey: {' and '.join(drawn)}" if drawn else ""
     fig.suptitle(f"{card.metric}: every measure in every setting (mean, 95% interval over repetitions, rank "
-                 f"there; grey: bounds)", fontsize=11, x=0.01, ha="left")
-    path = Path(path)
-    fig.savefig(path, dpi=110, bbox_inches="tight")
-    plt.close(fig)
-    return path
+                 f"there{bounds})", fontsize=11, x=0.01, ha="left")
+    return fig
 
 
 def _panel(ax, card: Card, measure: str, labelled: bool) -> None:
     rows = card.values[card.values["measure"] == measure].reset_index(drop=True)
+    scale = SCALE.get(measure, 1.0)
+    rows[["mean", "ci_low", "ci_high", *BOUNDS]] = rows[["mean", "ci_low", "ci_high", *BOUNDS]] / scale
     y = np.arange(len(rows))[::-1]
     low = (rows["mean"] - rows["ci_low"]).clip(lower=0).fillna(0)
     high = (rows["ci_high"] - rows["mean"]).clip(lower=0).fillna(0)
     ax.errorbar(rows["mean"], y, xerr=[low, high], fmt="o", color=COLOUR, ecolor=COLOUR, capsize=3, zorder=3)
     for bound, kind in BOUNDS.items():
-        ax.scatter(rows[bound], y, marker="|", s=260, color=BOUND_GREY, zorder=2,
-                   linestyle=BOUND_LINESTYLES[kind], label=f"{kind} ({bound})")
-    for yi, row in zip(y, rows.itertuples()):
+        drawn = rows[bound].notna()
+        if drawn.any():
+            ax.vlines(rows.loc[drawn, bound], y[drawn] - 0.35, y[drawn] + 0.35, colors=BOUND_GREY, zorder=2,
+                      linestyles=BOUND_LINESTYLES[kind], linewidth=1.4, label=f"{kind} ({bound})")
+    for yi, row in zip(y, rows.itertuples()):  # in the right margin: a rank never covers a point or interval
         rank = f"#{row.rank:g}/{int(row.of)}" if np.isfinite(row.rank) else "not ranked"
-        ax.annotate(rank + (" ᴿ" if row.source == "reference" else ""), (0.99, yi + 0.28),
-                    xycoords=("axes fraction", "data"), fontsize=7, va="center", ha="right",
-                    bbox={"boxstyle": "square,pad=0.1", "facecolor": "white", "edgecolor": "none", "alpha": 0.8})
+        ax.annotate(rank + (" ᴿ" if row.source == "reference" else ""), (1.01, yi),
+                    xycoords=("axes fraction", "data"), fontsize=7, va="center", ha="left", annotation_clip=False)
     ax.set_yticks(y)
     ax.set_yticklabels(rows["setting"] if labelled else [], fontsize=7)
     ax.set_ylim(-0.6, len(rows) - 0.4)

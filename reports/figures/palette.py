@@ -1,11 +1,13 @@
-"""One look per metric, shared by every figure: a colour-blind-safe colour plus a line style and marker.
+"""One look per metric, shared by every figure: a colour of its own plus a line style and marker.
 
-Colours are Okabe & Ito's palette for colour-vision deficiencies (its yellow left out: too pale
-for lines on white). With more metrics than colours, the line style and marker change with each
-round through the colours, so no two metrics share (colour, line style, marker) up to
-7 colours × 8 markers = 56 metrics. Metrics are numbered in
-name order, so every figure drawn from the same set of metrics gives a metric the same look.
-The bounds of ``textmetric_bench.reports.bounds`` (oracle, chance) take no palette entry: they are grey outlines.
+The first seven colours are Okabe & Ito's palette for colour-vision deficiencies (its yellow left out: too
+pale for lines on white); past seven metrics the colours continue with colorcet's Glasbey palette for dark
+colours on white (each as far as possible from those before it), leaving out those close to the seven, so
+every metric of a figure has a colour of its own (a critical-difference diagram shows colour only). Past
+seven metrics the line style and marker change too, with each round through the seven, for readers who
+cannot tell the added colours apart. Metrics are numbered in name order, so every figure drawn from the
+same set of metrics gives a metric the same look. The bounds of ``textmetric_bench.reports.bounds``
+(oracle, chance) take no palette entry: they are grey outlines.
 """
 
 from __future__ import annotations
@@ -13,14 +15,30 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+import colorcet
+from matplotlib.colors import to_rgb
+
 from textmetric_bench.reports.bounds import bound_of
 
 #: Okabe-Ito (2008), without yellow: blue, orange, bluish green, vermillion, reddish purple, sky blue, black.
-COLOURS = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#000000")
-LINESTYLES = ("-", "--", ":", "-.")
-MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
+OKABE_ITO = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#000000")
+#: How far (Euclidean, RGB in 0..1) an added colour must be from every Okabe-Ito colour and grey.
+MIN_DISTANCE = 0.25
 #: The bounds' look: a grey dashed ceiling and a grey dotted floor, behind the metrics.
 BOUND_GREY = "#777777"
+
+
+def _far_from(colour: str, others) -> bool:
+    rgb = to_rgb(colour)
+    return all(sum((a - b) ** 2 for a, b in zip(rgb, to_rgb(o))) ** 0.5 >= MIN_DISTANCE for o in others)
+
+
+#: Every colour a metric can take, in the order metrics take them: Okabe-Ito, then Glasbey's dark colours.
+COLOURS = OKABE_ITO + tuple(c for c in colorcet.glasbey_dark if _far_from(c, (*OKABE_ITO, BOUND_GREY, "#FFFFFF")))
+#: Past this many metrics, line style and marker vary too.
+SAFE_COLOURS = len(OKABE_ITO)
+LINESTYLES = ("-", "--", ":", "-.")
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 BOUND_LINESTYLES = {"ceiling": "--", "floor": ":"}
 
 
@@ -42,7 +60,7 @@ def metric_styles(metrics: Iterable) -> dict[str, MetricStyle]:
     names = sorted({str(m) for m in metrics if bound_of(m) is None})
     styles = {}
     for index, name in enumerate(names):
-        cycle = index // len(COLOURS)
+        cycle = index // SAFE_COLOURS
         styles[name] = MetricStyle(COLOURS[index % len(COLOURS)], LINESTYLES[cycle % len(LINESTYLES)],
                                    MARKERS[cycle % len(MARKERS)])
     return styles
