@@ -46,11 +46,14 @@ def app(cfg: DictConfig) -> int:
     _app_entered.append(True)
     out_dir = Path(HydraConfig.get().runtime.output_dir).absolute()
     setup_run_console(progress_setting(cfg))
-    from textmetric_bench.tasks.suite import skipped_setting
+    from textmetric_bench.tasks.suite import setting_not_for_pair, skipped_setting
 
     if (done := skipped_setting(cfg, out_dir, list(HydraConfig.get().overrides.task))) is not None:
         print(done, flush=True)  # a suite run again: this setting finished before (textmetric_bench.tasks.suite)
         return finish(out_dir, EXIT_OK, "")
+    if (unfit := setting_not_for_pair(cfg)) is not None:
+        print(unfit, flush=True)  # the pair names the suite settings it takes part in
+        return finish(out_dir, EXIT_OK, unfit)
     try:
         result = run_task(cfg, out_dir)
     except (ConfigError, DataError) as exc:  # bad settings or input files: refused before anything was evaluated

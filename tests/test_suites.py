@@ -14,7 +14,7 @@ from omegaconf import OmegaConf
 from textmetric_bench.api.registry import get_metric
 from textmetric_bench.tasks.config import CONF_DIR
 from textmetric_bench.tasks.registry import compose_config
-from textmetric_bench.tasks.suite import metric_facts, skipped_setting
+from textmetric_bench.tasks.suite import metric_facts, setting_not_for_pair, skipped_setting
 
 SHIPPED_PAIRS = sorted(p.stem for p in (CONF_DIR / "pair").glob("*.yaml") if p.stem != "files")
 
@@ -84,6 +84,23 @@ def test_a_setting_is_skipped_only_when_it_succeeded_with_the_same_overrides(tmp
     assert (reason is not None) == (case == "done")
     if reason:
         assert str(tmp_path) in reason and "suite.skip_done=false" in reason
+
+
+@pytest.mark.parametrize("case", ["listed", "not listed", "no list", "no suite"])
+def test_a_pair_runs_only_the_suite_settings_it_names(case):
+    pair = {"name": "bbc", **({} if case == "no list" else {"suite_settings": ["ksc_k7", "ksc_k12_n50"]})}
+    setting = {} if case == "no suite" else {"setting": {"name": "ksc_k7" if case == "listed" else "ksc_k12"}}
+    reason = setting_not_for_pair(OmegaConf.create({"pair": pair, **setting}))
+    assert (reason is not None) == (case == "not listed")
+    if reason:
+        assert "ksc_k12 skipped" in reason and "bbc" in reason and "ksc_k7, ksc_k12_n50" in reason
+
+
+def test_every_pairs_suite_settings_exist():
+    settings = {p.stem for p in (CONF_DIR / "setting").glob("*.yaml")}
+    for name in SHIPPED_PAIRS:
+        listed = OmegaConf.load(CONF_DIR / "pair" / f"{name}.yaml").get("suite_settings")
+        assert listed is None or set(listed) <= settings, f"conf/pair/{name}.yaml names an unknown setting"
 
 
 def test_the_recorded_catalogue_is_the_registrys():

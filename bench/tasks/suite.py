@@ -57,6 +57,20 @@ def skipped_setting(cfg: DictConfig, out_dir: Path, overrides: Sequence[str]) ->
     return f"setting already done in {out_dir} (same overrides, exit status 0); suite.skip_done=false runs it again"
 
 
+def setting_not_for_pair(cfg: DictConfig) -> str | None:
+    """Why a suite's setting does not run on its pair, or None. A pair config may name the suite settings it
+    takes part in (``suite_settings: [ksc_k7, ksc_k12_n50]`` in ``conf/pair/<name>.yaml``): a corpus of 400
+    articles fits KSC at k = 7 and n = 100 but not at k = 12 (600 texts a side), nor the robustness task's
+    samples of 3000. A pair without the key takes part in every setting; outside a suite nothing is skipped."""
+    setting = OmegaConf.select(cfg, "setting.name", default=None)
+    allowed = OmegaConf.select(cfg, "pair.suite_settings", default=None)
+    if setting is None or allowed is None or str(setting) in {str(a) for a in allowed}:
+        return None
+    pair = OmegaConf.select(cfg, "pair.name", default="?")
+    return (f"setting {setting} skipped: pair {pair} takes part in the suite settings {', '.join(map(str, allowed))} "
+            f"only (suite_settings in its pair config)")
+
+
 def suite_override_problems(overrides: Sequence[str]) -> list[str]:
     """One line per override of a suite's command line that sets a key of some of its settings' tasks only
     (``n=20``: KSC's, not robustness's) without ``++``; Hydra would refuse it in the other task's jobs with a
