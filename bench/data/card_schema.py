@@ -22,7 +22,15 @@ PARSER_OPTIONS: dict[str, tuple[frozenset[str], dict[str, Any]]] = {
     "fortune": (frozenset(), {"separator": "%", "encoding": "utf-8", "fallback_encoding": None}),
     "txt": (frozenset(), {"encoding": "utf-8"}),
     "parquet": (frozenset({"text_column"}), {}),
+    # One document a file (split: document), or its paragraphs (split: paragraphs, on blank lines).
+    "document": (frozenset(), {"split": "document", "join_words": None, "encoding": "utf-8",
+                               "fallback_encoding": None}),
+    # A play in markdown (`**SPEAKER**` lines, `_stage directions_`): one text a speech, or speeches joined.
+    "play_speeches": (frozenset(), {"join_words": None, "encoding": "utf-8"}),
 }
+
+#: The values parser option `split` of format `document` takes.
+DOCUMENT_SPLITS = ("document", "paragraphs")
 
 #: The option naming where a record's text is, per format that has one.
 TEXT_OPTION = {"json_splits": "text_field", "jsonl": "text_field", "csv": "text_column", "parquet": "text_column"}
@@ -31,6 +39,7 @@ TEXT_OPTION = {"json_splits": "text_field", "jsonl": "text_field", "csv": "text_
 OPTION_TYPES: dict[str, type | tuple[type, ...]] = {
     "splits": list, "text_index": int, "text_field": str, "encoding": str, "fallback_encoding": str,
     "text_column": (str, int), "header": bool, "delimiter": str, "skip_initial_space": bool, "separator": str,
+    "split": str, "join_words": int,
 }
 
 #: Where a card's files come from: downloaded (url, sha256), an installed package, or the user's disk.
@@ -45,13 +54,17 @@ class CardFile:
     """One file of a corpus: its name in the mirror/cache (or, for a local card, its path), origin URL and sha256.
 
     `lines`, when set, scopes the checksum (and what is parsed) to the first `lines` lines. A local file may
-    leave out the sha256; the loader then computes it and records it in the run.
+    leave out the sha256; the loader then computes it and records it in the run. With `glob` the entry is a
+    directory: every file in it matching `glob`, `file_count` of them, and `sha256` is that of their manifest
+    (`textmetric_bench.data.file_sets`).
     """
 
     path: str
     sha256: str | None
     url: str | None = None
     lines: int | None = None
+    glob: str | None = None
+    file_count: int | None = None
 
 
 class PackageOrigin(NamedTuple):
@@ -104,6 +117,7 @@ class CorpusCard:
     origin: str = "download"
     path: Path | None = None
     settings: Mapping[str, str] = field(default_factory=dict)
+    counts: Mapping[str, int] = field(default_factory=dict)
 
     def local_path(self, spec: CardFile) -> Path:
         """Where a local card's file is: its path if absolute, else relative to the card's directory."""
@@ -125,6 +139,7 @@ class PairCard:
     b: str
     name: str
     description: str
+    regime: str | None = None
 
 
 class CardReader:
@@ -186,6 +201,14 @@ def read_parser(p: CardReader) -> Parser:
         if not options["header"] and not isinstance(options["text_column"], int):
             raise p.fail("text_column", f"{options['text_column']!r} is a column name but 'header' is false; "
                                         f"give a 0-based index, or header: true")
+    if fmt == "document" and options["split"] not in DOCUMENT_SPLITS:
+        raise p.fail("split", f"{options['split']!r}; expected one of {list(DOCUMENT_SPLITS)}")
+    if options.get("join_words") is not None:
+        if options["join_words"] < 1:
+            raise p.fail("join_words", f"{options['join_words']!r} (a number of words, at least 1)")
+        if fmt == "document" and options["split"] == "document":
+            raise p.fail("join_words", "joins paragraphs, so it needs split: paragraphs (a file is one text "
+                                       "with split: document)")
     if fmt == "json_splits" and options["text_index"] is None and options["text_field"] is None:
         raise ConfigError(f"card {p.path}: missing field 'parser.text_index' or 'parser.text_field' "
                           f"(where the text is in each record)")

@@ -21,6 +21,7 @@ import yaml
 from textmetric_bench import shipped_path
 from textmetric_bench.data.card_schema import (LICENCE_PLACEHOLDER, ORIGINS, CardFile, CardReader, CorpusCard,
                                     Normalisation, PackageOrigin, PairCard, read_parser)
+from textmetric_bench.data.lengths import REGIMES
 from textmetric_bench.errors import ConfigError
 
 log = logging.getLogger(__name__)
@@ -151,6 +152,7 @@ def read_corpus_card(path: Path) -> CorpusCard:
         package=package,
         origin=kind,
         path=path,
+        counts=dict(counts.data),
     )
     if card.licence.strip() == LICENCE_PLACEHOLDER:
         log.warning("card %s: its licence is still to be filled in", path)
@@ -158,8 +160,13 @@ def read_corpus_card(path: Path) -> CorpusCard:
 
 
 def _card_file_entry(f: CardReader, origin: str) -> CardFile:
-    """One entry of a card's `files`: a url and a sha256 unless the file is local."""
-    f.reject_unknown({"path", "url", "sha256", "checksum_scope"} - ({"url"} if origin == "local" else set()))
+    """One entry of a card's `files`: a url and a sha256 unless the file is local; or, with `glob`, a directory
+    of an installed package or of the user's disk, its `file_count` files checked by their manifest's sha256."""
+    f.reject_unknown({"path", "url", "sha256", "checksum_scope", "glob", "file_count"}
+                     - ({"url"} if origin == "local" else set()))
+    pattern = f.get("glob", str, None)
+    if pattern is not None:
+        return _directory_entry(f, origin, pattern)
     sha = f.get("sha256", str, None if origin == "local" else ...)
     if sha is not None and (len(sha) != 64 or any(c not in "0123456789abcdef" for c in sha)):
         raise f.fail("sha256", f"{sha!r} (64 lower-case hex digits)")
@@ -175,6 +182,27 @@ def _card_file_entry(f: CardReader, origin: str) -> CardFile:
     return CardFile(path=f.get("path", str), sha256=sha, url=url, lines=lines)
 
 
+def _directory_entry(f: CardReader, origin: str, pattern: str) -> CardFile:
+    """A `files` entry naming a directory: files matching `glob` (`*.txt`, `**/*.md`), their count and the
+    sha256 of their manifest, so hundreds of files need three lines, not one checksum each."""
+    if origin not in ("package", "local"):
+        raise f.fail("glob", f"a directory of files is read in place, from an installed package (origin kind "
+                             f"'package') or your disk ('local'), not with origin kind {origin!r}; list its files "
+                             f"one by one with a url and sha256 each")
+    extra = sorted({"url", "checksum_scope"} & set(f.data))
+    if extra:
+        raise f.fail(extra[0], "does not apply to a directory entry (one with 'glob')")
+    if not pattern.strip() or pattern.startswith("/") or ".." in pattern.split("/"):
+        raise f.fail("glob", f"{pattern!r} (a pattern inside the directory, e.g. '*.txt' or '**/*.md')")
+    count = f.get("file_count", int, None if origin == "local" else ...)
+    if count is not None and count < 1:
+        raise f.fail("file_count", f"{count!r} (the number of files matching the glob, at least 1)")
+    sha = f.get("sha256", str, None if origin == "local" else ...)
+    if sha is not None and (len(sha) != 64 or any(c not in "0123456789abcdef" for c in sha)):
+        raise f.fail("sha256", f"{sha!r} (64 lower-case hex digits: the sha256 of the directory's manifest)")
+    return CardFile(path=f.get("path", str), sha256=sha, glob=pattern, file_count=count)
+
+
 def read_pair_card(path: Path, cards: Sequence[Path] | None = None) -> PairCard:
     """Parse and validate one pair card file; its sides must be corpus cards found in ``cards``."""
     return _read_pair_card(path, tuple(card_dirs() if cards is None else cards))
@@ -183,7 +211,7 @@ def read_pair_card(path: Path, cards: Sequence[Path] | None = None) -> PairCard:
 @functools.lru_cache(maxsize=None)
 def _read_pair_card(path: Path, cards: tuple[Path, ...]) -> PairCard:
     top = _load_yaml(path)
-    top.reject_unknown({"name", "description", "a", "b"})
+    top.reject_unknown({"name", "description", "a", "b", "regime"})
     a, b = top.get("a", str), top.get("b", str)
     known = corpus_names(cards)
     for side, corpus in (("a", a), ("b", b)):
@@ -191,4 +219,6 @@ def _read_pair_card(path: Path, cards: tuple[Path, ...]) -> PairCard:
             raise top.fail(side, f"{corpus!r} is not a corpus card (available: {', '.join(known)})")
     if a == b:
         raise top.fail("b", f"both sides are {a!r}")
-    return PairCard(a=a, b=b, name=top.get("name", str), description=top.get("description", str).strip())
+    regime = top.get("regime", str, None, choices={name for name, _ in REGIMES})
+    return PairCard(a=a, b=b, name=top.get("name", str), description=top.get("description", str).strip(),
+                    regime=regime)

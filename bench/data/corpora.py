@@ -15,9 +15,9 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Sequence
 
-from textmetric_bench.data import fetch
+from textmetric_bench.data import fetch, file_sets
 from textmetric_bench.data.card_schema import TEXT_OPTION
-from textmetric_bench.data.card_schema import CorpusCard, Normalisation
+from textmetric_bench.data.card_schema import CardFile, CorpusCard, Normalisation
 from textmetric_bench.data.cards import corpus_card, pair_card
 from textmetric_bench.data.parsing import parse_file
 from textmetric_bench.errors import DataError
@@ -33,6 +33,7 @@ class SourceFile:
     sha256: str
     raw_texts: int
     url: str | None = None
+    file_count: int | None = None
 
 
 @dataclass(frozen=True)
@@ -59,12 +60,25 @@ def raw_texts(card: CorpusCard, *, cache_dir: str | Path | None = None,
     raw: list[str] = []
     files = []
     for spec in card.files:
+        if spec.glob is not None:
+            files.append(_directory_texts(card, spec, raw))
+            continue
         data = fetch.verified_bytes(card, spec, cache, mirror_dir)
         location = fetch.file_location(card, spec, cache)
         texts = parse_file(card, spec, data, location)
         raw.extend(texts)
         files.append(SourceFile(str(location), spec.sha256 or fetch.sha256_hex(data), len(texts), spec.url))
     return raw, tuple(files)
+
+
+def _directory_texts(card: CorpusCard, spec: CardFile, raw: list[str]) -> SourceFile:
+    """Parse every file of a directory entry into ``raw`` (in sorted order), once all of them are verified."""
+    directory, members = file_sets.verified_directory(card, spec)
+    before = len(raw)
+    for name, data in members:
+        raw.extend(parse_file(card, spec, data, directory / name))
+    return SourceFile(str(directory), spec.sha256 or file_sets.manifest_sha256(members), len(raw) - before,
+                      file_count=len(members))
 
 
 def read_source(card: CorpusCard, *, cache_dir: str | Path | None = None, mirror: str | Path | None = None) -> Source:

