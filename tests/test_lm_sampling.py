@@ -1,6 +1,6 @@
 """The IFC sampler (textmetric_bench.features.lm_sampling): transformers' nucleus, its renormalised probabilities
-drawn by proposal and acceptance, the KV cache with rows leaving the batch, and the same texts from the same seed
-in separate processes."""
+drawn by proposal and acceptance, the KV cache with rows leaving the batch, prompts and row limits, and the same
+texts from the same seed in separate processes."""
 
 from __future__ import annotations
 
@@ -191,6 +191,53 @@ def test_rows_that_leave_the_batch_keep_the_others_on_their_own_cache(smollm2):
         mask = nucleus_mask_sorted(sorted_probs, 0.5)
         for position, token in enumerate(seq[1:]):
             assert mask[position][order[position] == token].item(), (position, tokenizer.decode(seq))
+
+
+def test_prompts_are_continued_in_the_nucleus_and_each_row_stops_at_its_own_limit(smollm2):
+    """Rows continuing prompts of one length (a generated corpus, textmetric_bench.collections.generated): every
+    new token lies in the nucleus of a plain forward pass over its prompt and the tokens before it, and a row that
+    draws no EOS stops after exactly its own limit, so rows leave the batch at different steps."""
+    from textmetric_bench.features.lm_sampling import nucleus_mask_sorted, sample_rows
+
+    model, tokenizer = smollm2
+    texts = ["How do I top up my card", "I would like to cancel a transfer", "Why was my payment declined",
+             "Where can I see my PIN", "My card has not arrived yet", "Can I change the currency of my account"]
+    prompts = [[tokenizer.bos_token_id, *tokenizer(t, add_special_tokens=False)["input_ids"][:3]] for t in texts]
+    limits = [2, 9, 5, 14, 1, 7]
+    rows = sample_rows(model, n=6, end_token=tokenizer.eos_token_id, max_new_tokens=12, top_p=0.5, temperature=1.0,
+                       batch_size=4, generator=torch.Generator().manual_seed(3), prompts=prompts, row_limits=limits)
+    for tokens, ended, limit in zip(rows.tokens, rows.ended, limits):
+        assert len(tokens) + ended <= min(limit, 12) and (ended or len(tokens) == min(limit, 12))
+    assert rows.computed_tokens < 6 * 4 + sum(min(x, 12) for x in limits)  # the prompts pass once each
+    for prompt, tokens, ended in zip(prompts, rows.tokens, rows.ended):
+        seq = [*prompt, *tokens] + ([tokenizer.eos_token_id] if ended else [])
+        with torch.no_grad():
+            probs = torch.softmax(model(input_ids=torch.tensor([seq])).logits[0, :-1].float(), -1)
+        sorted_probs, order = torch.sort(probs, -1, descending=True)
+        mask = nucleus_mask_sorted(sorted_probs, 0.5)
+        for position in range(len(prompt) - 1, len(seq) - 1):
+            assert mask[position][order[position] == seq[position + 1]].item(), (position, tokenizer.decode(seq))
+
+
+def test_a_row_alone_stopped_at_its_limit_draws_the_start_of_what_it_draws_unlimited(smollm2):
+    """A row limit only stops a row: alone in its batch, a row limited to 6 tokens draws the first 6 of the
+    tokens it draws with a limit of 20, from the same seed; one start token and a prompt of it are the same."""
+    from textmetric_bench.features.lm_sampling import sample_rows
+
+    model, tokenizer = smollm2
+    common = dict(n=1, end_token=tokenizer.eos_token_id, max_new_tokens=20, top_p=0.9, temperature=1.0,
+                  batch_size=1)
+    drawn = []
+    for seed in (8, 9):
+        free = sample_rows(model, start_token=tokenizer.bos_token_id, generator=torch.Generator().manual_seed(seed),
+                           **common)
+        limited = sample_rows(model, prompts=[[tokenizer.bos_token_id]], row_limits=[6],
+                              generator=torch.Generator().manual_seed(seed), **common)
+        assert len(free.tokens[0]) > 6 and free.tokens[0][:6] == limited.tokens[0] and not limited.ended[0]
+        drawn.append(free.tokens[0])
+    assert drawn[0] != drawn[1]
+    with pytest.raises(ValueError, match="prompts of one length"):
+        sample_rows(model, prompts=[[1, 2], [3]], generator=torch.Generator(), **{**common, "n": 2})
 
 
 SAMPLE_IN_A_PROCESS = """if True:

@@ -2,8 +2,9 @@
 
 ``transformers``' ``generate`` keeps every row of a batch until the last one ends, and its top-p
 sorts the whole vocabulary (49,152 tokens for SmolLM2) at every step. Here a batch of rows starts
-from one prompt token, so every row has the same length and no padding; a row that samples EOS
-leaves the batch (its keys and values too), so the model computes only the tokens sampled.
+from one prompt token, or from prompts of one length (``textmetric_bench.collections.generated``), so every
+row has the same length and no padding; a row that samples EOS or reaches its length leaves the batch (its
+keys and values too), so the model computes only the tokens sampled.
 
 The nucleus of a row is ``transformers``' (``TopPLogitsWarper``'s) up to rounding at its edge: its tokens in
 descending probability, ties by token id, kept while the mass of those before is below top_p (the most probable
@@ -24,7 +25,7 @@ from __future__ import annotations
 
 import inspect
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Sequence
 
 BLOCK = 1024  # a draw picks a block of this many tokens, then a token within it
 MAX_ROUNDS = 16  # draws a row before its nucleus is found by sorting (a draw is kept with probability >= top_p)
@@ -143,16 +144,30 @@ def new_cache(model):
     return DynamicCache()
 
 
-def sample_rows(model, *, n: int, start_token: int, end_token: int, max_new_tokens: int, top_p: float,
-                temperature: float, batch_size: int, generator,
+def sample_rows(model, *, n: int, start_token: int | None = None, end_token: int, max_new_tokens: int,
+                top_p: float, temperature: float, batch_size: int, generator,
+                prompts: Sequence[Sequence[int]] | None = None, row_limits: Sequence[int] | None = None,
                 on_batch: Callable[[int], None] = lambda rows: None) -> SampledRows:
-    """``n`` token sequences sampled from ``start_token`` alone, in batches of ``batch_size`` rows.
+    """``n`` token sequences sampled from ``start_token`` alone, or continuing ``prompts`` (``n`` rows of token ids,
+    all of one length, so a batch needs no padding: each batch passes its prompts at once, then samples a token a
+    step), in batches of ``batch_size`` rows; the tokens returned are the new ones.
 
-    A row stops at ``end_token`` (left out of its tokens) or after ``max_new_tokens`` tokens.
-    ``on_batch(rows)`` after each batch.
+    A row stops at ``end_token`` (left out of its tokens) or after ``max_new_tokens`` tokens (``row_limits[i]`` for
+    row i, when given). ``on_batch(rows)`` after each batch. From one start token the draws are those of a prompt
+    of that one token (the same tensors pass the model).
     """
     import torch
 
+    if prompts is None:
+        if start_token is None:
+            raise ValueError("sample_rows needs start_token or prompts")
+        prompts = [[start_token]] * n
+    if len(prompts) != n or len({len(p) for p in prompts}) > 1 or not all(prompts):
+        raise ValueError(f"sample_rows needs {n} prompts of one length (at least one token), got "
+                         f"{len(prompts)} of lengths {sorted({len(p) for p in prompts})[:5]}")
+    limits = [max_new_tokens] * n if row_limits is None else [min(int(x), max_new_tokens) for x in row_limits]
+    if len(limits) != n or min(limits, default=1) < 1:
+        raise ValueError(f"sample_rows needs {n} row limits of at least one token")
     device = next(model.parameters()).device
     # transformers 5 names the cache argument `cache` (`past_key_values` is deprecated there)
     cache_arg = "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
@@ -165,11 +180,12 @@ def sample_rows(model, *, n: int, start_token: int, end_token: int, max_new_toke
             rows = [[] for _ in range(size)]
             done = [False] * size
             alive = torch.arange(size)
-            step_ids = torch.full((size, 1), start_token, dtype=torch.long, device=device)
+            batch_limits = torch.tensor(limits[first:first + size])
+            step_ids = torch.tensor(prompts[first:first + size], dtype=torch.long, device=device)
             cache = new_cache(model)
             scratch = None
-            for _ in range(max_new_tokens):
-                computed += len(alive)
+            for step in range(int(batch_limits.max())):
+                computed += step_ids.numel()
                 logits = model(input_ids=step_ids, **{cache_arg: cache}, use_cache=True, logits_to_keep=1).logits
                 if scratch is None:  # one buffer for the batch's steps: a fresh 40 MB a step costs its page faults
                     scratch = torch.empty(logits[:, -1].shape, dtype=torch.float32, device=logits.device)
@@ -181,10 +197,11 @@ def sample_rows(model, *, n: int, start_token: int, end_token: int, max_new_toke
                         done[row] = True
                     else:
                         rows[row].append(token)
-                if finished.all():
+                leaving = finished | (batch_limits[alive] <= step + 1).to(finished.device)
+                if leaving.all():
                     break
-                if finished.any():
-                    keep = (~finished).nonzero().flatten()
+                if leaving.any():
+                    keep = (~leaving).nonzero().flatten()
                     cache.batch_select_indices(keep)
                     alive, nxt = alive[keep.cpu()], nxt[keep]
                 step_ids = nxt.unsqueeze(-1)
