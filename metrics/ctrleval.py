@@ -36,6 +36,7 @@ import numpy as np
 
 from textmetric_bench.api.context import lm_scorer
 from textmetric_bench.api.per_text import per_text_metric
+from textmetric_bench.api.registry import TextLimit
 from textmetric_bench.api.tokens import tokenize
 from textmetric_bench.errors import MetricError
 
@@ -108,7 +109,13 @@ def score_texts(texts, *, spans: int = 3, max_masks: int = 4, max_words: int = 1
     infill_logprobs(texts, spans=spans, max_masks=max_masks, max_words=max_words)
 
 
+def text_limit(*, spans: int = 3, max_masks: int = 4, max_words: int = 128) -> TextLimit:
+    """What the coherence score reads of each text (its first ``max_words`` words), for the run's record."""
+    return TextLimit(int(max_words), "words", "max_words", lambda texts: [len(t.split()) for t in texts])
+
+
 @per_text_metric("ctrleval_coherence", opt_in=True, prepare=score_texts, version="2", needs=("lm",),
+                 text_limit=text_limit,
                  source="001 eqs. 5-8, §3.2.1 (W1 between corpora)", value_range=(0.0, float("inf")),
                  failure_modes=("one-sentence texts: nothing to mask, no coherence to score",
                                 "depends on the run's LM; a prompt replaces the infilling model"),

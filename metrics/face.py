@@ -44,7 +44,7 @@ import numpy as np
 
 from textmetric_bench.api.context import lm_scorer
 from textmetric_bench.api.inputs import as_texts, canonical_pair
-from textmetric_bench.api.registry import metric
+from textmetric_bench.api.registry import TextLimit, metric
 from textmetric_bench.api.sharing import per_corpus
 from textmetric_bench.errors import MetricError
 
@@ -169,7 +169,12 @@ def score_texts(texts, *, max_tokens: int = 256, grid_points: int = 64, include_
     lm_scorer().token_logprobs(texts, max_tokens=int(max_tokens))
 
 
-FACE = dict(inputs="texts", symmetric=True, opt_in=True, prepare=score_texts, needs=("lm",),
+def text_limit(*, max_tokens: int = 256, grid_points: int = 64, include_dc: bool = False) -> TextLimit:
+    """What FACE reads of each text (``max_tokens`` of the run's LM), for the run's record of long texts."""
+    return TextLimit(int(max_tokens), "tokens of the run's LM", "max_tokens", lm_scorer().token_counts)
+
+
+FACE = dict(inputs="texts", symmetric=True, opt_in=True, prepare=score_texts, needs=("lm",), text_limit=text_limit,
             failure_modes=("short texts: spectra of few tokens, interpolated onto the grid",
                            "depends on the run's LM (lm config)"))
 FACE_PARAMETERS = """

@@ -56,6 +56,7 @@ BAD_VALUES = {
     "embedder-device-tpu": (["embedder.device=tpu"], ["embedder.device='tpu'", "cuda:N", "mps"]),
     "lm-device-cuda-x": (["lm.device=cuda:x"], ["lm.device='cuda:x'"]),
     "embedder-batch-zero": (["embedder.batch_size=0"], ["embedder.batch_size=0"]),
+    "embedder-long-texts-unknown": (["embedder.long_texts=clip"], ["embedder.long_texts='clip'", "truncate or windows"]),
     "lm-batch-many": (["lm.batch_size=many"], ["lm.batch_size='many'"]),
     "lm-threads-zero": (["lm.threads=0"], ["lm.threads=0"]),
     "lm-workers-zero": (["lm.workers=0"], ["lm.workers=0", "'auto'", "e.g. lm.workers=2"]),
@@ -104,7 +105,7 @@ def test_every_task_default_config_is_valid(task, tmp_path):
 @pytest.mark.parametrize("override", ["engine.timeout=null", "engine.workers=auto", "embedder.device=cuda:1",
                                       "lm.device=mps", "lm.threads=null", "engine.timeout=0.5", "reference=false",
                                       "engine.max_timeouts=0", "engine.max_timeouts=null",
-                                      "lm.engine=ctranslate2"])
+                                      "lm.engine=ctranslate2", "embedder.long_texts=windows"])
 def test_valid_alternatives_are_accepted(override, tmp_path):
     assert problems(tmp_path, override) == []
 

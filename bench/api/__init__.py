@@ -10,6 +10,7 @@
 - ``lm_scorer`` gives the run's causal-LM scores per text; ``tokenize``/``token_counts`` the shared tokeniser;
 - ``known_position`` gives a metric that declares ``needs=("known_position",)`` the known position of a
   corpus in its collection (the reference metric ``oracle``; ``textmetric_bench.api.positions``);
+- ``TextLimit`` is what a metric that reads only the start of each text declares (``metric(text_limit=...)``);
 - ``MetricError`` is what to raise on input the metric cannot work with.
 """
 
@@ -17,10 +18,10 @@ from textmetric_bench.api.context import lm_scorer
 from textmetric_bench.api.inputs import as_embeddings, as_texts, same_dims
 from textmetric_bench.api.per_text import per_text_metric
 from textmetric_bench.api.positions import known_position
-from textmetric_bench.api.registry import MetricInfo, metric
+from textmetric_bench.api.registry import MetricInfo, TextLimit, metric
 from textmetric_bench.api.sharing import per_corpus, per_pair
 from textmetric_bench.api.tokens import token_counts, tokenize
 from textmetric_bench.errors import MetricError
 
-__all__ = ["MetricError", "MetricInfo", "as_embeddings", "as_texts", "known_position", "lm_scorer", "metric", "per_corpus",
+__all__ = ["MetricError", "MetricInfo", "TextLimit", "as_embeddings", "as_texts", "known_position", "lm_scorer", "metric", "per_corpus",
            "per_pair", "per_text_metric", "same_dims", "token_counts", "tokenize"]

@@ -79,6 +79,8 @@ class LMScores(Protocol):
 
     def continuation_logprobs(self, prompts: Sequence[str], continuations: Sequence[str]): ...
 
+    def token_counts(self, texts: Sequence[str]) -> list[int]: ...
+
 
 @functools.cache
 def _scorer_factory():

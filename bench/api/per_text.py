@@ -26,7 +26,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from textmetric_bench.api.inputs import as_embeddings, as_texts
-from textmetric_bench.api.registry import NOT_DECLARED, Inputs, metric
+from textmetric_bench.api.registry import NOT_DECLARED, Inputs, TextLimit, metric
 from textmetric_bench.errors import MetricError
 
 Scorer = Callable[..., Sequence[float]]
@@ -35,11 +35,12 @@ Scorer = Callable[..., Sequence[float]]
 def per_text_metric(name: str, *, inputs: Inputs = "texts", description: str = "", opt_in: bool = False,
                     prepare: Callable[..., None] | None = None, version: str = "1", needs: tuple[str, ...] = (),
                     source: str = NOT_DECLARED, value_range: tuple[float, float] | None = None,
-                    failure_modes: tuple[str, ...] = (), stochastic: bool = False) -> Callable[[Scorer], Scorer]:
+                    failure_modes: tuple[str, ...] = (), stochastic: bool = False,
+                    text_limit: Callable[..., TextLimit] | None = None) -> Callable[[Scorer], Scorer]:
     """Register ``score(texts, *, params...) -> one float per text`` as corpus metric ``name``.
 
     The metric is W1(scores of p, scores of q). ``opt_in``, ``prepare``, ``version`` and the catalogue
-    facts (``needs`` ... ``stochastic``) are passed to ``textmetric_bench.api.registry.metric``; ``prepare`` receives every text of a run and the parameters.
+    facts (``needs`` ... ``stochastic``) and ``text_limit`` are passed to ``textmetric_bench.api.registry.metric``; ``prepare`` receives every text of a run and the parameters.
     The scorer is returned unchanged.
     """
     def register(score: Scorer) -> Scorer:
@@ -73,7 +74,7 @@ def per_text_metric(name: str, *, inputs: Inputs = "texts", description: str = "
         summary = description or f"W1 between per-text {score.__name__} scores"
         metric(name, inputs=inputs, symmetric=True, description=summary, opt_in=opt_in,
                prepare=prepare, version=version, needs=needs, source=source, value_range=value_range,
-               failure_modes=failure_modes, stochastic=stochastic)(corpus_metric)
+               failure_modes=failure_modes, stochastic=stochastic, text_limit=text_limit)(corpus_metric)
         score.corpus_metric = corpus_metric  # type: ignore[attr-defined]
         return score
 

@@ -35,6 +35,17 @@ NOT_DECLARED = "not declared"
 
 
 @dataclass(frozen=True)
+class TextLimit:
+    """What a metric reads of each text: its first ``limit`` ``unit``s (a parameter's value, named by ``param``);
+    ``count(texts)`` gives each text's length in those units, so a run can say how many texts it cut."""
+
+    limit: int
+    unit: str
+    param: str
+    count: Callable[[list[str]], list[int]]
+
+
+@dataclass(frozen=True)
 class MetricInfo:
     """One registered metric and what it needs."""
 
@@ -54,6 +65,7 @@ class MetricInfo:
     value_range: tuple[float, float] | None = None
     failure_modes: tuple[str, ...] = ()
     stochastic: bool = False
+    text_limit: Callable[..., TextLimit] | None = None
 
     def __call__(self, p, q, *, seed: int = 0, **params) -> float:
         if "known_position" in self.needs:  # only such a metric's call may read known positions
@@ -96,6 +108,7 @@ def metric(
     value_range: tuple[float, float] | None = None,
     failure_modes: tuple[str, ...] = (),
     stochastic: bool = False,
+    text_limit: Callable[..., TextLimit] | None = None,
     **unknown: Any,
 ) -> Callable[[Callable[..., float]], Callable[..., float]]:
     """Register ``fn`` as metric ``name``; the function is returned unchanged.
@@ -122,6 +135,8 @@ def metric(
     ``value_range``, (low, high) of its values, ``math.inf`` for unbounded; ``failure_modes``, the
     conditions under which it is known to mislead (small n, few clusters, short texts); ``stochastic``,
     whether its value depends on ``seed`` on fixed corpora (the KSC task then measures its own noise).
+    ``text_limit(**params) -> TextLimit``: how much of each text the metric reads, for a metric that cuts
+    long texts (each run records how many texts it cut, per corpus).
     """
     if callable(name) and not isinstance(name, str):  # a bare `@metric` met the function itself
         raise TypeError(f"@metric on {_where(name)}: give its arguments, e.g. "
@@ -129,7 +144,7 @@ def metric(
     arguments = {"name": name, "inputs": inputs, "symmetric": symmetric, "description": description,
                  "higher_is_more_different": higher_is_more_different, "opt_in": opt_in, "prepare": prepare,
                  "version": version, "needs": needs, "source": source, "value_range": value_range,
-                 "failure_modes": failure_modes, "stochastic": stochastic}
+                 "failure_modes": failure_modes, "stochastic": stochastic, "text_limit": text_limit}
     problems = [f"unknown argument {key!r}" + _did_you_mean(key, DECORATOR_ARGUMENTS) for key in unknown]
     problems += [problem for key, value in arguments.items() if (problem := _argument_problem(key, value))]
     if problems:
@@ -158,6 +173,7 @@ def metric(
             value_range=None if value_range is None else (float(value_range[0]), float(value_range[1])),
             failure_modes=tuple(failure_modes),
             stochastic=stochastic,
+            text_limit=text_limit,
         )
         existing = _REGISTRY.get(name)
         if existing is not None and (existing.module, existing.fn.__qualname__) != (
@@ -184,6 +200,7 @@ DECORATOR_ARGUMENTS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "higher_is_more_different": (lambda v: isinstance(v, bool), "True (a distance) or False (a similarity)"),
     "opt_in": (lambda v: isinstance(v, bool), "True or False"),
     "prepare": (lambda v: v is None or callable(v), "None or a function prepare(texts, **params)"),
+    "text_limit": (lambda v: v is None or callable(v), "None or a function text_limit(**params) -> TextLimit"),
     "version": (lambda v: isinstance(v, str), "a str, e.g. '2'"),
     "needs": (lambda v: isinstance(v, (tuple, list)) and set(v) <= set(NEEDS), f"a tuple of {NEEDS}"),
     "source": (lambda v: isinstance(v, str), "a str, e.g. '004 §4.1, Eq. 2'"),

@@ -4,6 +4,11 @@ The cache is a directory of immutable shard files per model id (``textmetric_ben
 names the model's files and the device as well as its name: parallel jobs sharing it never see
 a partial file, embed each text once between them, and keep every chunk of 1024 texts they
 finished; a shard that cannot be read is set aside and its texts are embedded again.
+
+A model states its window (``Embedder.window``, in word pieces); a text longer than it is cut there, or embedded
+whole as windows with ``long_texts="windows"`` (``textmetric_bench.features.long_texts``). Such a text is cached
+under a key naming the mode and the window, so one mode's vectors never serve the other; a text within the
+window has the same vector in both modes (the same code embeds it) and one key.
 """
 
 from __future__ import annotations
@@ -20,6 +25,8 @@ import numpy as np
 from textmetric_bench.console import adopt_library_loggers, progress_bar
 from textmetric_bench.errors import EmbeddingError
 from textmetric_bench.numerics import EXACT_PRODUCTS, PINNED_LABEL, numerics_label, torch_follows_the_switches
+from textmetric_bench.features.long_texts import (LONG_TEXT_MODES, LengthLimit, encode_windows, read_window,
+                                                  token_counter, word_piece_tokenizer)
 from textmetric_bench.features.shard_cache import VectorCache, slug, text_key
 
 log = logging.getLogger(__name__)
@@ -44,11 +51,55 @@ class Embedder:
     cache: EmbeddingCache | None = None
     stats: dict[str, int] = field(default_factory=lambda: {"encoded": 0, "cached": 0})
     progress: bool = True  # a bar (texts/s) while texts are encoded, as textmetric_bench.console.progress_bar allows
+    window: int | None = None  # word pieces the model reads ([CLS] and [SEP] included); None: not stated
+    long_texts: str = "truncate"  # what a longer text gets: LONG_TEXT_MODES
+    count_tokens: Callable[[list[str]], list[int]] | None = None  # word pieces of each text
+    lengths: dict[str, int] = field(default_factory=dict)  # text -> its word pieces, of every text embedded
+
+    def __post_init__(self) -> None:
+        if self.long_texts not in LONG_TEXT_MODES:
+            raise EmbeddingError(f"embedder.long_texts={self.long_texts!r} is not valid: give "
+                                 f"{' or '.join(LONG_TEXT_MODES)}")
+
+    @property
+    def limit(self) -> LengthLimit:
+        """The window and what a longer text gets, for the run's record."""
+        unit = "word pieces ([CLS] and [SEP] included)"
+        if self.window is None:
+            return LengthLimit(None, unit, "not known: this embedder states no window", cuts=False)
+        if self.long_texts == "windows":
+            return LengthLimit(self.window, unit, f"embedded whole as consecutive windows of {self.window} word pieces, "
+                               "mean-pooled over all their tokens and normalised (embedder.long_texts=windows)",
+                               cuts=False)
+        return LengthLimit(self.window, unit, f"cut to its first {self.window} word pieces; the rest is not embedded "
+                           "(embedder.long_texts=truncate; `windows` embeds it whole)")
+
+    @property
+    def identity(self) -> str:
+        """What the vectors of the texts embedded so far depend on: the model id, and the mode when a text was
+        longer than the window in the mode that differs from the model's own cut (results depend on it)."""
+        return self.model_id + (self.windows_tag if self.long_texts == "windows" and self.long_ones() else "")
+
+    @property
+    def windows_tag(self) -> str:
+        return f"|long-texts=windows/{self.window}"
+
+    def long_ones(self) -> list[str]:
+        """The texts embedded so far that are longer than the window."""
+        return [t for t, n in self.lengths.items() if self.window is not None and n > self.window]
+
+    def key(self, text: str) -> str:
+        """The cache key of ``text``: its digest, with the mode and window when windows embed it."""
+        long = self.long_texts == "windows" and self.window is not None and self.lengths[text] > self.window
+        return text_key(f"{self.windows_tag}\0{text}") if long else text_key(text)
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Vectors of ``texts`` in order, shape (len(texts), dim)."""
         texts = list(texts)
-        keys = [text_key(t) for t in texts]
+        if self.count_tokens is not None:
+            new = [t for t in dict.fromkeys(texts) if t not in self.lengths]
+            self.lengths.update(zip(new, self.count_tokens(new)))
+        keys = [self.key(t) for t in texts]
         distinct = dict(zip(keys, texts))
         cached = len(self.cache.get(list(distinct))) if self.cache is not None else 0
         encoded = 0
@@ -140,8 +191,10 @@ def sentence_transformer(
     batch_size: int = 64,
     cache_dir: Path | str | None = None,
     show_progress: bool = False,
+    long_texts: str = "truncate",
 ) -> Embedder:
-    """A sentence-transformers model loaded offline from a package or a local directory."""
+    """A sentence-transformers model loaded offline from a package or a local directory; a text longer than its
+    window is cut there (``long_texts="truncate"``) or embedded whole as windows (``"windows"``)."""
     from importlib import import_module, metadata
 
     if path is None:
@@ -171,6 +224,12 @@ def sentence_transformer(
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     state: dict[str, object] = {}
+    window = read_window(path)
+    if window is None and long_texts == "windows":
+        raise EmbeddingError(f"embedder {model!r}: {path} has no sentence_bert_config.json stating max_seq_length, "
+                             "so windows cannot be cut; use embedder.long_texts=truncate")
+    tokenizer = word_piece_tokenizer(path)
+    count = token_counter(tokenizer)
 
     def encode(texts: list[str]) -> np.ndarray:
         if "model" not in state:  # load lazily: a fully cached run never loads the model
@@ -188,12 +247,29 @@ def sentence_transformer(
                 except TypeError as exc:
                     raise EmbeddingError(f"embedder {model!r}: its products cannot be made exact ({exc}); set "
                                          "BENCH_CPU_NUMERICS=native to embed with the BLAS's own") from exc
+            if window is not None and loaded.max_seq_length != window:
+                raise EmbeddingError(f"embedder {model!r}: the model reads {loaded.max_seq_length} word pieces, its "
+                                     f"sentence_bert_config.json says {window}; make them agree")
             state["model"] = loaded
             adopt_library_loggers()  # transformers, imported just now, prints through its own handler
-        return encode_by_length(state["model"], texts, batch_size=batch_size, show_progress=show_progress)
+        if long_texts != "windows":
+            return encode_by_length(state["model"], texts, batch_size=batch_size, show_progress=show_progress)
+        lengths = count(texts)
+        short = [i for i, n in enumerate(lengths) if n <= window]
+        long = [i for i, n in enumerate(lengths) if n > window]
+        parts = [(short, encode_by_length(state["model"], [texts[i] for i in short], batch_size=batch_size,
+                                          show_progress=show_progress)),
+                 (long, encode_windows(state["model"], tokenizer, [texts[i] for i in long], window=window,
+                                       batch_size=batch_size))]
+        vectors = np.empty((len(texts), max(v.shape[1] for _, v in parts)), dtype=np.float32)
+        for rows, part in parts:
+            if rows:
+                vectors[rows] = part
+        return vectors
 
     cache = EmbeddingCache(cache_dir, model_id) if cache_dir is not None else None
-    return Embedder(model_id=model_id, encode=encode, cache=cache)
+    return Embedder(model_id=model_id, encode=encode, cache=cache, window=window, long_texts=long_texts,
+                    count_tokens=count)
 
 
 def encode_by_length(model, texts: list[str], *, batch_size: int, show_progress: bool = False) -> np.ndarray:

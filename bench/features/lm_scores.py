@@ -218,6 +218,12 @@ class LMScorer:
 
         return self.cached(f"token_logprobs|max_tokens={max_tokens}", texts, compute)
 
+    def token_counts(self, texts: Sequence[str]) -> list[int]:
+        """Each text's number of LM tokens, without BOS and EOS: what ``token_logprobs``' ``max_tokens`` counts."""
+        tokenizer = self.tokenizer()
+        head = 1 if tokenizer.bos_token_id is not None else 0
+        return [len(ids) - head for ids in text_sequences(tokenizer, list(texts))]
+
     def continuation_logprobs(self, prompts: Sequence[str], continuations: Sequence[str]) -> np.ndarray:
         """log P(continuation | prompt) for each pair, summed over the continuation's tokens (not cached)."""
         seqs, starts = continuation_sequences(self.tokenizer(), prompts, continuations)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,8 @@ from textmetric_bench.api.context import RunContext, default_lm
 from textmetric_bench.api.registry import MetricInfo, available_metrics, default_metrics, get_metric
 from textmetric_bench.errors import ConfigError
 from textmetric_bench.features.embedding import Embedder, custom_embedder, sentence_transformer
+
+log = logging.getLogger(__name__)
 
 CONF_DIR = shipped_path("conf")
 
@@ -92,11 +95,14 @@ def build_embedder(cfg: DictConfig, cache_dir: Path | None = None) -> Embedder:
     cache_dir = data_locations(cfg)[0] if cache_dir is None else cache_dir
     e = cfg.embedder
     if e.get("factory"):
+        if e.get("long_texts", "truncate") != "truncate":
+            log.warning("embedder.long_texts=%s is not used: a custom embedder (embedder.factory) states no window, "
+                        "so it reads each text whole or cuts it as it does itself", e.get("long_texts"))
         options = OmegaConf.to_container(e.options, resolve=True) if e.get("options") is not None else {}
         return custom_embedder(str(e.factory), options=options, cache_dir=cache_dir)  # type: ignore[arg-type]
     return sentence_transformer(
         model=e.model, package=e.get("package"), path=e.get("path"), device=e.get("device", "auto"),
-        batch_size=int(e.get("batch_size", 64)), cache_dir=cache_dir,
+        batch_size=int(e.get("batch_size", 64)), cache_dir=cache_dir, long_texts=str(e.get("long_texts", "truncate")),
     )
 
 

@@ -135,7 +135,8 @@ class IFCTask(Task, name="ifc", settings=IFCSettings, fields=("kind", "iteration
                   "generated_now": generated_now, "repetitions": reps, "lm": plan.lm, "plan": plan.fingerprint(),
                   "seconds": {"generation": round(generation_seconds, 1)}},
             extra={"ttr": corpus_ttr(source, reference_pool, samples, generated)},
-            positions=ifc_positions(corpora))  # for the oracle: iterations
+            positions=ifc_positions(corpora),  # for the oracle: iterations
+            sides={loaded.name: loaded.texts})  # generated texts are recorded as `other`
 
     def score(self, distances: pd.DataFrame, collections: Collections) -> Scores:
         measures, failures = ifc_measures(distances)

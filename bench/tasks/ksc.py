@@ -81,7 +81,7 @@ class KSCTask(Task, name="ksc", settings=KSCSettings, fields=("repetition", "i",
                            fingerprint={"task": "ksc", "pair": sources.label, "k": s.k, "n": s.n, "seed": run.seed},
                            info={"pair": sources.label, "k": s.k, "n": s.n, "repetitions": s.repetitions,
                                  "sources": sources.record()},
-                           extra={"k": s.k},
+                           extra={"k": s.k}, sides={a.name: a.texts, b.name: b.texts},
                            positions={f"r{r}c{c.index}": c.known_position  # for the oracle: mixing proportions
                                       for r, coll in enumerate(collections) for c in coll})
 

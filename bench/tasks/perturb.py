@@ -101,7 +101,7 @@ class PerturbTask(Task, name="perturb", settings=PerturbSettings, fields=("repet
                            info={"pair": sources.label, "n": n, "repetitions": reps, "perturbations": described,
                                  "sources": sources.record(),
                                  "reference_source": a.name, "other_source": b.name},
-                           extra={"perturbations": perturbations})
+                           extra={"perturbations": perturbations}, sides={a.name: a.texts, b.name: b.texts})
 
     def score(self, distances: pd.DataFrame, collections: Collections) -> Scores:
         measures, failures = perturbation_measures(distances, collections.extra["perturbations"])

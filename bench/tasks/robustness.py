@@ -103,7 +103,8 @@ class RobustnessTask(Task, name="robustness", settings=RobustnessSettings, field
                                         "n_ref": grid.n_ref, "imbalance_total": grid.imbalance_total},
                            info={"pair": sources.label, "repetitions": reps, "grid": grid_info,
                                  "sources": sources.record()},
-                           positions={cid: SOURCE_POSITIONS[cid[-1]] for cid in corpora})  # for the oracle
+                           positions={cid: SOURCE_POSITIONS[cid[-1]] for cid in corpora},  # for the oracle
+                           sides={a.name: a.texts, b.name: b.texts})
 
     def score(self, distances: pd.DataFrame, collections: Collections) -> Scores:
         measures, asymptotic, failures = robustness_measures(distances)

@@ -52,6 +52,7 @@ from textmetric_bench.measures.orientation import DISTANCE, orientation_of, orie
 from textmetric_bench.errors import ConfigError
 from textmetric_bench.tasks.config import build_embedder, data_locations, selected_metrics
 from textmetric_bench.tasks.settings import TaskSettings, read_settings
+from textmetric_bench.tasks.text_lengths import long_text_records
 
 log = logging.getLogger(__name__)
 
@@ -109,7 +110,8 @@ class Collections:
     ``info`` is the task's part of ``run.json``; ``extra`` carries what ``score`` and ``write`` need;
     ``positions``: corpus id -> its known position on the collection's axis, which the reference metric
     ``oracle`` reads (``textmetric_bench.api.positions``). The skeleton fills ``aside`` with the distance
-    table of the evaluations marked ``aside`` before ``score``.
+    table of the evaluations marked ``aside`` before ``score``. ``sides``: each source's texts, by its name, so
+    the record of texts longer than a model reads (``textmetric_bench.tasks.text_lengths``) is per source.
     """
 
     corpora: Mapping[str, Sequence[str]]
@@ -119,6 +121,7 @@ class Collections:
     extra: dict = field(default_factory=dict)
     positions: Mapping[str, float] = field(default_factory=dict)
     aside: pd.DataFrame | None = None
+    sides: Mapping[str, Sequence[str]] = field(default_factory=dict)  # source name -> its texts (long-text record)
 
     @functools.cached_property
     def digest(self) -> str:
@@ -238,6 +241,7 @@ def run_task(task: Task, run: RunInputs) -> TaskResult:
     start = time.perf_counter()
     store = CorpusStore.from_corpora(collections.corpora, embed=embedder.embed if embedder else None)
     embed_seconds = time.perf_counter() - start
+    long_texts = long_text_records(store.all_texts, collections.sides, embedder, metrics)
 
     result_log = result_log_for(cfg, out_dir, collections.fingerprint)
     content = {ev: pair_digest(collections.corpora[ev.p], collections.corpora[ev.q]) for ev in collections.evaluations}
@@ -249,7 +253,7 @@ def run_task(task: Task, run: RunInputs) -> TaskResult:
     positions = {corpus_key(collections.corpora[cid]): float(pos) for cid, pos in collections.positions.items()}
     with known_positions(positions):  # the oracle's view of the corpora, in every worker the engine starts
         outcomes = run_jobs(jobs, store, {m.name: (m, params) for m, params in metrics}, result_log=result_log,
-                            embedder_id=embedder.model_id if embedder else None, desc=f"{task.name} evaluations",
+                            embedder_id=embedder.identity if embedder else None, desc=f"{task.name} evaluations",
                             **engine_options(cfg))
     collections.aside = distance_table(task.fields, [(k, o) for k, o in outcomes.items() if k in aside])
     outcomes = {k: o for k, o in outcomes.items() if k not in aside}
@@ -276,8 +280,10 @@ def run_task(task: Task, run: RunInputs) -> TaskResult:
         "failures": scores.failures, "orientation": orientation, "orientation_warnings": upside_down, **scores.info,
         **({"reference": reference} if reference else {}),
         "seconds_per_metric": distances.groupby("metric", sort=False)["seconds"].sum().round(3).to_dict(),
-        "embedding": {"model": embedder.model_id if embedder else None, "seconds": round(embed_seconds, 3),
-                      **(embedder.stats if embedder else {})},
+        "embedding": {"model": embedder.identity if embedder else None, "seconds": round(embed_seconds, 3),
+                      **(embedder.stats if embedder else {}),
+                      **({"window": embedder.window, "long_texts": embedder.long_texts} if embedder else {})},
+        "long_texts": long_texts,
         "corpora_digest": collections.digest,
         "mirror": str(run.mirror) if run.mirror else None, "version": __version__, "python": platform.python_version(),
         "figures": task.figures, "joins_ksc": task.joins_ksc,

@@ -17,6 +17,7 @@ from typing import Any, Callable
 from omegaconf import DictConfig, OmegaConf
 
 from textmetric_bench.errors import ConfigError
+from textmetric_bench.features.long_texts import LONG_TEXT_MODES
 from textmetric_bench.tasks.command_line import shown
 from textmetric_bench.tasks.directories import directory_problems
 from textmetric_bench.tasks.settings import read_settings
@@ -83,6 +84,8 @@ COMMON_RULES = (
     Rule("engine.blas_threads", whole(1), "a whole number >= 1", "1"),
     Rule("embedder.device", device, DEVICES, "cpu"),
     Rule("embedder.batch_size", whole(1), "a whole number >= 1", "64"),
+    Rule("embedder.long_texts", lambda v: v in LONG_TEXT_MODES, " or ".join(LONG_TEXT_MODES) +
+         " (what a text longer than the embedder's window gets)", "windows"),
     Rule("lm.device", device, DEVICES, "cpu"),
     Rule("lm.engine", lambda v: v in ("torch", "ctranslate2"), "torch or ctranslate2", "ctranslate2"),
     Rule("lm.batch_size", whole(1), "a whole number >= 1", "16"),
