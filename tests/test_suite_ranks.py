@@ -111,7 +111,7 @@ def test_the_report_says_how_many_settings_and_warns_when_they_are_few(suite_dir
     assert "rest on 4 settings" in rho["warning"] and "Demšar" in rho["warning"]
     assert "2/2^2 = 0.5" in s["warning"]  # two settings can separate nothing
     report = (suite_dir / "suite_report.md").read_text()
-    assert "**Warning: the tests rest on 4 settings" in report
+    assert "**Warning** (Friedman, Wilcoxon–Holm): the tests rest on 4 settings" in report  # the caption
 
 
 def test_the_warning_stops_at_the_threshold():

@@ -20,6 +20,8 @@ from textmetric_bench.reports.sweep.runs import Run, load_run
 #: The per-setting table: one row per (setting, metric, measure).
 SETTING_COLUMNS = ["setting", "task", "pair", "k", "n", "seed", "repetitions", "metric", "source", "orientation",
                    "measure", "mean", "ci_low", "ci_high", "n_reps", "run_dir"]
+#: The per-repetition table: one row per (setting, metric, repetition, measure).
+REPETITION_COLUMNS = ["setting", "metric", "repetition", "measure", "value"]
 #: Measures a suite ranks, as measures.csv names them; T100 is T in another unit and is left out.
 SUITE_MEASURES = ("A", "Aw", "rho", "omega2", "L", "S", "I", "IFC", "T")
 #: The file a suite's launcher writes beside its settings: each metric's catalogue facts (failure modes, ...).
@@ -83,6 +85,24 @@ def setting_table(runs: list[Run], root: Path | None = None) -> pd.DataFrame:
     if not frames:
         return pd.DataFrame(columns=SETTING_COLUMNS)
     return pd.concat(frames, ignore_index=True).reindex(columns=SETTING_COLUMNS)
+
+
+def repetition_table(runs: list[Run], root: Path | None = None) -> pd.DataFrame:
+    """One row per (setting, metric, repetition, measure of ``SUITE_MEASURES``): each run's ``measures.csv`` as it
+    is, one row per metric and repetition (KSC: A, A^w, rho, omega2, L, T; robustness: S, I). Repetition r of a
+    setting is one collection (and metric seed) for every metric, so the values pair by (setting, repetition)."""
+    frames = []
+    for label, run in zip(setting_labels(runs, root), runs):
+        measures = run.measures
+        present = [m for m in SUITE_MEASURES if m in measures.columns]
+        if "repetition" not in measures.columns or not present:
+            continue
+        long = measures.melt(id_vars=["metric", "repetition"], value_vars=present, var_name="measure")
+        long["value"] = pd.to_numeric(long["value"], errors="coerce")
+        frames.append(long.dropna(subset=["value"]).assign(setting=label, metric=lambda f: f["metric"].astype(str)))
+    if not frames:
+        return pd.DataFrame(columns=REPETITION_COLUMNS)
+    return pd.concat(frames, ignore_index=True)[REPETITION_COLUMNS]
 
 
 def own_noise(runs: list[Run], root: Path | None = None) -> pd.DataFrame:
