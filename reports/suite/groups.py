@@ -29,7 +29,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from statsmodels.stats.multitest import multipletests
 
 from textmetric_bench.reports.suite.ranks import ALPHA, HIGHER_IS_BETTER
 
@@ -87,6 +86,17 @@ def sign_flip_p(differences: np.ndarray, weights: np.ndarray, resamples: int = R
     return observed, np.clip(2 * np.minimum(greater, less), 0, 1)
 
 
+def holm(p: np.ndarray) -> np.ndarray:
+    """Holm's step-down adjusted p (Holm 1979): the i-th smallest times (pairs - i + 1), kept monotone, at most 1.
+    The same numbers as statsmodels' ``multipletests(method="holm")`` (tested), which calls ``gc.collect()`` on
+    every call: 0.23 s a call in a test process, most of the simulation's time."""
+    p = np.asarray(p, float)
+    order = np.argsort(p, kind="stable")
+    adjusted = np.empty_like(p)
+    adjusted[order] = np.minimum(1.0, np.maximum.accumulate(p[order] * np.arange(len(p), 0, -1)))
+    return adjusted
+
+
 def significance_groups(order: list[str], p: pd.DataFrame, alpha: float = ALPHA) -> pd.Series:
     """Group numbers (1 = best) of the metrics in ``order`` (best first): a metric opens a new group when ``p``
     separates it (p < alpha) from any member of the current group (mt-metrics-eval's ``AssignRanks``)."""
@@ -137,7 +147,7 @@ def compare(values: np.ndarray, setting_index: np.ndarray, metrics: list[str], m
     p, difference = np.ones((len(metrics),) * 2), np.zeros((len(metrics),) * 2)
     if len(a):
         statistic, raw = sign_flip_p(values[a] - values[b], weights, resamples, rng)
-        p[a, b] = p[b, a] = multipletests(raw, method="holm")[1]
+        p[a, b] = p[b, a] = holm(raw)
         difference[a, b], difference[b, a] = statistic, -statistic
     p = pd.DataFrame(p, index=metrics, columns=metrics).loc[order, order]
     difference = pd.DataFrame(difference, index=metrics, columns=metrics).loc[order, order]
