@@ -147,3 +147,19 @@ def test_face_records_its_limit_in_the_lms_tokens_once_for_its_four_variants(lm_
     record = records["face_so, face_sam, face_corr, face_spear"]
     assert counts[1] > 64 > counts[0] > 0
     assert record["corpora"]["a"] == {"texts": 2, "over_limit": 1, "share": 0.5, "longest": counts[1]}
+
+
+def test_the_report_warns_of_cut_texts_and_notes_windowed_ones():
+    from textmetric_bench.reports.html.tables import long_texts_html
+
+    corpora = {"a": {"texts": 4, "over_limit": 1, "share": 0.25, "longest": 700},
+               "b": {"texts": 2, "over_limit": 0, "share": 0.0, "longest": 90}}
+    cut = {"limit": 256, "unit": "word pieces", "done": "cut to its first 256 word pieces", "cuts": True,
+           "corpora": corpora}
+    html = long_texts_html({"long_texts": {"embedder": cut}}, "ksc run x")
+    assert html.startswith("<p class=warning>") and "a: 1 of 4 texts (25.0%), longest 700" in html
+    assert "b:" not in html  # a source with no text over the limit is not listed
+    whole = long_texts_html({"long_texts": {"embedder": {**cut, "cuts": False, "done": "embedded whole"}}})
+    assert whole.startswith("<p class=note>") and "embedded whole" in whole
+    assert long_texts_html({"long_texts": {"embedder": {**cut, "corpora": {"b": corpora["b"]}}}}) == ""
+    assert long_texts_html({}) == ""  # a run written before the record

@@ -54,6 +54,12 @@ class Result:
         return self.exit_status == 0
 
     @property
+    def long_texts(self) -> dict:
+        """Per reader (the embedder; metrics that read each text's start), per source: how many texts were longer
+        than it reads, their share, the longest and what each got (``run.json``'s ``long_texts``)."""
+        return dict(self.info.get("long_texts") or {})
+
+    @property
     def failures(self) -> dict[str, str]:
         """Failed metrics of the run and the first reason."""
         return dict(self.info.get("failures") or {})

@@ -14,6 +14,7 @@ from typing import Mapping, Sequence
 from textmetric_bench.api.registry import MetricInfo
 from textmetric_bench.features.embedding import Embedder
 from textmetric_bench.features.long_texts import LengthLimit
+from textmetric_bench.measures.text_limits import over_limit_sentence, reader_name
 
 log = logging.getLogger(__name__)
 
@@ -46,15 +47,12 @@ def announce(reader: str, record: Mapping) -> None:
     if record["limit"] is None:
         log.info("%s: %s", reader, record["done"])
         return
-    over = {name: c for name, c in record["corpora"].items() if c["over_limit"]}
-    if not over:
+    sentence = over_limit_sentence(reader, record)
+    if sentence is None:
         log.info("%s reads at most %d %s: every text is within it (longest %s)", reader, record["limit"],
                  record["unit"], ", ".join(f"{n} {c['longest']}" for n, c in record["corpora"].items()))
-        return
-    counts = "; ".join(f"{name}: {c['over_limit']} of {c['texts']} texts ({c['share']:.1%}), longest {c['longest']}"
-                       for name, c in over.items())
-    (log.warning if record["cuts"] else log.info)("%s reads at most %d %s. Longer texts: %s. Each is %s",
-                                                  reader, record["limit"], record["unit"], counts, record["done"])
+    else:
+        (log.warning if record["cuts"] else log.info)("%s", sentence)
 
 
 def long_text_records(texts: Sequence[str], sides: Mapping[str, Sequence[str]], embedder: Embedder | None,
@@ -66,7 +64,7 @@ def long_text_records(texts: Sequence[str], sides: Mapping[str, Sequence[str]], 
     if embedder is not None:
         lengths = embedder.lengths if embedder.window is not None else None
         records["embedder"] = reader_record(embedder.limit, groups, lengths)
-        announce(f"the embedder ({embedder.model_id.split('@')[0]})", records["embedder"])
+        announce(reader_name("embedder", records["embedder"]), records["embedder"])
     shared: dict[tuple, list[str]] = {}
     limits = {}
     for info, params in metrics:
@@ -84,5 +82,5 @@ def long_text_records(texts: Sequence[str], sides: Mapping[str, Sequence[str]], 
         record["param"] = limit.param
         label = ", ".join(names)
         records[label] = record
-        announce(f"metric {label} ({limit.param}={limit.limit})", record)
+        announce(reader_name(label, record), record)
     return records

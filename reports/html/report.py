@@ -25,6 +25,7 @@ from textmetric_bench.reports.figures.radar import SMALL_MULTIPLES_CAPTION, rada
 from textmetric_bench.reports.html.tables import (
     below_chance_html,
     escape,
+    long_texts_html,
     negative_divergence_html,
     own_noise_html,
     scroll,
@@ -117,6 +118,7 @@ def _run_block(run: Run, joined: list[Run], fig_dir: Path, slug: str, out_dir: P
         parts.append("<p class=runs>Joined: " + "; ".join(
             f"{escape(r.task)} {escape(r.label(root))}" for r in joined) + "</p>")
     parts += [warning_html(r.repetitions, f"{r.task} run {r.label(root)}") for r in (run, *joined)]
+    parts += [long_texts_html(r.manifest, f"{r.task} run {r.label(root)}") for r in (run, *joined)]
     if run.measures.empty:
         return "".join(parts) + "<p class=note>No metric produced measures.</p>"
     summary, missing = profile(run, joined) if run.task == "ksc" else (run.summary(), {})

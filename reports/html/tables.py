@@ -11,6 +11,7 @@ import pandas as pd
 
 from textmetric_bench.measures.intervals import INTERVAL_NAME, few_repetitions_warning
 from textmetric_bench.measures.paired import TEST_NAME
+from textmetric_bench.measures.text_limits import over_limit_sentence, reader_name
 from textmetric_bench.reports.bounds import bound_label, bound_of
 from textmetric_bench.reports.labels import format_score, metric_labels, plural
 from textmetric_bench.reports.tables.significance import TOP_MARK, WILCOXON_NOTE
@@ -29,6 +30,19 @@ def escape(value) -> str:
 def scroll(table: str) -> str:
     """A wide table scrolls sideways in its own box instead of wrapping cells or widening the page."""
     return f"<div class=scroll>{table}</div>"
+
+
+def long_texts_html(manifest: dict, which: str = "") -> str:
+    """What the run's ``long_texts`` record says of texts longer than the embedder or a metric reads: a warning
+    where they were cut, a note where they were read whole (windows)."""
+    where = f" ({escape(which)})" if which else ""
+    parts = []
+    for key, record in (manifest.get("long_texts") or {}).items():
+        sentence = over_limit_sentence(reader_name(key, record), record)
+        if sentence:
+            kind, mark = ("warning", "⚠ Long texts") if record.get("cuts") else ("note", "Long texts")
+            parts.append(f"<p class={kind}>{mark}{where}: {escape(sentence)}.</p>")
+    return "".join(parts)
 
 
 def warning_html(n: int, which: str = "") -> str:
