@@ -41,6 +41,9 @@ def test_the_readme_section_carries_the_reports_numbers_and_images(tmp_path):
     assert f"Friedman χ² = {best['friedman_chi2']:.2f}, p = {best['friedman_p']:.3g}" in text
     assert (tmp_path / "images" / "suite_card.png").read_bytes() == (suite / f"card_{best['metric']}.png").read_bytes()
     assert (tmp_path / "images" / "suite_cd_rho.png").is_file()
+    kept = pd.read_csv(tmp_path / "results" / "repetitions.csv")  # what the paired test's groups rest on
+    pd.testing.assert_frame_equal(kept, pd.read_csv(suite / "repetitions.csv"))
+    assert len(kept) > 0
     write_readme_example(suite, readme=readme, images=tmp_path / "images", results=tmp_path / "results")  # again: replaced, not added twice
     assert readme.read_text().count(START) == 1
 

@@ -5,7 +5,8 @@ of the prose around them written from that suite's ``ranks.csv``, never by hand.
     python -m textmetric_bench.reports.suite.readme multirun/suite/paper     # images and README section
 
 run from the checkout, copies ``cd_<measure>.png`` and the card of the metric ranked first by that measure into ``docs/images/`` and
-keeps the suite's ``settings.csv`` (without machine paths) and ``ranks.csv`` in ``reports/suite/paper_example/``
+keeps the suite's ``settings.csv`` (without machine paths), ``ranks.csv`` and ``repetitions.csv`` in
+``reports/suite/paper_example/``
 and rewrites the README between the markers ``<!-- suite-example:start -->`` and ``<!-- suite-example:end -->``
 (added before "## Documentation" the first time). It refuses a suite that is not ``paper`` at 004's settings
 (k = 7 and 12, n = 100, 5 repetitions): a reduced run must not stand in for it.
@@ -64,8 +65,9 @@ def section(ranks: pd.DataFrame, measure: str = MEASURE) -> tuple[str, str]:
 
 def write_readme_example(suite_dir: Path, readme: Path = Path("README.md"), images: Path = Path("docs/images"),
                          results: Path = Path(RESULTS)) -> Path:
-    """Copy the images, keep the suite's ``settings.csv`` and ``ranks.csv`` in ``results`` (so that tests can check
-    the prose and the ranks against them) and rewrite the README section from the suite report in ``suite_dir``."""
+    """Copy the images, keep the suite's ``settings.csv``, ``ranks.csv`` and ``repetitions.csv`` in ``results``
+    (so that tests can check the prose, the ranks and the groups against them) and rewrite the README section from
+    the suite report in ``suite_dir``."""
     suite_dir = Path(suite_dir)
     problem = paper_settings_problem(pd.read_csv(suite_dir / "settings.csv"))
     if problem:
@@ -76,6 +78,7 @@ def write_readme_example(suite_dir: Path, readme: Path = Path("README.md"), imag
     settings = pd.read_csv(suite_dir / "settings.csv").drop(columns=["run_dir"], errors="ignore")  # machine paths
     settings.to_csv(results / "settings.csv", index=False)
     shutil.copyfile(suite_dir / "ranks.csv", results / "ranks.csv")
+    shutil.copyfile(suite_dir / "repetitions.csv", results / "repetitions.csv")  # what the paired test rests on
     shutil.copyfile(suite_dir / f"cd_{MEASURE}.png", images / f"suite_cd_{MEASURE}.png")
     shutil.copyfile(suite_dir / f"card_{file_name(metric)}.png", images / "suite_card.png")
     current = readme.read_text(encoding="utf-8")
