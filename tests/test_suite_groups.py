@@ -25,7 +25,7 @@ import pytest
 from scipy import stats
 from statsmodels.stats.multitest import multipletests
 
-from textmetric_bench.reports.suite.groups import (compare, holm, sign_flip_p, significance_groups,
+from textmetric_bench.reports.suite.groups import (RESAMPLES, compare, holm, sign_flip_p, significance_groups,
                                                    stratified_weights)
 from textmetric_bench.reports.suite.report import write_suite_report
 
@@ -213,6 +213,31 @@ def test_simulated_a_better_metric_is_separated_and_identical_ones_are_not():
     _, some = separation_rates(200, 6, 0.0, seed=2)
     assert alone >= 0.8, f"the better metric was separated from the others in {alone:.0%} of suites"
     assert some <= 0.05, f"identical metrics were separated in {some:.0%} of suites"
+
+
+def test_docs_suites_md_states_the_simulations_model_and_the_tests_resamples():
+    docs = " ".join((ROOT / "docs" / "suites.md").read_text(encoding="utf-8").split())
+    assert f"{RESAMPLES:,} random sign patterns" in docs
+    assert f"in {SETTINGS} settings of {REPETITIONS} repetitions" in docs
+    assert f"μ_s ~ U({DIFFICULTY[0]:g}, {DIFFICULTY[1]:g})".replace("0.", ".") in docs
+    assert f"c_{{s,r}} ~ N(0, {COLLECTION_SD:g})".replace("0.", ".") in docs
+    assert f"log-uniform in [{NOISE_SD[0]:g}, {NOISE_SD[1]:g}]".replace("0.", ".") in docs
+    assert f"better metric is +{EFFECT:g} in every repetition" in docs
+
+
+def test_the_reference_rows_spread_is_what_docs_suites_md_says():
+    """The noise model's source: the sd of rho over the 5 repetitions of every metric of the shipped reference
+    rows."""
+    import json
+
+    sds = [np.std([r["rho"] for r in entry["measures"]], ddof=1)
+           for path in sorted((ROOT / "reports" / "reference").glob("*.json"))
+           for entry in json.loads(path.read_text())["metrics"].values()]
+    quartiles = np.quantile(sds, [0.25, 0.5, 0.75])
+    docs = " ".join((ROOT / "docs" / "suites.md").read_text(encoding="utf-8").split())
+    stated = "median {1}, quartiles {0} and {2}".format(*(f"{q:.3f}"[1:] for q in quartiles))
+    assert stated in docs
+    assert NOISE_SD[0] < quartiles[0] and quartiles[2] < NOISE_SD[1]  # the model's range spans the middle half
 
 
 SIMULATION_CASES = {  # the rows of docs/suites.md's simulation table: (effect, interaction)
