@@ -47,7 +47,8 @@ def simulated_suite(rng: np.random.Generator, metrics: int, effect: float = 0.0,
     mu = rng.uniform(*DIFFICULTY, SETTINGS)
     collection = rng.normal(0, COLLECTION_SD, (SETTINGS, REPETITIONS))
     sd = np.exp(rng.uniform(*np.log(NOISE_SD), (metrics, SETTINGS)))
-    values = mu[None, :, None] + collection[None] + sd[:, :, None] * rng.standard_normal((metrics, SETTINGS, REPETITIONS))
+    noise = sd[:, :, None] * rng.standard_normal((metrics, SETTINGS, REPETITIONS))
+    values = mu[None, :, None] + collection[None] + noise
     values += rng.normal(0, interaction, (metrics, SETTINGS))[:, :, None] if interaction else 0
     values[0] += effect
     return values.reshape(metrics, -1), np.repeat(np.arange(SETTINGS), REPETITIONS)
@@ -146,7 +147,8 @@ def test_the_report_writes_the_groups_an_independent_computation_gives(tmp_path)
     order = sorted(means, key=means.get, reverse=True)
     expected = significance_groups(order, paired)
     assert list(groups["metric"]) == order
-    assert list(groups["group"]) == list(expected) and groups["mean"].tolist() == pytest.approx([means[m] for m in order])
+    assert list(groups["group"]) == list(expected)
+    assert groups["mean"].tolist() == pytest.approx([means[m] for m in order])
     assert ranks.set_index("metric")["group"].to_dict() == expected.to_dict()
     assert "oracle" not in set(groups["metric"])
     report = files["suite_report"].read_text()
@@ -164,6 +166,15 @@ def test_a_repetition_missing_a_value_is_left_out_and_said(tmp_path):
     groups = pd.read_csv(write_suite_report(tmp_path)["groups"])
     assert (groups["observations"] == 7).all()
     assert groups["left_out"].iloc[0] == "setting pair1 k=7 n=100 repetition 1: no value of c"
+
+
+def test_too_few_repetitions_to_separate_anything_are_said(tmp_path):
+    for i in range(2):
+        write_run(tmp_path / f"rob{i}", task="robustness", pair=f"pair{i}",
+                  values={"S": {"a": (0.9, 0.95), "b": (0.5, 0.6), "c": (0.1, 0.2)}})
+    files = write_suite_report(tmp_path)
+    assert (pd.read_csv(files["groups"])["group"] == 1).all()  # a is better in all 4 pairs: 2/2^4 is no evidence
+    assert "smallest two-sided p is 2/2^4 = 0.125, so it can separate nothing" in files["suite_report"].read_text()
 
 
 # --- real repetitions: suite=paper's four KSC settings ----------------------------------------------------------

@@ -86,8 +86,9 @@ def cd_diagram(result: MeasureRanks, path: Path, groups: MeasureGroups | None = 
                                    label_fmt_left="{label} ({rank:.2f})", label_fmt_right="({rank:.2f}) {label}")
     friedman = ("Friedman: too few metrics or settings" if math.isnan(result.statistic) else
                 f"Friedman χ² = {result.statistic:.2f}, p = {result.p:.3g}")
-    axes[0, 0].set_title(textwrap.fill(f"{measure_title(result.measure)}: mean rank over {result.settings} settings; "
-                                       f"{friedman}; bars: Wilcoxon–Holm", TITLE_WIDTH), fontsize=8, loc="left")
+    axes[0, 0].set_title(measure_title(result.measure) + "\n" + textwrap.fill(
+        f"mean rank over {result.settings} settings; {friedman}; bars: Wilcoxon–Holm", TITLE_WIDTH), fontsize=8,
+        loc="left")
     if groups is not None:
         groups_panel(axes[1, 0], groups, colours)
         axes[1, 0].set_title(f"Groups not separated by the paired test over {groups.repetitions} (setting, "

@@ -181,7 +181,8 @@ def groups_frame(results: dict[str, MeasureGroups]) -> pd.DataFrame:
                          "groups": int(g.groups.max()), "settings": g.settings, "observations": g.repetitions,
                          "group_members": " ".join(m for m in g.members(group) if m != metric),
                          "min_p_to_group_above": min((g.p.loc[metric, m] for m in before), default=np.nan),
-                         "test": TEST, "sign_patterns": g.patterns, "exact": g.exact, "alpha": ALPHA, "left_out": " | ".join(g.left_out)})
+                         "test": TEST, "sign_patterns": g.patterns, "exact": g.exact, "alpha": ALPHA,
+                         "left_out": " | ".join(g.left_out)})
     return pd.DataFrame(rows, columns=["measure", "metric", "mean", "group", "groups", "settings", "observations",
-                                       "group_members", "min_p_to_group_above", "test", "sign_patterns", "exact", "alpha",
-                                       "left_out"])
+                                       "group_members", "min_p_to_group_above", "test", "sign_patterns", "exact",
+                                       "alpha", "left_out"])

@@ -147,15 +147,20 @@ def groups_lines(g: MeasureGroups) -> list[str]:
         members = g.members(group)
         above = g.members(group - 1)
         p = min((g.p.loc[members[0], m] for m in above), default=math.nan)
-        rows.append({"group": f"G{group}", "metrics (mean)": ", ".join(f"{m} ({format_score(g.means[m])})"
-                                                                      for m in members),
-                     "opened by (smallest p to the group above)": "–" if math.isnan(p) else f"{members[0]} ({p:.3g})"})
+        opened = "–" if math.isnan(p) else f"{members[0]} ({p:.3g})"
+        rows.append({"group": f"G{group}",
+                     "metrics (mean)": ", ".join(f"{m} ({format_score(g.means[m])})" for m in members),
+                     "opened by (smallest p to the group above)": opened})
     count = int(g.groups.max())
     patterns = f"all {g.patterns:,} sign patterns" if g.exact else f"{g.patterns:,} random sign patterns"
     lines = [f"**Groups by the paired test over repetitions** ({g.settings} settings, {g.repetitions} (setting, "
              f"repetition) pairs, {patterns}): {count} group{'s' if count != 1 else ''}; "
              f"metrics of one group are not separated from one another (Holm-adjusted p ≥ {ALPHA:g}); "
              f"`paired_{file_name(g.measure)}.csv` holds every p.", "", markdown_table(pd.DataFrame(rows)), ""]
+    if g.exact and 2 / g.patterns >= ALPHA:
+        lines += [f"With {g.repetitions} (setting, repetition) pairs the paired test's smallest two-sided p is "
+                  f"2/2^{g.repetitions} = {2 / g.patterns:.3g}, so it can separate nothing at {ALPHA:g}: add "
+                  f"repetitions or settings.", ""]
     if g.left_out:
         lines += [f"Left out of the paired test (incomplete repetitions): {'; '.join(g.left_out)}.", ""]
     return lines
