@@ -57,8 +57,11 @@ def drop_line(text: str, key: str) -> str:
 @pytest.mark.parametrize("name", corpus_names())
 def test_corpus_card_is_valid(name):
     card = corpus_card(name)
-    assert card.name == name and card.licence and card.description and card.files
-    assert all(f.url or card.package for f in card.files)
+    assert card.name == name and card.licence and card.description
+    if card.generated is not None:  # written by the language model from a shipped human corpus (no files)
+        assert not card.files and corpus_card(card.generated.source).generated is None
+    else:
+        assert card.files and all(f.url or card.package for f in card.files)
 
 
 @pytest.mark.parametrize("name", pair_names())

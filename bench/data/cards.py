@@ -21,6 +21,7 @@ import yaml
 from textmetric_bench import shipped_path
 from textmetric_bench.data.card_schema import (LICENCE_PLACEHOLDER, ORIGINS, CardFile, CardReader, CorpusCard,
                                     Normalisation, PackageOrigin, PairCard, read_parser)
+from textmetric_bench.data.generated_origin import prompts_held_out, read_generated_card, read_pair_side
 from textmetric_bench.data.lengths import REGIMES
 from textmetric_bench.errors import ConfigError
 
@@ -112,9 +113,12 @@ def read_corpus_card(path: Path) -> CorpusCard:
 
     Its origin is `download` (every file has a url and a sha256), `package` (files of an installed distribution)
     or `local` (files on disk, absolute or relative to the card's directory; sha256 optional). Without an
-    `origin` section a card whose files have no url is local.
+    `origin` section a card whose files have no url is local. A `generated` card has no files
+    (`textmetric_bench.data.generated_origin`).
     """
     top = _load_yaml(path)
+    if isinstance(top.data.get("origin"), dict) and top.data["origin"].get("kind") == "generated":
+        return read_generated_card(top)
     top.reject_unknown({"name", "description", "licence", "homepage", "origin", "files", "parser", "normalise",
                         "language", "counts"})
     files_raw = top.get("files", list)
@@ -212,13 +216,14 @@ def read_pair_card(path: Path, cards: Sequence[Path] | None = None) -> PairCard:
 def _read_pair_card(path: Path, cards: tuple[Path, ...]) -> PairCard:
     top = _load_yaml(path)
     top.reject_unknown({"name", "description", "a", "b", "regime"})
-    a, b = top.get("a", str), top.get("b", str)
+    (a, a_select), (b, b_select) = read_pair_side(top, "a"), read_pair_side(top, "b")
     known = corpus_names(cards)
     for side, corpus in (("a", a), ("b", b)):
         if corpus not in known:
             raise top.fail(side, f"{corpus!r} is not a corpus card (available: {', '.join(known)})")
-    if a == b:
+    if a == b and (a_select is None or b_select is None or a_select == b_select):
         raise top.fail("b", f"both sides are {a!r}")
+    prompts_held_out(top, {"a": (a, a_select), "b": (b, b_select)}, lambda name: corpus_card(name, cards))
     regime = top.get("regime", str, None, choices={name for name, _ in REGIMES})
     return PairCard(a=a, b=b, name=top.get("name", str), description=top.get("description", str).strip(),
-                    regime=regime)
+                    regime=regime, a_select=a_select, b_select=b_select)

@@ -13,14 +13,16 @@ import re
 import unicodedata
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Callable, Mapping, NamedTuple, Sequence
 
 from textmetric_bench.data import fetch, file_sets
 from textmetric_bench.data.card_schema import TEXT_OPTION
 from textmetric_bench.data.card_schema import CardFile, CorpusCard, Normalisation
+from textmetric_bench.data.card_schema import Selection
 from textmetric_bench.data.cards import corpus_card, pair_card
+from textmetric_bench.data.generated_origin import in_part
 from textmetric_bench.data.parsing import parse_file
-from textmetric_bench.errors import DataError
+from textmetric_bench.errors import ConfigError, DataError
 
 log = logging.getLogger(__name__)
 
@@ -45,11 +47,32 @@ class Source:
     files: tuple[SourceFile, ...] = ()
     card: str | None = None
     normalise: Normalisation = field(default_factory=Normalisation)
+    select: Selection | None = None
+    generated: Mapping[str, Any] | None = None
 
     def record(self) -> dict:
-        """What `run.json` keeps of this source: texts used, the card, and every file with its sha256."""
-        return {"texts": len(self.texts), "raw_texts": sum(f.raw_texts for f in self.files), "card": self.card,
-                "files": [{k: v for k, v in asdict(f).items() if v is not None} for f in self.files]}
+        """What `run.json` keeps of this source: texts used, the card, and every file with its sha256; the part
+        selected (``select``) and, for machine-written text, what wrote it (``generated``)."""
+        record = {"texts": len(self.texts), "raw_texts": sum(f.raw_texts for f in self.files), "card": self.card,
+                  "files": [{k: v for k, v in asdict(f).items() if v is not None} for f in self.files]}
+        if self.select is not None:
+            record["select"] = asdict(self.select)
+        if self.generated is not None:
+            record["generated"] = dict(self.generated)
+        return record
+
+
+class GeneratedTexts(NamedTuple):
+    """What a generator hands the data layer: the texts, the file they are kept in, and what made them."""
+
+    texts: tuple[str, ...]
+    file: SourceFile
+    record: dict
+
+
+#: Writes a generated corpus: (its card, the human source it continues, the cache directory) -> its texts. Made
+#: above the data layer (`textmetric_bench.collections.generated.corpus_generator`) and handed to the loaders.
+Generate = Callable[[CorpusCard, Source, Path], GeneratedTexts]
 
 
 def raw_texts(card: CorpusCard, *, cache_dir: str | Path | None = None,
@@ -81,8 +104,12 @@ def _directory_texts(card: CorpusCard, spec: CardFile, raw: list[str]) -> Source
                       file_count=len(members))
 
 
-def read_source(card: CorpusCard, *, cache_dir: str | Path | None = None, mirror: str | Path | None = None) -> Source:
-    """The normalised unique texts of ``card``, in file order with first occurrences kept."""
+def read_source(card: CorpusCard, *, cache_dir: str | Path | None = None, mirror: str | Path | None = None,
+                cards: Sequence[Path] | None = None, generate: Generate | None = None) -> Source:
+    """The normalised unique texts of ``card``, in file order with first occurrences kept; a generated card's
+    texts come from ``generate``, its human corpus looked up in ``cards``."""
+    if card.generated is not None:
+        return generated_source(card, cache_dir=cache_dir, mirror=mirror, cards=cards, generate=generate)
     raw, files = raw_texts(card, cache_dir=cache_dir, mirror=mirror)
     texts = normalise_texts(raw, card.normalise)
     section = "the normalise section of its card" if card.path is not None else "the file"
@@ -100,9 +127,49 @@ def read_source(card: CorpusCard, *, cache_dir: str | Path | None = None, mirror
 
 
 def load_source(name: str, *, cache_dir: str | Path | None = None, mirror: str | Path | None = None,
-                cards: Sequence[Path] | None = None) -> Source:
+                cards: Sequence[Path] | None = None, generate: Generate | None = None) -> Source:
     """Corpus `name`, its card looked up in ``cards`` (default: `textmetric_bench.data.cards.card_dirs()`)."""
-    return read_source(corpus_card(name, cards), cache_dir=cache_dir, mirror=mirror)
+    return read_source(corpus_card(name, cards), cache_dir=cache_dir, mirror=mirror, cards=cards, generate=generate)
+
+
+def human_card_of(card: CorpusCard, cards: Sequence[Path] | None = None) -> CorpusCard:
+    """The card of the human corpus a generated ``card`` continues; ConfigError if it is unknown or generated."""
+    assert card.generated is not None
+    try:
+        human = corpus_card(card.generated.source, cards)
+    except ConfigError as err:
+        raise ConfigError(f"card {card.path}: origin.source: {err}") from None
+    if human.generated is not None:
+        raise ConfigError(f"card {card.path}: origin.source {human.name!r} is itself generated by a language "
+                          f"model; name the card of a human corpus (its origin.source: {human.generated.source!r})")
+    return human
+
+
+def generated_source(card: CorpusCard, *, cache_dir: str | Path | None = None, mirror: str | Path | None = None,
+                     cards: Sequence[Path] | None = None, generate: Generate | None = None) -> Source:
+    """The texts a language model wrote from the human corpus of ``card`` (docs/data.md, "Machine-written text")."""
+    human_card = human_card_of(card, cards)
+    if generate is None:
+        raise ConfigError(f"corpus {card.name!r} is written by a language model (origin kind 'generated') and no "
+                          f"generator was given: load it in a run (or textmetric_bench.evaluate), or pass "
+                          f"generate=textmetric_bench.collections.generated.corpus_generator(lm_config)")
+    human = read_source(human_card, cache_dir=cache_dir, mirror=mirror)
+    made = generate(card, human, fetch.resolve_cache_dir(cache_dir))
+    return Source(card.name, made.texts, (made.file,), str(card.path) if card.path else None, human.normalise,
+                  generated=made.record)
+
+
+def select_part(source: Source, selection: Selection | None, what: str) -> Source:
+    """The texts of ``source`` in part ``selection`` (all of them for None); ``what`` names it in the error."""
+    if selection is None:
+        return source
+    texts = tuple(t for t in source.texts if in_part(t, selection))
+    if not texts:
+        raise DataError(f"{what}: part {selection.part} of {selection.parts} of corpus {source.name!r} holds no "
+                        f"text ({len(source.texts)} texts in all); choose fewer parts")
+    log.info("%s: part %d of %d of %s, %d of %d texts", what, selection.part, selection.parts, source.name,
+             len(texts), len(source.texts))
+    return replace(source, texts=texts, select=selection)
 
 
 def load_corpus(name: str, *, cache_dir: str | Path | None = None, mirror: str | Path | None = None,
@@ -113,12 +180,14 @@ def load_corpus(name: str, *, cache_dir: str | Path | None = None, mirror: str |
 
 def load_pair(
     name: str, *, cache_dir: str | Path | None = None, mirror: str | Path | None = None,
-    cards: Sequence[Path] | None = None,
+    cards: Sequence[Path] | None = None, generate: Generate | None = None,
 ) -> tuple[Source, Source]:
-    """Both corpora of pair `name`, with texts found in both removed from both so KSC corpora stay disjoint."""
+    """Both corpora of pair `name` (each the part its side selects), with texts found in both removed from both so
+    KSC corpora stay disjoint; ``generate`` writes a side whose card is generated."""
     card = pair_card(name, cards)
-    a = load_source(card.a, cache_dir=cache_dir, mirror=mirror, cards=cards)
-    b = load_source(card.b, cache_dir=cache_dir, mirror=mirror, cards=cards)
+    a, b = (select_part(load_source(corpus, cache_dir=cache_dir, mirror=mirror, cards=cards, generate=generate),
+                        selection, f"pair {card.name!r} side {side}")
+            for side, corpus, selection in (("a", card.a, card.a_select), ("b", card.b, card.b_select)))
     return disjoint_pair(a, b, f"pair {card.name!r}")
 
 

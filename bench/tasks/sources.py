@@ -13,7 +13,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from textmetric_bench.data.cards import card_dirs as search_path
 from textmetric_bench.data.cards import corpus_card, pair_card, pair_names
-from textmetric_bench.data.corpora import Source, disjoint_pair, load_pair, load_source
+from textmetric_bench.data.corpora import Generate, Source, disjoint_pair, human_card_of, load_pair, load_source
 from textmetric_bench.data.fetch import local_file
 from textmetric_bench.data.local_files import file_card, is_corpus_file, load_file
 from textmetric_bench.errors import ConfigError, DataError
@@ -66,7 +66,8 @@ def pair_sources(run: RunInputs) -> PairSources:
     """Both sources of the run's pair, normalised, de-duplicated and disjoint, with what they were read from."""
     cfg, cache_dir, mirror = run.cfg, run.cache_dir, run.mirror
     if not is_file_pair(cfg):
-        a, b = load_pair(str(cfg.pair.name), cache_dir=cache_dir, mirror=mirror, cards=card_dirs(cfg))
+        a, b = load_pair(str(cfg.pair.name), cache_dir=cache_dir, mirror=mirror, cards=card_dirs(cfg),
+                         generate=text_generator(run))
         return PairSources(str(cfg.pair.name), a, b)
     a, b = (load_file(path, name=given, field=field, field_setting=setting, what=f"pair.{side}")
             for side, given, path, field, setting in _pair_files(cfg))
@@ -99,7 +100,23 @@ def ifc_source(run: RunInputs, source: str, text_field: str | None) -> Source:
     if is_corpus_file(source):
         return load_file(user_path(source), name=source, field=text_field, field_setting="ifc.text_field",
                          what="ifc.source")
-    return load_source(source, cache_dir=run.cache_dir, mirror=run.mirror, cards=card_dirs(run.cfg))
+    return load_source(source, cache_dir=run.cache_dir, mirror=run.mirror, cards=card_dirs(run.cfg),
+                       generate=text_generator(run))
+
+
+def text_generator(run: RunInputs) -> Generate:
+    """What writes a corpus whose card is generated (docs/data.md, "Machine-written text"): the run's `lm`."""
+    from textmetric_bench.collections.generated import corpus_generator
+
+    return corpus_generator(OmegaConf.to_container(run.cfg.lm, resolve=True),  # type: ignore[arg-type]
+                            progress=bool(run.cfg.get("progress", True)))
+
+
+def check_corpus_card(name: str, cards: tuple[Path, ...]) -> None:
+    """Corpus card ``name`` is valid, and, if generated, so is the card of its human corpus."""
+    card = corpus_card(name, cards)
+    if card.generated is not None:
+        human_card_of(card, cards)
 
 
 def check_pair(cfg: DictConfig) -> None:
@@ -112,7 +129,7 @@ def check_pair(cfg: DictConfig) -> None:
     elif OmegaConf.select(cfg, "pair.name") is not None:
         pair = pair_card(str(cfg.pair.name), cards)
         for side in (pair.a, pair.b):
-            corpus_card(side, cards)
+            check_corpus_card(side, cards)
 
 
 #: The keys of `pair=files` (conf/pair/files.yaml) besides its name.
@@ -146,7 +163,7 @@ def check_ifc_source(cfg: DictConfig) -> None:
     if is_corpus_file(source):
         _check_file(file_card(user_path(source), name=source, field=cfg.ifc.get("text_field"), what="ifc.source"))
     else:
-        corpus_card(source, card_dirs(cfg))
+        check_corpus_card(source, card_dirs(cfg))
 
 
 def _check_file(card) -> None:
