@@ -52,6 +52,7 @@ def test_paper_pair_runs_via_the_mirror(tmp_path, cache_dir, mirror_dir):
     assert proc.returncode == 0, proc.stderr[-3000:]
     info = json.loads((out / "run.json").read_text())
     assert info["sources"]["clinc150"]["texts"] > 20000 and info["sources"]["banking77"]["texts"] > 9000
+    assert info["regime"] == "sentence"  # both sides' median words a text (bench/data/lengths.py)
     measures = pd.read_csv(out / "measures.csv").set_index("metric")
     assert set(measures.index) == set(default_metrics()) and measures["A"].notna().all()
     # Even tiny corpora separate these domains: each of 004's eight metrics orders most judgements right.

@@ -144,6 +144,7 @@ def test_end_to_end_small_grid_on_the_embedded_pair(tmp_path, cache_dir):
     assert re.search(r"^metric +(\S+ +)*S +I\b", proc.stdout, re.M), proc.stdout[-2000:]  # the header, as plain text
     info = json.loads((out / "run.json").read_text())
     assert info["grid"]["sizes"] == [20, 40, 80] and not info["failures"]
+    assert info["regime"] == "sentence"  # the fortune pair: both sides' median words a text
     measures = pd.read_csv(out / "measures.csv")
     assert len(measures) == 4 and np.isfinite(measures[["S", "I"]].to_numpy()).all()
     # FID is biased upwards on small samples: the size curve approaches d(A, B) from above.

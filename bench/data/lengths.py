@@ -34,3 +34,11 @@ def length_regime(median_words: float) -> str:
     """The regime of a corpus whose median text has ``median_words`` words: sentence (<= 30), paragraph
     (31-200) or document (> 200)."""
     return next(name for name, bound in REGIMES if median_words <= bound)
+
+
+def pair_regime(a: Sequence[str], b: Sequence[str]) -> str:
+    """The regime of a pair of corpora from the texts a run uses: both sides' regime when they agree, else both
+    names joined (``sentence+paragraph``), shorter first, so a mixed pair is never filed under one regime."""
+    sides = {length_regime(nearest_rank([word_count(t) for t in texts], 50)) for texts in (a, b)}
+    order = [name for name, _ in REGIMES]
+    return "+".join(sorted(sides, key=order.index))

@@ -10,6 +10,7 @@ import pandas as pd
 
 from textmetric_bench.collections.ksc import corpus_pairs, known_similarity_corpora, validate_ksc_parameters
 from textmetric_bench.collections.seeds import repetition_seed
+from textmetric_bench.data.lengths import pair_regime
 from textmetric_bench.measures.failures import per_repetition
 from textmetric_bench.measures.ksc import collection_measures, zscore
 from textmetric_bench.measures.own_noise import COLUMNS as OWN_NOISE_COLUMNS
@@ -80,7 +81,7 @@ class KSCTask(Task, name="ksc", settings=KSCSettings, fields=("repetition", "i",
         return Collections(corpora, evaluations,
                            fingerprint={"task": "ksc", "pair": sources.label, "k": s.k, "n": s.n, "seed": run.seed},
                            info={"pair": sources.label, "k": s.k, "n": s.n, "repetitions": s.repetitions,
-                                 "sources": sources.record()},
+                                 "sources": sources.record(), "regime": pair_regime(a.texts, b.texts)},
                            extra={"k": s.k}, sides={a.name: a.texts, b.name: b.texts},
                            positions={f"r{r}c{c.index}": c.known_position  # for the oracle: mixing proportions
                                       for r, coll in enumerate(collections) for c in coll})

@@ -20,6 +20,7 @@ import pandas as pd
 
 from textmetric_bench.collections.size_imbalance import (CURVES, SOURCE_POSITIONS, RobustnessGrid, draw_sample_pair, feasible_grid,
                                               sample_seed, validate_robustness_parameters)
+from textmetric_bench.data.lengths import pair_regime
 from textmetric_bench.measures.failures import failure_summary
 from textmetric_bench.measures.robustness import asymptotic_distance, imbalance_robustness, size_robustness
 from textmetric_bench.reports.labels import plural
@@ -102,7 +103,7 @@ class RobustnessTask(Task, name="robustness", settings=RobustnessSettings, field
                            fingerprint={"task": "robustness", "pair": sources.label, "seed": seed,
                                         "n_ref": grid.n_ref, "imbalance_total": grid.imbalance_total},
                            info={"pair": sources.label, "repetitions": reps, "grid": grid_info,
-                                 "sources": sources.record()},
+                                 "sources": sources.record(), "regime": pair_regime(a.texts, b.texts)},
                            positions={cid: SOURCE_POSITIONS[cid[-1]] for cid in corpora},  # for the oracle
                            sides={a.name: a.texts, b.name: b.texts})
 

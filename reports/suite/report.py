@@ -12,7 +12,8 @@ and writes, into ``root`` unless told otherwise:
   (Holm-adjusted p of Wilcoxon's test of every two metrics);
 - ``repetitions.csv`` (every value per setting and repetition), ``groups.csv`` (per measure and metric: its mean
   over the settings and its group, ``textmetric_bench.reports.suite.groups``), ``paired_<measure>.csv``
-  (Holm-adjusted p of the paired test over repetitions between every two metrics);
+  (Holm-adjusted p of the paired test over repetitions between every two metrics), ``regimes.csv`` (the same
+  groups over the settings of each length regime alone, ``textmetric_bench.reports.suite.regimes``);
 - ``cd_<measure>.png`` and ``card_<metric>.png``.
 
 Files of these kinds that an earlier report wrote and this one does not are removed, so none goes stale.
@@ -32,6 +33,7 @@ from textmetric_bench.reports.cards.figure import card_figure
 from textmetric_bench.reports.labels import format_score
 from textmetric_bench.reports.suite.cd import cd_caption, cd_diagram, measure_title
 from textmetric_bench.reports.suite.groups import TEST, MeasureGroups, group_measure, groups_frame
+from textmetric_bench.reports.suite.regimes import regime_groups, regimes_frame, regimes_section
 from textmetric_bench.reports.suite.ranks import (ALPHA, POSTHOC, MeasureRanks, not_separated, rank_measures,
                                                   ranks_frame, setting_ranks_frame)
 from textmetric_bench.reports.suite.settings import (SUITE_MEASURES, load_settings, own_noise, read_catalogue,
@@ -62,10 +64,12 @@ def write_suite_report(root: Path, out_dir: Path | None = None) -> dict[str, Pat
     repetitions = repetition_table(runs, root)
     groups = {measure: g for measure, r in ranks.items() if (g := group_measure(
         repetitions, measure, list(r.values.index), list(r.values.columns))) is not None}
+    by_regime = regime_groups(table, repetitions, ranks)
     noise, catalogue = own_noise(runs, root), read_catalogue(root)
     files = {"settings": out_dir / "settings.csv", "ranks": out_dir / "ranks.csv",
              "setting_ranks": out_dir / "setting_ranks.csv", "repetitions": out_dir / "repetitions.csv",
-             "groups": out_dir / "groups.csv", "suite_report": out_dir / "suite_report.md"}
+             "groups": out_dir / "groups.csv", "regimes": out_dir / "regimes.csv",
+             "suite_report": out_dir / "suite_report.md"}
     table.to_csv(files["settings"], index=False)
     repetitions.to_csv(files["repetitions"], index=False)
     frame = ranks_frame(ranks)
@@ -73,6 +77,7 @@ def write_suite_report(root: Path, out_dir: Path | None = None) -> dict[str, Pat
                       for m, metric in zip(frame["measure"], frame["metric"])]
     frame.to_csv(files["ranks"], index=False)
     groups_frame(groups).to_csv(files["groups"], index=False)
+    regimes_frame(by_regime).to_csv(files["regimes"], index=False)
     setting_ranks_frame(ranks).to_csv(files["setting_ranks"], index=False)
     for measure, result in ranks.items():
         files[f"posthoc_{measure}"] = out_dir / f"posthoc_{file_name(measure)}.csv"
@@ -85,7 +90,7 @@ def write_suite_report(root: Path, out_dir: Path | None = None) -> dict[str, Pat
     for card in cards:
         files[f"card_{card.metric}"] = card_figure(card, out_dir / f"card_{file_name(card.metric)}.png")
     lines = [f"# Suite report: {root.name}", "", *settings_section(runs, table, root), *ranks_section(ranks, groups),
-             *bounds_section(table), "## One card per metric", ""]
+             *regimes_section(by_regime, table), *bounds_section(table), "## One card per metric", ""]
     lines += [card_markdown(card, f"card_{file_name(card.metric)}.png") for card in cards]
     files["suite_report"].write_text("\n".join(lines) + "\n", encoding="utf-8")
     for path in stale - set(files.values()):

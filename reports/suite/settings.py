@@ -19,7 +19,7 @@ from textmetric_bench.reports.sweep.runs import Run, load_run
 
 #: The per-setting table: one row per (setting, metric, measure).
 SETTING_COLUMNS = ["setting", "task", "pair", "k", "n", "seed", "repetitions", "metric", "source", "orientation",
-                   "measure", "mean", "ci_low", "ci_high", "n_reps", "run_dir"]
+                   "measure", "mean", "ci_low", "ci_high", "n_reps", "regime", "run_dir"]
 #: The per-repetition table: one row per (setting, metric, repetition, measure).
 REPETITION_COLUMNS = ["setting", "metric", "repetition", "measure", "value"]
 #: Measures a suite ranks, as measures.csv names them; T100 is T in another unit and is left out.
@@ -81,7 +81,8 @@ def setting_table(runs: list[Run], root: Path | None = None) -> pd.DataFrame:
         summary["metric"] = names.str.removesuffix(REFERENCE_MARK)
         frames.append(summary.assign(setting=label, task=run.task, pair=run.pair, k=run.config.get("k"),
                                      n=run.config.get("n"), seed=run.config.get("seed"),
-                                     repetitions=run.repetitions, run_dir=str(run.path)))
+                                     repetitions=run.repetitions, regime=run.manifest.get("regime"),
+                                     run_dir=str(run.path)))
     if not frames:
         return pd.DataFrame(columns=SETTING_COLUMNS)
     return pd.concat(frames, ignore_index=True).reindex(columns=SETTING_COLUMNS)
