@@ -25,8 +25,8 @@ import numpy as np
 from textmetric_bench.console import adopt_library_loggers, progress_bar
 from textmetric_bench.errors import EmbeddingError
 from textmetric_bench.numerics import EXACT_PRODUCTS, PINNED_LABEL, numerics_label, torch_follows_the_switches
-from textmetric_bench.features.long_texts import (LONG_TEXT_MODES, LengthLimit, encode_windows, read_window,
-                                                  token_counter, word_piece_tokenizer)
+from textmetric_bench.features.long_texts import (LONG_TEXT_MODES, LengthLimit, encode_windowing_long, read_window,
+                                                  token_counter, window_limit, windows_tag, word_piece_tokenizer)
 from textmetric_bench.features.shard_cache import VectorCache, slug, text_key
 
 log = logging.getLogger(__name__)
@@ -54,7 +54,7 @@ class Embedder:
     window: int | None = None  # word pieces the model reads ([CLS] and [SEP] included); None: not stated
     long_texts: str = "truncate"  # what a longer text gets: LONG_TEXT_MODES
     count_tokens: Callable[[list[str]], list[int]] | None = None  # word pieces of each text
-    lengths: dict[str, int] = field(default_factory=dict)  # text -> its word pieces, of every text embedded
+    lengths: dict[str, int] = field(default_factory=dict)  # text -> its word pieces, of every text counted
 
     def __post_init__(self) -> None:
         if self.long_texts not in LONG_TEXT_MODES:
@@ -64,41 +64,32 @@ class Embedder:
     @property
     def limit(self) -> LengthLimit:
         """The window and what a longer text gets, for the run's record."""
-        unit = "word pieces ([CLS] and [SEP] included)"
-        if self.window is None:
-            return LengthLimit(None, unit, "not known: this embedder states no window", cuts=False)
-        if self.long_texts == "windows":
-            return LengthLimit(self.window, unit, f"embedded whole as consecutive windows of {self.window} word pieces, "
-                               "mean-pooled over all their tokens and normalised (embedder.long_texts=windows)",
-                               cuts=False)
-        return LengthLimit(self.window, unit, f"cut to its first {self.window} word pieces; the rest is not embedded "
-                           "(embedder.long_texts=truncate; `windows` embeds it whole)")
+        return window_limit(self.window, self.long_texts)
+
+    def windowed(self, text: str) -> bool:
+        """Whether ``text`` (embedded before) is embedded as windows: longer than the window, in windows mode."""
+        return self.long_texts == "windows" and self.window is not None and self.lengths[text] > self.window
 
     @property
     def identity(self) -> str:
-        """What the vectors of the texts embedded so far depend on: the model id, and the mode when a text was
-        longer than the window in the mode that differs from the model's own cut (results depend on it)."""
-        return self.model_id + (self.windows_tag if self.long_texts == "windows" and self.long_ones() else "")
-
-    @property
-    def windows_tag(self) -> str:
-        return f"|long-texts=windows/{self.window}"
-
-    def long_ones(self) -> list[str]:
-        """The texts embedded so far that are longer than the window."""
-        return [t for t, n in self.lengths.items() if self.window is not None and n > self.window]
+        """What the vectors of the texts counted so far depend on: the model id, and the mode and window when a
+        text is windowed (the model's own cut, truncate, is what the id always meant)."""
+        return self.model_id + (windows_tag(self.window) if any(map(self.windowed, self.lengths)) else "")
 
     def key(self, text: str) -> str:
         """The cache key of ``text``: its digest, with the mode and window when windows embed it."""
-        long = self.long_texts == "windows" and self.window is not None and self.lengths[text] > self.window
-        return text_key(f"{self.windows_tag}\0{text}") if long else text_key(text)
+        return text_key(f"{windows_tag(self.window)}\0{text}") if self.windowed(text) else text_key(text)
+
+    def count(self, texts: Sequence[str]) -> None:
+        """Count the word pieces of ``texts`` not counted before (``lengths``), when the embedder can."""
+        if self.count_tokens is not None:
+            new = [t for t in dict.fromkeys(texts) if t not in self.lengths]
+            self.lengths.update(zip(new, self.count_tokens(new)))
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Vectors of ``texts`` in order, shape (len(texts), dim)."""
         texts = list(texts)
-        if self.count_tokens is not None:
-            new = [t for t in dict.fromkeys(texts) if t not in self.lengths]
-            self.lengths.update(zip(new, self.count_tokens(new)))
+        self.count(texts)
         keys = [self.key(t) for t in texts]
         distinct = dict(zip(keys, texts))
         cached = len(self.cache.get(list(distinct))) if self.cache is not None else 0
@@ -252,20 +243,13 @@ def sentence_transformer(
                                      f"sentence_bert_config.json says {window}; make them agree")
             state["model"] = loaded
             adopt_library_loggers()  # transformers, imported just now, prints through its own handler
+        def whole(some: list[str]) -> np.ndarray:
+            return encode_by_length(state["model"], some, batch_size=batch_size, show_progress=show_progress)
+
         if long_texts != "windows":
-            return encode_by_length(state["model"], texts, batch_size=batch_size, show_progress=show_progress)
-        lengths = count(texts)
-        short = [i for i, n in enumerate(lengths) if n <= window]
-        long = [i for i, n in enumerate(lengths) if n > window]
-        parts = [(short, encode_by_length(state["model"], [texts[i] for i in short], batch_size=batch_size,
-                                          show_progress=show_progress)),
-                 (long, encode_windows(state["model"], tokenizer, [texts[i] for i in long], window=window,
-                                       batch_size=batch_size))]
-        vectors = np.empty((len(texts), max(v.shape[1] for _, v in parts)), dtype=np.float32)
-        for rows, part in parts:
-            if rows:
-                vectors[rows] = part
-        return vectors
+            return whole(texts)
+        return encode_windowing_long(state["model"], tokenizer, texts, window=window, batch_size=batch_size,
+                                     encode_whole=whole)
 
     cache = EmbeddingCache(cache_dir, model_id) if cache_dir is not None else None
     return Embedder(model_id=model_id, encode=encode, cache=cache, window=window, long_texts=long_texts,

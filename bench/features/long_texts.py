@@ -38,6 +38,23 @@ class LengthLimit:
                 "longest": max(lengths, default=0) if self.limit is not None else None}
 
 
+def window_limit(window: int | None, mode: str) -> LengthLimit:
+    """An embedder's window and what ``mode`` gives a longer text, as the run records it."""
+    unit = "word pieces ([CLS] and [SEP] included)"
+    if window is None:
+        return LengthLimit(None, unit, "not known: this embedder states no window", cuts=False)
+    if mode == "windows":
+        return LengthLimit(window, unit, f"embedded whole as consecutive windows of {window} word pieces, mean-pooled "
+                           "over all their tokens and normalised (embedder.long_texts=windows)", cuts=False)
+    return LengthLimit(window, unit, f"cut to its first {window} word pieces; the rest is not embedded "
+                       "(embedder.long_texts=truncate; `windows` embeds it whole)")
+
+
+def windows_tag(window: int | None) -> str:
+    """What names windows mode in a cache key and in the embedder id of a run that windowed texts."""
+    return f"|long-texts=windows/{window}"
+
+
 def read_window(model_dir: Path | str) -> int | None:
     """The model's ``max_seq_length`` as sentence-transformers sets it (``sentence_bert_config.json``), without
     loading the model; None when the directory does not say (a loaded model's own value is checked against it)."""
@@ -105,6 +122,22 @@ def pooling_split(model) -> tuple[list, list]:
                         "model's Pooling does")
     cut = names.index("Pooling") + 1
     return modules[:cut], modules[cut:]
+
+
+def encode_windowing_long(model, tokenizer, texts: Sequence[str], *, window: int, batch_size: int,
+                          encode_whole: Callable[[list[str]], np.ndarray]) -> np.ndarray:
+    """Vectors of ``texts``: those within the window by ``encode_whole`` (the model's own path), the longer ones
+    by ``encode_windows``."""
+    lengths = [len(e.ids) for e in tokenizer.encode_batch(list(texts))]
+    short = [i for i, n in enumerate(lengths) if n <= window]
+    long = [i for i, n in enumerate(lengths) if n > window]
+    parts = [(short, encode_whole([texts[i] for i in short])),
+             (long, encode_windows(model, tokenizer, [texts[i] for i in long], window=window, batch_size=batch_size))]
+    vectors = np.empty((len(texts), max(v.shape[1] for _, v in parts)), dtype=np.float32)
+    for rows, part in parts:
+        if rows:
+            vectors[rows] = part
+    return vectors
 
 
 def encode_windows(model, tokenizer, texts: Sequence[str], *, window: int, batch_size: int) -> np.ndarray:

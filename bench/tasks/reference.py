@@ -106,7 +106,9 @@ def merge_reference(run: RunInputs, collections: Collections, measures: pd.DataF
     def embedder_id() -> str | None:  # built only if a metric of embeddings is to be merged; loads no model
         if "id" not in embedder:
             try:
-                embedder["id"] = build_embedder(run.cfg, run.cache_dir).model_id
+                made = build_embedder(run.cfg, run.cache_dir)
+                made.count([t for corpus in collections.corpora.values() for t in corpus])  # windowed texts, if any
+                embedder["id"] = made.identity
             except BenchError as exc:
                 embedder["id"] = f"none ({exc})"
         return embedder["id"]
