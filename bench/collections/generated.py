@@ -113,9 +113,13 @@ def generated_texts(card: CorpusCard, human: Source, cache_dir: Path, *, lm_cfg:
     key = generation_key(settings)
     directory = make_dirs(Path(cache_dir) / "generated" / slug(card.name), f"the generated corpus {card.name}")
     texts_file, meta_file = directory / f"{key}.jsonl", directory / f"{key}.json"
-    if not meta_file.is_file():
+
+    def written() -> bool:  # the record is written after the texts
+        return meta_file.is_file() and texts_file.is_file()
+
+    if not written():
         with held_lock(directory / f".{key}.lock", f"writing the generated corpus {card.name}"):
-            if not meta_file.is_file():  # another job wrote it while this one waited
+            if not written():  # another job wrote it while this one waited
                 remove_stale_temporaries(directory)
                 write_corpus(card, human, pool, settings, lm_cfg, Path(cache_dir), texts_file, meta_file, progress)
     meta = json.loads(meta_file.read_text(encoding="utf-8"))

@@ -15,6 +15,7 @@ import yaml
 from textmetric_bench import shipped_path
 from textmetric_bench.collections.generated import corpus_generator
 from textmetric_bench.data.card_counts import counts_block, write_counts
+from textmetric_bench.data.card_schema import CorpusCard
 from textmetric_bench.data.file_sets import COUNTS_COMMAND
 from textmetric_bench.data.cards import corpus_card, read_corpus_card
 from textmetric_bench.data.corpora import read_source
@@ -52,6 +53,23 @@ def plural(n: int, noun: str) -> str:
     return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
+def cost_numbers(card_text: str) -> tuple[int, int]:
+    """(seconds, tokens a second) of a generated card's cost line."""
+    found = re.search(r"^# cost: written in (\d+) s \(([\d,]+) tokens through the model, (\d+) a second", card_text,
+                      re.MULTILINE)
+    if found is None:
+        raise ValueError(f"no cost line; write one with {COMMAND} --write")
+    return int(found.group(1)), int(found.group(3))
+
+
+def docs_row(card: CorpusCard) -> str:
+    """The card's row of docs/data.md's table of shipped machine-written corpora, from its counts and cost line."""
+    assert card.generated is not None and card.path is not None
+    seconds, rate = cost_numbers(card.path.read_text(encoding="utf-8"))
+    return (f"| `{card.name}` | `{card.generated.source}` | {card.counts['texts']:,} | {card.counts['words_median']} "
+            f"| {seconds} | {rate} |")
+
+
 def write_cost(path: Path, line: str) -> None:
     """Replace the card's cost line (or append one); its counts block names this command as its writer."""
     text = COST_LINE.sub("", path.read_text(encoding="utf-8")).rstrip("\n")
@@ -80,12 +98,14 @@ def main(argv: list[str] | None = None) -> None:
             counts = length_counts(source.texts)
             assert source.generated is not None
             line = cost_line(source.generated["statistics"])
-            print(f"{card.name} ({card.path}):\n  " + counts_block(counts).replace("\n", "\n  ").rstrip()
+            block = counts_block(counts).replace(COUNTS_COMMAND, COMMAND)
+            print(f"{card.name} ({card.path}):\n  " + block.replace("\n", "\n  ").rstrip()
                   + "\n  " + line.rstrip())
             if args.write:
                 assert card.path is not None
                 write_counts(card.path, counts)
                 write_cost(card.path, line)
+                print("  docs/data.md: " + docs_row(read_corpus_card(card.path)))
     except BenchError as exc:
         raise SystemExit(f"error: {exc}") from None
 
