@@ -33,12 +33,14 @@ def sweep_jobs(suite: str, *extra: str) -> list[list[str]]:
     return batch
 
 
-def job_settings(suite: str, *extra: str) -> set[tuple]:
-    """(pair, task, k) of every job of the suite, each composed as its job is."""
+def job_settings(suite: str, *extra: str, with_n: bool = False) -> set[tuple]:
+    """(pair, task, k) (and n) of every job of the suite that runs, each composed as its job is; jobs of settings
+    their pair does not take part in are skipped (``setting_not_for_pair``)."""
     found = set()
     for job in sweep_jobs(suite, *extra):
         cfg = compose_config([f"suite={suite}", *extra, *job])
-        found.add((cfg.pair.name, cfg.task.name, cfg.get("k")))
+        if setting_not_for_pair(cfg) is None:
+            found.add((cfg.pair.name, cfg.task.name, cfg.get("k"), *((cfg.get("n"),) if with_n else ())))
     return found
 
 
@@ -51,9 +53,16 @@ def test_the_paper_suite_is_004s_four_ksc_settings_and_the_robustness_runs_of_th
     assert cfg.hydra.sweep.dir == "multirun/suite/paper"  # no time stamp: the same command resumes
 
 
-def test_the_all_suite_is_every_shipped_pair_but_files_at_k_7_and_12_and_robustness():
-    assert job_settings("all") == {(p, "ksc", k) for p in SHIPPED_PAIRS for k in (7, 12)} | {
-        (p, "robustness", None) for p in SHIPPED_PAIRS}
+def test_the_all_suite_is_every_shipped_pair_but_files_in_the_settings_it_names():
+    settings = {"ksc_k7": ("ksc", 7, 100), "ksc_k12": ("ksc", 12, 100), "ksc_k12_n50": ("ksc", 12, 50),
+                "robustness": ("robustness", None, None)}
+    expected = set()
+    for pair in SHIPPED_PAIRS:
+        named = OmegaConf.load(CONF_DIR / "pair" / f"{pair}.yaml").get("suite_settings") or list(settings)
+        expected |= {(pair, *settings[s]) for s in named}
+    assert job_settings("all", with_n=True) == expected
+    ksc = {(p, k) for p, task, k, _ in expected if task == "ksc"}
+    assert len(ksc) >= 12 and all({(p, 7), (p, 12)} <= ksc for p in SHIPPED_PAIRS), "k = 7 and 12 on every pair"
 
 
 def test_a_users_pair_list_replaces_the_suites():
@@ -101,6 +110,21 @@ def test_every_pairs_suite_settings_exist():
     for name in SHIPPED_PAIRS:
         listed = OmegaConf.load(CONF_DIR / "pair" / f"{name}.yaml").get("suite_settings")
         assert listed is None or set(listed) <= settings, f"conf/pair/{name}.yaml names an unknown setting"
+
+
+def test_every_ksc_setting_a_pair_names_fits_its_corpora():
+    """A pair names only settings its sides can fill (by the cards' counts: 004's k·n/2 texts a side)."""
+    from textmetric_bench.collections.ksc import texts_needed
+    from textmetric_bench.data.cards import corpus_card, pair_card
+
+    for name in SHIPPED_PAIRS:
+        listed = OmegaConf.load(CONF_DIR / "pair" / f"{name}.yaml").get("suite_settings") or []
+        card = pair_card(name)
+        sizes = [corpus_card(side).counts["texts"] for side in (card.a, card.b)]
+        for setting in listed:
+            cfg = compose_config([f"pair={name}", f"setting={setting}"])
+            if cfg.task.name == "ksc":
+                assert all(size >= need for size, need in zip(sizes, texts_needed(cfg.k, cfg.n))), (name, setting)
 
 
 def test_the_recorded_catalogue_is_the_registrys():
