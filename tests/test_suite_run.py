@@ -65,3 +65,30 @@ def test_a_suite_killed_after_its_first_setting_resumes_and_ends_in_one_report(t
     for name in ("cd_rho.png", "cd_S.png", "card_zipf.png", "card_ngram_js.png", "metric_catalogue.csv"):
         assert (out / name).is_file(), name
     assert not (out / "card_oracle.png").exists()
+
+
+def test_suite_all_runs_through_the_ray_launcher_and_skips_what_a_pair_does_not_name(tmp_path):
+    """A suite is what a user takes to a cluster: ``suite=all`` on Hydra's Ray launcher (a local Ray cluster the
+    launcher starts), on the embedded pair. The pair names its suite settings (k = 7, k = 12, robustness), so the
+    job of ``ksc_k12_n50`` is skipped with a line, and the report is written in the launching process."""
+    import importlib.util
+
+    if importlib.util.find_spec("hydra_plugins.hydra_ray_launcher") is None:
+        pytest.skip("pip install 'textmetric-bench[ray]'")
+    out, cache = tmp_path / "suite", tmp_path / "cache"
+    command = ["suite=all" if c == "suite=paper" else c for c in COMMAND]
+    proc = subprocess.run([sys.executable, "-m", "textmetric_bench", *command, "hydra/launcher=ray_local",
+                           f"hydra.sweep.dir={out}"], cwd=tmp_path,
+                          env={**os.environ, "BENCH_CACHE_DIR": str(cache), "RAY_USAGE_STATS_ENABLED": "0",
+                               "BENCH_RAY_CPUS": "2"},
+                          capture_output=True, text=True, timeout=1200)
+    output = proc.stdout + proc.stderr
+    assert proc.returncode == 0, output[-4000:]
+    assert "setting ksc_k12_n50 skipped: pair fortune_computing_people" in output
+    assert "suite report: " in output
+    pair_dir = out / "fortune_computing_people"
+    assert {p.name for p in pair_dir.iterdir() if (p / "measures.csv").is_file()} == {"ksc_k7", "ksc_k12", "robustness"}
+    assert not (pair_dir / "ksc_k12_n50" / "measures.csv").exists()
+    ranks = pd.read_csv(out / "ranks.csv")
+    assert set(ranks["metric"]) == {"zipf", "chi", "ngram_js"}
+    assert set(ranks.loc[ranks["measure"] == "rho", "settings"]) == {2}
