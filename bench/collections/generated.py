@@ -29,6 +29,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from textmetric_bench.collections.ifc_generate import BATCHING, EMBEDDING_GRADIENT, LOSS_HEAD, SAMPLER, fine_tune_step
 from textmetric_bench.collections.seeds import repetition_seed
 from textmetric_bench.console import progress_bar
 from textmetric_bench.data.card_schema import CorpusCard, GeneratedOrigin, Normalisation
@@ -67,24 +68,16 @@ def generation_settings(card: CorpusCard, human: Source, lm_cfg: Mapping[str, An
     origin = card.generated
     assert origin is not None
     settings = {
-        "generator": GENERATOR, "sampler": sampler_version(), "torch": importlib.metadata.version("torch"),
+        "generator": GENERATOR, "sampler": SAMPLER, "torch": importlib.metadata.version("torch"),
         "model": model_id(model_config(origin, lm_cfg)), "options": asdict(origin),
         "human": {"name": human.name, "texts": len(human.texts), "normalise": asdict(human.normalise),
                   "texts_sha256": hashlib.sha256(json.dumps(list(human.texts)).encode("utf-8")).hexdigest(),
                   "files": [f.sha256 for f in human.files]},
     }
     if origin.fine_tune_steps:
-        from textmetric_bench.collections.ifc_generate import BATCHING, EMBEDDING_GRADIENT, LOSS_HEAD
-
         settings["fine_tuning"] = {"batching": BATCHING, "embedding_gradient": EMBEDDING_GRADIENT,
                                    "loss_head": LOSS_HEAD}
     return settings
-
-
-def sampler_version() -> str:
-    from textmetric_bench.collections.ifc_generate import SAMPLER
-
-    return SAMPLER
 
 
 def model_config(origin: GeneratedOrigin, lm_cfg: Mapping[str, Any]) -> dict:
@@ -171,8 +164,6 @@ def write_corpus(card: CorpusCard, human: Source, pool: list[str], settings: dic
 
 def fine_tune(model, tokenizer, origin: GeneratedOrigin, pool: Sequence[str], progress: bool) -> list[dict]:
     """``fine_tune_steps`` epochs, each over ``train_per_step`` texts of the prompt pool drawn afresh (IFC's step)."""
-    from textmetric_bench.collections.ifc_generate import fine_tune_step
-
     steps = []
     for step in range(1, origin.fine_tune_steps + 1):
         seed = int(repetition_seed(origin.seed, step, TRAIN_STREAM).generate_state(1)[0])

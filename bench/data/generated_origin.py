@@ -100,7 +100,7 @@ def read_generated_card(top: CardReader) -> CorpusCard:
 
 
 def read_pair_side(top: CardReader, side: str) -> tuple[str, Selection | None]:
-    """Side ``side`` of a pair card: a corpus name, or ``{corpus: NAME, select: {part: i, parts: n}}`` (a part of it)."""
+    """One side of a pair card: a corpus name, or a part of one: ``{corpus: NAME, select: {part: i, parts: n}}``."""
     value = top.get(side, (str, dict))
     if isinstance(value, str):
         return value, None
