@@ -4,10 +4,15 @@ The long texts are a fixture built from repeated words (one word piece each), no
 word pieces are known in advance, so the counts the record gives can be checked against them.
 """
 
+import importlib.util
+import json
 import logging
 
 import numpy as np
 import pytest
+import yaml
+
+from textmetric_bench import PROJECT_ROOT
 
 from textmetric_bench.api.registry import get_metric
 from textmetric_bench.features.embedding import Embedder, EmbeddingCache, encode_by_length, sentence_transformer
@@ -82,6 +87,10 @@ def test_a_text_of_two_and_a_half_windows_is_pooled_to_a_unit_vector_unlike_its_
     assert 0.9 < float(cut @ whole) < 1.0  # the same repeated word: close, but its last half-window counts
     assert windows.identity == windows.model_id + f"|long-texts=windows/{WINDOW}"
     assert embedder.identity == embedder.model_id  # truncate: the model's own cut, the ids results always had
+    counted = Embedder(windows.model_id, windows.encode, window=WINDOW, long_texts="windows",
+                       count_tokens=windows.count_tokens)
+    counted.count([LONG])  # what reference rows are checked against: counted, not embedded
+    assert counted.identity == windows.identity and counted.stats["encoded"] == 0
 
 
 def test_the_cache_keeps_the_modes_apart(tmp_path, embedder, windows):
@@ -90,16 +99,17 @@ def test_the_cache_keeps_the_modes_apart(tmp_path, embedder, windows):
                         long_texts=made.long_texts, count_tokens=made.count_tokens, progress=False)
 
     assert embedder.model_id == windows.model_id  # one cache directory for both modes
+    long = words(WINDOW)  # two windows, the second of 4 word pieces
     cut = fresh(embedder)
-    first = cut.embed([LONG, SHORT[0]])
+    first = cut.embed([long, SHORT[0]])
     assert cut.stats["encoded"] == 2
     whole = fresh(windows)
-    second = whole.embed([LONG, SHORT[0]])
+    second = whole.embed([long, SHORT[0]])
     assert whole.stats == {"encoded": 1, "cached": 1}  # the long text again; the short one has one vector
     assert np.array_equal(first[1], second[1]) and not np.array_equal(first[0], second[0])
     for made, expected in ((embedder, first), (windows, second)):
         again = fresh(made)
-        assert np.array_equal(again.embed([LONG, SHORT[0]]), expected)
+        assert np.array_equal(again.embed([long, SHORT[0]]), expected)
         assert again.stats == {"encoded": 0, "cached": 2}
 
 
@@ -108,7 +118,7 @@ def test_the_record_counts_texts_over_the_window_per_side(embedder, windows, cap
     b = [SHORT[2], EXACT, words(300), LONG + " mill"]
     generated = [words(400)]
     texts = a + b + generated
-    embedder.embed(texts)
+    embedder.count(texts)  # what embed() counts first; the record needs no vector
     with caplog.at_level(logging.INFO, logger="textmetric_bench.tasks.text_lengths"):
         record = long_text_records(texts, {"a": a, "b": b}, embedder, [])["embedder"]
     assert record["limit"] == WINDOW and record["cuts"]
@@ -119,7 +129,7 @@ def test_the_record_counts_texts_over_the_window_per_side(embedder, windows, cap
     assert len(warned) == 1 and "b: 2 of 4 texts (50.0%), longest 638" in warned[0].getMessage()
 
     caplog.clear()
-    windows.embed(texts)
+    windows.count(texts)
     with caplog.at_level(logging.INFO, logger="textmetric_bench.tasks.text_lengths"):
         record = long_text_records(texts, {"a": a, "b": b}, windows, [])["embedder"]
     assert not record["cuts"] and "windows" in record["done"] and record["corpora"]["b"]["over_limit"] == 2
@@ -163,3 +173,17 @@ def test_the_report_warns_of_cut_texts_and_notes_windowed_ones():
     assert whole.startswith("<p class=note>") and "embedded whole" in whole
     assert long_texts_html({"long_texts": {"embedder": {**cut, "corpora": {"b": corpora["b"]}}}}) == ""
     assert long_texts_html({}) == ""  # a run written before the record
+
+
+def test_the_measured_page_is_generated_from_its_quote_and_the_default_is_its_decision():
+    """docs/generated/long_texts.md is the page tests/benchmarks/long_texts.py makes from its quote, unedited;
+    the quote's decision follows from its numbers, and the shipped default is that decision."""
+    spec = importlib.util.spec_from_file_location("long_texts_quote", PROJECT_ROOT / "tests/benchmarks/long_texts.py")
+    quote = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(quote)
+    quoted = json.loads(quote.QUOTED.read_text(encoding="utf-8"))
+    assert quote.PAGE.read_text(encoding="utf-8") == quote.page(quoted)
+    assert quote.decide(quoted["pairs"]) == quoted["decision"]
+    shipped = yaml.safe_load((PROJECT_ROOT / "conf/embedder/minilm.yaml").read_text(encoding="utf-8"))
+    assert shipped["long_texts"] == quoted["decision"]
+    assert '--8<-- "docs/generated/long_texts.md"' in (PROJECT_ROOT / "docs/running.md").read_text(encoding="utf-8")
