@@ -8,7 +8,6 @@ from the team mirror, in the default tier.
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 
 import pytest

@@ -147,7 +147,7 @@ def test_the_docs_count_the_settings_the_suites_compose_and_the_threshold_the_co
     assert (f"`suite=paper` has {paper_ksc} KSC settings and {paper_rob} robustness settings, `suite=all` "
             f"{all_ksc} and {all_rob}") in text
     assert f"{paper_ksc + paper_rob} runs" in text and f"{all_ksc + all_rob} runs with the shipped pairs" in text
-    assert f"warn below {ENOUGH_SETTINGS}" in text and f"(.0625 at N = 5)" in text and 2 / 2 ** 5 == 0.0625
+    assert f"warn below {ENOUGH_SETTINGS}" in text and "(.0625 at N = 5)" in text and 2 / 2 ** 5 == 0.0625
 
 
 def test_a_key_of_one_task_only_needs_double_plus_in_a_suite():
