@@ -43,11 +43,13 @@ regenerate: $(STAMP)
 	$(BIN)/python -m pip install --quiet --no-deps compcor==1.0.6
 	$(BIN)/python -m textmetric_bench.tasks.regenerate $(STEPS)
 
-# The README's suite example (docs/suites.md): suite=paper at 004's settings (long: 6 runs; it resumes when run
-# again), then its critical-difference diagram of rho, a card and the numbers around them into the README.
+# The README's suite section (docs/suites.md): a full suite (SUITE=paper: 6 runs at 004's settings; SUITE=all: 25 runs,
+# its groups per length regime; either resumes when run again), then its critical-difference diagram of rho, a card
+# and the numbers around them into the README.
+SUITE ?= paper
 suite-example: $(STAMP)
-	$(BIN)/python -m textmetric_bench suite=paper engine.workers=auto
-	$(BIN)/python -m textmetric_bench.reports.suite.readme multirun/suite/paper
+	$(BIN)/python -m textmetric_bench suite=$(SUITE) engine.workers=auto
+	$(BIN)/python -m textmetric_bench.reports.suite.readme multirun/suite/$(SUITE) --suite $(SUITE)
 
 test-slow: $(STAMP)
 	$(BIN)/python -m pytest -q -m slow
