@@ -31,13 +31,11 @@ import pandas as pd
 from textmetric_bench.reports.labels import format_score
 from textmetric_bench.reports.suite.cd import measure_title
 from textmetric_bench.reports.suite.ranks import ALPHA
-from textmetric_bench.reports.suite.regimes import ORDER, regime_order
+from textmetric_bench.reports.suite.regimes import ORDER, SHOWN, regime_order
 from textmetric_bench.reports.suite.report import file_name
 
 START, END = "<!-- suite-example:start -->", "<!-- suite-example:end -->"
 MEASURE = "rho"
-#: The measures of the section's regime table: judgement accuracy and monotonicity.
-SHOWN = ("A", "rho")
 COMMAND = "python -m textmetric_bench suite={suite}"
 RESULTS = "reports/suite/{suite}_example"  # the suite's tables behind the README's numbers
 #: The suite the README's section is written from today (its tables in RESULTS).
