@@ -110,3 +110,20 @@ def test_progress_modes(mode, enabled, shown):
 def test_a_bad_progress_value_is_named():
     with pytest.raises(ValueError, match="progress='maybe'"):
         progress_mode("maybe")
+
+
+def test_help_is_the_harness_usage_not_hydras_page(tmp_path):
+    """`--help` from a directory of the user's own: the tasks, the common options, the docs and the exit codes."""
+    from textmetric_bench.tasks.registry import available_tasks
+
+    proc = subprocess.run([sys.executable, "-m", "textmetric_bench", "--help"], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(PROJECT_ROOT)})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    text = proc.stdout
+    assert "powered by Hydra" not in text and "$APP_CONFIG_GROUPS" not in text
+    for name in available_tasks():
+        assert re.search(rf"^  {name} +\S", text, re.M), name  # each task with its one-line description
+    for option in ("pair=files pair.a=", "metrics=", "engine.workers=auto", "suite=", "--hydra-help", "docs/index.md"):
+        assert option in text, option
+    assert re.search(r"^pair: .*\batis_news\b", text, re.M)  # Hydra's list of config groups, filled in
+    assert "Exit status: 0" in text and not list(tmp_path.iterdir())  # --help writes no directory

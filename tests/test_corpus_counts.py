@@ -121,3 +121,14 @@ def test_the_docs_pair_table_states_each_pairs_regime_and_ksc_fit():
         assert (regime, a.strip("`"), b.strip("`")) == (pair.regime, pair.a, pair.b), name
         smaller = min(corpus_card(pair.a).counts["texts"], corpus_card(pair.b).counts["texts"])
         assert ks == ", ".join(str(k) for k in (7, 12) if smaller >= texts_needed(k, 100)[0]), name
+
+
+def test_the_docs_table_of_texts_a_setting_needs_is_what_ksc_draws():
+    text = (PROJECT_ROOT / "docs" / "data.md").read_text(encoding="utf-8")
+    section = text.split("### How many texts a setting needs", 1)[1].split("\n#", 1)[0]
+    rows = [line for line in section.splitlines() if line.startswith("| ") and line[2].isdigit()]
+    assert len(rows) >= 4
+    for row in rows:
+        k, *cells = [c.strip() for c in row.strip("|").split("|")]
+        for n, cell in zip((30, 50, 100), cells, strict=True):
+            assert tuple(int(v) for v in cell.split(",")) == texts_needed(int(k), n), (k, n)

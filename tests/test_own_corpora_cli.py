@@ -52,6 +52,9 @@ def test_pair_files_runs_a_jsonl_against_a_csv_and_records_both(fortune, tmp_pat
     assert "KSC on texts_a.jsonl vs texts_b.csv" in proc.stdout and re.search(r"^chi ", proc.stdout, re.M)
     info = run_json(tmp_path)
     assert info["pair"] == "texts_a.jsonl vs texts_b.csv"
+    (run_dir,) = (tmp_path / "outputs").rglob("run.json")
+    assert run_dir.parent.parent.relative_to(tmp_path).as_posix() == "outputs/ksc/texts_a_vs_texts_b"
+    assert "no reference results" not in proc.stdout + proc.stderr  # own files never have reference rows
     assert info["sources"] == {
         "texts_a.jsonl": {"texts": 40, "raw_texts": 45, "card": None,
                           "files": [{"path": str(a), "sha256": sha256_of(a), "raw_texts": 45}]},

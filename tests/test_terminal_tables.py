@@ -36,3 +36,23 @@ def test_the_terminal_table_has_no_markup_and_aligned_columns(tmp_path):
 
 def test_a_heading_is_underlined_not_marked():
     assert terminal_text("# KSC on p\n\nplain `code`") == "KSC on p\n========\n\nplain code"
+
+
+def test_the_terminal_marks_the_bold_cells_and_its_legend_says_so(tmp_path):
+    page = write_tables(measures(), tmp_path)["table3_md"].read_text()
+    bold_in_page = len(re.findall(r"\*\*[^*]+\*\*", page))
+    text = terminal_text(page, width=100)
+    assert bold_in_page > 0 and "bold" not in text.lower()  # no claim of a bold the terminal cannot show
+    assert "* after a value = column best" in text
+    table = [line for line in text.splitlines() if line.startswith("m") and line[1:3].isdigit()]
+    marked = sum(len(re.findall(r"\d\*", line)) for line in table)
+    assert marked == bold_in_page  # every bold cell of the page, and nothing else, carries the mark
+
+
+def test_prose_is_wrapped_to_the_terminal_and_tables_are_not(tmp_path):
+    page = write_tables(measures(), tmp_path)["table3_md"].read_text()
+    assert max(len(line) for line in page.splitlines() if not line.startswith("|")) > 300  # one long legend line
+    text = terminal_text(page, width=80)
+    prose = [line for line in text.splitlines() if not re.match(r"(m\d\d|metric|-+ )", line)]
+    assert max(map(len, prose)) <= 80
+    assert terminal_text("- " + "word " * 40, width=30).splitlines()[1].startswith("  word")  # a list item's indent

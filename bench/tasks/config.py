@@ -39,6 +39,25 @@ if not OmegaConf.has_resolver("corpus_label"):
     OmegaConf.register_new_resolver("corpus_label", corpus_label)
 
 
+def pair_label(*, _root_: DictConfig) -> str:
+    """The pair as the run directory names it: its name, or ``<a>_vs_<b>`` for your own two files (``pair=files``)."""
+    pair = _root_.get("pair")
+    if pair is None:
+        return "pair"
+    name = str(pair.get("name", "pair"))
+    sides = [key for key in ("a", "b") if key in pair and not OmegaConf.is_missing(pair, key) and pair[key]]
+    if len(sides) < 2:  # a card's pair, or files not yet given (validation names what is missing)
+        return name
+    return f"{corpus_label(pair.a)}_vs_{corpus_label(pair.b)}"
+
+
+if not OmegaConf.has_resolver("pair_label"):
+    OmegaConf.register_new_resolver("pair_label", pair_label)
+if not OmegaConf.has_resolver("harness_usage"):  # hydra.help.template: `--help` (textmetric_bench.tasks.usage)
+    OmegaConf.register_new_resolver("harness_usage", lambda: __import__(
+        "textmetric_bench.tasks.usage", fromlist=["usage_text"]).usage_text())
+
+
 def selected_metrics(cfg: DictConfig) -> list[tuple[MetricInfo, dict]]:
     """The metrics named by ``cfg.metrics`` with their parameters from ``cfg.metric.<name>``."""
     chosen = cfg.get("metrics", "default")

@@ -52,7 +52,7 @@ class KSCSettings(TaskSettings):
         "m the middle, every stochastic metric again with this many seeds of its own; 0 disables it, otherwise at "
         "least 2", key="own_noise.seeds", accepts=own_noise_seeds_accepted,
         advice="0 (off) or a whole number >= 2 (a spread needs two values)")
-    run_label: str = option("${pair.name}", "names the output folder outputs/<task>/<run_label>/<time>",
+    run_label: str = option("${pair_label:}", "names the output folder outputs/<task>/<run_label>/<time>",
                             example="mine")
 
     def check(self) -> None:

@@ -64,7 +64,7 @@ class PerturbSettings(TaskSettings):
         "of the words), remove_articles (p_no art), remove_stopwords (p_no stop, scikit-learn English stopwords), "
         "swap_halves (p_swap, first halves exchanged between random pairs of texts), shuffle_words (p_rand)",
         example=["truncate", "shuffle_words"])
-    run_label: str = option("${pair.name}", "names the output folder outputs/<task>/<run_label>/<time>",
+    run_label: str = option("${pair_label:}", "names the output folder outputs/<task>/<run_label>/<time>",
                             example="mine")
 
     def check(self) -> None:

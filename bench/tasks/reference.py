@@ -15,6 +15,7 @@ embeddings, this run's embedder is the reference's. Any other is left out, with 
 from __future__ import annotations
 
 import argparse
+import glob
 import json
 import logging
 import re
@@ -90,7 +91,10 @@ def merge_reference(run: RunInputs, collections: Collections, measures: pd.DataF
     settings = ksc_settings(run)
     path = directory / reference_name(settings)
     if not path.is_file():
-        log.info("no reference results for these settings (%s): every metric in the table was computed", path)
+        # Said only where it could have been otherwise: the pair has reference rows at other settings.
+        # Your own files or cards have none, and a line about it on every run would be noise.
+        say = log.info if any(directory.glob(glob.escape(str(settings["pair"])) + "_k*.json")) else log.debug
+        say("no reference results for these settings (%s): every metric in the table was computed", path)
         return measures, {}
     shown = str(path.relative_to(PROJECT_ROOT)) if path.is_relative_to(PROJECT_ROOT) else str(path)
     try:

@@ -64,7 +64,7 @@ class RobustnessSettings(TaskSettings):
                               "s of both curves", example=[50, 250, 450])
     imbalance_total: int = option(2900, "N: the imbalance curve compares a_s with b_(N-s); must exceed every size")
     repetitions: int = option(10, "independent samples per point, each from its own seed")
-    run_label: str = option("${pair.name}", "names the output folder outputs/<task>/<run_label>/<time>",
+    run_label: str = option("${pair_label:}", "names the output folder outputs/<task>/<run_label>/<time>",
                             example="mine")
 
     def check(self) -> None:

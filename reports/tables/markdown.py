@@ -4,6 +4,8 @@ same pages as plain text for the terminal."""
 from __future__ import annotations
 
 import re
+import shutil
+import textwrap
 from collections.abc import Mapping
 
 import pandas as pd
@@ -62,17 +64,34 @@ def _cells(line: str) -> list[str]:
     return [p.strip().replace("\\|", "|") for p in parts]
 
 
-def _plain(text: str) -> str:
-    """A markdown fragment without its markup: bold and code marks and the HTML tags a page uses dropped, their
-    text kept."""
-    text = re.sub(r"\*\*(.+?)\*\*", r"\1", text)
+#: What a bold table cell becomes on the terminal, which shows no bold in a log or a pipe: a mark after the value.
+TERMINAL_BOLD_MARK = "*"
+
+
+def _plain(text: str, *, in_table: bool = False) -> str:
+    """A markdown fragment without its markup: code marks and the HTML tags a page uses dropped, their text kept;
+    bold dropped in prose and, in a table cell, written as the value followed by ``TERMINAL_BOLD_MARK``."""
+    text = re.sub(r"\*\*(.+?)\*\*", r"\1" + (TERMINAL_BOLD_MARK if in_table else ""), text)
     text = re.sub(r"`([^`]*)`", r"\1", text)
     return re.sub(r"</?(?:sup|sub|b|i|em|strong|span|br)\b[^>]*>", "", text)  # not <measure> of a file pattern
 
 
-def terminal_text(markdown: str) -> str:
-    """A run's markdown page as a terminal shows it: pipe tables as aligned columns, no markup (``**``, `` ` ``,
-    HTML tags), headings underlined. The page on disk keeps its markdown."""
+def _prose(line: str, width: int) -> list[str]:
+    """A prose line wrapped to ``width``, a legend's "bold = ..." saying what the terminal shows instead; a list
+    item keeps its bullet and indents its continuation lines."""
+    text = re.sub(r"\bbold = ", f"{TERMINAL_BOLD_MARK} after a value = ", _plain(line))
+    if len(text) <= width:
+        return [text]
+    bullet = re.match(r"(\s*(?:[-*]|\d+\.)\s+)", text)
+    indent = " " * len(bullet.group(1)) if bullet else ""
+    return textwrap.wrap(text, width, subsequent_indent=indent, break_on_hyphens=False, break_long_words=False)
+
+
+def terminal_text(markdown: str, width: int | None = None) -> str:
+    """A run's markdown page as a terminal shows it: pipe tables as aligned columns (a bold cell marked
+    ``TERMINAL_BOLD_MARK``), no markup (``**``, `` ` ``, HTML tags), headings underlined, prose wrapped to
+    ``width`` (the terminal's width, 100 columns when there is none). The page on disk keeps its markdown."""
+    width = width or shutil.get_terminal_size((100, 24)).columns
     lines = markdown.splitlines()
     out: list[str] = []
     i = 0
@@ -82,7 +101,7 @@ def terminal_text(markdown: str) -> str:
             while i < len(lines) and _is_table_line(lines[i]):
                 block.append(lines[i])
                 i += 1
-            rows = [[_plain(c) for c in _cells(line)] for line in block
+            rows = [[_plain(c, in_table=True) for c in _cells(line)] for line in block
                     if not re.fullmatch(r"\|(\s*:?-{3,}:?\s*\|)+", line.strip())]
             widths = [max(len(row[c]) if c < len(row) else 0 for row in rows) for c in range(max(map(len, rows)))]
             shown = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
@@ -93,6 +112,6 @@ def terminal_text(markdown: str) -> str:
             title = _plain(heading.group(2))
             out += [title, ("=" if len(heading.group(1)) == 1 else "-") * len(title)]
         else:
-            out.append(_plain(lines[i]))
+            out += _prose(lines[i], width)
         i += 1
     return "\n".join(out)
