@@ -134,6 +134,16 @@ def test_the_api_and_the_command_line_give_the_same_tables(tmp_path, monkeypatch
     for measure in set(api.significance) - {"T", "T100"}:
         pd.testing.assert_frame_equal(api.significance[measure], cli.significance[measure], obj=measure)
     assert (tmp_path / "api" / "report.html").is_file() and (cli_dir / "report.html").is_file()
+    # 2 repetitions: every view of the result says the tests are optimistic (docs/python-api.md, "Warnings")
+    (few,) = [w for w in api.warnings if "only 2 repetitions" in w.lower()]
+    for name in ("distances", "measures", "summary", "table3"):
+        assert few in getattr(api, name).attrs["warnings"], name
+    for measure, frame in api.significance.items():
+        assert few in frame.attrs["warnings"]
+        assert frame["caution"].str.contains("only 2 paired repetitions").all(), measure  # beside every verdict
+    assert few in api._repr_html_().replace("&#x27;", "'") and "only 2 repetitions" in api.text()
+    for figure in (api.radar(), api.heatmap()):
+        assert any(few in " ".join(t.get_text().split()) for t in figure.findobj(lambda a: hasattr(a, "get_text"))), figure
 
 
 def test_the_gate_from_python_reports_what_the_command_line_reports(tmp_path, monkeypatch):

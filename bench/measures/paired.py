@@ -21,10 +21,12 @@ import numpy as np
 import pandas as pd
 from statsmodels.stats.multitest import multipletests
 
+from textmetric_bench.measures.intervals import FEW_REPETITIONS
+
 ALPHA = 0.05
 RESAMPLES = 9999
 SEED = 0
-COLUMNS = ["metric_a", "metric_b", "n", "mean_a", "mean_b", "mean_diff", "p", "p_holm", "better"]
+COLUMNS = ["metric_a", "metric_b", "n", "mean_a", "mean_b", "mean_diff", "p", "p_holm", "better", "caution"]
 TEST_NAME = ("paired bootstrap of the mean difference over repetitions (9999 resamples), "
              f"Holm-corrected within each measure, α = {ALPHA:g}")
 
@@ -59,7 +61,17 @@ def paired_comparisons(measures: pd.DataFrame, measure: str) -> pd.DataFrame:
         frame.loc[tested, "p_holm"] = multipletests(frame.loc[tested, "p"], alpha=ALPHA, method="holm")[1]
     significant = frame["p_holm"] < ALPHA
     frame["better"] = np.where(significant, np.where(frame["mean_diff"] > 0, frame["metric_a"], frame["metric_b"]), "")
+    frame["caution"] = [caution(int(n)) for n in frame["n"]]
     return frame[COLUMNS]
+
+
+def caution(n: int) -> str:
+    """What a comparison on ``n`` paired repetitions carries beside its verdict: below FEW_REPETITIONS the test is
+    optimistic, so ``better`` is a hint, not a finding (the tables then draw no ▲); "" from FEW_REPETITIONS on."""
+    if n >= FEW_REPETITIONS:
+        return ""
+    return (f"only {n} paired repetition{'s' if n != 1 else ''} (fewer than {FEW_REPETITIONS}): p is optimistic "
+            "and `better` a hint, not a finding")
 
 
 def all_comparisons(measures: pd.DataFrame, measure_names) -> dict[str, pd.DataFrame]:

@@ -64,9 +64,28 @@ class Result:
         """Failed metrics of the run and the first reason."""
         return dict(self.info.get("failures") or {})
 
+    @functools.cached_property
+    def warnings(self) -> list[str]:
+        """What a reader of this run's numbers must know, one sentence each: fewer than 5 repetitions (the paired
+        tests optimistic), texts cut before a reader saw them whole, failed metrics, a reversed orientation, unused
+        reference rows, a truncated grid. Every view carries them: each DataFrame's ``attrs["warnings"]``, the
+        HTML display, ``text()`` and the figures' captions."""
+        from textmetric_bench.measures.run_warnings import run_warnings
+
+        path = self.run_dir / "summary.csv"
+        summary = pd.read_csv(path) if path.is_file() else None
+        completed = int(summary["n"].max()) if summary is not None and "n" in summary and not summary.empty else None
+        return run_warnings(self.info, completed)
+
     def _csv(self, name: str, **options) -> pd.DataFrame | None:
         path = self.run_dir / name
-        return pd.read_csv(path, **options) if path.is_file() else None
+        return self._warned(pd.read_csv(path, **options)) if path.is_file() else None
+
+    def _warned(self, frame: pd.DataFrame) -> pd.DataFrame:
+        """``frame`` carrying the run's warnings in ``frame.attrs["warnings"]`` (pandas keeps attrs through most
+        operations)."""
+        frame.attrs["warnings"] = list(self.warnings)
+        return frame
 
     @functools.cached_property
     def distances(self) -> pd.DataFrame:
@@ -94,8 +113,15 @@ class Result:
     @functools.cached_property
     def significance(self) -> dict[str, pd.DataFrame]:
         """Per measure, the paired comparisons of every two metrics across repetitions (``significance_<m>.csv``)."""
-        return {path.stem.removeprefix("significance_"): pd.read_csv(path)
-                for path in sorted(self.run_dir.glob("significance_*.csv"))}
+        from textmetric_bench.measures.paired import caution
+
+        frames = {}
+        for path in sorted(self.run_dir.glob("significance_*.csv")):
+            frame = pd.read_csv(path)
+            if "caution" not in frame.columns and "n" in frame.columns:  # a run written before the column existed
+                frame["caution"] = [caution(int(n)) for n in frame["n"]]
+            frames[path.stem.removeprefix("significance_")] = self._warned(frame)
+        return frames
 
     @functools.cached_property
     def check(self) -> pd.DataFrame | None:
@@ -103,8 +129,14 @@ class Result:
         return self._csv("check.csv")
 
     def text(self, name: str = "table3.md") -> str:
-        """A text file of the run, by default Table 3's markdown page (the console prints it as plain text)."""
-        return (self.run_dir / name).read_text(encoding="utf-8")
+        """A text file of the run, by default Table 3's markdown page (the console prints it as plain text), headed
+        by the run's warnings that the file does not state itself."""
+        text = (self.run_dir / name).read_text(encoding="utf-8")
+        flat = " ".join(text.split()).lower()
+        missing = [w for w in self.warnings if " ".join(w.split()).lower().rstrip(".") not in flat]
+        if not missing:
+            return text
+        return "\n".join(["Warnings of this run:", *(f"- {w}" for w in missing), "", text])
 
     def compare_reference(self) -> pd.DataFrame:
         """This KSC run's metrics ranked among the shipped reference rows of the built-in metrics at the run's
@@ -123,13 +155,14 @@ class Result:
         """The radar chart of 004 Figure 4 (``metrics``: which to draw; by default the best few)."""
         from textmetric_bench.reports.figures.radar import overlaid_radar
 
-        return overlaid_radar(self._summary_for_figures(), title=self.title, metrics=metrics)
+        return overlaid_radar(self._summary_for_figures(), title=self.title, metrics=metrics, warnings=self.warnings)
 
     def heatmap(self, sort_by: str = "A"):
         """Every metric by every measure, shaded by its mean, sorted by ``sort_by``."""
         from textmetric_bench.reports.figures.heatmap import measure_heatmap
 
-        return measure_heatmap(self._summary_for_figures(), sort_by=sort_by, setting=self.title)
+        return measure_heatmap(self._summary_for_figures(), sort_by=sort_by, setting=self.title,
+                               warnings=self.warnings)
 
     def figure(self, name: str):
         """A figure the task wrote into the run directory (e.g. ``scatter_zipf.png``), as an image a notebook shows."""
@@ -157,8 +190,10 @@ class Result:
                  if self.status else "no exit status recorded")
         parts = [f"<h4>{html.escape(self.title)}</h4>",
                  f"<p>{html.escape(state)} · <code>{html.escape(str(self.run_dir))}</code></p>"]
-        for name, reason in self.failures.items():
-            parts.append(f"<p><b>metric {html.escape(name)} failed</b>: {html.escape(str(reason))}</p>")
+        if self.warnings:
+            items = "".join(f"<li>{html.escape(w)}</li>" for w in self.warnings)
+            parts.append("<div style='background:#fff6d6;border:1px solid #e0c060;padding:.3em .8em'>"
+                         f"<b>⚠ Warnings</b><ul>{items}</ul></div>")
         table = self.check if self.check is not None else self.table3
         if table is not None:
             parts.append(table.to_html(na_rep="–", float_format=lambda v: f"{v:.3f}"))

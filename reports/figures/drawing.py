@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import math
 import re
+import textwrap
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -73,3 +75,10 @@ def ols_band(x: np.ndarray, y: np.ndarray, grid: np.ndarray, confidence: float =
     fit = intercept + slope * grid
     half = stats.t.ppf(0.5 + confidence / 2, n - 2) * s * np.sqrt(1.0 / n + (grid - x.mean()) ** 2 / sxx)
     return fit, fit - half, fit + half
+
+
+def warnings_caption(warnings: Sequence[str], width: int) -> str:
+    """The run's warnings as caption lines (each "⚠ ...", wrapped to ``width`` characters), to follow a caption;
+    "" when there are none. Warnings go below a figure, never into the plot."""
+    lines = [textwrap.fill(f"⚠ {w}", width, subsequent_indent="   ") for w in warnings]
+    return "".join(f"\n{line}" for line in lines)

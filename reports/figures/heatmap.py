@@ -8,6 +8,8 @@ and left out of the colour ranges.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import pandas as pd
 from matplotlib import colormaps
@@ -15,7 +17,7 @@ from matplotlib.figure import Figure
 
 from textmetric_bench.measures.chance import below_chance
 from textmetric_bench.reports.bounds import bound_label, bound_of
-from textmetric_bench.reports.figures.drawing import symbol
+from textmetric_bench.reports.figures.drawing import symbol, warnings_caption
 from textmetric_bench.reports.labels import TABLE3_ORDER, format_score, metric_labels
 
 CMAP = colormaps["viridis"]  # perceptually uniform and readable with colour-vision deficiencies
@@ -64,9 +66,11 @@ def _column_shades(values: pd.Series, measure: str, ordinary: list) -> np.ndarra
     return np.clip((x - low) / (high - low), 0.0, 1.0)
 
 
-def measure_heatmap(summary: pd.DataFrame, sort_by: str = "A", *, setting: str = "") -> Figure:
+def measure_heatmap(summary: pd.DataFrame, sort_by: str = "A", *, setting: str = "",
+                    warnings: Sequence[str] = ()) -> Figure:
     """Heatmap of metrics × measures from ``textmetric_bench.measures.summaries.summarise_measures``' long table;
-    ``setting`` (the pair, k, n and repetitions) is named in the title."""
+    ``setting`` (the pair, k, n and repetitions) is named in the title; ``warnings`` (the run's) go into a caption
+    below the map."""
     means = summary.pivot(index="metric", columns="measure", values="mean")
     measures = [m for m in TABLE3_ORDER if m in means.columns]
     if means.empty or not measures:
@@ -114,6 +118,9 @@ def measure_heatmap(summary: pd.DataFrame, sort_by: str = "A", *, setting: str =
     ax.grid(which="minor", axis="x", color="white", linewidth=1.5)
     ax.set_title(f"Measures per metric (mean over repetitions), rows sorted by {symbol(sort_by)} (best on top); "
                  "each column coloured on its own range" + (f"\n{setting}" if setting else ""), fontsize=10)
+    if warnings:
+        width = int(12 * fig.get_figwidth())
+        fig.supxlabel(warnings_caption(warnings, width).lstrip("\n"), fontsize="small", ha="left", x=0.01)
     return fig
 
 

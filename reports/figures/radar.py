@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import textwrap
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -17,7 +18,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from textmetric_bench.reports.bounds import bound_label, bound_of
-from textmetric_bench.reports.figures.drawing import save_figure, symbol
+from textmetric_bench.reports.figures.drawing import save_figure, symbol, warnings_caption
 from textmetric_bench.reports.figures.palette import bound_line, metric_styles
 from textmetric_bench.reports.labels import QUALITY_MEASURES, metric_labels
 
@@ -141,12 +142,14 @@ def radar_chart(summary: pd.DataFrame, out_stem: Path, *, title: str | None = No
     return [save_figure(fig, out_stem.with_name(out_stem.name + ext)) for ext in (".png", ".svg")]
 
 
-def overlaid_radar(summary: pd.DataFrame, *, title: str | None = None, metrics=None, axes=None) -> Figure:
+def overlaid_radar(summary: pd.DataFrame, *, title: str | None = None, metrics=None, axes=None,
+                   warnings: Sequence[str] = ()) -> Figure:
     """One overlaid polygon per chosen metric (004 Figure 4), bounds behind.
 
     ``metrics``: which to draw; by default the ``MAX_OVERLAID`` with the largest mean over the
     axes (all of them in ``radar_small_multiples``). ``axes``: quality measures to use, by default
-    every one with a value. Negative means are drawn at 0, missing ones as a gap marked n/a.
+    every one with a value. Negative means are drawn at 0, missing ones as a gap marked n/a. ``warnings``: the
+    run's (``textmetric_bench.measures.run_warnings``), written into the caption below the chart.
     """
     means = radar_means(summary, axes)
     ranked = ranked_metrics(means)
@@ -185,5 +188,5 @@ def overlaid_radar(summary: pd.DataFrame, *, title: str | None = None, metrics=N
         caption += " A gap: n/a, not zero."
     if has_bounds:
         caption += " Grey: ceiling (dashed), floor (dotted)."
-    fig.text(0.02, 0.01, textwrap.fill(caption, 110), fontsize="small", va="top")
+    fig.text(0.02, 0.01, textwrap.fill(caption, 110) + warnings_caption(warnings, 110), fontsize="small", va="top")
     return fig
