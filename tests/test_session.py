@@ -63,6 +63,27 @@ def test_a_bad_setting_fails_before_anything_runs_and_leaves_no_directory(tmp_pa
         textmetric_bench.evaluate("zpif", out_dir=out, progress=False)
 
 
+def test_a_misspelt_setting_gets_the_command_lines_line_and_no_folder_is_left(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ConfigError) as refused:
+        textmetric_bench.evaluate(["zipf"], k=3, n=30, repetiton=2, progress=False)
+    assert str(refused.value) == "repetiton=2: there is no setting 'repetiton'; did you mean repetitions=2?"
+    with pytest.raises(ConfigError, match="k >= 3"):  # refused by the task, after the run directory was named
+        textmetric_bench.evaluate(["zipf"], k=1, n=30, progress=False)
+    assert list(tmp_path.iterdir()) == []  # not even an empty outputs/ksc/<pair>/
+
+
+def test_a_second_call_into_the_same_directory_says_what_it_merged(tmp_path, monkeypatch, cache_dir):
+    monkeypatch.setenv("BENCH_CACHE_DIR", str(cache_dir))
+    small = {"k": 3, "n": 10, "repetitions": 1, "progress": False, "out_dir": tmp_path / "run"}
+    textmetric_bench.evaluate(["chi"], **small)
+    second = textmetric_bench.evaluate(["zipf"], **small)
+    assert set(second.summary["metric"]) == {"chi", "zipf"}  # the earlier metric is kept, to resume and extend
+    (merged,) = [w for w in second.warnings if w.startswith("Merged from an earlier run")]
+    assert "chi (this run computed zipf)" in merged and merged in second.summary.attrs["warnings"]
+    assert "merged into these tables" in (tmp_path / "run" / "session.log").read_text()
+
+
 def test_a_run_directory_is_required_to_load(tmp_path):
     with pytest.raises(ConfigError, match="not a run directory"):
         textmetric_bench.load_run(tmp_path)

@@ -3,7 +3,8 @@ view of a result (the Python API's DataFrames, its HTML display and ``text()``, 
 
 A warning is something a reader of the numbers must know to read them right: too few repetitions for the paired
 tests, texts cut before a reader saw them whole, metrics that failed some or all of their evaluations, a reversed
-orientation, reference rows that were not used, a grid truncated to the sources.
+orientation, reference rows that were not used, metrics merged from an earlier run in the same
+directory, a grid truncated to the sources.
 """
 
 from __future__ import annotations
@@ -31,6 +32,9 @@ def run_warnings(info: Mapping, repetitions: int | None = None) -> list[str]:
     reference = info.get("reference") or {}
     if reference.get("not_used"):
         out.append(f"Reference rows {reference.get('file')} not used: {reference['not_used']}")
+    if earlier := info.get("earlier_metrics"):
+        out.append(f"Merged from an earlier run in this directory: {', '.join(earlier)} (this run computed "
+                   f"{', '.join(info.get('metrics_this_run') or [])}); a new directory keeps a run's metrics alone")
     for note in ((info.get("grid") or {}).get("truncated") or []):
         out.append(f"Grid truncated: {note}")
     return out

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import shutil
 import sys
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
@@ -109,8 +108,12 @@ def compose(overrides: Sequence[str]):
     """(config, run directory as the command line names it) for ``overrides``; one ConfigError for a bad one."""
     from textmetric_bench.tasks.metric_configs import metric_override_problems
     from textmetric_bench.tasks.registry import compose_config
+    from textmetric_bench.tasks.suite import suite_override_problems
+    from textmetric_bench.tasks.unknown_keys import unknown_key_problems
 
-    problems = metric_override_problems(list(overrides))
+    # The command line's own checks, in its order (textmetric_bench.__main__.main): the same lines, suggestions too.
+    problems = (metric_override_problems(list(overrides)) + suite_override_problems(list(overrides))
+                or unknown_key_problems(list(overrides)))
     if problems:
         raise ConfigError("\n".join(problems))
     try:
@@ -155,6 +158,7 @@ def run_console(out_dir: Path, progress: object) -> Iterator[Path]:
 def run(overrides: Sequence[str], *, out_dir: Path | str | None, progress: object, report: bool,
         allow_metric_failures: bool | None = None) -> Path:
     """Run the composed config into its run directory as ``python -m textmetric_bench`` does, and return it."""
+    from textmetric_bench.tasks.directories import remove_unused_run_dir
     from textmetric_bench.tasks.exit_status import run_exit_status, write_run_status
     from textmetric_bench.tasks.runner import run_configured
 
@@ -162,12 +166,12 @@ def run(overrides: Sequence[str], *, out_dir: Path | str | None, progress: objec
     out_dir = Path(out_dir).expanduser().absolute() if out_dir is not None else run_dir.absolute()
     allowed = bool(cfg.get("allow_metric_failures", False)) if allow_metric_failures is None else allow_metric_failures
     existed = out_dir.exists()
-    with run_console(out_dir, progress) as log_path:
+    with run_console(out_dir, progress):
         try:
             result = run_configured(cfg, out_dir)
         except BenchError as exc:
-            if not existed and [p.name for p in out_dir.iterdir()] == [log_path.name]:
-                shutil.rmtree(out_dir, ignore_errors=True)  # refused before anything ran: leave no run directory
+            if not existed:  # refused before anything ran: no run directory, nor the empty folders above it
+                remove_unused_run_dir(out_dir, Path.cwd())
             if type(exc).__name__ == "WorkerStartError" and getattr(sys.modules.get("__main__"), "__file__", None):
                 raise type(exc)(f"{exc}. Called from a script? Worker processes start by importing it: put the call "
                                 "under `if __name__ == \"__main__\":`") from exc

@@ -229,6 +229,12 @@ def read_inputs(task: type[Task] | Task, cfg: DictConfig, out_dir: Path | str) -
     return RunInputs.of(cfg, settings, selected_metrics(cfg), out_dir)
 
 
+def merged_sentence(earlier: list[str], now: list[str], out_dir: Path) -> str:
+    """What a run says when its directory held other metrics' results from an earlier run there, which it keeps."""
+    return (f"{out_dir} held results of {', '.join(earlier)} from an earlier run in it: they are merged into these "
+            f"tables beside this run's {', '.join(now)}; give a new run directory for this run's metrics alone")
+
+
 def run_task(task: Task, run: RunInputs) -> TaskResult:
     """Run ``task`` on ``run``'s inputs and write everything into ``run.out_dir``."""
     out_dir, cfg, metrics = run.out_dir, run.cfg, run.metrics
@@ -262,6 +268,8 @@ def run_task(task: Task, run: RunInputs) -> TaskResult:
     distances = distance_table(task.fields, [*outcomes.items(), *earlier.items()])
     tracebacks = traceback_table(task.fields, [*outcomes.items(), *earlier.items()])
     names = list(dict.fromkeys(distances["metric"]))
+    if earlier_names := [n for n in names if n not in {m.name for m, _ in metrics}]:
+        log.warning("%s", merged_sentence(earlier_names, [m.name for m, _ in metrics], out_dir))
     orientation = metric_orientations(names, out_dir)
     scores = task.score(oriented(distances, orientation), collections)
     if scores.distances is not None:  # the task's table with derived columns, back to each metric's own values
