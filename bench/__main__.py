@@ -118,7 +118,11 @@ def failure_lines(result, out_dir: Path) -> list[str]:
     counts = failure_counts(result.distances)
     details = [str(p) for p in (result.files.get("failures"), log_file()) if p is not None]
     where = f"; details: {' and '.join(details)}" if details else ""
-    lines = []
+    lines = [f"metric plugin {record['plugin']}{'' if record['plugin'] == module else f' ({module})'} FAILED to "
+             f"import: {record['error']}"
+             + (f"; left out: {', '.join(record['withdrawn'])}" if record["withdrawn"] else "")
+             + (f"; traceback in {log_file()}" if log_file() else "")
+             for module, record in (result.info.get("plugin_failures") or {}).items()]
     for name, failure in result.failures.items():
         if name in counts:
             failed, total, reason = counts[name]

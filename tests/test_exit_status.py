@@ -146,3 +146,54 @@ def test_the_worst_status_wins():
     assert worst_exit_status([EXIT_METRIC_FAILED, EXIT_REGRESSION, EXIT_BAD_INPUT, EXIT_OK]) == EXIT_BAD_INPUT
     assert worst_exit_status([EXIT_BAD_INPUT, 1]) == 1  # an unexpected error (a crash) ranks above all
     assert worst_exit_status([EXIT_BAD_INPUT, 7]) == 7
+
+
+@pytest.fixture(scope="module")
+def broken_plugins(tmp_path_factory) -> Path:
+    """Two plugins declared in the entry-point group: ``broken_top`` raises before defining anything,
+    ``broken_end`` registers ``punct_gap`` and then raises (a fake, for the error handling only)."""
+    site = tmp_path_factory.mktemp("broken_site")
+    (site / "broken_top.py").write_text("import a_module_that_does_not_exist  # noqa\n")
+    (site / "broken_end.py").write_text(
+        "from textmetric_bench.api import metric\n\n"
+        "@metric('punct_gap', inputs='texts', symmetric=True)\n"
+        "def punct_gap(p, q, *, seed=0):\n    return 0.0\n\n"
+        "raise RuntimeError('broken at the end of the module')\n")
+    info = site / "broken_plugins-0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: broken-plugins\nVersion: 0\n")
+    (info / "entry_points.txt").write_text("[textmetric_bench.metrics]\ntop = broken_top\nend = broken_end\n")
+    return site
+
+
+def test_a_plugin_that_fails_to_import_is_reported_everywhere_and_fails_the_run(tmp_path, broken_plugins,
+                                                                                 cache_dir):
+    proc, out = run(tmp_path, broken_plugins, cache_dir, "[chi]")
+    assert proc.returncode == EXIT_METRIC_FAILED, proc.stderr[-3000:]
+    failed = [line for line in proc.stderr.splitlines() if "FAILED to import" in line]
+    assert failed == [
+        f"metric plugin top (broken_top) FAILED to import: ModuleNotFoundError: No module named "
+        f"'a_module_that_does_not_exist'; traceback in {out / '__main__.log'}",
+        f"metric plugin end (broken_end) FAILED to import: RuntimeError: broken at the end of the module; left out: "
+        f"punct_gap; traceback in {out / '__main__.log'}"], proc.stderr
+    info = json.loads((out / "run.json").read_text())
+    assert set(info["plugin_failures"]) == {"broken_top", "broken_end"}
+    assert info["plugin_failures"]["broken_end"]["withdrawn"] == ["punct_gap"]
+    assert "punct_gap" not in info["metrics"]  # a half-imported module never runs
+    log_file = (out / "__main__.log").read_text()
+    assert "Traceback (most recent call last)" in log_file and 'broken_end.py", line 7' in log_file
+    status = json.loads((out / "exit_status.json").read_text())
+    assert status == {**status, "exit_status": EXIT_METRIC_FAILED,
+                      "reason": "metric plugins top, end failed to import"}
+    allowed, _ = run(tmp_path, broken_plugins, cache_dir, "[chi]", "allow_metric_failures=true")
+    assert allowed.returncode == EXIT_OK
+
+
+def test_naming_a_metric_of_a_plugin_that_failed_to_import_names_the_import_error(tmp_path, broken_plugins,
+                                                                                  cache_dir):
+    proc, _ = run(tmp_path, broken_plugins, cache_dir, "[chi,punct_gap]")
+    assert proc.returncode == EXIT_BAD_INPUT
+    assert ("error: metric 'punct_gap' is defined in broken_end, which failed to import: RuntimeError: broken at "
+            "the end of the module") in proc.stderr
+    proc, _ = run(tmp_path, broken_plugins, cache_dir, "[chi,punct_gpa]")
+    assert "Metric plugins that failed to load: top (broken_top: ModuleNotFoundError" in proc.stderr

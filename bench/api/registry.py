@@ -15,8 +15,10 @@ import difflib
 import functools
 import inspect
 import logging
+import multiprocessing
+import traceback
 from dataclasses import dataclass, field
-from importlib import metadata
+from importlib import import_module, metadata
 from typing import Any, Callable, Literal, Mapping
 
 from textmetric_bench.errors import ConfigError
@@ -87,6 +89,8 @@ class MetricInfo:
 
 _REGISTRY: dict[str, MetricInfo] = {}
 _PLUGINS_LOADED = False
+#: Metric modules that failed to import, by module: the plugin, the error, its traceback, the metrics withdrawn.
+_PLUGIN_FAILURES: dict[str, dict] = {}
 
 
 #: The default of the decorator's required arguments: absent, reported with the function they were meant for.
@@ -309,11 +313,55 @@ def load_builtin_metrics() -> None:
         ep.load()  # a built-in that fails to import is a broken installation: raise
 
 
+def import_metric_module(module: str, plugin: str | None = None, load: Callable[[], Any] | None = None) -> bool:
+    """Import a module of metrics (``load``: how, by default ``import_module``); True if it imported.
+
+    A module that raises is recorded (``plugin_failures``), not raised: the other metrics still run, and every run
+    reports it (console, log with its traceback, ``run.json``, exit status 3). The metrics it registered before
+    raising are withdrawn, so a half-imported module never runs; naming one gives "unknown metric", which then
+    names the failed module."""
+    before = dict(_REGISTRY)
+    try:
+        (load or (lambda: import_module(module)))()
+    except Exception as exc:  # a broken plugin must not hide the others
+        withdrawn = sorted(name for name in _REGISTRY if before.get(name) is not _REGISTRY[name])
+        for name in withdrawn:
+            del _REGISTRY[name]
+            if name in before:
+                _REGISTRY[name] = before[name]
+        error = f"{type(exc).__name__}: {exc}"
+        if (_PLUGIN_FAILURES.get(module) or {}).get("error") != error and multiprocessing.parent_process() is None:
+            # said once, by the process the user started (not by each worker); every run reports it again
+            log.error("could not load metric plugin %s: %s", plugin if plugin else module, error)
+        _PLUGIN_FAILURES[module] = {"plugin": plugin or module, "module": module, "error": error,
+                                    "withdrawn": withdrawn, "traceback": traceback.format_exc()}
+        return False
+    _PLUGIN_FAILURES.pop(module, None)
+    return True
+
+
+def plugin_failures() -> dict[str, dict]:
+    """The metric modules that failed to import (after loading every plugin), by module: ``plugin`` (its entry
+    point's name, or the module), ``error`` (one line), ``withdrawn`` (the metrics it had registered, left out),
+    ``traceback``."""
+    load_plugins()
+    return {module: dict(record) for module, record in _PLUGIN_FAILURES.items()}
+
+
+def failed_plugins_sentence() -> str:
+    """" Metric plugins that failed to load: <plugin> (<module>: <error>); ..." or "" (for "unknown metric")."""
+    if not _PLUGIN_FAILURES:
+        return ""
+    items = "; ".join(f"{r['plugin']} ({r['module']}: {r['error']})" for r in _PLUGIN_FAILURES.values())
+    return f" Metric plugin{'s' if len(_PLUGIN_FAILURES) > 1 else ''} that failed to load: {items}."
+
+
 def load_plugins() -> None:
     """Import every entry point of the plugin group (once): the built-in metrics first, then other packages' plugins.
 
-    The built-ins are this package's own entry point (pyproject.toml); one missing or failing to import is a broken
-    installation and raises, where a broken plugin of another package is logged and the others still load.
+    The built-ins are this package's own entry point (pyproject.toml); the package missing or failing to import is
+    a broken installation and raises. A module of metrics that fails to import, in that package (a file you added
+    to ``metrics/``) or in another package's plugin, is recorded and the others still load (``import_metric_module``).
     """
     global _PLUGINS_LOADED
     if _PLUGINS_LOADED:
@@ -321,12 +369,8 @@ def load_plugins() -> None:
     load_builtin_metrics()
     _PLUGINS_LOADED = True
     for ep in metadata.entry_points(group=ENTRY_POINT_GROUP):
-        if is_builtin_module(ep.value):
-            continue
-        try:
-            ep.load()
-        except Exception as exc:  # a broken plugin must not hide the others
-            log.error("could not load metric plugin %s (%s): %s", ep.name, ep.value, exc)
+        if not is_builtin_module(ep.value):
+            import_metric_module(ep.value, plugin=ep.name, load=ep.load)
 
 
 def available_metrics() -> list[str]:
@@ -353,10 +397,16 @@ def get_metric(name: str) -> MetricInfo:
     try:
         return _REGISTRY[name]
     except KeyError:
+        for module, record in _PLUGIN_FAILURES.items():
+            if name in record["withdrawn"]:
+                raise ConfigError(
+                    f"metric {name!r} is defined in {module}, which failed to import: {record['error']}; fix the "
+                    f"module (its traceback: python -c 'import {module}')") from None
         close = difflib.get_close_matches(name, list(_REGISTRY), n=3, cutoff=0.4)
         hint = f" Did you mean {', '.join(close)}?" if close else ""
         raise ConfigError(
-            f"unknown metric {name!r}.{hint} Registered metrics: {', '.join(sorted(_REGISTRY))}"
+            f"unknown metric {name!r}.{hint}{failed_plugins_sentence()} Registered metrics: "
+            f"{', '.join(sorted(_REGISTRY))}"
         ) from None
 
 

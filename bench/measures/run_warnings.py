@@ -25,6 +25,9 @@ def run_warnings(info: Mapping, repetitions: int | None = None) -> list[str]:
     for key, record in (info.get("long_texts") or {}).items():
         if record.get("cuts") and (sentence := over_limit_sentence(reader_name(key, record), record)):
             out.append(f"Long texts cut: {sentence}")
+    for module, record in (info.get("plugin_failures") or {}).items():
+        left = f"; its metrics {', '.join(record['withdrawn'])} did not run" if record.get("withdrawn") else ""
+        out.append(f"Metric plugin {record.get('plugin', module)} ({module}) failed to import: {record['error']}{left}")
     for metric, reason in (info.get("failures") or {}).items():
         out.append(f"Metric {metric} failed: {' '.join(str(reason).split())[:300]}")
     for metric, note in (info.get("orientation_warnings") or {}).items():

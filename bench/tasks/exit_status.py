@@ -30,14 +30,19 @@ _sweep: dict[str, object] = {}
 
 
 def run_exit_status(result, allow_metric_failures: bool) -> tuple[int, str]:
-    """(status, reason) of a finished task: the gate's verdict first, then any metric of this run that failed."""
+    """(status, reason) of a finished task: the gate's verdict first, then any metric of this run that failed, or
+    metric plugin that failed to import (its metrics could not run)."""
     this_run = set(result.info.get("metrics_this_run") or result.failures)
     failed = [name for name in result.failures if name in this_run]
     if getattr(result, "passed", True) is False:
         return EXIT_REGRESSION, "the regression gate failed (check.md)"
-    if failed and not allow_metric_failures:
-        return EXIT_METRIC_FAILED, f"metric{'s' if len(failed) > 1 else ''} {', '.join(failed)} failed"
-    return EXIT_OK, f"metrics {', '.join(failed)} failed (allowed by allow_metric_failures)" if failed else ""
+    plugins = [record.get("plugin", module) for module, record in (result.info.get("plugin_failures") or {}).items()]
+    said = "; ".join(([f"metric{'s' if len(failed) > 1 else ''} {', '.join(failed)} failed"] if failed else [])
+                     + ([f"metric plugin{'s' if len(plugins) > 1 else ''} {', '.join(plugins)} failed to import"]
+                        if plugins else []))
+    if said and not allow_metric_failures:
+        return EXIT_METRIC_FAILED, said
+    return EXIT_OK, f"{said} (allowed by allow_metric_failures)" if said else ""
 
 
 def write_run_status(out_dir: Path, code: int, reason: str, overrides: list[str]) -> None:

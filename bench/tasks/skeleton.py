@@ -44,7 +44,8 @@ from omegaconf import DictConfig
 
 from textmetric_bench import __version__
 from textmetric_bench.api.positions import corpus_key, known_positions
-from textmetric_bench.api.registry import MetricInfo
+from textmetric_bench.api.registry import MetricInfo, plugin_failures
+from textmetric_bench.console import FILE_ONLY
 from textmetric_bench.collections.seeds import metric_seed
 from textmetric_bench.engine import CorpusStore, Job, Outcome, engine_options, params_digest, result_log_for, run_jobs
 from textmetric_bench.measures.failures import write_failures_csv
@@ -229,6 +230,18 @@ def read_inputs(task: type[Task] | Task, cfg: DictConfig, out_dir: Path | str) -
     return RunInputs.of(cfg, settings, selected_metrics(cfg), out_dir)
 
 
+def reported_plugin_failures() -> dict[str, dict]:
+    """The metric modules that failed to import, each said in the run's log with its traceback (the console gets
+    them from the command line's end-of-run lines); for ``run.json``."""
+    failures = plugin_failures()
+    for module, record in failures.items():
+        log.error("metric plugin %s (%s) failed to import: %s; its metrics are left out of this run%s\n%s",
+                  record["plugin"], module, record["error"],
+                  f" ({', '.join(record['withdrawn'])})" if record["withdrawn"] else "", record["traceback"].rstrip(),
+                  extra=FILE_ONLY)
+    return failures
+
+
 def merged_sentence(earlier: list[str], now: list[str], out_dir: Path) -> str:
     """What a run says when its directory held other metrics' results from an earlier run there, which it keeps."""
     return (f"{out_dir} held results of {', '.join(earlier)} from an earlier run in it: they are merged into these "
@@ -285,6 +298,7 @@ def run_task(task: Task, run: RunInputs) -> TaskResult:
         "task": task.name, **collections.info, "seed": run.seed, "metrics": names,
         "metrics_this_run": [m.name for m, _ in metrics], "earlier_metrics": sorted(set(names) - {m.name for m, _ in metrics}),
         "metric_params": {m.name: params for m, params in metrics},
+        **({"plugin_failures": failed_imports} if (failed_imports := reported_plugin_failures()) else {}),
         "failures": scores.failures, "orientation": orientation, "orientation_warnings": upside_down, **scores.info,
         **({"reference": reference} if reference else {}),
         "seconds_per_metric": distances.groupby("metric", sort=False)["seconds"].sum().round(3).to_dict(),
