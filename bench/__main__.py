@@ -25,6 +25,7 @@ from textmetric_bench.tasks.exit_status import run_exit_status, sweep_exit_statu
 from textmetric_bench.tasks.metric_configs import metric_override_problems, register_metric_configs
 from textmetric_bench.tasks.registry import get_task, register_task_configs
 from textmetric_bench.tasks.unknown_keys import unknown_key_problems
+from textmetric_bench.tasks.usage import usage_text  # noqa: F401 - registers ${harness_usage:} for --help
 
 log = logging.getLogger("textmetric_bench")
 

@@ -53,9 +53,6 @@ def pair_label(*, _root_: DictConfig) -> str:
 
 if not OmegaConf.has_resolver("pair_label"):
     OmegaConf.register_new_resolver("pair_label", pair_label)
-if not OmegaConf.has_resolver("harness_usage"):  # hydra.help.template: `--help` (textmetric_bench.tasks.usage)
-    OmegaConf.register_new_resolver("harness_usage", lambda: __import__(
-        "textmetric_bench.tasks.usage", fromlist=["usage_text"]).usage_text())
 
 
 def selected_metrics(cfg: DictConfig) -> list[tuple[MetricInfo, dict]]:

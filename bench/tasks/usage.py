@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import textwrap
 
+from omegaconf import OmegaConf
+
 from textmetric_bench.errors import EXIT_BAD_INPUT, EXIT_METRIC_FAILED, EXIT_OK, EXIT_REGRESSION
 
 DOCS = "docs/index.md of the source tree (`make docs` builds them as a site); docs/running.md lists every setting"
@@ -73,3 +75,8 @@ def usage_text() -> str:
         f"  {EXIT_BAD_INPUT} bad settings or input (docs/reliability.md, Exit status).",
     ]
     return "\n".join(lines) + "\n"
+
+
+# ${harness_usage:} in conf/config.yaml's hydra.help.template; the command line imports this module.
+if not OmegaConf.has_resolver("harness_usage"):
+    OmegaConf.register_new_resolver("harness_usage", usage_text)
