@@ -197,3 +197,39 @@ def test_naming_a_metric_of_a_plugin_that_failed_to_import_names_the_import_erro
             "the end of the module") in proc.stderr
     proc, _ = run(tmp_path, broken_plugins, cache_dir, "[chi,punct_gpa]")
     assert "Metric plugins that failed to load: top (broken_top: ModuleNotFoundError" in proc.stderr
+
+
+def test_a_partly_failing_metric_keeps_its_row_and_its_failed_corpora_can_be_written(tmp_path, plugin_path,
+                                                                                      cache_dir):
+    """fake_fails_once fails 1 of 6 evaluations (repetition 0 of 2), fake_divides_by_zero all 6: both keep a row
+    in every table, marked; the failed evaluations' corpora are rebuilt from the saved config."""
+    proc, out = run(tmp_path, plugin_path, cache_dir, "[chi,fake_fails_once,fake_divides_by_zero]", "repetitions=2")
+    assert proc.returncode == EXIT_METRIC_FAILED, proc.stderr[-3000:]
+    table = pd.read_csv(out / "table3.csv", index_col="metric", keep_default_na=False, na_values=[""])
+    assert table.loc["fake_fails_once", "reps"] == 1 and table.loc["fake_fails_once", "failed_evaluations"] == "1 of 6"
+    assert table.loc["fake_divides_by_zero", "reps"] == 0 and pd.isna(table.loc["fake_divides_by_zero", "A"])
+    assert table.loc["fake_divides_by_zero", "failed_evaluations"] == "6 of 6" and table.loc["chi", "reps"] == 2
+    page = (out / "table3.md").read_text()
+    assert "| fake_fails_once | 1 of 2; 1 of 6 evaluations failed |" in page
+    assert "| fake_divides_by_zero | 0 of 2; 6 of 6 evaluations failed | – |" in page
+    html = (out / "report.html").read_text()
+    assert "✗ 6 of 6 evaluations failed" in html and "✗ 1 of 6 evaluations failed" in html
+
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(plugin_path), str(TESTS_DIR)]),
+           "BENCH_CACHE_DIR": str(cache_dir)}
+    written = subprocess.run([sys.executable, "-m", "textmetric_bench.tasks.failed_corpora", str(out),
+                              "--metric", "fake_fails_once", "--out", "failed"], cwd=elsewhere, env=env,
+                             capture_output=True, text=True, timeout=600)
+    assert written.returncode == 0, written.stderr[-3000:]
+    failures = pd.read_csv(out / "failures.csv")
+    row = failures[failures["metric"] == "fake_fails_once"].iloc[0]
+    target = elsewhere / "failed" / "fake_fails_once" / f"repetition{row['repetition']}_i{row['i']}_j{row['j']}"
+    corpora = {side: [json.loads(line)["text"] for line in (target / f"{side}.jsonl").read_text().splitlines()]
+               for side in ("p", "q")}
+    assert len(corpora["p"]) == len(corpora["q"]) == 6 and corpora["p"] != corpora["q"]  # n = 6 texts each
+    assert str(target) in written.stdout and "fake first call fails" in written.stdout
+    refused = subprocess.run([sys.executable, "-m", "textmetric_bench.tasks.failed_corpora", str(out), "--metric",
+                              "chi"], cwd=elsewhere, env=env, capture_output=True, text=True, timeout=600)
+    assert refused.returncode == EXIT_BAD_INPUT and "no failed evaluation of 'chi'" in refused.stderr

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -37,6 +38,13 @@ def failure_summary(evaluations: pd.DataFrame, by: str = "repetition") -> dict[s
         out[str(metric)] = (f"{len(grp)} of {int(totals[metric])} evaluations failed{tries} in "
                             f"{groups} {by}{'s' if groups != 1 else ''}: " + " | ".join(parts))
     return out
+
+
+def failed_of(summary_line: str) -> tuple[int, int] | None:
+    """(failed, all) evaluations from a line of ``failure_summary`` ("13 of 105 evaluations failed ..."), or None
+    for a failure said otherwise (a metric that could not be scored at all)."""
+    found = re.match(r"\s*(\d+) of (\d+) evaluations failed", str(summary_line))
+    return (int(found.group(1)), int(found.group(2))) if found else None
 
 
 def failure_counts(evaluations: pd.DataFrame) -> dict[str, tuple[int, int, str]]:

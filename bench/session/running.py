@@ -167,6 +167,7 @@ def run(overrides: Sequence[str], *, out_dir: Path | str | None, progress: objec
     allowed = bool(cfg.get("allow_metric_failures", False)) if allow_metric_failures is None else allow_metric_failures
     existed = out_dir.exists()
     with run_console(out_dir, progress):
+        save_config(cfg, overrides, out_dir)
         try:
             result = run_configured(cfg, out_dir)
         except BenchError as exc:
@@ -181,6 +182,15 @@ def run(overrides: Sequence[str], *, out_dir: Path | str | None, progress: objec
         code, reason = run_exit_status(result, allowed)
         write_run_status(out_dir, code, reason, list(overrides))
     return out_dir
+
+
+def save_config(cfg, overrides: Sequence[str], out_dir: Path) -> None:
+    """The composed config and the overrides in ``<out_dir>/.hydra/``, where a command-line run has them from Hydra:
+    what reruns the run, or rebuilds its corpora (``textmetric_bench.tasks.failed_corpora``)."""
+    saved = out_dir / ".hydra"
+    saved.mkdir(parents=True, exist_ok=True)
+    OmegaConf.save(cfg, saved / "config.yaml")
+    OmegaConf.save(OmegaConf.create(list(overrides)), saved / "overrides.yaml")
 
 
 def _build_report(out_dir: Path) -> None:

@@ -39,6 +39,7 @@ from textmetric_bench.reports.sweep.aggregate import aggregate_sweep, find_run_d
 from textmetric_bench.reports.sweep.runs import Run, Section, load_run, profile, sections
 from textmetric_bench.reports.tables.significance import column_marks, marks_note
 from textmetric_bench.reports.tables.table3 import table3
+from textmetric_bench.reports.tables.table3_markdown import failed_counts
 
 CAPTIONS = {
     "radar": "The same measures overlaid for at most 6 metrics, those with the largest mean over the "
@@ -127,7 +128,8 @@ def _run_block(run: Run, joined: list[Run], fig_dir: Path, slug: str, out_dir: P
         comparisons.update(all_comparisons(labelled(member.measures), RAW_MEASURES))
     means = table3(summary)
     marks = column_marks(comparisons, means)
-    parts.append(table3_html(summary, marks, missing, marks_note(comparisons, marks)))
+    failed = {m: c for member in (run, *joined) for m, c in failed_counts(member.failures).items()}
+    parts.append(table3_html(summary, marks, missing, marks_note(comparisons, marks), failed))
     legend = ""
     if similarities(summary):
         legend += SIMILARITY_NOTE + " "
@@ -208,7 +210,7 @@ display:block;position:sticky;left:0;color:#555;font-size:.8em;width:max-content
 thead th{background:#f3f3f3}figure{margin:1.5em 0}img{max-width:100%}
 figcaption{color:#555;font-size:.9em}.legend,.runs{color:#555;font-size:.85em}.runs,h3.run{overflow-wrap:anywhere}.ci{color:#666;font-size:.85em}
 tr.bound-ceiling>*,tr.bound-floor>*{font-style:italic;background:#f7f7f7}td.missing{color:#999}
-span.top{color:#1f5fa8}span.below{color:#b00020;font-weight:bold}.matrix td{text-align:right}
+span.top{color:#1f5fa8}span.below{color:#b00020;font-weight:bold}span.failed{color:#b00020;font-size:.85em;font-weight:normal}.matrix td{text-align:right}
 .matrix th.turned{vertical-align:bottom;padding:.4em .2em}.matrix th.turned span{writing-mode:vertical-rl;transform:rotate(180deg)}
 td.better{background:#cfe8cf}td.worse{background:#f3d0d0}
 td.tie{background:#eee}.warning{background:#fff6d6;border:1px solid #e0c060;padding:.4em .8em}

@@ -59,10 +59,17 @@ def _row_head(metric, labels: dict) -> tuple[str, str]:
     return escape(bound_label(name) if kind else name), f" class=bound-{kind}" if kind else ""
 
 
-def table3_html(summary: pd.DataFrame, marks: dict, missing: dict[str, str], marks_note: str = "") -> str:
+def table3_html(summary: pd.DataFrame, marks: dict, missing: dict[str, str], marks_note: str = "",
+                failed: dict[str, tuple[int, int]] | None = None) -> str:
     """004 Table 3 with every profile column; ``marks``: per column, the metrics not separated from its best (▲),
-    explained by ``marks_note``; ▼: an A or A^w below chance; ``missing``: column -> why no run measured it (–*)."""
+    explained by ``marks_note``; ▼: an A or A^w below chance; ``missing``: column -> why no run measured it (–*);
+    ``failed``: metric -> (failed, all) evaluations, marked in its row (a metric with no complete repetition keeps
+    a row without numbers)."""
+    failed = dict(failed or {})
     means = table3(summary)
+    for metric in failed:
+        if metric not in means.index:
+            means.loc[metric] = np.nan
     below = set(below_chance_cells(summary)[["metric", "measure"]].itertuples(index=False, name=None))
     wide = table3(summary, with_ci=True)
     columns = [c for c in SYMBOLS if c in means.columns or c in missing]
@@ -72,10 +79,16 @@ def table3_html(summary: pd.DataFrame, marks: dict, missing: dict[str, str], mar
     rows = []
     for metric in means.index:
         name, cls = _row_head(metric, labels)
+        if metric in failed:
+            name += (f" <span class=failed title='a repetition with a failed evaluation counts for none: see Failed "
+                     f"metrics'>✗ {failed[metric][0]} of {failed[metric][1]} evaluations failed</span>")
         tds = []
         for c in columns:
             if c in missing or c not in means.columns:
                 tds.append("<td class=missing>–<sup>*</sup></td>")
+                continue
+            if not np.isfinite(means.at[metric, c]):
+                tds.append("<td class=missing>–</td>")
                 continue
             value = format_score(means.at[metric, c])
             text = f"<b>{value}</b>" if bold.at[metric, c] else value

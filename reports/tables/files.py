@@ -11,7 +11,7 @@ from textmetric_bench.measures.paired import all_comparisons
 from textmetric_bench.measures.summaries import RAW_MEASURES, labelled, summarise_measures
 from textmetric_bench.reports.tables.significance import column_marks, marks_note, write_significance
 from textmetric_bench.reports.tables.table3 import table3
-from textmetric_bench.reports.tables.table3_markdown import table3_text
+from textmetric_bench.reports.tables.table3_markdown import failed_counts, table3_text
 
 
 def write_tables(
@@ -43,6 +43,14 @@ def write_tables(
     wide = table3(summary, with_ci=True) if not summary.empty else pd.DataFrame()
     if "orientation" in summary.columns and not wide.empty:
         wide.insert(0, "orientation", summary.groupby("metric")["orientation"].first().reindex(wide.index))
+    failed = failed_counts(failures)
+    if failed:  # a failing metric keeps its row: its complete repetitions, its failed evaluations (none: no numbers)
+        for metric in failed:
+            if metric not in wide.index:
+                wide.loc[metric] = float("nan")
+        reps = summary.groupby("metric")["n"].max() if not summary.empty else pd.Series(dtype=int)
+        wide["reps"] = [int(reps.get(m, 0)) for m in wide.index]
+        wide["failed_evaluations"] = [f"{failed[m][0]} of {failed[m][1]}" if m in failed else "" for m in wide.index]
     wide.rename_axis("metric").to_csv(paths["table3_csv"])
     text = table3_text(summary, title or "Metric robustness scores (004 Table 3)", failures, repetitions, marks,
                        marks_note(comparisons, marks))

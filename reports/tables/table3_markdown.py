@@ -6,6 +6,7 @@ from collections.abc import Mapping
 
 import pandas as pd
 
+from textmetric_bench.measures.failures import failed_of
 from textmetric_bench.measures.intervals import INTERVAL_NAME, few_repetitions_warning
 from textmetric_bench.reports.bounds import bound_label
 from textmetric_bench.reports.labels import (MEASURE_LABELS, SIMILARITY_NOTE, format_score, metric_labels, plural,
@@ -16,18 +17,27 @@ from textmetric_bench.reports.tables.table3 import (BELOW_MARK, BELOW_NOTE, BOLD
                                                    table3_markdown_cells)
 
 
-def repetitions_text(summary: pd.DataFrame, planned: int | None) -> tuple[str, pd.Series | None]:
-    """How many repetitions the cells average: "5", or "k of N" per metric when some failed.
+def repetitions_text(summary: pd.DataFrame, planned: int | None,
+                     failed: Mapping[str, tuple[int, int]] | None = None) -> tuple[str, pd.Series | None]:
+    """How many repetitions the cells average: "5", or "k of N" per metric when some failed (``failed``: metric ->
+    (failed, all) evaluations; "k of N, 13 of 105 evaluations failed" for those).
 
-    Returns the sentence fragment and, when counts differ from ``planned``, a per-metric column.
+    Returns the sentence fragment and, when counts differ from ``planned`` or evaluations failed, a per-metric column.
     """
-    reps = summary.groupby("metric")["n"].max().astype(int)
+    reps = summary.groupby("metric")["n"].max().astype(int) if not summary.empty else pd.Series(dtype=int)
+    reps = pd.concat([reps, pd.Series(0, index=[m for m in (failed or {}) if m not in reps.index], dtype=int)])
     planned = int(planned) if planned else int(reps.max())
-    if (reps == planned).all():
+    if (reps == planned).all() and not failed:
         return plural(planned, "repetition"), None
-    column = reps.map(lambda k: f"{k} of {planned}")
-    return (f"the repetitions counted in column *reps* (k of {planned}: the others failed, see "
-            "\"Failed metrics\")"), column
+    column = pd.Series({m: f"{k} of {planned}" + (f"; {failed[m][0]} of {failed[m][1]} evaluations failed"
+                                                 if m in (failed or {}) else "") for m, k in reps.items()})
+    return (f"the complete repetitions in column *reps* (k of {planned}: a repetition with a failed evaluation "
+            "counts for none, see \"Failed metrics\")"), column
+
+
+def failed_counts(failures: Mapping[str, str] | None) -> dict[str, tuple[int, int]]:
+    """metric -> (failed, all) evaluations, for the failing metrics whose failure line gives the counts."""
+    return {m: counts for m, line in (failures or {}).items() if (counts := failed_of(line)) is not None}
 
 
 def below_chance_markdown(summary: pd.DataFrame) -> list[str]:
@@ -51,8 +61,12 @@ def table3_text(summary: pd.DataFrame, title: str, failures: Mapping[str, str] |
     warning = few_repetitions_warning(int(summary["n"].max())) if not summary.empty else ""
     if warning:
         lines += [f"**Warning: {warning}.**", ""]
+    failed = failed_counts(failures)
     if not cells.empty:
-        n_text, per_metric = repetitions_text(summary, repetitions)
+        for metric in failed:  # a metric with no complete repetition keeps its row: no number, and why
+            if metric not in cells.index:
+                cells.loc[metric] = "–"
+        n_text, per_metric = repetitions_text(summary, repetitions, failed)
         if per_metric is not None:
             cells.insert(0, "reps", per_metric.reindex(cells.index).fillna(f"0 of {repetitions}"))
         explained = "; ".join(MEASURE_LABELS[m] for m in cells.columns if m in MEASURE_LABELS)
