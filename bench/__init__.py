@@ -39,7 +39,7 @@ def shipped_path(relative: str) -> Path:
 
 #: The Python API (``textmetric_bench.session``), reached as ``textmetric_bench.evaluate`` etc. and imported on first
 #: use only: ``import textmetric_bench`` stays cheap (no pandas, Hydra or torch until a run is asked for).
-API = ("evaluate", "check", "load_run", "reference_rows", "Result")
+API = ("evaluate", "score", "check", "load_run", "reference_rows", "Result")
 
 
 def __getattr__(name: str):

@@ -15,8 +15,9 @@ from typing import Any
 
 from textmetric_bench.session.reference import reference_rows
 from textmetric_bench.session.result import Result, load_run, show_figures_inline
+from textmetric_bench.session.scoring import score
 
-__all__ = ["evaluate", "check", "load_run", "reference_rows", "Result"]
+__all__ = ["evaluate", "score", "check", "load_run", "reference_rows", "Result"]
 
 show_figures_inline()
 

@@ -56,15 +56,27 @@ def evaluation_name(fields: Sequence[str], values: Sequence) -> str:
     return "_".join(f"{name}{value}" for name, value in zip(fields, values))
 
 
-def write_failed_corpora(run_dir: Path | str, out_dir: Path | str | None = None,
-                         metric: str | None = None) -> list[Path]:
-    """Write the two corpora of every failed evaluation of ``run_dir`` (of ``metric``, or of every metric) under
-    ``out_dir`` (default ``<run_dir>/failed_corpora``); returns the directories written, one per evaluation."""
+def rebuild_collections(run_dir: Path | str):
+    """(the task, its ``Collections``) of a run, rebuilt from its saved config as the run built them: every corpus
+    by its id and the evaluations on them (``Evaluation.p``, ``.q``, ``.fields``, ``.seed``)."""
     from textmetric_bench.api.context import use_context
     from textmetric_bench.tasks.config import run_context
     from textmetric_bench.tasks.registry import get_task
     from textmetric_bench.tasks.validate import validate_config
 
+    run_dir = Path(run_dir).expanduser().absolute()
+    cfg, started_in = saved_config(run_dir)
+    task = get_task(str(cfg.task.name))
+    with working_directory(started_in):
+        inputs = validate_config(cfg, run_dir)
+        with use_context(run_context(cfg, inputs.cache_dir)):
+            return task, task.build(inputs)
+
+
+def write_failed_corpora(run_dir: Path | str, out_dir: Path | str | None = None,
+                         metric: str | None = None) -> list[Path]:
+    """Write the two corpora of every failed evaluation of ``run_dir`` (of ``metric``, or of every metric) under
+    ``out_dir`` (default ``<run_dir>/failed_corpora``); returns the directories written, one per evaluation."""
     run_dir = Path(run_dir).expanduser().absolute()
     failures_file = run_dir / "failures.csv"
     if not failures_file.is_file():
@@ -75,13 +87,8 @@ def write_failed_corpora(run_dir: Path | str, out_dir: Path | str | None = None,
             raise ConfigError(f"no failed evaluation of {metric!r} in {failures_file}; failed: "
                               f"{', '.join(sorted(set(failures['metric'])))}")
         failures = failures[failures["metric"] == metric]
-    cfg, started_in = saved_config(run_dir)
-    task = get_task(str(cfg.task.name))
+    task, collections = rebuild_collections(run_dir)
     fields = list(task.fields)
-    with working_directory(started_in):
-        inputs = validate_config(cfg, run_dir)
-        with use_context(run_context(cfg, inputs.cache_dir)):
-            collections = task.build(inputs)
     by_fields = {tuple(str(v) for v in ev.fields): ev for ev in collections.evaluations if not ev.aside}
     out = Path(out_dir).expanduser().absolute() if out_dir is not None else run_dir / "failed_corpora"
     written = []

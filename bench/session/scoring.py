@@ -1,0 +1,83 @@
+"""``textmetric_bench.score``: one metric's value for two lists of texts, as a benchmark run computes it.
+
+For the researcher who has picked a metric and wants to use it: the metric comes from the same registry (a name,
+or a function decorated in a notebook), its parameters are checked and defaulted as ``metric.<name>.<key>=...``
+is on the command line, the texts are embedded by the same embedder with the same cache (``data.cache_dir``,
+``embedder.*``), and an LM metric's per-text scores are prepared as a run prepares them. The value is the one a run
+writes into ``distances.csv`` for the same two corpora and metric seed (a test checks it); the metric's own
+exception is raised as it is.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from textmetric_bench.errors import ConfigError, MetricError
+
+
+def score(metric: Any, texts_a: Sequence[str], texts_b: Sequence[str], *, seed: int = 0,
+          config: Mapping[str, Any] | Sequence[str] | None = None, **params: Any) -> float:
+    """The value of ``metric`` for corpora ``texts_a`` and ``texts_b``.
+
+    Args:
+        metric: a registered metric's name (``"mauve"``), or a function decorated with
+            ``@textmetric_bench.api.metric`` (one defined in a notebook too).
+        texts_a, texts_b: the two corpora, lists of strings, used as given.
+        seed: the seed handed to the metric (a run hands repetition r of seed s ``metric_seed(s, r)``,
+            ``textmetric_bench.collections.seeds``); a deterministic metric ignores it.
+        config: shared settings by dotted key, e.g. ``{"embedder.long_texts": "windows"}`` or
+            ``{"data.cache_dir": "/scratch/cache"}``, or command-line overrides.
+        **params: the metric's parameters (``scaling=5`` for mauve), checked as ``metric.<name>.<key>=`` is.
+
+    Returns:
+        The metric's value, in its own direction (a distance, or a similarity for a metric that declares one).
+
+    Raises:
+        ConfigError: an unknown metric or parameter, a bad setting, an empty corpus or one that is not a list of
+            strings. MetricError: the metric returned something that is not a finite number. The metric's own
+            exception, as raised, when it fails.
+    """
+    from textmetric_bench.api.context import use_context
+    from textmetric_bench.session.running import compose, metric_names, override, overrides_of
+    from textmetric_bench.tasks.config import build_embedder, data_locations, run_context, selected_metrics
+
+    names = metric_names(metric)
+    if len(names) != 1 or names[0] in ("default", "all"):
+        raise ConfigError(f"score() takes one metric, not {metric!r}: use evaluate() to compare several")
+    a, b = _texts(texts_a, "texts_a"), _texts(texts_b, "texts_b")
+    name = names[0]
+    overrides = overrides_of("ksc", [name], None, {}, config)
+    overrides += [override(f"metric.{name}.{key}", value) for key, value in params.items()]
+    cfg, _ = compose(overrides)
+    ((info, chosen),) = selected_metrics(cfg)
+    cache_dir = data_locations(cfg)[0]
+    with use_context(run_context(cfg, cache_dir)):
+        if info.prepare is not None:
+            info.prepare(list(dict.fromkeys([*a, *b])), **chosen)
+        p, q = a, b
+        if info.inputs == "embeddings":
+            vectors = build_embedder(cfg, cache_dir).embed(list(dict.fromkeys([*a, *b])))
+            row = {text: i for i, text in enumerate(dict.fromkeys([*a, *b]))}
+            p, q = (np.asarray(vectors[[row[t] for t in side]]) for side in (a, b))
+        value = info(p, q, seed=int(seed), **chosen)
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.number)) \
+            or not math.isfinite(float(value)):
+        raise MetricError(f"metric {name!r} returned {value!r}, not a finite number")
+    return float(value)
+
+
+def _texts(texts: Sequence[str], which: str) -> list[str]:
+    if isinstance(texts, str) or not isinstance(texts, Sequence):
+        raise ConfigError(f"{which} must be a list of strings, not {type(texts).__name__}")
+    out = list(texts)
+    if not out:
+        raise ConfigError(f"{which} is empty: a corpus needs at least one text")
+    bad = [i for i, t in enumerate(out) if not isinstance(t, str)]
+    if bad:
+        raise ConfigError(f"{which}[{bad[0]}] is a {type(out[bad[0]]).__name__}, not a string "
+                          f"({len(bad)} such item{'s' if len(bad) > 1 else ''})")
+    return out

@@ -1,0 +1,59 @@
+"""``textmetric_bench.score(metric, texts_a, texts_b)`` (bench/session/scoring.py): the value a benchmark run writes
+into distances.csv for the same two corpora and metric seed, with the same embedder and cache."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+import textmetric_bench
+from textmetric_bench.collections.seeds import metric_seed
+from textmetric_bench.errors import ConfigError
+from textmetric_bench.tasks.failed_corpora import rebuild_collections
+
+SEED = 4
+
+
+@pytest.fixture(scope="module")
+def benchmark_run(tmp_path_factory, cache_dir):
+    """A small KSC run of a text metric, an embedding metric and a stochastic one (mauve's k-means)."""
+    out = tmp_path_factory.mktemp("run") / "run"
+    result = textmetric_bench.evaluate(["chi", "fid", "mauve"], pair="fortune_computing_people", k=3, n=20,
+                                       repetitions=2, seed=SEED, out_dir=out, progress=False, report=False,
+                                       config={"data.cache_dir": str(cache_dir), "engine.workers": 1})
+    assert result.passed
+    return result
+
+
+def test_score_gives_the_runs_value_for_the_same_corpora_and_seed(benchmark_run, cache_dir):
+    task, collections = rebuild_collections(benchmark_run.run_dir)
+    distances = benchmark_run.distances
+    checked = 0
+    for evaluation in collections.evaluations:
+        if evaluation.aside or evaluation.fields[0] != 1:  # repetition 1's three pairs
+            continue
+        row = dict(zip(task.fields, evaluation.fields))
+        for metric, params in (("chi", {}), ("fid", {}), ("mauve", {})):
+            logged = distances.loc[(distances["metric"] == metric) & (distances["repetition"] == row["repetition"])
+                                   & (distances["i"] == row["i"]) & (distances["j"] == row["j"]), "distance"]
+            value = textmetric_bench.score(metric, collections.corpora[evaluation.p], collections.corpora[evaluation.q],
+                                           seed=metric_seed(SEED, 1), config={"data.cache_dir": str(cache_dir)},
+                                           **params)
+            assert value == pytest.approx(float(logged.iloc[0]), rel=1e-12, abs=1e-12), (metric, row)
+            checked += 1
+    assert checked == 9
+
+
+def test_score_refuses_what_a_run_refuses():
+    texts = ["one text", "another text"]
+    with pytest.raises(ConfigError, match="no parameter"):
+        textmetric_bench.score("chi", texts, texts, bogus=1)
+    with pytest.raises(ConfigError, match="texts_b is empty"):
+        textmetric_bench.score("chi", texts, [])
+    with pytest.raises(ConfigError, match="texts_a must be a list of strings"):
+        textmetric_bench.score("chi", "one text", texts)
+    with pytest.raises(ConfigError, match="unknown metric 'chii'"):
+        textmetric_bench.score("chii", texts, texts)
+    with pytest.raises(ConfigError, match="one metric"):
+        textmetric_bench.score(["chi", "fid"], texts, texts)
+    assert isinstance(pd.Series([textmetric_bench.score("chi", texts, ["other words here"])]).iloc[0], float)
