@@ -258,11 +258,13 @@ def test_the_report_guide_numbers_follow_the_palette_and_radar():
     text = " ".join((Path(__file__).parents[1] / "docs" / "report.md").read_text(encoding="utf-8").split())
     capacity = len(COLOURS)
     assert f"for at most {MAX_OVERLAID} metrics" in text
-    assert f"past {SAFE_COLOURS} metrics a line style and marker too" in text
+    assert f"past {SAFE_COLOURS} metrics a marker too" in text
+    assert "A metric's line is always solid: dashed and dotted mean the bounds" in text
     assert f"up to {capacity} metrics" in text
     styles = metric_styles(synthetic_names(capacity)).values()
     assert len({s.colour for s in styles}) == capacity
-    assert len({(s.linestyle, s.marker) for s in styles}) == min(len(MARKERS), -(-capacity // SAFE_COLOURS))
+    assert {s.linestyle for s in styles} == {"-"}  # dashed and dotted are the bounds' own
+    assert len({s.marker for s in styles}) == min(len(MARKERS), -(-capacity // SAFE_COLOURS))
 
 
 def test_robustness_size_axis_has_integer_ticks():
@@ -274,3 +276,27 @@ def test_robustness_size_axis_has_integer_ticks():
     rows = pd.DataFrame({"s": np.repeat([20, 40, 80], 4), "distance": np.random.default_rng(0).uniform(size=12)})
     draw_curve(ax, rows, 0.5)
     assert list(ax.get_xticks()) == [20, 40, 80]
+
+
+def test_heatmap_colours_quality_on_one_scale_with_bars_and_leaves_out_measures_not_run():
+    from textmetric_bench.reports.figures.heatmap import CMAP, heatmap_caption
+
+    summary = synthetic_summary(4)
+    a = summary["measure"] == "A"
+    summary.loc[a, "mean"] = [0.92, 0.98, 0.95, 0.93]
+    summary.loc[summary["measure"] == "IFC", "mean"] = np.nan  # IFC not run
+    fig = measure_heatmap(summary, sort_by="A")
+    ax = fig.axes[0]
+    headers = [t.get_text() for t in ax.get_xticklabels()]
+    assert "IFC" not in headers and len(headers) == 8
+    image = ax.get_images()[0].get_array()
+    column = headers.index("A")
+    rows = [t.get_text() for t in ax.get_yticklabels()]
+    means = summary[a].set_index("metric")["mean"]
+    for i, metric in enumerate(rows):  # the colour is the value's on the shared 0-1 scale, not the column's rank
+        assert np.allclose(image[i, column], CMAP(means[metric])), metric
+    bars = [axis.get_ylabel() for axis in fig.axes[1:]]
+    assert len(bars) == 2 and any("0–1" in label for label in bars) and any("log scale" in label for label in bars)
+    caption = heatmap_caption(summary)
+    assert "share one colour scale" in caption and "ceiling" not in caption  # no bounds drawn, none named
+    assert "ceiling (oracle)" in heatmap_caption(synthetic_summary(4, bounds=True))

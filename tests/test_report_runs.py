@@ -86,9 +86,10 @@ def test_a_pairs_tasks_join_one_profile_and_unmeasured_axes_are_marked(report, r
     _, page = report
     head = re.search(r"<table class=table3><thead><tr>(.*?)</tr>", page).group(1)
     assert [re.sub("<.*?>", "", h) for h in re.findall(r"<th>(.*?)</th>", head)] == [
-        "metric", "A", "Aw", "T [100&nbsp;op/s]", "ρ", "ω²", "L", "S", "I", "IFC"]
+        "metric", "A", "Aw", "T [100&nbsp;op/s]", "ρ", "ω²", "L", "S", "I"]  # no column for a measure not run
     assert "A<sup>w</sup>" in head and ">rho<" not in page and ">omega2<" not in page
-    assert "IFC: not measured: no ifc run on a source corpus of this pair" in page
+    assert ("Not in this table, as no run in this report measured them: IFC (no ifc run on a source corpus of this "
+            "pair; task=ifc adds it)") in page
     # an IFC run on one of the pair's sources joins the same table (its measures.csv and config as run_ifc
     # writes them: generating with the LM takes minutes)
     ifc = tmp_path / "runs"
@@ -99,7 +100,7 @@ def test_a_pairs_tasks_join_one_profile_and_unmeasured_axes_are_marked(report, r
                   "IFC": rng.uniform(0.5, 1, 6)}).to_csv(ifc_dir / "measures.csv", index=False)
     (ifc_dir / "run.json").write_text(json.dumps({"task": "ifc", "joins_ksc": True, "sources": {PAIR_SOURCES[0]: {}}}))
     joined = build_report([ifc], tmp_path / "out")["report_html"].read_text()
-    assert "not measured: no" not in joined and joined.count("Joined: robustness") == 3
+    assert "Not in this table" not in joined and joined.count("Joined: robustness") == 3
     table = pd.read_csv(min((tmp_path / "out").glob("table3_*.csv")), index_col="metric")
     assert table["IFC"].notna().all() and table["runs"].iloc[0].count(";") == 2
 

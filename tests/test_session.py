@@ -7,7 +7,6 @@ import os
 import subprocess
 import sys
 import types
-from pathlib import Path
 
 import pandas as pd
 import pytest

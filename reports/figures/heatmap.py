@@ -1,9 +1,10 @@
 """The overview of a run: a heatmap of metrics × measures, the mean printed in every cell.
 
-Rows are sorted by a chosen measure (best on top); each column is coloured on its own range, so
-a column's best and worst metric stand out whatever the measure's scale. The ceiling (oracle) is
-the top row and the floor (chance) the bottom one, set apart by a line, labelled in grey italics
-and left out of the colour ranges.
+Rows are sorted by a chosen measure (best on top). Colour means one thing per measure family, each with its colour
+bar: the quality measures (A, A^w, ρ, ω², L, S, I, IFC) share one fixed 0–1 scale (below 0 is coloured as 0), so
+.92 against .98 looks as close as it is; the speed T has a scale of its own, logarithmic, between the run's slowest
+and fastest metric. Measures no metric was scored on are left out. The ceiling (oracle) is the top row and the
+floor (chance) the bottom one, set apart by a line, labelled in grey italics and not coloured.
 """
 
 from __future__ import annotations
@@ -20,18 +21,39 @@ from textmetric_bench.reports.bounds import bound_label, bound_of
 from textmetric_bench.reports.figures.drawing import symbol, warnings_caption
 from textmetric_bench.reports.labels import TABLE3_ORDER, format_score, metric_labels
 
-CMAP = colormaps["viridis"]  # perceptually uniform and readable with colour-vision deficiencies
+CMAP = colormaps["viridis"]  # the quality measures: perceptually uniform, readable with colour-vision deficiencies
+SPEED_CMAP = colormaps["Oranges"]  # T: another family, another colour scale
 MISSING_COLOUR = (0.88, 0.88, 0.88, 1.0)
 BOUND_COLOUR = (1.0, 1.0, 1.0, 1.0)
 #: Column headers: the paper's symbol and, for T, its unit and what better means.
 HEADERS = {"T100": "T\n[100 op/s]"}
-HEATMAP_CAPTION = ("Mean over repetitions of every measure (004 Table 3), one row per metric, rows sorted by the "
-                   "measure named in the title (best on top). Each column is coloured on its own range: yellow "
-                   "is the column's best metric, dark purple its worst. All measures are higher-is-better; T is "
-                   "a speed in hundreds of pair evaluations per second (embedding excluded), coloured on a log "
-                   "scale. Grey n/a: not measured. Top and bottom rows in grey italics, when run: the ceiling "
-                   "(oracle) and the floor (chance), outside the colour ranges. ▼: an A or A^w significantly below chance "
-                   "(.5), as in Table 3.")
+SPEED = "T100"
+#: The heatmap's caption, sentence by sentence; ``heatmap_caption`` keeps those about what a figure draws.
+CAPTION_PARTS = {
+    "base": "Mean over repetitions of every measure (004 Table 3), one row per metric, rows sorted by the measure "
+            "named in the title (best on top); all measures are higher-is-better.",
+    "quality": "The quality measures share one colour scale, 0 to 1 (a mean below 0 is coloured as 0; the cell "
+               "prints it), shown by its colour bar.",
+    "speed": "T is a speed in hundreds of pair evaluations per second (embedding excluded), on its own logarithmic "
+             "scale from the run's slowest to its fastest metric (its own colour bar).",
+    "missing": "Grey n/a: not measured for that metric.",
+    "bounds": "Top and bottom rows in grey italics: the ceiling (oracle) and the floor (chance), not coloured.",
+    "below": "▼: an A or A^w significantly below chance (.5), as in Table 3.",
+}
+HEATMAP_CAPTION = " ".join(CAPTION_PARTS.values())
+
+
+def heatmap_caption(summary: pd.DataFrame) -> str:
+    """The caption of ``measure_heatmap(summary)``: only the sentences about what it draws (bounds, T, n/a cells,
+    ▼ marks only when there are some)."""
+    means = summary.pivot(index="metric", columns="measure", values="mean")
+    measures = [m for m in TABLE3_ORDER if m in means.columns and means[m].notna().any()]
+    shown = means[measures].astype(float) if measures else means.iloc[:, :0]
+    bounds = [m for m in shown.index if bound_of(m) is not None]
+    keep = {"base": True, "quality": any(m != SPEED for m in measures), "speed": SPEED in measures,
+            "missing": bool(shown.drop(index=bounds).isna().to_numpy().any()), "bounds": bool(bounds),
+            "below": not below_chance(summary, excluded=bounds).empty}
+    return " ".join(text for part, text in CAPTION_PARTS.items() if keep[part])
 
 
 def heatmap_rows(means: pd.DataFrame, sort_by: str) -> list:
@@ -51,19 +73,27 @@ def text_colour(background) -> str:
     return "black" if (luminance + 0.05) / 0.05 >= 1.05 / (luminance + 0.05) else "white"
 
 
+def speed_range(values: pd.Series, ordinary: list) -> tuple[float, float] | None:
+    """log10 of the slowest and fastest ordinary metric's T (None when none is positive)."""
+    x = values.loc[ordinary].to_numpy(dtype=float)
+    x = x[np.isfinite(x) & (x > 0)]
+    return (float(np.log10(x.min())), float(np.log10(x.max()))) if x.size else None
+
+
 def _column_shades(values: pd.Series, measure: str, ordinary: list) -> np.ndarray:
-    """Each value's place in 0..1 between the column's worst and best ordinary metric (NaN if missing)."""
+    """Each value's place on its family's scale, 0..1 (NaN if missing): the quality measures as they are, clipped
+    to 0..1; T by its log between the ordinary metrics' slowest and fastest."""
     x = values.to_numpy(dtype=float)
-    if measure == "T100":  # speeds span orders of magnitude
-        x = np.log10(np.where(x > 0, x, np.nan))
-    reference = x[[values.index.get_loc(m) for m in ordinary]]
-    reference = reference[np.isfinite(reference)]
-    if reference.size == 0:
+    if measure != SPEED:
+        return np.clip(x, 0.0, 1.0)
+    span = speed_range(values, ordinary)
+    if span is None:
         return np.full(x.shape, np.nan)
-    low, high = reference.min(), reference.max()
+    logs = np.log10(np.where(x > 0, x, np.nan))
+    low, high = span
     if high == low:
-        return np.where(np.isfinite(x), 0.5, np.nan)
-    return np.clip((x - low) / (high - low), 0.0, 1.0)
+        return np.where(np.isfinite(logs), 0.5, np.nan)
+    return np.clip((logs - low) / (high - low), 0.0, 1.0)
 
 
 def measure_heatmap(summary: pd.DataFrame, sort_by: str = "A", *, setting: str = "",
@@ -80,11 +110,15 @@ def measure_heatmap(summary: pd.DataFrame, sort_by: str = "A", *, setting: str =
     if sort_by not in measures:
         raise ValueError(f"measure heatmap cannot sort by {sort_by!r}: the summary has {', '.join(measures)}")
     means = means[measures].astype(float)
+    measures = [m for m in measures if means[m].notna().any()]  # a measure no metric was scored on: left out
+    means = means[measures]
     rows = heatmap_rows(means, sort_by)
     means = means.loc[rows]
     ordinary = [m for m in rows if bound_of(m) is None]
     shades = np.column_stack([_column_shades(means[m], m, ordinary) for m in measures])
+    speed = [j for j, m in enumerate(measures) if m == SPEED]
     colours = CMAP(np.nan_to_num(shades, nan=0.0))
+    colours[:, speed] = SPEED_CMAP(np.nan_to_num(shades[:, speed], nan=0.0))
     colours[~np.isfinite(shades)] = MISSING_COLOUR
     bound_rows = [i for i, m in enumerate(rows) if bound_of(m) is not None]
     colours[bound_rows] = BOUND_COLOUR
@@ -116,12 +150,34 @@ def measure_heatmap(summary: pd.DataFrame, sort_by: str = "A", *, setting: str =
         ax.axhline(edge, color="#444444", linewidth=1.5)
     ax.set_xticks(np.arange(len(measures) + 1) - 0.5, minor=True)
     ax.grid(which="minor", axis="x", color="white", linewidth=1.5)
-    ax.set_title(f"Measures per metric (mean over repetitions), rows sorted by {symbol(sort_by)} (best on top); "
-                 "each column coloured on its own range" + (f"\n{setting}" if setting else ""), fontsize=10)
+    ax.set_title(f"Measures per metric (mean over repetitions), rows sorted by {symbol(sort_by)} (best on top)"
+                 + (f"\n{setting}" if setting else ""), fontsize=10)
+    _colour_bars(fig, ax, means, measures, ordinary)
     if warnings:
         width = int(12 * fig.get_figwidth())
         fig.supxlabel(warnings_caption(warnings, width).lstrip("\n"), fontsize="small", ha="left", x=0.01)
     return fig
+
+
+def _colour_bars(fig: Figure, ax, means: pd.DataFrame, measures: list, ordinary: list) -> None:
+    """One colour bar per measure family drawn: the quality measures' 0..1, and T's log scale in 100 op/s."""
+    from matplotlib.cm import ScalarMappable
+    from matplotlib.colors import LogNorm, Normalize
+
+    quality = [m for m in measures if m != SPEED]
+    if quality:
+        bar = fig.colorbar(ScalarMappable(Normalize(0, 1), CMAP), ax=ax, location="right", fraction=0.04, pad=0.02)
+        bar.set_label(f"{', '.join(symbol(m) for m in quality)} (0–1)", fontsize=9)
+        bar.ax.tick_params(labelsize=8)
+    span = speed_range(means[SPEED], ordinary) if SPEED in measures else None
+    if span is not None:
+        low, high = 10 ** span[0], 10 ** span[1]
+        if high == low:
+            low, high = low / 2, high * 2
+        bar = fig.colorbar(ScalarMappable(LogNorm(low, high), SPEED_CMAP), ax=ax, location="right", fraction=0.04,
+                           pad=0.02)
+        bar.set_label("T [100 op/s], log scale", fontsize=9)
+        bar.ax.tick_params(labelsize=8)
 
 
 def _separators(rows: list) -> list[float]:

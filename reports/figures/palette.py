@@ -1,10 +1,10 @@
-"""One look per metric, shared by every figure: a colour of its own plus a line style and marker.
+"""One look per metric, shared by every figure: a colour of its own plus a marker, on a solid line.
 
 The first seven colours are Okabe & Ito's palette for colour-vision deficiencies (its yellow left out: too
 pale for lines on white); past seven metrics the colours continue with colorcet's Glasbey palette for dark
 colours on white (each as far as possible from those before it), leaving out those close to the seven, so
 every metric of a figure has a colour of its own (a critical-difference diagram shows colour only). Past
-seven metrics the line style and marker change too, with each round through the seven, for readers who
+seven metrics the marker changes too, with each round through the seven, for readers who
 cannot tell the added colours apart. Metrics are numbered in name order, so every figure drawn from the
 same set of metrics gives a metric the same look. The bounds of ``textmetric_bench.reports.bounds``
 (oracle, chance) take no palette entry: they are grey outlines.
@@ -35,9 +35,10 @@ def _far_from(colour: str, others) -> bool:
 
 #: Every colour a metric can take, in the order metrics take them: Okabe-Ito, then Glasbey's dark colours.
 COLOURS = OKABE_ITO + tuple(c for c in colorcet.glasbey_dark if _far_from(c, (*OKABE_ITO, BOUND_GREY, "#FFFFFF")))
-#: Past this many metrics, line style and marker vary too.
+#: Past this many metrics, the marker varies too.
 SAFE_COLOURS = len(OKABE_ITO)
-LINESTYLES = ("-", "--", ":", "-.")
+#: A metric's line: always solid, since dashed and dotted lines are the bounds' (BOUND_LINESTYLES) in every figure.
+METRIC_LINESTYLE = "-"
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 BOUND_LINESTYLES = {"ceiling": "--", "floor": ":"}
 
@@ -61,8 +62,7 @@ def metric_styles(metrics: Iterable) -> dict[str, MetricStyle]:
     styles = {}
     for index, name in enumerate(names):
         cycle = index // SAFE_COLOURS
-        styles[name] = MetricStyle(COLOURS[index % len(COLOURS)], LINESTYLES[cycle % len(LINESTYLES)],
-                                   MARKERS[cycle % len(MARKERS)])
+        styles[name] = MetricStyle(COLOURS[index % len(COLOURS)], METRIC_LINESTYLE, MARKERS[cycle % len(MARKERS)])
     return styles
 
 

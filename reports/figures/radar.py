@@ -26,9 +26,15 @@ from textmetric_bench.reports.labels import QUALITY_MEASURES, metric_labels
 MAX_OVERLAID = 6
 SMALL_MULTIPLES_CAPTION = ("One radar per metric over the quality measures (004 Figure 4), all on the same 0–1 "
                            "scale, time left out; metrics in order of their mean over the axes. Good: a large "
-                           "polygon reaching the rim on every axis. Grey dashed: the ceiling (oracle), grey "
-                           "dotted: the floor (chance), where they were run. n/a: the measure was not run for "
-                           "that metric (not zero); negative means are drawn at 0.")
+                           "polygon reaching the rim on every axis. Each metric's outline is solid, in its colour. "
+                           "n/a: the measure was not run for that metric (not zero); negative means are drawn at 0.")
+BOUNDS_SENTENCE = "Grey dashed: the ceiling (oracle); grey dotted: the floor (chance)."
+
+
+def small_multiples_caption(summary: pd.DataFrame) -> str:
+    """``SMALL_MULTIPLES_CAPTION``, and what the grey outlines are when the bounds were run (drawn)."""
+    drawn = any(bound_of(m) is not None for m in summary["metric"].unique())
+    return SMALL_MULTIPLES_CAPTION + (f" {BOUNDS_SENTENCE}" if drawn else "")
 
 
 def radar_means(summary: pd.DataFrame, axes=None) -> pd.DataFrame:
@@ -177,7 +183,7 @@ def overlaid_radar(summary: pd.DataFrame, *, title: str | None = None, metrics=N
                 missing[axis_name].append(str(metric))
     ax.set_xticklabels([_axis_label(a, m) for a, m in missing.items()], fontsize=11)
     ax.legend(loc="upper left", bbox_to_anchor=(1.08, 1.0), title="metric", fontsize="small")
-    ax.set_title(title or "Metric robustness (mean over repetitions)", pad=20)
+    ax.set_title(title or "Quality measures per metric (mean over repetitions)", pad=20)
     caption = "Scale 0..1, higher is better; time excluded (004 Figure 4)."
     if len(chosen) < len(ranked):
         caption += (f" Shown: the {len(chosen)} of {len(ranked)} metrics with the largest mean over the axes "

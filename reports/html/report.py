@@ -18,10 +18,10 @@ from textmetric_bench.measures.intervals import INTERVAL_NAME
 from textmetric_bench.measures.paired import all_comparisons
 from textmetric_bench.measures.summaries import RAW_MEASURES, labelled
 from textmetric_bench.reports.figures.drawing import MEASURE_SYMBOLS, save_figure
-from textmetric_bench.reports.figures.heatmap import HEATMAP_CAPTION, measure_heatmap
+from textmetric_bench.reports.figures.heatmap import heatmap_caption, measure_heatmap
 from textmetric_bench.reports.figures.ksc import distance_scatter
 from textmetric_bench.reports.figures.overview import measure_boxplots, sweep_trends
-from textmetric_bench.reports.figures.radar import SMALL_MULTIPLES_CAPTION, radar_chart, radar_small_multiples
+from textmetric_bench.reports.figures.radar import radar_chart, radar_small_multiples, small_multiples_caption
 from textmetric_bench.reports.html.tables import (
     below_chance_html,
     escape,
@@ -162,16 +162,16 @@ def _overview_figures(summary: pd.DataFrame, fig_dir: Path, slug: str, setting: 
     parts = []
     try:
         heatmap = save_figure(measure_heatmap(summary, sort_by="A", setting=setting), fig_dir / f"heatmap_{slug}.png")
-        parts.append(_figure(heatmap, HEATMAP_CAPTION))
+        parts.append(_figure(heatmap, heatmap_caption(summary)))
     except ValueError as exc:
         parts.append(f"<p class=note>No heatmap: {escape(exc)}</p>")
     try:
         drawable = summary[summary["measure"].isin([*MEASURE_SYMBOLS, "T", "T100"])]  # axes the radars can label
         small = save_figure(radar_small_multiples(drawable, title=f"Each metric's profile (mean over repetitions): "
                                                                  f"{setting}"), fig_dir / f"radars_{slug}.png")
-        parts.append(_figure(small, SMALL_MULTIPLES_CAPTION))
-        radar = radar_chart(drawable, fig_dir / f"radar_{slug}", title=f"Metric robustness (mean over repetitions):"
-                                                                       f"\n{setting}")[0]
+        parts.append(_figure(small, small_multiples_caption(drawable)))
+        radar = radar_chart(drawable, fig_dir / f"radar_{slug}", title=f"Quality measures per metric (mean over "
+                                                                       f"repetitions):\n{setting}")[0]
         parts.append(_figure(radar, CAPTIONS["radar"]))
     except ValueError as exc:
         parts.append(f"<p class=note>No radar chart: {escape(exc)}</p>")

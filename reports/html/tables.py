@@ -62,7 +62,8 @@ def _row_head(metric, labels: dict) -> tuple[str, str]:
 def table3_html(summary: pd.DataFrame, marks: dict, missing: dict[str, str], marks_note: str = "",
                 failed: dict[str, tuple[int, int]] | None = None) -> str:
     """004 Table 3 with every profile column; ``marks``: per column, the metrics not separated from its best (▲),
-    explained by ``marks_note``; ▼: an A or A^w below chance; ``missing``: column -> why no run measured it (–*);
+    explained by ``marks_note``; ▼: an A or A^w below chance; ``missing``: measure -> why no run measured it (its
+    column is left out, and one note below the table names them);
     ``failed``: metric -> (failed, all) evaluations, marked in its row (a metric with no complete repetition keeps
     a row without numbers)."""
     failed = dict(failed or {})
@@ -72,7 +73,7 @@ def table3_html(summary: pd.DataFrame, marks: dict, missing: dict[str, str], mar
             means.loc[metric] = np.nan
     below = set(below_chance_cells(summary)[["metric", "measure"]].itertuples(index=False, name=None))
     wide = table3(summary, with_ci=True)
-    columns = [c for c in SYMBOLS if c in means.columns or c in missing]
+    columns = [c for c in SYMBOLS if c in means.columns and c not in missing]
     bold = best_mask(means)
     labels = metric_labels(summary)
     head = "".join(f"<th>{SYMBOLS[c]}</th>" for c in columns)
@@ -84,9 +85,6 @@ def table3_html(summary: pd.DataFrame, marks: dict, missing: dict[str, str], mar
                      f"metrics'>✗ {failed[metric][0]} of {failed[metric][1]} evaluations failed</span>")
         tds = []
         for c in columns:
-            if c in missing or c not in means.columns:
-                tds.append("<td class=missing>–<sup>*</sup></td>")
-                continue
             if not np.isfinite(means.at[metric, c]):
                 tds.append("<td class=missing>–</td>")
                 continue
@@ -102,7 +100,8 @@ def table3_html(summary: pd.DataFrame, marks: dict, missing: dict[str, str], mar
             tds.append(f"<td>{text}</td>")
         rows.append(f"<tr{cls}><th>{name}</th>{''.join(tds)}</tr>")
     table = f"<table class=table3><thead><tr><th>metric</th>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
-    notes = "".join(f"<br><sup>*</sup> {SYMBOLS[c]}: {escape(why)}" for c, why in missing.items())
+    notes = ("<br>Not in this table, as no run in this report measured them: "
+             + "; ".join(f"{SYMBOLS[c]} ({escape(why)})" for c, why in missing.items()) + "." if missing else "")
     caption = (f"Cells: mean over repetitions [{INTERVAL_NAME}]; bold: best of the column and those within "
                f"{BOLD_TOLERANCE:g} of it. {escape(marks_note)} Higher is better. <i>ceiling (oracle)</i> and "
                f"<i>floor (chance)</i> are bounds, not ranked."

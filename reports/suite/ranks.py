@@ -25,7 +25,6 @@ import math
 import warnings
 from dataclasses import dataclass, field
 
-import numpy as np
 import pandas as pd
 import scikit_posthocs as sp
 from scipy import stats

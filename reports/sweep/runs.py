@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 from textmetric_bench.measures.summaries import summarise_measures
@@ -159,8 +158,8 @@ def sections(runs: list[Run]) -> list[Section]:
 
 
 def profile(ksc: Run, joined: list[Run]) -> tuple[pd.DataFrame, dict[str, str]]:
-    """One summary over the KSC run and its joined runs (each summarised alone), with NaN rows for the
-    quality measures no run measured, and those measures mapped to why they are missing."""
+    """One summary over the KSC run and its joined runs (each summarised alone), and the quality measures no run
+    measured mapped to why (the table leaves their columns out and says so in one note)."""
     summaries = [ksc.summary()] + [r.summary() for r in joined]
     summary = pd.concat(summaries, ignore_index=True)
     measured = set(summary["measure"])
@@ -169,12 +168,7 @@ def profile(ksc: Run, joined: list[Run]) -> tuple[pd.DataFrame, dict[str, str]]:
         if measure not in measured:
             task = TASK_OF.get(measure, "ksc")
             where = "on a source corpus of this pair" if task == "ifc" else "of this pair"
-            missing[measure] = f"not measured: no {task} run {where} in this report"
-    if missing:
-        metrics = summary["metric"].unique()
-        filler = pd.DataFrame([(m, measure, np.nan, np.nan, 0, np.nan, np.nan) for m in metrics for measure in missing],
-                              columns=["metric", "measure", "mean", "std", "n", "ci_low", "ci_high"])
-        summary = pd.concat([summary, filler], ignore_index=True)
+            missing[measure] = f"no {task} run {where}; task={task} adds it"
     if "orientation" in summary.columns:
         summary["orientation"] = summary["metric"].map(summary.groupby("metric")["orientation"].first())
     return summary, missing
