@@ -3,6 +3,8 @@ progress bars' auto-detection in such a kernel."""
 
 from __future__ import annotations
 
+import re
+
 import nbformat
 import pytest
 from nbclient import NotebookClient
@@ -61,3 +63,25 @@ def test_auto_progress_draws_a_widget_bar_in_a_real_kernel(tmp_path):
 def test_the_notebook_is_stored_without_outputs(cell):
     """Its numbers come from running it, never from a stored copy (the docs site shows the code)."""
     assert cell.outputs == [] and cell.execution_count is None
+
+
+def test_the_docs_build_executes_the_notebooks_and_renders_the_executed_copy():
+    """mkdocs.yml runs docs/hooks/notebooks.py, whose executed copy keeps the notebook's docs path, so that
+    mkdocs-jupyter's include patterns still take it for a notebook (else the page would show its JSON)."""
+    import importlib.util
+    from pathlib import PurePath
+
+    import yaml
+
+    text = (PROJECT_ROOT / "mkdocs.yml").read_text(encoding="utf-8")
+    config = yaml.safe_load(re.sub(r"!{1,2}[a-z][\w/:.]*", "", text))  # mkdocs tags (!relative) left out
+    assert "docs/hooks/notebooks.py" in config["hooks"]
+    jupyter = next(p["mkdocs-jupyter"] for p in config["plugins"] if isinstance(p, dict) and "mkdocs-jupyter" in p)
+    assert jupyter["execute"] is False  # the hook executes, in a scratch directory; the plugin only renders
+    spec = importlib.util.spec_from_file_location("notebooks_hook", PROJECT_ROOT / "docs" / "hooks" / "notebooks.py")
+    hook = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(hook)
+    name = NOTEBOOK.relative_to(PROJECT_ROOT / "docs").as_posix()
+    copy = PurePath("/scratch/site") / name  # where executed_copy writes it
+    assert any(copy.match(pattern) for pattern in jupyter["include"])
+    assert hook.CELL_TIMEOUT >= 600

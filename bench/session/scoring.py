@@ -26,7 +26,8 @@ def score(metric: Any, texts_a: Sequence[str], texts_b: Sequence[str], *, seed: 
     Args:
         metric: a registered metric's name (``"mauve"``), or a function decorated with
             ``@textmetric_bench.api.metric`` (one defined in a notebook too).
-        texts_a, texts_b: the two corpora, lists of strings, used as given.
+        texts_a: the first corpus, a list of strings, used as given.
+        texts_b: the second corpus, likewise.
         seed: the seed handed to the metric (a run hands repetition r of seed s ``metric_seed(s, r)``,
             ``textmetric_bench.collections.seeds``); a deterministic metric ignores it.
         config: shared settings by dotted key, e.g. ``{"embedder.long_texts": "windows"}`` or

@@ -1,0 +1,57 @@
+"""mkdocs hook: the docs' notebooks are shown with their outputs, executed at build time.
+
+The notebooks are stored without outputs (tests/test_notebook.py checks it, and runs them in a kernel): their
+numbers come from running them, never from a stored copy. For the site, ``on_files`` executes each one in a fresh
+kernel in a scratch directory (its run directories land there, not in the checkout), and hands mkdocs-jupyter the
+executed copy to render. A cell that raises fails the build. Progress-bar widgets are dropped from the copy (a
+static page cannot draw them); every other output stays.
+"""
+
+from __future__ import annotations
+
+import logging
+import tempfile
+from pathlib import Path
+
+log = logging.getLogger("mkdocs.hooks.notebooks")
+
+#: Seconds a cell may take (the notebook's runs use a small setting and the reference rows).
+CELL_TIMEOUT = 900
+WIDGET = "application/vnd.jupyter.widget-view+json"
+_scratch: list[tempfile.TemporaryDirectory] = []
+
+
+def executed_copy(source: Path, name: str) -> Path:
+    """``source`` executed in a fresh kernel in a scratch directory and written there as ``name`` (its path in the
+    docs, so mkdocs-jupyter's ``include`` patterns still match it), without widgets."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    scratch = tempfile.TemporaryDirectory(prefix="docs-notebook-")
+    _scratch.append(scratch)  # kept until the build ends: mkdocs-jupyter reads the copy later
+    notebook = nbformat.read(source, as_version=4)
+    NotebookClient(notebook, timeout=CELL_TIMEOUT, kernel_name="python3",
+                   resources={"metadata": {"path": scratch.name}}).execute()
+    for cell in notebook.cells:
+        if cell.cell_type != "code":
+            continue
+        for output in cell.outputs:
+            output.get("data", {}).pop(WIDGET, None)
+        cell.outputs = [o for o in cell.outputs if o.get("data", True) or o.output_type == "stream"]
+    copy = Path(scratch.name) / "site" / name
+    copy.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(notebook, copy)
+    return copy
+
+
+def on_files(files, config):
+    for file in files:
+        if file.src_uri.endswith(".ipynb"):
+            log.info("executing %s for the site", file.src_uri)
+            file.abs_src_path = str(executed_copy(Path(file.abs_src_path), file.src_uri))
+    return files
+
+
+def on_post_build(config):
+    while _scratch:
+        _scratch.pop().cleanup()
