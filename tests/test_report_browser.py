@@ -166,3 +166,25 @@ def test_the_report_fits_the_window_with_every_column_reachable(browser, report_
     assert matrices > 0, "the report shows no significance matrix"
     assert page.evaluate(FIT_PROBLEMS) == []
     page.close()
+
+
+#: Run in the page: the Table 3 headers, the figure captions and the notes a reader sees.
+SEEN = """() => ({
+  headers: Array.from(document.querySelectorAll('table.table3 thead th')).map(th => th.textContent.trim()),
+  captions: Array.from(document.querySelectorAll('figcaption')).map(c => c.textContent),
+  legends: Array.from(document.querySelectorAll('p.legend')).map(p => p.textContent),
+  alts: Array.from(document.images).map(i => i.alt),
+})"""
+
+
+def test_a_ksc_only_report_shows_what_was_run_and_captions_only_what_is_drawn(browser, report_dir):
+    """KSC only, no bounds run: no S, I or IFC column (one note names them), no caption speaks of the ceiling
+    or floor, and the heatmap's caption names its colour scales."""
+    page = browser.new_page(viewport=VIEWPORT)
+    page.goto((report_dir / "report.html").as_uri(), wait_until="load")
+    seen = page.evaluate(SEEN)
+    page.close()
+    assert seen["headers"] and not {"S", "I", "IFC"} & set(seen["headers"])
+    assert any("Not in this table, as no run in this report measured them: S" in text for text in seen["legends"])
+    assert seen["captions"] and not any("ceiling" in c or "floor" in c for c in seen["captions"])
+    assert any("share one colour scale" in c and "its own colour bar" in c for c in seen["captions"])
