@@ -78,3 +78,32 @@ def test_fluent_text_is_more_likely_than_its_words_shuffled(smollm2):
     a, b, c = token_logprobs(model, tokenizer, [text, shuffled, text], batch_size=2)
     assert a.sum() > b.sum() + 5
     np.testing.assert_allclose(a, c, atol=1e-4)  # padding in a batch does not change a text's score
+
+
+def test_the_thread_probe_counts_other_processes_not_this_one():
+    """``others_busy_cores`` sees a process burning a core; this process's own spinning is its own, not another's."""
+    import os
+    import subprocess
+    import threading
+    import time
+
+    from textmetric_bench.features.lm import busy_cores, others_busy_cores, thread_choice
+
+    cores = len(os.sched_getaffinity(0))
+    spinner = subprocess.Popen([sys.executable, "-c", "import time\nend = time.time() + 3\nwhile time.time() < end: pass"])
+    try:
+        time.sleep(0.3)
+        with_spinner = others_busy_cores(0.5)
+    finally:
+        spinner.wait()
+    assert with_spinner is not None and 0.4 <= with_spinner <= cores + 0.5
+    stop = time.monotonic() + 1.5
+    own = threading.Thread(target=lambda: [None for _ in iter(lambda: time.monotonic() > stop, True)])
+    own.start()
+    machine, mine = busy_cores(0.5)
+    own.join()
+    assert mine >= 0.4 and machine >= mine - 0.1  # the spinning thread is counted as ours, within the machine's
+    chosen, record = thread_choice({"generation_threads": "auto", "threads": 1})
+    assert record["rule"] == "auto" and record["cores"] == cores and chosen in (cores, 1)
+    assert chosen == (cores if record["busy"] < cores / 2 else 1)
+    assert thread_choice({"generation_threads": 2})[1] == {"threads": 2, "rule": "lm.generation_threads"}

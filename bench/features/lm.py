@@ -19,6 +19,7 @@ import importlib.util
 import json
 import logging
 import os
+import time
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -148,9 +149,46 @@ def load_causal_lm(cfg_lm: Mapping[str, Any], cache_dir: Path | str, *, path: Pa
     return model, tokenizer
 
 
-def generation_threads(cfg_lm: Mapping[str, Any]) -> int | None:
-    """Torch threads for IFC's fine-tuning and sampling: ``lm.generation_threads``, where ``auto`` means one
-    per usable core when the 1-minute load average is below half the cores, else ``lm.threads``.
+#: How long the thread choice watches the machine (``others_busy_cores``).
+PROBE_SECONDS = 0.3
+
+
+def busy_cores(seconds: float = PROBE_SECONDS) -> tuple[float, float] | None:
+    """(cores the machine kept busy, cores this process kept busy) over the next ``seconds``, from /proc/stat and
+    ``os.times``; None where /proc/stat is not readable (not Linux)."""
+    def busy_and_total() -> tuple[int, int] | None:
+        try:
+            fields = [int(v) for v in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
+        except (OSError, ValueError, IndexError):
+            return None
+        idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
+        return sum(fields[:8]) - idle, sum(fields[:8])
+
+    first, own_first, wall_first = busy_and_total(), os.times(), time.monotonic()
+    time.sleep(seconds)
+    second, own_second, wall = busy_and_total(), os.times(), time.monotonic() - wall_first
+    if first is None or second is None or wall <= 0:
+        return None
+    tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+    machine = (second[0] - first[0]) / tick / wall
+    own = ((own_second.user - own_first.user) + (own_second.system - own_first.system)) / wall
+    return machine, own
+
+
+def others_busy_cores(seconds: float = PROBE_SECONDS) -> float | None:
+    """How many cores other processes kept busy over the next ``seconds`` (``busy_cores``: the machine's less this
+    process's own); None where it cannot be measured.
+
+    A short probe, not the 1-minute load average: that average still counts the harness's own job that just
+    ended, so a run started right after another would think the machine busy."""
+    measured = busy_cores(seconds)
+    return None if measured is None else max(0.0, measured[0] - measured[1])
+
+
+def thread_choice(cfg_lm: Mapping[str, Any]) -> tuple[int | None, dict]:
+    """Torch threads for IFC's fine-tuning and sampling, and the record of why (for ``run.json``):
+    ``lm.generation_threads`` when set; ``auto``: one per usable core when other processes keep fewer than half
+    the cores busy (``others_busy_cores``, a short probe), else ``lm.threads``.
 
     Why not always every core: on a busy machine torch's OpenMP threads wait for each other (a
     sampling pass took 92 s with 2 threads against 17 s with 1 at load average 4 on 2 cores), while
@@ -159,11 +197,26 @@ def generation_threads(cfg_lm: Mapping[str, Any]) -> int | None:
     """
     value = cfg_lm.get("generation_threads", "auto")
     if value != "auto":
-        return int(value) if value is not None else None
+        chosen = int(value) if value is not None else None
+        return chosen, {"threads": chosen, "rule": "lm.generation_threads"}
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    if os.getloadavg()[0] < cores / 2:
-        return cores
-    return int(cfg_lm["threads"]) if cfg_lm.get("threads") else None
+    busy = others_busy_cores()
+    if busy is None:  # no probe here: the load average, which may count a job of ours that just ended
+        busy, how = os.getloadavg()[0], "1-minute load average"
+    else:
+        how = f"other processes' busy cores over {PROBE_SECONDS:g} s"
+    fallback = int(cfg_lm["threads"]) if cfg_lm.get("threads") else None
+    chosen = cores if busy < cores / 2 else fallback
+    return chosen, {"threads": chosen, "rule": "auto", "cores": cores, "busy": round(busy, 2), "measured": how}
+
+
+def generation_threads(cfg_lm: Mapping[str, Any]) -> int | None:
+    """The threads of ``thread_choice`` (logged with the reason)."""
+    chosen, record = thread_choice(cfg_lm)
+    if record["rule"] == "auto":
+        log.info("generation threads: %s (%s: %.2f of %d cores)", chosen or "torch's default", record["measured"],
+                 record["busy"], record["cores"])
+    return chosen
 
 
 def return_freed_memory() -> None:

@@ -117,7 +117,8 @@ class IFCTask(Task, name="ifc", settings=IFCSettings, fields=("kind", "iteration
 
         gen_dir = run.out_dir / "generated"
         start = time.perf_counter()
-        generated_now = _generate(run, plan, gen_dir, training_pool, loaded.normalise) if s.generate else []
+        generated_now, threads = (_generate(run, plan, gen_dir, training_pool, loaded.normalise) if s.generate
+                                  else ([], None))
         generation_seconds = time.perf_counter() - start
         on_disk = finished_iterations(gen_dir, plan) if gen_dir.is_dir() else []
         iterations = [i for i in on_disk if i <= plan.iterations] if s.generate else on_disk
@@ -133,7 +134,8 @@ class IFCTask(Task, name="ifc", settings=IFCSettings, fields=("kind", "iteration
             info={"source": plan.source, "source_texts": len(source), "sources": {loaded.name: loaded.record()},
                   "training_pool": len(training_pool), "reference_pool": len(reference_pool), "iterations": iterations,
                   "generated_now": generated_now, "repetitions": reps, "lm": plan.lm, "plan": plan.fingerprint(),
-                  "seconds": {"generation": round(generation_seconds, 1)}},
+                  "seconds": {"generation": round(generation_seconds, 1)},
+                  **({"generation_threads": threads} if threads else {})},
             extra={"ttr": corpus_ttr(source, reference_pool, samples, generated)},
             positions=ifc_positions(corpora),  # for the oracle: iterations
             sides={loaded.name: loaded.texts})  # generated texts are recorded as `other`
@@ -164,23 +166,28 @@ class IFCTask(Task, name="ifc", settings=IFCSettings, fields=("kind", "iteration
         return files
 
 
-def _generate(run: RunInputs, plan: GenerationPlan, gen_dir: Path, training_pool, normalisation) -> list[int]:
-    """Generate what is missing, loading the language model only when something is."""
-    from textmetric_bench.features.lm import generation_threads, load_causal_lm, load_tokenizer, text_token_ids
+def _generate(run: RunInputs, plan: GenerationPlan, gen_dir: Path, training_pool,
+              normalisation) -> tuple[list[int], dict | None]:
+    """Generate what is missing, loading the language model only when something is; the iterations generated now
+    and how many threads generated them, and why (``textmetric_bench.features.lm.thread_choice``)."""
+    from textmetric_bench.features.lm import load_causal_lm, load_tokenizer, text_token_ids, thread_choice
 
     done = finished_iterations(gen_dir, plan) if gen_dir.is_dir() else []
     if set(range(plan.iterations + 1)) <= set(done):
-        return []
+        return [], None
     cfg, cache_dir = run.cfg, run.cache_dir
     tokenizer = load_tokenizer(cfg.lm, cache_dir)
     lengths = [max(1, len(text_token_ids(tokenizer, t, add_eos=False)) - 1) for t in training_pool]
     lm_cfg = OmegaConf.to_container(cfg.lm, resolve=True)
-    generating = {**lm_cfg, "threads": generation_threads(lm_cfg)}
+    threads, record = thread_choice(lm_cfg)
+    log.info("generation threads: %s (%s)", threads or "torch's default",
+             ", ".join(f"{k} {v}" for k, v in record.items() if k != "threads"))
+    generating = {**lm_cfg, "threads": threads}
     plain = lm_cfg.get("generation_model", "auto") == "auto"
     return generate_ifc(plan, gen_dir, training_pool=training_pool, token_lengths=lengths,
                         normalisation=normalisation,
                         load_model=lambda path: load_causal_lm(generating, cache_dir, path=path, plain=plain),
-                        progress=bool(cfg.get("progress", True)))
+                        progress=bool(cfg.get("progress", True))), record
 
 
 def corpus_ttr(source, reference_pool, samples, generated) -> pd.DataFrame:
