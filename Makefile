@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 export HF_HUB_OFFLINE ?= 1
 export TRANSFORMERS_OFFLINE ?= 1
 
-.PHONY: run test test-fast test-slow check report venv lock clean benchmark regenerate docs suite-example
+.PHONY: run test test-fast test-slow check lint report venv lock clean benchmark regenerate docs suite-example
 
 venv: $(STAMP)
 
@@ -42,6 +42,10 @@ test: $(STAMP)
 # The edit loop: no model, no mirror, no long run, under a minute (tiers: tests/conftest.py).
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest -q -m fast
+
+# Lint: the rules of pyproject.toml's [tool.ruff.lint] over the code, the tests and the docs' build hook.
+lint: $(STAMP)
+	$(BIN)/ruff check bench reports metrics tests docs/hooks
 
 # Regression gate against reports/baselines/ (see docs/regression-gate.md).
 check: $(STAMP)

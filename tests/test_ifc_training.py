@@ -152,7 +152,7 @@ def test_a_batch_in_parts_gives_the_gradient_of_one_pass(smollm2, monkeypatch):
     assert whole[0].loss == pytest.approx(parts[0].loss, rel=1e-5)
     for name, delta in whole[1].items():
         torch.testing.assert_close(parts[1][name], delta, rtol=1e-3, atol=1e-3 * float(delta.abs().max()) + 1e-12,
-                                   msg=lambda m: f"{name}: {m}")
+                                   msg=lambda m, name=name: f"{name}: {m}")
 
 
 def test_recomputing_activations_changes_no_bit_fused_adamw_only_rounding_and_the_model_is_left_as_it_was(smollm2, monkeypatch):
@@ -364,7 +364,7 @@ def test_the_loss_in_parts_is_the_models_own_loss_and_adds_the_output_gradient_i
     assert chunked[:2] != own[:2]  # the loss in parts did run (other sums, other bits)
     for name, grad in own[2].items():
         torch.testing.assert_close(chunked[2][name], grad, rtol=0, atol=1e-4 * float(grad.abs().max()),
-                                   msg=lambda m: f"{name}: {m}")
+                                   msg=lambda m, name=name: f"{name}: {m}")
 
 
 @pytest.mark.parametrize("keep_bytes", [64 * 2**20, 0], ids=["probabilities kept", "logits again"])

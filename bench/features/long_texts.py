@@ -159,7 +159,7 @@ def encode_windows(model, tokenizer, texts: Sequence[str], *, window: int, batch
     pooled: np.ndarray | None = None
     device = model.device
     with torch.inference_mode():
-        for length, indices in by_length.items():
+        for indices in by_length.values():
             for start in range(0, len(indices), batch_size):
                 chunk = indices[start:start + batch_size]
                 features = window_features(template, [windows[i] for i in chunk], device)

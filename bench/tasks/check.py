@@ -224,7 +224,8 @@ def run_gate(run: RunInputs) -> TaskResult:
     moved = table[(table["status"] != "ok")]
     shown = moved.copy()
     for col in ("baseline", "new", "change", "tolerance"):
-        shown[col] = shown[col].map(lambda v: "" if pd.isna(v) else f"{v:+.4f}" if col == "change" else f"{v:.4f}")
+        pattern = "{:+.4f}" if col == "change" else "{:.4f}"
+        shown[col] = shown[col].map(lambda v, pattern=pattern: "" if pd.isna(v) else pattern.format(v))
     verdict = "FAILED" if len(failed) else "passed"
     now = numerics()
     text = (f"# Regression check {verdict}\n\nBaseline: {path}\nSettings: {settings}\n"

@@ -125,7 +125,7 @@ def perturbation_heatmap(summary: pd.DataFrame, out_path: Path, *, title: str = 
     image = ax.imshow(np.ma.masked_invalid(values), cmap="RdBu_r", norm=norm, aspect="auto")
     flags = gap_flag(summary)
     for i, m in enumerate(metrics):
-        for j, p in enumerate(perts):
+        for j in range(len(perts)):
             v, s = values[i, j], std.iat[i, j]
             if np.isfinite(v):
                 text = f"{int(round(100 * v)):+d}%" + (f"\n±{100 * s:.0f}" if np.isfinite(s) else "")
