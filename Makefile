@@ -43,9 +43,11 @@ test: $(STAMP)
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest -q -m fast
 
-# Lint: the rules of pyproject.toml's [tool.ruff.lint] over the code, the tests and the docs' build hook.
+# Lint: ruff's rules (pyproject.toml [tool.ruff.lint]) over the code, the tests and the docs' build hook; mypy over
+# the packages of [tool.mypy] (the plugin API, the measures, the engine).
 lint: $(STAMP)
 	$(BIN)/ruff check bench reports metrics tests docs/hooks
+	$(BIN)/mypy
 
 # Regression gate against reports/baselines/ (see docs/regression-gate.md).
 check: $(STAMP)

@@ -24,7 +24,7 @@ import functools
 import re
 import unittest
 from dataclasses import dataclass
-from typing import Callable, Iterator, Mapping, Sequence
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -140,8 +140,8 @@ def check_same_seed_same_value(m: MetricInfo, s: ContractSamples) -> None:
 def check_order_invariant(m: MetricInfo, s: ContractSamples) -> None:
     p, q = s.get(m, "a1", "b1")
     rng = np.random.default_rng(5)
-    shuffled_p = [p[i] for i in rng.permutation(len(p))]
-    shuffled_q = [q[i] for i in rng.permutation(len(q))]
+    shuffled_p: Any = [p[i] for i in rng.permutation(len(p))]
+    shuffled_q: Any = [q[i] for i in rng.permutation(len(q))]
     if m.inputs == "embeddings":
         shuffled_p, shuffled_q = np.array(shuffled_p), np.array(shuffled_q)
     shuffled, original = m(shuffled_p, shuffled_q, seed=3), m(p, q, seed=3)
@@ -166,7 +166,7 @@ def check_symmetric_if_declared(m: MetricInfo, s: ContractSamples) -> None:
 
 def check_empty_input_raises(m: MetricInfo, s: ContractSamples) -> None:
     p, _ = s.get(m, "a1", "b1")
-    empty = np.zeros((0, np.asarray(p).shape[1])) if m.inputs == "embeddings" else []
+    empty: Any = np.zeros((0, np.asarray(p).shape[1])) if m.inputs == "embeddings" else []
     for side, args in (("p", (empty, p)), ("q", (p, empty))):
         try:
             value = m(*args, seed=0)

@@ -71,7 +71,8 @@ def _harness_dirs() -> tuple[Path, Path]:
     import textmetric_bench
 
     spec = importlib.util.find_spec(BUILTIN_PACKAGE)
-    metrics = Path(next(iter(spec.submodule_search_locations))) if spec else Path("/nonexistent")
+    locations = spec.submodule_search_locations if spec else None
+    metrics = Path(next(iter(locations))) if locations else Path("/nonexistent")
     return Path(textmetric_bench.__file__).parent.resolve(), metrics.resolve()
 
 

@@ -31,7 +31,7 @@ class ResultLog:
     def __init__(self, path: Path | str, fingerprint: Mapping):
         self.path = Path(path)
         self.fingerprint = json.loads(json.dumps({**fingerprint, "version": __version__}, default=str))
-        self._fh = None
+        self._fh: int | None = None
 
     def load(self, versions: Mapping[str, str] | None = None) -> dict[tuple, Outcome]:
         """The latest attempt per job key (with the number of attempts), ignoring attempts made
@@ -48,7 +48,7 @@ class ResultLog:
             latest[key] = _outcome(row, attempts[key])
         for (metric, old), count in stale.items():
             log.warning("metric %s changed (version %s, now %s): its %d logged evaluations are recomputed",
-                        metric, old, versions[metric], count)
+                        metric, old, (versions or {}).get(metric), count)
         return latest
 
     def latest_per_metric(self) -> dict[tuple, Outcome]:
@@ -111,6 +111,8 @@ class ResultLog:
                      **({"traceback": outcome.traceback} if outcome.traceback else {})})
 
     def _write(self, row: dict) -> None:
+        if self._fh is None:
+            raise RuntimeError(f"{self.path} is not open: call open() first")
         line = (json.dumps(row) + "\n").encode()
         start = os.fstat(self._fh).st_size
         try:

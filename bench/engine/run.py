@@ -175,7 +175,7 @@ def _dispatch(pool: EvaluationPool, jobs: Sequence[Job], record, *, timeout: flo
     tasks = 0
 
     def given_up(metric: str) -> bool:
-        return bool(max_timeouts) and timeouts[metric] >= max_timeouts
+        return max_timeouts is not None and max_timeouts > 0 and timeouts[metric] >= max_timeouts
 
     def next_chunk() -> list[Job]:
         job, alone = pending.popleft()
@@ -221,7 +221,7 @@ def _dispatch(pool: EvaluationPool, jobs: Sequence[Job], record, *, timeout: flo
     log.debug("%d evaluations sent to workers in %d tasks", len(jobs), tasks)
 
 
-def skipped_after_timeouts(metric: str, count: int, timeout: float | None) -> Outcome:
+def skipped_after_timeouts(metric: str, count: int | None, timeout: float | None) -> Outcome:
     """The outcome of a job not started because its metric timed out ``count`` times (``_dispatch``)."""
     limit = f" at engine.timeout={timeout:g} s" if timeout else ""
     times = "once" if count == 1 else f"{count} times"

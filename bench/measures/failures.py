@@ -20,7 +20,7 @@ def failure_summary(evaluations: pd.DataFrame, by: str = "repetition") -> dict[s
 
     ``evaluations`` has columns metric, ``by``, error ("" when it succeeded) and optionally attempts.
     """
-    out = {}
+    out: dict[str, str] = {}
     if evaluations.empty:
         return out
     failed = evaluations[evaluations["error"].fillna("").astype(str) != ""]
@@ -29,7 +29,7 @@ def failure_summary(evaluations: pd.DataFrame, by: str = "repetition") -> dict[s
         parts = []
         for group, rows in grp.groupby(by, sort=True):
             reasons = rows["error"].map(_reason).value_counts()
-            listed = "; ".join(f"{n} × {reason}" if n > 1 else reason for reason, n in reasons.items())
+            listed = "; ".join(f"{n} × {reason}" if n > 1 else str(reason) for reason, n in reasons.items())
             parts.append(f"{by} {group}: {listed}")
         tries = ""
         if "attempts" in grp.columns and grp["attempts"].max() > 1:

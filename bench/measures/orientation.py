@@ -67,8 +67,9 @@ def orientation_warnings(measures: pd.DataFrame, orientation: Mapping[str, str])
     """
     if measures.empty or "rho" not in measures.columns:
         return {}
-    out = {}
-    for name, rho in measures.groupby("metric", sort=True)["rho"]:
+    out: dict[str, str] = {}
+    for key, rho in measures.groupby("metric", sort=True)["rho"]:
+        name = str(key)
         values = pd.to_numeric(rho, errors="coerce").to_numpy(float)
         values = values[np.isfinite(values)]
         mean = float(values.mean()) if values.size else math.nan

@@ -30,11 +30,11 @@ def perturbation_measures(distances: pd.DataFrame,
     """One row per (metric, perturbation, repetition) with the three distances, the gap and the shift."""
     rows, failures = [], failure_summary(distances)
     for name, grp in distances.groupby("metric", sort=False):
-        for r, rep in grp.groupby("repetition", sort=True):
+        for _, rep in grp.groupby("repetition", sort=True):
             d = rep.set_index("condition")["distance"]
             a, c = float(d.get(SAME, math.nan)), float(d.get(OTHER, math.nan))
             for p in perturbations:
                 b = float(d.get(p, math.nan))
-                rows.append({"metric": name, "perturbation": p, "repetition": int(r), "d_same": a,
+                rows.append({"metric": name, "perturbation": p, "repetition": int(rep["repetition"].iloc[0]), "d_same": a,
                              "d_perturbed": b, "d_other": c, "gap": c - a, "shift": relative_shift(a, b, c)})
     return pd.DataFrame(rows, columns=MEASURE_COLUMNS), failures
