@@ -64,9 +64,19 @@ def rebuild_collections(run_dir: Path | str):
     from textmetric_bench.tasks.registry import get_task
     from textmetric_bench.tasks.validate import validate_config
 
+    from omegaconf import ListConfig, open_dict
+
+    from textmetric_bench.api.registry import available_metrics
+
     run_dir = Path(run_dir).expanduser().absolute()
     cfg, started_in = saved_config(run_dir)
     task = get_task(str(cfg.task.name))
+    listed = cfg.get("metrics")
+    if isinstance(listed, ListConfig):  # the corpora do not depend on the metrics: one defined in a notebook, not
+        known = set(available_metrics())  # registered in this process, must not stop their rebuilding
+        kept = [str(m) for m in listed if str(m) in known or str(m) in ("default", "all")]
+        with open_dict(cfg):
+            cfg.metrics = kept or ["zipf"]
     with working_directory(started_in):
         inputs = validate_config(cfg, run_dir)
         with use_context(run_context(cfg, inputs.cache_dir)):
