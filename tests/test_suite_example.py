@@ -1,8 +1,11 @@
-"""The README's suite example is checked against the suite=paper results it was written from
-(``reports/suite/paper_example/``), and those results against what today's code ships elsewhere:
+"""The README's suite example is checked against the suite results it was written from
+(``reports/suite/<README_SUITE>_example/``), and those results against what today's code ships elsewhere:
 
-- the README section is exactly what ``readme.section`` writes from the committed ``ranks.csv``;
-- today's ranking code, run on the committed per-setting ``settings.csv``, gives the committed ``ranks.csv``;
+- the results are a full suite (``suite=all``: at least 12 KSC settings over 6 pairs and the three length regimes;
+  ``suite=paper``: 004's settings);
+- the README section is exactly what ``readme.section`` writes from the committed tables;
+- today's ranking code, run on the committed per-setting ``settings.csv``, gives the committed ``ranks.csv``, and
+  (``suite=all``) today's paired test on the committed ``repetitions.csv`` gives the committed groups;
 - the committed per-setting values equal 004's Table 3 reproduction (``reports/paper_table3``, rebuilt by
   ``make regenerate STEPS=paper``) and the shipped reference rows (``reports/reference``), which the integrity
   checks tie to today's code.
@@ -19,8 +22,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from textmetric_bench.reports.suite.groups import group_measure
 from textmetric_bench.reports.suite.ranks import rank_measures, ranks_frame
-from textmetric_bench.reports.suite.readme import END, README_SUITE, RESULTS, START, paper_settings_problem, section
+from textmetric_bench.reports.suite.readme import (END, README_SUITE, RESULTS, START, paper_settings_problem, section,
+                                                    suite_problem)
+from textmetric_bench.reports.suite.regimes import SHOWN
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS_DIR = ROOT / RESULTS.format(suite=README_SUITE)
@@ -37,8 +43,20 @@ def ranks() -> pd.DataFrame:
     return pd.read_csv(RESULTS_DIR / "ranks.csv")
 
 
-def test_the_committed_results_are_a_full_paper_suite(settings):
-    assert paper_settings_problem(settings) is None
+def test_the_committed_results_are_a_full_suite(settings):
+    assert (suite_problem if README_SUITE == "all" else paper_settings_problem)(settings) is None
+
+
+@pytest.mark.skipif(README_SUITE != "all", reason="groups are kept for suite=all")
+def test_todays_paired_test_gives_the_committed_groups(settings):
+    repetitions = pd.read_csv(RESULTS_DIR / "repetitions.csv")
+    kept = pd.read_csv(RESULTS_DIR / "groups.csv")
+    ranked = rank_measures(settings)
+    for measure in SHOWN:
+        result = group_measure(repetitions, measure, list(ranked[measure].values.index),
+                               list(ranked[measure].values.columns))
+        shipped = kept[kept["measure"] == measure].set_index("metric")["group"]
+        assert result is not None and dict(result.groups) == shipped.to_dict(), measure
 
 
 def test_the_readme_section_is_written_from_the_committed_ranks(ranks):
