@@ -39,7 +39,7 @@ MEASURE = "rho"
 COMMAND = "python -m textmetric_bench suite={suite}"
 RESULTS = "reports/suite/{suite}_example"  # the suite's tables behind the README's numbers
 #: The suite the README's section is written from today (its tables in RESULTS).
-README_SUITE = "paper"
+README_SUITE = "all"
 KEPT = {"all": ("ranks.csv", "groups.csv", "regimes.csv", "repetitions.csv",
                 *(f"{kind}_{m}.csv" for kind in ("posthoc", "paired") for m in SHOWN)),
         "paper": ("ranks.csv", "repetitions.csv")}
@@ -132,6 +132,9 @@ def all_section(results: Path) -> tuple[str, str]:
     regimes = pd.read_csv(results / "regimes.csv")
     ksc = settings[settings["task"] == "ksc"].drop_duplicates("setting")
     per_regime = ", ".join(f"{int((ksc['regime'] == r).sum())} {r}" for r in ORDER)
+    robust = sorted(settings.loc[settings["task"] == "robustness", "pair"].unique())
+    robustness = (f" and the robustness task on {', '.join(f'`{p}`' for p in robust)}" if robust
+                  else "")
     rows = ranks[ranks["measure"] == MEASURE].sort_values("place")
     best = rows.iloc[0]
     wilcoxon, total = separated_pairs(pd.read_csv(results / f"posthoc_{MEASURE}.csv", index_col=0))
@@ -139,11 +142,12 @@ def all_section(results: Path) -> tuple[str, str]:
     observations = int(groups.loc[groups["measure"] == MEASURE, "observations"].iloc[0])
     text = "\n".join([
         START, "## Which metric is better across settings", "",
-        f"`{COMMAND.format(suite='all')}` runs {len(ksc)} KSC settings over {ksc['pair'].nunique()} pairs "
+        f"The run of `{COMMAND.format(suite='all')}` kept in `{RESULTS.format(suite='all')}/` holds {len(ksc)} KSC "
+        f"settings over {ksc['pair'].nunique()} pairs "
         f"({per_regime}: intents, headlines and fortunes; paragraphs and whole articles of BBC News and "
-        f"Shakespeare; human text against text SmolLM2 wrote from it) and the robustness runs of the sentence "
-        f"pairs, then compares the metrics per measure "
-        f"across the settings ([Suites](docs/suites.md)). The groups come from a paired sign-flip test over every "
+        f"Shakespeare; human text against text SmolLM2 wrote from it){robustness}; the suite compares the metrics "
+        f"per measure across the settings ([Suites](docs/suites.md)). The groups come from a paired sign-flip test "
+        f"over every "
         f"(setting, repetition), Holm-adjusted at {ALPHA:g}: metrics in one group are not separated from each "
         f"other, and each group is separated from the one above it. They speak for these settings.", "",
         regime_table(regimes, groups, settings), "",
