@@ -132,7 +132,8 @@ def test_every_failing_repetition_is_named_and_tables_say_k_of_n(tmp_path):
     measures = pd.DataFrame({"metric": ["m", "ok", "ok", "ok"], "repetition": [1, 0, 1, 2], "A": [.9, .8, .7, .6]})
     md = write_tables(measures, tmp_path, failures=failure_summary(evaluations), repetitions=3)["table3_md"]
     body = md.read_text()
-    assert "| m | 1 of 3 |" in body and "| ok | 3 of 3 |" in body and "repetition 2: 2 × ValueError" in body
+    assert "| m | 1 of 3; 3 of 6 evaluations failed |" in body and "| ok | 3 of 3 |" in body
+    assert "repetition 2: 2 × ValueError" in body
 
 
 def hang_jobs(count, name="fake_hangs"):
