@@ -205,9 +205,14 @@ def thread_choice(cfg_lm: Mapping[str, Any]) -> tuple[int | None, dict]:
         busy, how = os.getloadavg()[0], "1-minute load average"
     else:
         how = f"other processes' busy cores over {PROBE_SECONDS:g} s"
-    fallback = int(cfg_lm["threads"]) if cfg_lm.get("threads") else None
-    chosen = cores if busy < cores / 2 else fallback
+    chosen = auto_threads(busy, cores, int(cfg_lm["threads"]) if cfg_lm.get("threads") else None)
     return chosen, {"threads": chosen, "rule": "auto", "cores": cores, "busy": round(busy, 2), "measured": how}
+
+
+def auto_threads(busy: float, cores: int, fallback: int | None) -> int | None:
+    """``lm.generation_threads=auto``'s rule: every core while others keep fewer than half of them busy, else
+    ``fallback`` (``lm.threads``)."""
+    return cores if busy < cores / 2 else fallback
 
 
 def generation_threads(cfg_lm: Mapping[str, Any]) -> int | None:
