@@ -38,6 +38,7 @@ NOT_FAST_FIXTURES = frozenset({
 NOT_FAST = (
     # a command-line run, a pip install or a wheel build in a subprocess
     "tests/test_installed_wheel.py",
+    "tests/test_lm_adapter.py::test_the_pinned_versions_",  # imports transformers' tokenizer and cache classes
     "tests/test_embedding_reproducible.py::test_every_matrix_product_of_the_model_is_made_exact",  # loads the model
     "tests/test_adding_a_task.py::test_the_guides_task_",
     "tests/test_console.py::test_forced_bars_show_rates_of_embedding_and_evaluations",

@@ -39,6 +39,7 @@ from textmetric_bench.data.card_schema import Normalisation
 from textmetric_bench.data.corpora import normalise_texts
 from textmetric_bench.errors import ConfigError
 from textmetric_bench.features.lm import padded_batch, return_freed_memory, save_causal_lm, text_token_ids
+from textmetric_bench.features.lm_adapter import fused_adamw_step
 from textmetric_bench.files import atomic_write, make_dirs, remove_stale_temporaries
 
 log = logging.getLogger(__name__)
@@ -134,7 +135,7 @@ FUSED_ADAMW = True
 
 
 class FusedAdamW:
-    """AdamW with torch's fused kernel (``torch._fused_adamw_``), called as ``torch.optim.AdamW(fused=True)`` calls
+    """AdamW with torch's fused kernel (``textmetric_bench.features.lm_adapter.fused_adamw_step``), called as ``torch.optim.AdamW(fused=True)`` calls
     it: the same update bit for bit (tested), without ``torch.optim.Optimizer``, whose first use imports
     ``torch._dynamo`` (about 70 MiB of the fine-tuning process: docs/performance.md). Parameters without a gradient
     are left as they are; the state of a parameter is made at its first update."""
@@ -162,11 +163,8 @@ class FusedAdamW:
                 groups.setdefault((p.device, p.dtype), []).append(p)
             for params in groups.values():
                 steps, first, second = (list(t) for t in zip(*(self.state[p] for p in params)))
-                torch._foreach_add_(steps, 1)
-                torch._fused_adamw_(params, [p.grad for p in params], first, second, [], steps, amsgrad=False,
-                                    lr=self.lr, beta1=self.betas[0], beta2=self.betas[1],
-                                    weight_decay=self.weight_decay, eps=self.eps, maximize=False, grad_scale=None,
-                                    found_inf=None)
+                fused_adamw_step(params, [p.grad for p in params], first, second, steps, lr=self.lr,
+                                 betas=self.betas, weight_decay=self.weight_decay, eps=self.eps)
 
     def zero_grad(self) -> None:
         for p in self.params:

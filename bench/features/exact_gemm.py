@@ -23,6 +23,8 @@ import math
 import torch
 from torch import nn
 
+from textmetric_bench.features.lm_adapter import attention_configs, set_attention
+
 #: float64 holds every integer up to 2**53 exactly.
 FLOAT64_INTEGER_BITS = 53
 #: Where the name of this attention appears (the model config's attention implementation).
@@ -122,11 +124,9 @@ def make_exact(model: nn.Module) -> int:
             if type(child) is nn.Linear:
                 setattr(module, name, ExactLinear(child))
                 replaced += 1
-    configs = [m.config for m in model.modules() if hasattr(m, "config") and hasattr(m.config, "_attn_implementation")]
+    configs = attention_configs(model)
     if not configs:
         raise TypeError(f"{type(model).__name__}: no transformers model with an attention implementation inside")
-    for config in configs:
-        config._attn_implementation = ATTENTION
-    if any(config._attn_implementation != ATTENTION for config in configs):
+    if not set_attention(configs, ATTENTION):
         raise TypeError(f"{type(model).__name__}: its attention implementation cannot be set")
     return replaced

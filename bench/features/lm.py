@@ -255,9 +255,9 @@ def load_tokenizer(cfg_lm: Mapping[str, Any], cache_dir: Path | str, *, path: Pa
     except (OSError, ValueError):
         declared = None
     if declared == "TokenizersBackend":
-        from transformers.tokenization_utils_tokenizers import TokenizersBackend
+        from textmetric_bench.features.lm_adapter import tokenizers_backend
 
-        tokenizer = TokenizersBackend.from_pretrained(str(source))
+        tokenizer = tokenizers_backend(source)
     else:
         from transformers import AutoTokenizer
 

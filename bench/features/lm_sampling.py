@@ -27,6 +27,8 @@ import inspect
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
+from textmetric_bench.features.lm_adapter import keep_cache_rows
+
 BLOCK = 1024  # a draw picks a block of this many tokens, then a token within it
 MAX_ROUNDS = 16  # draws a row before its nucleus is found by sorting (a draw is kept with probability >= top_p)
 
@@ -202,7 +204,7 @@ def sample_rows(model, *, n: int, start_token: int | None = None, end_token: int
                     break
                 if leaving.any():
                     keep = (~leaving).nonzero().flatten()
-                    cache.batch_select_indices(keep)
+                    keep_cache_rows(cache, keep)
                     alive, nxt = alive[keep.cpu()], nxt[keep]
                 step_ids = nxt.unsqueeze(-1)
             tokens += rows
