@@ -56,13 +56,14 @@ def score(metric: Any, texts_a: Sequence[str], texts_b: Sequence[str], *, seed: 
     cfg, _ = compose(overrides)
     ((info, chosen),) = selected_metrics(cfg)
     cache_dir = data_locations(cfg)[0]
+    distinct = list(dict.fromkeys([*a, *b]))  # each text embedded or prepared once, as a run's corpus store does
     with use_context(run_context(cfg, cache_dir)):
         if info.prepare is not None:
-            info.prepare(list(dict.fromkeys([*a, *b])), **chosen)
+            info.prepare(distinct, **chosen)
         p, q = a, b
         if info.inputs == "embeddings":
-            vectors = build_embedder(cfg, cache_dir).embed(list(dict.fromkeys([*a, *b])))
-            row = {text: i for i, text in enumerate(dict.fromkeys([*a, *b]))}
+            vectors = build_embedder(cfg, cache_dir).embed(distinct)
+            row = {text: i for i, text in enumerate(distinct)}
             p, q = (np.asarray(vectors[[row[t] for t in side]]) for side in (a, b))
         value = info(p, q, seed=int(seed), **chosen)
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.number)) \
