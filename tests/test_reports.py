@@ -194,6 +194,9 @@ def test_distance_scatter_one_file_per_working_metric(tmp_path):
     assert sorted(p.name for p in paths) == ["scatter_all.png", "scatter_flat.png", "scatter_monotone.png"]
     for path in paths:
         assert_png(path)
+    grid_only = distance_scatter(simulated_distances(), tmp_path / "grid", per_metric=False)
+    assert [p.name for p in grid_only] == ["scatter_all.png"]
+    assert grid_only[0].read_bytes() == (tmp_path / "scatter_all.png").read_bytes()  # the same grid either way
 
 
 def test_distance_scatter_without_z_column_and_odd_metric_name(tmp_path):

@@ -16,6 +16,7 @@ that the repetitions did not sample); the report warns below FEW_REPETITIONS (te
 from __future__ import annotations
 
 import itertools
+from functools import lru_cache
 
 import numpy as np
 import pandas as pd
@@ -39,21 +40,31 @@ def paired_bootstrap_p(differences) -> float:
     observed = abs(d.mean())
     if np.ptp(d) == 0:  # identical differences: none (p = 1) or a constant shift, which no resampling varies
         return 1.0 if observed == 0 else 1.0 / (RESAMPLES + 1)
-    rng = np.random.default_rng(SEED)
     centred = d - d.mean()
-    means = centred[rng.integers(0, d.size, size=(RESAMPLES, d.size))].mean(axis=1)
+    means = centred[resample_indices(d.size)].mean(axis=1)
     return float((np.sum(np.abs(means) >= observed - 1e-12) + 1) / (RESAMPLES + 1))
+
+
+@lru_cache(maxsize=16)
+def resample_indices(size: int) -> np.ndarray:
+    """The bootstrap's draws for ``size`` paired values: the same for every pair of metrics (one seed), so drawn
+    once per size (read-only)."""
+    indices = np.random.default_rng(SEED).integers(0, size, size=(RESAMPLES, size))
+    indices.flags.writeable = False
+    return indices
 
 
 def paired_comparisons(measures: pd.DataFrame, measure: str) -> pd.DataFrame:
     """One row per two metrics (a before b in name order): means, paired difference a − b, p, Holm p, better."""
     wide = measures.pivot_table(index="repetition", columns="metric", values=measure, aggfunc="first")
+    values = {m: pd.to_numeric(wide[m], errors="coerce").to_numpy(dtype=float) for m in wide.columns}
     rows = []
     for a, b in itertools.combinations(sorted(wide.columns, key=str), 2):
-        pair = wide[[a, b]].apply(pd.to_numeric, errors="coerce").dropna()
-        d = (pair[a] - pair[b]).to_numpy()
-        rows.append([a, b, len(d), pair[a].mean(), pair[b].mean(), d.mean() if len(d) else np.nan,
-                     paired_bootstrap_p(d)])
+        both = ~(np.isnan(values[a]) | np.isnan(values[b]))  # the repetitions where both have a value
+        va, vb = values[a][both], values[b][both]
+        d = va - vb
+        rows.append([a, b, len(d), va.mean() if len(d) else np.nan, vb.mean() if len(d) else np.nan,
+                     d.mean() if len(d) else np.nan, paired_bootstrap_p(d)])
     frame = pd.DataFrame(rows, columns=COLUMNS[:7])
     frame["p_holm"] = np.nan
     tested = frame["p"].notna()

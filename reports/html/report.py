@@ -148,8 +148,7 @@ def _run_block(run: Run, joined: list[Run], fig_dir: Path, slug: str, out_dir: P
     parts.append(_figure(measure_boxplots(measures, fig_dir / f"boxplots_{slug}.png", setting=setting),
                          CAPTIONS["boxplots"]))
     if run.task == "ksc" and run.distances is not None and not run.distances.empty:
-        scatter = [p for p in distance_scatter(run.distances, fig_dir / slug, setting=run.setting)
-                   if p.stem == "scatter_all"]
+        scatter = distance_scatter(run.distances, fig_dir / slug, setting=run.setting, per_metric=False)
         parts.append(_figure(scatter[0] if scatter else None, CAPTIONS["scatter"]))
     for member in (run, *joined):
         parts += _task_figures(member)
