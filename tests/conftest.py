@@ -40,6 +40,7 @@ NOT_FAST = (
     "tests/test_installed_wheel.py",
     "tests/test_lm_adapter.py::test_the_pinned_versions_",  # imports transformers' tokenizer and cache classes
     "tests/test_embedding_reproducible.py::test_every_matrix_product_of_the_model_is_made_exact",  # loads the model
+    "tests/test_embedding_process.py",  # the model, in the embedding helper process
     "tests/test_adding_a_task.py::test_the_guides_task_",
     "tests/test_console.py::test_forced_bars_show_rates_of_embedding_and_evaluations",
     "tests/test_config.py::test_the_command_line_names_a_missing_parameter_in_one_line",
@@ -111,6 +112,13 @@ def _fast_tier_loads_no_model(request, monkeypatch):
         return
     for library in ("sentence_transformers", "transformers"):
         monkeypatch.setitem(sys.modules, library, _RefusedModule(library))
+    from textmetric_bench.features import embedding_process
+
+    def no_helper():  # the embedding helper process would load the model where the guard above cannot see it
+        raise RuntimeError("a fast test started the embedding helper process: the fast tier loads no model; use "
+                           "synthetic vectors, or add the test to NOT_FAST in tests/conftest.py")
+
+    monkeypatch.setattr(embedding_process, "helper", no_helper)
     from textmetric_bench.data import fetch
 
     real_fetch, mirror = fetch._fetch, _team_mirror().resolve()

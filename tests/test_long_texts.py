@@ -15,7 +15,8 @@ import yaml
 from textmetric_bench import PROJECT_ROOT
 
 from textmetric_bench.api.registry import get_metric
-from textmetric_bench.features.embedding import Embedder, EmbeddingCache, encode_by_length, sentence_transformer
+from textmetric_bench.features.embedding import Embedder, EmbeddingCache, sentence_transformer
+from textmetric_bench.features.embedding_process import encode_by_length
 from textmetric_bench.features.long_texts import encode_windows, pool_windows, split_windows, word_piece_tokenizer
 from textmetric_bench.tasks.text_lengths import OTHER, long_text_records
 

@@ -22,11 +22,13 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from textmetric_bench.console import adopt_library_loggers, progress_bar
+from textmetric_bench.console import progress_bar
 from textmetric_bench.errors import EmbeddingError
-from textmetric_bench.numerics import EXACT_PRODUCTS, PINNED_LABEL, numerics_label, torch_follows_the_switches
-from textmetric_bench.features.long_texts import (LONG_TEXT_MODES, LengthLimit, encode_windowing_long, read_window,
-                                                  token_counter, window_limit, windows_tag, word_piece_tokenizer)
+from textmetric_bench.numerics import EXACT_PRODUCTS, PINNED_LABEL, numerics_label
+from textmetric_bench.features.embedding_process import ModelSpec
+from textmetric_bench.features.embedding_process import encode as encode_with_spec
+from textmetric_bench.features.long_texts import (LONG_TEXT_MODES, LengthLimit, read_window, token_counter,
+                                                  window_limit, windows_tag, word_piece_tokenizer)
 from textmetric_bench.features.shard_cache import VectorCache, slug, text_key
 
 log = logging.getLogger(__name__)
@@ -214,70 +216,22 @@ def sentence_transformer(
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-    state: dict[str, object] = {}
     window = read_window(path)
     if window is None and long_texts == "windows":
         raise EmbeddingError(f"embedder {model!r}: {path} has no sentence_bert_config.json stating max_seq_length, "
                              "so windows cannot be cut; use embedder.long_texts=truncate")
-    tokenizer = word_piece_tokenizer(path)
-    count = token_counter(tokenizer)
+    count = token_counter(word_piece_tokenizer(path))
+    # loaded lazily (a fully cached run never loads the model), in a helper process where MKL's branch is pinned
+    # for the language model's sake and the exact products do not need it (features/embedding_process.py)
+    spec = ModelSpec(model=model, path=str(path), device=device, batch_size=batch_size, exact=exact, window=window,
+                     long_texts=long_texts, show_progress=show_progress)
 
     def encode(texts: list[str]) -> np.ndarray:
-        if "model" not in state:  # load lazily: a fully cached run never loads the model
-            from sentence_transformers import SentenceTransformer
-
-            problem = torch_follows_the_switches() if kind == "cpu" else None
-            if problem:
-                raise EmbeddingError(f"embedder {model!r}: {problem}")
-            loaded = SentenceTransformer(path, device=device)
-            if exact:
-                from textmetric_bench.features.exact_gemm import make_exact
-
-                try:
-                    make_exact(loaded)
-                except TypeError as exc:
-                    raise EmbeddingError(f"embedder {model!r}: its products cannot be made exact ({exc}); set "
-                                         "BENCH_CPU_NUMERICS=native to embed with the BLAS's own") from exc
-            if window is not None and loaded.max_seq_length != window:
-                raise EmbeddingError(f"embedder {model!r}: the model reads {loaded.max_seq_length} word pieces, its "
-                                     f"sentence_bert_config.json says {window}; make them agree")
-            state["model"] = loaded
-            adopt_library_loggers()  # transformers, imported just now, prints through its own handler
-        def whole(some: list[str]) -> np.ndarray:
-            return encode_by_length(state["model"], some, batch_size=batch_size, show_progress=show_progress)
-
-        if long_texts != "windows":
-            return whole(texts)
-        return encode_windowing_long(state["model"], tokenizer, texts, window=window, batch_size=batch_size,
-                                     encode_whole=whole)
+        return encode_with_spec(spec, texts)
 
     cache = EmbeddingCache(cache_dir, model_id) if cache_dir is not None else None
     return Embedder(model_id=model_id, encode=encode, cache=cache, window=window, long_texts=long_texts,
                     count_tokens=count)
-
-
-def encode_by_length(model, texts: list[str], *, batch_size: int, show_progress: bool = False) -> np.ndarray:
-    """Vectors of ``texts``, each computed in a batch of texts of its own token length.
-
-    A padded batch changes the shapes every kernel sees, and with them the order of its sums: the same text
-    came out ~1e-7 different beside a longer one. Without padding, with the kernels pinned
-    (textmetric_bench.numerics) and the products exact (exact_gemm), a text's vector is the same bit for bit
-    alone, in any batch, with any number of threads and on any CPU (docs/reproducibility.md).
-    """
-    by_length: dict[int, list[int]] = {}
-    lengths = model.tokenize(texts)["attention_mask"].sum(dim=1).tolist() if texts else []  # padding is not counted
-    for index, length in enumerate(lengths):
-        by_length.setdefault(int(length), []).append(index)
-    vectors: np.ndarray | None = None
-    for indices in by_length.values():
-        for start in range(0, len(indices), batch_size):
-            chunk = indices[start:start + batch_size]
-            batch = model.encode([texts[i] for i in chunk], batch_size=len(chunk), show_progress_bar=show_progress,
-                                 convert_to_numpy=True)
-            if vectors is None:
-                vectors = np.empty((len(texts), batch.shape[1]), dtype=batch.dtype)
-            vectors[chunk] = batch
-    return vectors if vectors is not None else np.zeros((0, 0), dtype=np.float32)
 
 
 PROBE_TEXTS = 8  # a custom embedder encodes this many texts first, so a broken one fails in seconds

@@ -3,7 +3,7 @@
 A sentence-transformers model reads at most ``max_seq_length`` word pieces ([CLS] and [SEP] included; 256 for
 all-MiniLM-L6-v2) and cuts a longer text there. ``embedder.long_texts=truncate`` keeps that cut; ``windows``
 embeds a longer text as consecutive windows of that length, each through the model's own modules in batches of
-one token length (as ``embedding.encode_by_length`` does for whole texts, so each window is bit-reproducible),
+one token length (as ``embedding_process.encode_by_length`` does for whole texts, so each window is bit-reproducible),
 and pools them the way the model pools tokens: the mean over every window's token embeddings, that is the
 windows' mean-pooled vectors weighted by their token counts, then the model's modules after its pooling (its
 L2 ``Normalize``). A text within the window takes the model's ordinary path in both modes, bit for bit.

@@ -1,0 +1,277 @@
+"""The sentence-transformers model, loaded and run by a spec that a helper process can carry out as well.
+
+Why a helper process: the language model needs MKL's conditional numerical reproducibility
+(``MKL_CBWR=AVX2,STRICT``, textmetric_bench.numerics), which MKL reads once per process, and that pin costs the
+embedder's float64 products a third of their speed on an AVX-512 CPU. The embedder's products are exact
+(textmetric_bench.features.exact_gemm), so MKL's branch cannot change a vector: in a process of its own, started
+without that pin, MKL takes its fastest branch and the vectors are the same bits (tests/test_embedding_process.py).
+Everything else the vectors depend on (ATen's and oneDNN's AVX2 caps) is inherited unchanged.
+
+Measured on the 2-core Intel Xeon (AVX-512), 1,500 texts each, the same vectors bit for bit, two runs each:
+fortunes 79-91 -> 106-128 texts/s, clinc150 intents 182-220 -> 276-323 (in-process with the pin against the
+helper; docs/reproducibility.md).
+
+One helper serves every embedder of a process (it keeps each model it loaded), started on the first text to
+embed, so a fully cached run never starts it. It is a new interpreter reading calls from a pipe (not a
+multiprocessing child, which would import the caller's ``__main__`` again: a script without a main guard would
+run twice), and it ends when the pipe closes, so with the process that started it, however that one ends.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import pickle
+import struct
+import subprocess
+import sys
+import threading
+import time
+import traceback
+from dataclasses import dataclass
+from typing import Any, BinaryIO, Callable
+
+import numpy as np
+
+from textmetric_bench.errors import EmbeddingError
+from textmetric_bench.numerics import PINNED
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """What loading and running a sentence-transformers model takes (picklable: a helper process gets it)."""
+
+    model: str  # the name the user gave, for messages
+    path: str
+    device: str
+    batch_size: int
+    exact: bool  # the products made exact (textmetric_bench.features.exact_gemm)
+    window: int | None
+    long_texts: str
+    show_progress: bool = False
+
+
+_LOADED: dict[ModelSpec, tuple[Any, Any]] = {}  # spec -> (model, tokenizer), in the process that encodes
+
+
+def loaded(spec: ModelSpec) -> tuple[Any, Any]:
+    """The model of ``spec`` and its word-piece tokenizer, loaded once per process."""
+    if spec not in _LOADED:
+        from sentence_transformers import SentenceTransformer
+
+        from textmetric_bench.console import adopt_library_loggers
+        from textmetric_bench.features.long_texts import word_piece_tokenizer
+        from textmetric_bench.numerics import torch_follows_the_switches
+
+        problem = torch_follows_the_switches() if spec.device.split(":")[0] == "cpu" else None
+        if problem:
+            raise EmbeddingError(f"embedder {spec.model!r}: {problem}")
+        model = SentenceTransformer(spec.path, device=spec.device)
+        if spec.exact:
+            from textmetric_bench.features.exact_gemm import make_exact
+
+            try:
+                make_exact(model)
+            except TypeError as exc:
+                raise EmbeddingError(f"embedder {spec.model!r}: its products cannot be made exact ({exc}); set "
+                                     "BENCH_CPU_NUMERICS=native to embed with the BLAS's own") from exc
+        if spec.window is not None and model.max_seq_length != spec.window:
+            raise EmbeddingError(f"embedder {spec.model!r}: the model reads {model.max_seq_length} word pieces, its "
+                                 f"sentence_bert_config.json says {spec.window}; make them agree")
+        _LOADED[spec] = (model, word_piece_tokenizer(spec.path))
+        adopt_library_loggers()  # transformers, imported just now, prints through its own handler
+    return _LOADED[spec]
+
+
+def encode_by_length(model, texts: list[str], *, batch_size: int, show_progress: bool = False) -> np.ndarray:
+    """Vectors of ``texts``, each computed in a batch of texts of its own token length.
+
+    A padded batch changes the shapes every kernel sees, and with them the order of its sums: the same text
+    came out ~1e-7 different beside a longer one. Without padding, with the kernels pinned
+    (textmetric_bench.numerics) and the products exact (exact_gemm), a text's vector is the same bit for bit
+    alone, in any batch, with any number of threads and on any CPU (docs/reproducibility.md).
+    """
+    by_length: dict[int, list[int]] = {}
+    lengths = model.tokenize(texts)["attention_mask"].sum(dim=1).tolist() if texts else []  # padding is not counted
+    for index, length in enumerate(lengths):
+        by_length.setdefault(int(length), []).append(index)
+    vectors: np.ndarray | None = None
+    for indices in by_length.values():
+        for start in range(0, len(indices), batch_size):
+            chunk = indices[start:start + batch_size]
+            batch = model.encode([texts[i] for i in chunk], batch_size=len(chunk), show_progress_bar=show_progress,
+                                 convert_to_numpy=True)
+            if vectors is None:
+                vectors = np.empty((len(texts), batch.shape[1]), dtype=batch.dtype)
+            vectors[chunk] = batch
+    return vectors if vectors is not None else np.zeros((0, 0), dtype=np.float32)
+
+
+def encode_texts(spec: ModelSpec, texts: list[str]) -> np.ndarray:
+    """Vectors of ``texts`` by the model of ``spec``: a text longer than the window cut there, or as windows."""
+    from textmetric_bench.features.long_texts import encode_windowing_long
+
+    model, tokenizer = loaded(spec)
+
+    def whole(some: list[str]) -> np.ndarray:
+        return encode_by_length(model, some, batch_size=spec.batch_size, show_progress=spec.show_progress)
+
+    if spec.long_texts != "windows":
+        return whole(texts)
+    return encode_windowing_long(model, tokenizer, texts, window=spec.window, batch_size=spec.batch_size,
+                                 encode_whole=whole)
+
+
+def numerics_here() -> dict[str, str | None]:
+    """What this process computes with: torch's kernel capability and MKL's branch switch (for tests and logs)."""
+    import torch
+
+    return {"capability": torch.backends.cpu.get_cpu_capability(), "MKL_CBWR": os.environ.get("MKL_CBWR"),
+            "threads": str(torch.get_num_threads()), "pid": str(os.getpid())}
+
+
+def gains_from_a_helper(spec: ModelSpec) -> bool:
+    """Whether ``spec`` embeds faster in a helper process: exact products on the CPU in a process whose MKL is
+    pinned to its AVX2 branch (for the language model's sake). Another branch the user chose is kept."""
+    pinned = os.environ.get("MKL_CBWR", "").replace(" ", "").upper() == PINNED["MKL_CBWR"]
+    return spec.exact and spec.device.split(":")[0] == "cpu" and pinned
+
+
+def exit_when_orphaned(parent: int, every: float = 1.0) -> None:
+    """In a worker process: end it once ``parent`` is gone (a killed job leaves no model behind). Runs forever."""
+    while True:
+        time.sleep(every)
+        if os.getppid() != parent:
+            os._exit(1)
+
+
+#: What the helper process can be asked to do, by name.
+CALLS: dict[str, Callable[..., Any]] = {"encode": encode_texts, "numerics": numerics_here}
+
+
+def _send(stream: BinaryIO, message: Any) -> None:
+    data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+    stream.write(struct.pack("<Q", len(data)) + data)
+    stream.flush()
+
+
+def _receive(stream: BinaryIO) -> Any:
+    head = stream.read(8)
+    if len(head) < 8:
+        raise EOFError("the other end of the pipe closed")
+    size = struct.unpack("<Q", head)[0]
+    data = stream.read(size)
+    if len(data) < size:
+        raise EOFError("the other end of the pipe closed mid-message")
+    return pickle.loads(data)
+
+
+def serve() -> None:
+    """The helper process: answer calls from standard input until it closes (the parent ended or was killed).
+
+    Messages are length-prefixed pickles; the answers go out on the original standard output, and anything a
+    library prints goes to standard error. MKL may take its own branch here (the products are exact).
+    """
+    if os.environ.get("MKL_CBWR", "").replace(" ", "").upper() == PINNED["MKL_CBWR"]:
+        del os.environ["MKL_CBWR"]  # before torch first computes, which is when MKL reads it
+    answers = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)
+    calls = sys.stdin.buffer
+    while True:
+        try:
+            name, args = _receive(calls)
+        except EOFError:
+            return
+        try:
+            answer: tuple = (True, CALLS[name](*args))
+        except BaseException as exc:  # noqa: B036 - every failure goes back to the caller, which raises it
+            answer = (False, exc, traceback.format_exc())
+        try:
+            _send(answers, answer)
+        except (pickle.PicklingError, TypeError, AttributeError):  # an exception that cannot travel: its text
+            _send(answers, (False, EmbeddingError(f"{type(answer[1]).__name__}: {answer[1]}"), answer[2]))
+
+
+class EmbeddingHelper:
+    """One helper process (a new interpreter: none of this process's torch state, no import of its ``__main__``)
+    that runs ``CALLS``; it ends when this process closes the pipe, exits or is killed."""
+
+    def __init__(self) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, "-c", "from textmetric_bench.features.embedding_process import serve; serve()"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        self.lock = threading.Lock()
+        self.broken = False
+
+    def call(self, name: str, *args: Any) -> Any:
+        with self.lock:
+            try:
+                _send(self.process.stdin, (name, args))
+                answer = _receive(self.process.stdout)
+            except (EOFError, BrokenPipeError, OSError) as exc:
+                self.broken = True
+                code = self.process.wait()
+                raise EmbeddingError(f"the embedding process ended abruptly (exit code {code}: {exc}); was it "
+                                     "killed, for example out of memory?") from exc
+        if not answer[0]:
+            error = answer[1]
+            error.add_note(f"in the embedding helper process (pid {self.process.pid}):\n{answer[2]}")
+            raise error
+        return answer[1]
+
+    def encode(self, spec: ModelSpec, texts: list[str]) -> np.ndarray:
+        try:
+            return self.call("encode", spec, texts)
+        except EmbeddingError as exc:
+            if self.broken:
+                raise EmbeddingError(f"embedder {spec.model!r}: {exc}") from exc
+            raise
+
+    def numerics(self) -> dict[str, str | None]:
+        """``numerics_here`` of the helper process."""
+        return self.call("numerics")
+
+    def close(self) -> None:
+        """Close the pipe (the helper returns) and wait for it."""
+        with self.lock:
+            if self.process.stdin is not None and not self.process.stdin.closed:
+                self.process.stdin.close()
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+            if self.process.stdout is not None:
+                self.process.stdout.close()
+
+
+_HELPER: EmbeddingHelper | None = None
+_LOCK = threading.Lock()
+
+
+def helper() -> EmbeddingHelper:
+    """This process's embedding helper, started on first use (a broken one is replaced)."""
+    global _HELPER
+    with _LOCK:
+        if _HELPER is None or _HELPER.broken:
+            _HELPER = EmbeddingHelper()
+        return _HELPER
+
+
+def close_helper() -> None:
+    """End the helper process, if one was started (a later embedding starts a new one)."""
+    global _HELPER
+    with _LOCK:
+        if _HELPER is not None:
+            _HELPER.close()
+            _HELPER = None
+
+
+atexit.register(close_helper)
+
+
+def encode(spec: ModelSpec, texts: list[str]) -> np.ndarray:
+    """``encode_texts`` in a helper process where that is faster (``gains_from_a_helper``), else here."""
+    if gains_from_a_helper(spec):
+        return helper().encode(spec, texts)
+    return encode_texts(spec, texts)

