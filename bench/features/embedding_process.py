@@ -92,7 +92,8 @@ def encode_by_length(model, texts: list[str], *, batch_size: int, show_progress:
     alone, in any batch, with any number of threads and on any CPU (docs/reproducibility.md).
     """
     by_length: dict[int, list[int]] = {}
-    lengths = model.tokenize(texts)["attention_mask"].sum(dim=1).tolist() if texts else []  # padding is not counted
+    tokenize = model.preprocess if hasattr(model, "preprocess") else model.tokenize  # tokenize: before version 6
+    lengths = tokenize(texts)["attention_mask"].sum(dim=1).tolist() if texts else []  # padding is not counted
     for index, length in enumerate(lengths):
         by_length.setdefault(int(length), []).append(index)
     vectors: np.ndarray | None = None
