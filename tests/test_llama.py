@@ -11,6 +11,7 @@ import pytest
 import torch  # at collection: the fast tier refuses a first import of torch in a test
 
 from textmetric_bench.features.llama import LlamaLM, load_llama, read_config, unsupported
+from textmetric_bench.features.lm_adapter import keep_cache_rows
 
 TINY = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_act": "silu", "hidden_size": 48,
         "intermediate_size": 96, "num_attention_heads": 6, "num_key_value_heads": 2, "head_dim": 8,
@@ -61,7 +62,7 @@ def test_decoding_with_the_cache_gives_the_logits_of_the_whole_sequence_and_rows
         for t in range(rows.shape[1]):
             if t == 3:  # the middle row ends: it leaves the cache
                 alive = torch.tensor([0, 2])
-                cache.batch_select_indices(alive)
+                cache.keep_rows(alive)
             step = model(rows[alive, t:t + 1], cache=cache, use_cache=True, logits_to_keep=1).logits
             assert torch.allclose(step[:, -1], whole[alive, t], rtol=1e-5, atol=1e-5)
         assert cache.get_seq_length() == rows.shape[1] and cache.keys[0].shape[0] == 2
@@ -185,7 +186,7 @@ def test_smollm2_gives_transformers_bits_forward_decoding_and_a_fine_tuning_step
             step_ids = la[:, -1].topk(4).indices[:, t % 4:t % 4 + 1]
             if t == 2:
                 for c in caches:
-                    c.batch_select_indices(torch.tensor([0, 3]))
+                    keep_cache_rows(c, torch.tensor([0, 3]))
                 step_ids = step_ids[[0, 3]]
     assert same
     steps = [fine_tune_step(m, tokenizer, TEXTS, learning_rate=1e-4, batch_size=8, seed=7, progress=False,

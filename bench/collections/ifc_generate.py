@@ -137,7 +137,7 @@ FUSED_ADAMW = True
 class FusedAdamW:
     """AdamW with torch's fused kernel (``textmetric_bench.features.lm_adapter.fused_adamw_step``), called as ``torch.optim.AdamW(fused=True)`` calls
     it: the same update bit for bit (tested), without ``torch.optim.Optimizer``, whose first use imports
-    ``torch._dynamo`` (about 70 MiB of the fine-tuning process: docs/performance.md). Parameters without a gradient
+    torch's dynamo compiler (about 70 MiB of the fine-tuning process: docs/performance.md). Parameters without a gradient
     are left as they are; the state of a parameter is made at its first update."""
 
     def __init__(self, params, *, lr: float, betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,

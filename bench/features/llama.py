@@ -52,7 +52,7 @@ def unsupported(config: Mapping[str, Any]) -> str | None:
 
 class Linear(nn.Linear):
     """``nn.Linear`` whose weight is left uninitialised: it is loaded (or set) after construction. (Initialising it,
-    or building the model on the meta device instead, costs time, or imports ``torch._dynamo`` for the meta
+    or building the model on the meta device instead, costs time, or imports torch's dynamo compiler for the meta
     kernels.)"""
 
     def reset_parameters(self) -> None:
@@ -94,7 +94,7 @@ def repeat_kv(x, groups: int):
 
 class KVCache:
     """Keys and values of the positions seen so far, one pair per layer, grown by concatenation; rows of the
-    batch that end leave it (``batch_select_indices``)."""
+    batch that end leave it (``keep_rows``)."""
 
     def __init__(self, layers: int):
         self.keys: list = [None] * layers
@@ -112,7 +112,7 @@ class KVCache:
         keys = self.keys[0]
         return 0 if keys is None or keys.numel() == 0 else keys.shape[-2]
 
-    def batch_select_indices(self, indices) -> None:
+    def keep_rows(self, indices) -> None:
         if self.get_seq_length() > 0:
             self.keys = [k[indices, ...] for k in self.keys]
             self.values = [v[indices, ...] for v in self.values]
@@ -203,7 +203,7 @@ class Recomputed(torch.autograd.Function):
     """A decoder layer whose activations are not kept: its forward pass runs without autograd, and the backward
     pass runs it again with autograd and back-propagates through that (reentrant activation checkpointing).
 
-    ``torch.utils.checkpoint`` would do the same, but its first call imports ``torch._dynamo`` and with it
+    ``torch.utils.checkpoint`` would do the same, but its first call imports torch's dynamo compiler and with it
     ``torch.distributed.tensor`` and sympy: about 100 MiB of the fine-tuning process (docs/performance.md). The
     gradients are the same bits either way (tested against transformers, which checkpoints through torch's)."""
 

@@ -244,8 +244,8 @@ def return_freed_memory() -> None:
 def load_tokenizer(cfg_lm: Mapping[str, Any], cache_dir: Path | str, *, path: Path | str | None = None):
     """The tokenizer of the configured causal LM (of ``path`` if given), with a pad token (EOS when none).
 
-    A tokenizer that transformers runs on the ``tokenizers`` library (``TokenizersBackend``, SmolLM2's) is loaded
-    through that class itself, the one ``AutoTokenizer`` chooses: ``AutoTokenizer.from_pretrained`` also imports
+    A tokenizer that transformers runs on the ``tokenizers`` library (SmolLM2's) is loaded
+    through that class itself (textmetric_bench.features.lm_adapter), the one ``AutoTokenizer`` chooses: ``AutoTokenizer.from_pretrained`` also imports
     transformers' processors, which import its model loading (accelerate, torch.distributed.tensor with sympy:
     about 100 MiB of the process that fine-tunes, docs/performance.md)."""
     _offline()
@@ -254,11 +254,10 @@ def load_tokenizer(cfg_lm: Mapping[str, Any], cache_dir: Path | str, *, path: Pa
         declared = json.loads((source / "tokenizer_config.json").read_text(encoding="utf-8")).get("tokenizer_class")
     except (OSError, ValueError):
         declared = None
-    if declared == "TokenizersBackend":
-        from textmetric_bench.features.lm_adapter import tokenizers_backend
+    from textmetric_bench.features.lm_adapter import tokenizers_backend
 
-        tokenizer = tokenizers_backend(source)
-    else:
+    tokenizer = tokenizers_backend(source, declared)
+    if tokenizer is None:
         from transformers import AutoTokenizer
 
         tokenizer = AutoTokenizer.from_pretrained(str(source))

@@ -35,18 +35,28 @@ def set_attention(configs: list, name: str) -> bool:
     """Set the attention implementation of every config to ``name``; True if every one took it."""
     for config in configs:
         config._attn_implementation = name
-    return all(config._attn_implementation == name for config in configs)
+    return attention_names(configs) == {name}
 
 
-def tokenizers_backend(source: Path | str) -> Any:
-    """The tokenizer of ``source`` loaded directly as transformers' ``TokenizersBackend`` (the class SmolLM2's
-    tokenizer_config.json names), skipping AutoTokenizer's lookup."""
+def attention_names(configs: list) -> set[str]:
+    """The attention implementations the ``configs`` (``attention_configs``) carry."""
+    return {config._attn_implementation for config in configs}
+
+
+def tokenizers_backend(source: Path | str, declared: str | None) -> Any | None:
+    """The tokenizer of ``source`` loaded directly as transformers' ``TokenizersBackend``, skipping AutoTokenizer's
+    lookup, when ``declared`` (the class its tokenizer_config.json names; SmolLM2's) is that class; else None."""
+    if declared != "TokenizersBackend":
+        return None
     from transformers.tokenization_utils_tokenizers import TokenizersBackend
 
     return TokenizersBackend.from_pretrained(str(source))
 
 
 def keep_cache_rows(cache, keep) -> None:
-    """Keep only the batch rows ``keep`` of a key/value cache (transformers' ``DynamicCache`` or ours,
-    ``textmetric_bench.features.llama``), in place."""
-    cache.batch_select_indices(keep)
+    """Keep only the batch rows ``keep`` of a key/value cache (transformers' ``DynamicCache``, or ours,
+    ``textmetric_bench.features.llama.KVCache``, by its ``keep_rows``), in place."""
+    if hasattr(cache, "keep_rows"):
+        cache.keep_rows(keep)
+    else:
+        cache.batch_select_indices(keep)
