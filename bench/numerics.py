@@ -77,7 +77,7 @@ def pin_ctranslate2_numerics() -> None:
     wheel picks AVX-512 kernels and, off Intel, oneDNN's GEMM by itself, so the same text would score
     differently on our AMD and Intel machines; pinned, it computes what it computes on an AVX2 Intel CPU.
     """
-    if numerics_label() == PINNED_LABEL and _holds("MKL_CBWR"):
+    if numerics_label() == PINNED_LABEL and holds_pin("MKL_CBWR"):
         for name, value in CT2_PINNED.items():
             os.environ.setdefault(name, value)
 
@@ -86,14 +86,15 @@ def pin_ctranslate2_numerics() -> None:
 EMBEDDING_SWITCHES = tuple(name for name in PINNED if name != "MKL_CBWR")
 
 
-def _holds(name: str) -> bool:
+def holds_pin(name: str) -> bool:
+    """Whether the switch ``name`` of PINNED holds its pinned value (spaces and case aside)."""
     return os.environ.get(name, "").replace(" ", "").upper() == PINNED[name].upper()
 
 
 def numerics_label() -> str:
     """``avx2-exact`` when every switch an embedding depends on holds its pinned value, else ``native``: part of
     an embedding's cache key and of the gate's baseline."""
-    return PINNED_LABEL if all(_holds(name) for name in EMBEDDING_SWITCHES) else NATIVE_LABEL
+    return PINNED_LABEL if all(holds_pin(name) for name in EMBEDDING_SWITCHES) else NATIVE_LABEL
 
 
 def torch_follows_the_switches() -> str | None:
@@ -144,4 +145,4 @@ def bit_for_bit() -> bool:
 def mkl_branch_pinned() -> bool:
     """Whether MKL's own float32 GEMM (the language model's, CTranslate2's) computes on its pinned AVX2 branch:
     pinned switches on an Intel CPU. MKL guarantees that branch on Intel CPUs only; elsewhere it picks its own."""
-    return numerics_label() == PINNED_LABEL and _holds("MKL_CBWR") and cpu_vendor() == "GenuineIntel"
+    return numerics_label() == PINNED_LABEL and holds_pin("MKL_CBWR") and cpu_vendor() == "GenuineIntel"

@@ -26,7 +26,6 @@ import struct
 import subprocess
 import sys
 import threading
-import time
 import traceback
 from dataclasses import dataclass
 from typing import Any, BinaryIO, Callable
@@ -34,7 +33,7 @@ from typing import Any, BinaryIO, Callable
 import numpy as np
 
 from textmetric_bench.errors import EmbeddingError
-from textmetric_bench.numerics import PINNED
+from textmetric_bench.numerics import holds_pin
 
 
 @dataclass(frozen=True)
@@ -134,16 +133,7 @@ def numerics_here() -> dict[str, str | None]:
 def gains_from_a_helper(spec: ModelSpec) -> bool:
     """Whether ``spec`` embeds faster in a helper process: exact products on the CPU in a process whose MKL is
     pinned to its AVX2 branch (for the language model's sake). Another branch the user chose is kept."""
-    pinned = os.environ.get("MKL_CBWR", "").replace(" ", "").upper() == PINNED["MKL_CBWR"]
-    return spec.exact and spec.device.split(":")[0] == "cpu" and pinned
-
-
-def exit_when_orphaned(parent: int, every: float = 1.0) -> None:
-    """In a worker process: end it once ``parent`` is gone (a killed job leaves no model behind). Runs forever."""
-    while True:
-        time.sleep(every)
-        if os.getppid() != parent:
-            os._exit(1)
+    return spec.exact and spec.device.split(":")[0] == "cpu" and holds_pin("MKL_CBWR")
 
 
 #: What the helper process can be asked to do, by name.
@@ -173,7 +163,7 @@ def serve() -> None:
     Messages are length-prefixed pickles; the answers go out on the original standard output, and anything a
     library prints goes to standard error. MKL may take its own branch here (the products are exact).
     """
-    if os.environ.get("MKL_CBWR", "").replace(" ", "").upper() == PINNED["MKL_CBWR"]:
+    if holds_pin("MKL_CBWR"):
         del os.environ["MKL_CBWR"]  # before torch first computes, which is when MKL reads it
     answers = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)

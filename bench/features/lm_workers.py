@@ -41,7 +41,6 @@ import numpy as np
 
 from textmetric_bench.errors import BenchError, ConfigError
 from textmetric_bench.features.embedding import resolve_device
-from textmetric_bench.features.embedding_process import exit_when_orphaned
 from textmetric_bench.features.lm import batch_logprobs
 from textmetric_bench.features.lm_ct2 import load_scoring_lm
 
@@ -75,10 +74,17 @@ def score_batch(model_and_tokenizer, seqs: Sequence[Sequence[int]], starts: Sequ
     return values, time.perf_counter() - wall, time.process_time() - cpu
 
 
+def _exit_when_orphaned(parent: int) -> None:
+    while True:
+        time.sleep(1.0)
+        if os.getppid() != parent:
+            os._exit(1)
+
+
 def _worker_batch(cfg_lm: Mapping[str, Any], cache_dir: str, parent: int, seqs, starts) -> Scored:
     """The task run in a worker: load the model once per process, then score one batch."""
     if "model" not in _state:
-        threading.Thread(target=exit_when_orphaned, args=(parent,), daemon=True).start()
+        threading.Thread(target=_exit_when_orphaned, args=(parent,), daemon=True).start()
         _state["model"] = load_scoring_lm({**cfg_lm, "threads": cfg_lm.get("threads") or 1}, cache_dir)
     return score_batch(_state["model"], seqs, starts)
 
