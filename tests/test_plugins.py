@@ -98,3 +98,76 @@ def test_the_example_plugin_runs_the_contract_checks_in_its_own_tests(tmp_path):
                           timeout=300)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert re.search(r"\b12 passed\b", proc.stdout), proc.stdout[-2000:]  # 6 checks, synthetic and own corpora
+
+
+def _write_package(root: Path, helper_body: str) -> None:
+    """A plugin package of three modules: ``gapmetrics.metric`` imports ``helpers`` at its top and ``lazy`` in a
+    function (relative), and never ``unused``; it imports a package that is not installed only in a function."""
+    package = root / "gapmetrics"
+    package.mkdir(exist_ok=True)
+    (package / "__init__.py").write_text("")
+    (package / "helpers.py").write_text(helper_body)
+    (package / "lazy.py").write_text("FACTOR = 2.0\n")
+    (package / "unused.py").write_text("NOTHING = None\n")
+    (package / "metric.py").write_text(
+        "from gapmetrics.helpers import gap\n"
+        "from textmetric_bench.api.registry import metric\n\n"
+        "@metric('gap_test_metric', inputs='texts', symmetric=True)\n"
+        "def gap_test_metric(p, q, *, seed=0):\n"
+        "    from . import lazy\n"
+        "    if seed < 0:\n"
+        "        import not_an_installed_package_xyz  # noqa: F401\n"
+        "    return lazy.FACTOR * gap(p, q)\n")
+
+
+def _version_of_fresh_import(root: Path) -> str:
+    from textmetric_bench.api.registry import helper_modules
+
+    for name in [m for m in sys.modules if m == "gapmetrics" or m.startswith("gapmetrics.")]:
+        del sys.modules[name]
+    helper_modules.cache_clear()
+    unregister("gap_test_metric")
+    import importlib
+
+    importlib.invalidate_caches()
+    importlib.import_module("gapmetrics.metric")
+    return get_metric("gap_test_metric").version
+
+
+def test_a_metric_version_digests_the_modules_of_its_package_it_imports(tmp_path, monkeypatch):
+    """A change in a helper module the metric imports (at its top or in a function) moves the metric's version;
+    a module of the package it does not import does not, and no other package is imported to find out."""
+    from textmetric_bench.api.registry import helper_modules
+
+    _write_package(tmp_path, "def gap(p, q):\n    return abs(len(p) - len(q))\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    try:
+        first = _version_of_fresh_import(tmp_path)
+        assert [name for name, _ in helper_modules("gapmetrics.metric")] == ["gapmetrics.helpers", "gapmetrics.lazy"]
+        assert "not_an_installed_package_xyz" not in sys.modules
+        (tmp_path / "gapmetrics" / "unused.py").write_text("NOTHING = 1\n")
+        assert _version_of_fresh_import(tmp_path) == first
+        _write_package(tmp_path, "def gap(p, q):\n    return abs(len(p) - len(q)) / 2\n")
+        moved = _version_of_fresh_import(tmp_path)
+        assert moved != first and moved.split("+")[:2] == first.split("+")[:2]
+        (tmp_path / "gapmetrics" / "lazy.py").write_text("FACTOR = 3.0\n")
+        assert _version_of_fresh_import(tmp_path) != moved
+    finally:
+        unregister("gap_test_metric")
+        helper_modules.cache_clear()
+
+
+def test_a_metric_module_without_helpers_keeps_the_digest_of_its_source_alone():
+    """Metrics that import no module of their own package keep the version they had before helpers counted."""
+    import hashlib
+    import inspect
+
+    from textmetric_bench.api.registry import helper_modules, load_plugins
+    from textmetric_bench.metrics import chi
+
+    load_plugins()
+    assert helper_modules(chi.__name__) == ()
+    digest = hashlib.sha256(inspect.getsource(chi).encode()).hexdigest()[:10]
+    assert get_metric("chi").version.endswith("+" + digest)
+    divergences = {name for name, _ in helper_modules(get_metric("cluster_js").module)}
+    assert "textmetric_bench.metrics.divergences" in divergences

@@ -11,14 +11,18 @@ decorated function).
 
 from __future__ import annotations
 
+import ast
 import difflib
 import functools
+import importlib.util
 import inspect
 import logging
 import multiprocessing
+import sys
 import traceback
 from dataclasses import dataclass, field
 from importlib import import_module, metadata
+from pathlib import Path
 from typing import Any, Callable, Literal, Mapping
 
 from textmetric_bench.errors import ConfigError
@@ -129,7 +133,8 @@ def metric(
     will see, before any pair is evaluated, so per-text work (an LM pass) can be batched and
     cached up front instead of corpus by corpus; it must not change any result.
     ``version``: bump it when the metric's results change; with the installing package's version
-    and a digest of the module's source it forms ``MetricInfo.version``, and a resumed run
+    and a digest of the module's source and of the modules of its package it imports (``helper_modules``) it
+    forms ``MetricInfo.version``, and a resumed run
     recomputes the evaluations a metric of another version made.
 
     Facts for the metric catalogue (``python -m textmetric_bench.tasks.catalogue`` writes ``metrics/README.md``;
@@ -245,9 +250,9 @@ def _distributions() -> Mapping[str, list[str]]:
 
 
 def _metric_version(fn: Callable[..., float], declared: str) -> str:
-    """``declared`` + the version of the distribution that ships the module + its source digest."""
+    """``declared`` + the version of the distribution that ships the module + a digest of the module's source and
+    of the sources of the modules of its own package that it imports (``helper_modules``)."""
     import hashlib
-    import sys
 
     top = fn.__module__.split(".")[0]
     if top == "textmetric_bench":
@@ -260,10 +265,77 @@ def _metric_version(fn: Callable[..., float], declared: str) -> str:
             shipped = "unknown"
     try:
         source = inspect.getsource(sys.modules[fn.__module__])
-        digest = hashlib.sha256(source.encode()).hexdigest()[:10]
     except (KeyError, OSError, TypeError):
-        digest = "nosource"
-    return f"{declared}+{shipped}+{digest}"
+        return f"{declared}+{shipped}+nosource"
+    digest = hashlib.sha256(source.encode())
+    for name, text in helper_modules(fn.__module__):  # none: the digest of the module alone, as before helpers counted
+        digest.update(f"\0{name}\0{text}".encode())
+    return f"{declared}+{shipped}+{digest.hexdigest()[:10]}"
+
+
+def _module_source(name: str) -> tuple[str, ast.Module, bool] | None:
+    """The source of module ``name``, parsed, and whether it is a package; None where there is no Python source."""
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.origin or not spec.origin.endswith(".py"):
+        return None
+    try:
+        text = Path(spec.origin).read_text(encoding="utf-8")
+        return text, ast.parse(text), spec.submodule_search_locations is not None
+    except (OSError, SyntaxError, UnicodeDecodeError):
+        return None
+
+
+def _imported_names(tree: ast.Module, name: str, is_package: bool, own: Callable[[str], bool]) -> set[str]:
+    """Every module of those ``own`` accepts that an import statement of ``tree`` names, at any depth (a function's
+    lazy import too); relative imports resolved from ``name``; ``from m import x`` counts ``m.x`` where that is a
+    module, else ``m``. Only modules ``own`` accepts are looked up, so no other package is imported."""
+    here = name if is_package else name.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names if own(alias.name))
+        elif isinstance(node, ast.ImportFrom):
+            try:
+                base = importlib.util.resolve_name("." * node.level + (node.module or ""), here) if node.level \
+                    else node.module or ""
+            except (ImportError, ValueError):
+                continue
+            if not own(base):
+                continue
+            for alias in node.names:
+                sub = f"{base}.{alias.name}"
+                found.add(sub if sub in sys.modules or _module_source(sub) is not None else base)
+    return found
+
+
+@functools.lru_cache(maxsize=None)
+def helper_modules(module: str) -> tuple[tuple[str, str], ...]:
+    """(name, source) of every module of ``module``'s own package (its parent package; the module alone if it has
+    none) that ``module`` imports, directly or through one another, sorted by name; ``module`` itself not among them.
+
+    What a metric's version digests beside its own module: ``metrics/divergences.py`` is part of the ten
+    divergences registered from other modules. Read from the sources, not from grimp's import graph: grimp finds
+    only top-level packages laid out as they import, and the checkout maps ``textmetric_bench.metrics`` to
+    ``metrics/`` (it reports the built-in metric modules missing from the graph of an editable install)."""
+    package = module.rpartition(".")[0] or module
+    own = lambda name: name == package or name.startswith(package + ".")  # noqa: E731
+    seen, todo, sources = {module}, [module], {}
+    while todo:
+        name = todo.pop()
+        parsed = _module_source(name)
+        if parsed is None:
+            continue
+        text, tree, is_package = parsed
+        if name != module:
+            sources[name] = text
+        for imported in _imported_names(tree, name, is_package, own):
+            if imported not in seen:
+                seen.add(imported)
+                todo.append(imported)
+    return tuple(sorted(sources.items()))
 
 
 def _keyword_params(name: str, fn: Callable[..., float]) -> dict[str, Any]:
