@@ -134,8 +134,11 @@ def quantise(x: np.ndarray, y: np.ndarray, *, num_buckets: int, explained_var: f
         fit_rows = np.random.RandomState(seed + 5).choice(len(data), size=pca_max_data, replace=False)
     scores = np.ascontiguousarray(principal_scores(data, explained_var, fit_rows), dtype=np.float32)
     with one_faiss_thread():
+        # min_points_per_centroid=1: faiss uses it only to print "please provide at least N training points" to
+        # stderr, a line per evaluation that flooded the run log; the clustering is the same bit for bit
+        # (tests/test_cluster_divergences.py). Too few texts per bucket is a failure mode in the catalogue instead.
         kmeans = faiss.Kmeans(scores.shape[1], num_buckets, niter=max_iter, verbose=False, nredo=num_redo,
-                              update_index=True, seed=seed + 2)
+                              update_index=True, seed=seed + 2, min_points_per_centroid=1)
         kmeans.train(scores)
         _, labels = kmeans.index.search(scores, 1)
     labels = labels.reshape(-1)

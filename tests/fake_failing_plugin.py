@@ -1,4 +1,5 @@
-"""Fake metric plugins that fail on purpose, for tests of exit statuses and failure reports only.
+"""Fake metric plugins that fail or misbehave on purpose, for tests of exit statuses, failure reports and the
+console only.
 
 Registered when imported: tests make a run load this module through the plugin entry-point group
 (``plugin_path``), never the test process itself, so the fakes join no other run.
@@ -30,3 +31,14 @@ def fake_fails_once(p, q, *, seed: int = 0) -> float:
     except FileExistsError:
         return float(len(p) + len(q))
     raise RuntimeError("fake first call fails")
+
+
+#: What ``fake_writes_to_fd2`` writes on file descriptor 2 at each call.
+FD2_LINE = "fake C-level line on file descriptor 2"
+
+
+@metric("fake_writes_to_fd2", inputs="texts", symmetric=True)
+def fake_writes_to_fd2(p, q, *, seed: int = 0) -> float:
+    """Writes a line on file descriptor 2 below Python's sys.stderr, as a C library's fprintf does, then succeeds."""
+    os.write(2, (FD2_LINE + "\n").encode())
+    return float(abs(len(p) - len(q)))

@@ -53,6 +53,17 @@ def test_a_run_whose_metrics_all_succeed_exits_0(tmp_path, plugin_path, cache_di
     assert "FAILED" not in proc.stderr and not (out / "failures.csv").exists()
 
 
+def test_a_metrics_output_below_python_goes_to_the_log_not_the_console(tmp_path, plugin_path, cache_dir):
+    """Text a metric's C code writes straight on file descriptor 2 (faiss did, on every small k-means) is in the run's
+    log file and never on the console (docs/running.md, "Console, log file and progress")."""
+    from fake_failing_plugin import FD2_LINE
+
+    proc, out = run(tmp_path, plugin_path, cache_dir, "[chi,fake_writes_to_fd2]")
+    assert proc.returncode == EXIT_OK, proc.stderr[-3000:]
+    assert FD2_LINE not in proc.stderr + proc.stdout
+    assert FD2_LINE in (out / "__main__.log").read_text()
+
+
 def test_a_metric_that_always_raises_exits_with_the_metric_failure_status_and_says_where(
         tmp_path, plugin_path, cache_dir):
     proc, out = run(tmp_path, plugin_path, cache_dir, "[chi,fake_divides_by_zero]")
