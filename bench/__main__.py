@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import errno
 import logging
 import sys
@@ -179,7 +180,6 @@ def run_dir_problem(argv: list[str]) -> str | None:
     it composes the config as Hydra will (sweep overrides left out) and checks the directory's path.
     Best effort: when the arguments cannot be composed here, Hydra reports them itself.
     """
-    from hydra._internal.utils import get_args_parser
     from hydra.core.override_parser.overrides_parser import OverridesParser
     from omegaconf import OmegaConf
 
@@ -187,9 +187,9 @@ def run_dir_problem(argv: list[str]) -> str | None:
     from textmetric_bench.tasks.directories import RUN_DIR_EXAMPLES, directory_problem
 
     try:
-        args, _ = get_args_parser().parse_known_args(argv)
-        if args.help or args.hydra_help or args.info or args.cfg or args.shell_completion or args.config_dir \
-                or args.config_path or args.config_name:
+        args = command_line(argv)
+        if args.help or args.hydra_help or args.version or args.info or args.cfg or args.shell_completion \
+                or args.config_dir or args.config_path or args.config_name or args.experimental_rerun:
             return None  # nothing is written, or the configs come from elsewhere
         overrides = [o.input_line for o in OverridesParser.create().parse_overrides(args.overrides)
                      if not o.is_sweep_override()]
@@ -202,11 +202,36 @@ def run_dir_problem(argv: list[str]) -> str | None:
     return directory_problem(key, path, RUN_DIR_EXAMPLES[key])
 
 
+#: The flags of a ``hydra.main`` application, as ``--hydra-help`` lists them: those that take no value, and those
+#: that take one (``--info`` may take one). Hydra keeps its own parser private, so `main` reads the command line
+#: with this one before Hydra does (tests/test_cli.py compares it with ``--hydra-help``).
+HYDRA_SWITCHES = (("--help", "-h"), ("--hydra-help",), ("--version",), ("--resolve",), ("--run", "-r"),
+                  ("--multirun", "-m"), ("--shell-completion", "-sc"))
+HYDRA_OPTIONS = (("--cfg", "-c"), ("--package", "-p"), ("--config-path", "-cp"), ("--config-name", "-cn"),
+                 ("--config-dir", "-cd"), ("--experimental-rerun",))
+HYDRA_FLAGS = tuple(flag for flags in (*HYDRA_SWITCHES, *HYDRA_OPTIONS, ("--info", "-i")) for flag in flags)
+
+
+def command_line_parser() -> argparse.ArgumentParser:
+    """A parser of Hydra's command line that only reads it: no help, no exit on ``--version``."""
+    parser = argparse.ArgumentParser(add_help=False)
+    parser.add_argument("overrides", nargs="*")
+    for flags in HYDRA_SWITCHES:
+        parser.add_argument(*flags, action="store_true")
+    for flags in HYDRA_OPTIONS:
+        parser.add_argument(*flags)
+    parser.add_argument("--info", "-i", nargs="?", const="all")
+    return parser
+
+
+def command_line(argv: list[str]) -> argparse.Namespace:
+    """Hydra's command-line arguments, read (unknown ones ignored: Hydra reports them)."""
+    return command_line_parser().parse_known_args(argv)[0]
+
+
 def hydra_overrides(argv: list[str]) -> list[str]:
     """The overrides among Hydra's command-line arguments (flags such as ``-m`` left out)."""
-    from hydra._internal.utils import get_args_parser
-
-    return get_args_parser().parse_known_args(argv)[0].overrides
+    return command_line(argv).overrides
 
 
 def main() -> None:

@@ -3,6 +3,7 @@ and the catalogue facts a suite records are the registry's."""
 
 from __future__ import annotations
 
+import itertools
 import json
 
 import pytest
@@ -20,17 +21,21 @@ SHIPPED_PAIRS = sorted(p.stem for p in (CONF_DIR / "pair").glob("*.yaml") if p.s
 
 
 def sweep_jobs(suite: str, *extra: str) -> list[list[str]]:
-    """The overrides of every job Hydra's basic sweeper makes of ``suite=<suite>`` (glob sweeps expanded)."""
-    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
-
+    """The overrides of every job of ``suite=<suite>``, as Hydra's basic sweeper makes them: the product of the
+    sweep overrides' values (glob sweeps expanded by the config loader), in the order given, a later override of a
+    key replacing an earlier one."""
     cfg = compose_config([f"suite={suite}", *extra], return_hydra_config=True)
     params = [f"{k}={v}" for k, v in OmegaConf.to_container(cfg.hydra.sweeper.params).items()]
     GlobalHydra.instance().clear()
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
         loader = GlobalHydra.instance().config_loader()
         overrides = OverridesParser.create(config_loader=loader).parse_overrides([*params, *extra])
-        (batch,) = BasicSweeper.split_arguments(overrides, None)
-    return batch
+    by_key: dict[str, list[str]] = {}
+    for override in overrides:
+        key = override.get_key_element()
+        by_key[key] = ([f"{key}={value}" for value in override.sweep_string_iterator()]
+                       if override.is_sweep_override() else [override.input_line])
+    return [list(job) for job in itertools.product(*by_key.values())]
 
 
 def job_settings(suite: str, *extra: str, with_n: bool = False) -> set[tuple]:
