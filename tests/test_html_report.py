@@ -75,7 +75,7 @@ def test_every_figure_title_names_the_pair_k_n_and_repetitions(sweep, tmp_path, 
     titles, save = [], Figure.savefig
 
     def read_titles(fig, *args, **kwargs):
-        texts = [fig._suptitle.get_text()] if fig._suptitle is not None else []
+        texts = [fig.get_suptitle()]
         texts += [ax.get_title(loc) for ax in fig.axes for loc in ("center", "left", "right")]
         titles.append(" ".join(texts))
         return save(fig, *args, **kwargs)
@@ -89,6 +89,23 @@ def test_every_figure_title_names_the_pair_k_n_and_repetitions(sweep, tmp_path, 
             continue
         assert "fortune_computing_people" in text and "n=12" in text and "3 repetitions" in text, text
         assert "k=4" in text or "k=5" in text, text
+
+
+def test_the_report_shows_the_runs_own_scatter_grid_unless_the_distances_are_newer(sweep, tmp_path):
+    """The grid of z-scored distances is the task's scatter_all.png, not drawn a second time; drawn afresh (with the
+    report's title) where the distances were written after it."""
+    import base64
+    import os
+
+    run = tmp_path / "run"
+    shutil.copytree(sweep / "0", run)
+    grid = (run / "scatter_all.png").read_bytes()
+    embedded = base64.b64encode(grid).decode("ascii")
+    assert embedded in build_report([run], tmp_path / "report")["report_html"].read_text()
+    later = (run / "scatter_all.png").stat().st_mtime + 10
+    os.utime(run / "distances.csv", (later, later))
+    page = build_report([run], tmp_path / "report-2")["report_html"].read_text()
+    assert embedded not in page and page.count('<img src="data:image/png;base64,') == 5
 
 
 def test_the_table_and_the_scatter_name_their_two_rho(sweep):

@@ -148,11 +148,20 @@ def _run_block(run: Run, joined: list[Run], fig_dir: Path, slug: str, out_dir: P
     parts.append(_figure(measure_boxplots(measures, fig_dir / f"boxplots_{slug}.png", setting=setting),
                          CAPTIONS["boxplots"]))
     if run.task == "ksc" and run.distances is not None and not run.distances.empty:
-        scatter = distance_scatter(run.distances, fig_dir / slug, setting=run.setting, per_metric=False)
-        parts.append(_figure(scatter[0] if scatter else None, CAPTIONS["scatter"]))
+        parts.append(_figure(_scatter_grid(run, fig_dir / slug), CAPTIONS["scatter"]))
     for member in (run, *joined):
         parts += _task_figures(member)
     return "\n".join(parts)
+
+
+def _scatter_grid(run: Run, out_dir: Path) -> Path | None:
+    """The run's own grid of z-scored distances (``scatter_all.png``, written by its task from the same
+    ``distances.csv``), or, where it is missing or older than the distances, the grid drawn afresh."""
+    written, distances = run.path / "scatter_all.png", run.path / "distances.csv"
+    if written.is_file() and distances.is_file() and written.stat().st_mtime >= distances.stat().st_mtime:
+        return written
+    scatter = distance_scatter(run.distances, out_dir, setting=run.setting, per_metric=False)
+    return scatter[0] if scatter else None
 
 
 def _overview_figures(summary: pd.DataFrame, fig_dir: Path, slug: str, setting: str) -> str:
