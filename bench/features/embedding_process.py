@@ -20,6 +20,7 @@ run twice), and it ends when the pipe closes, so with the process that started i
 from __future__ import annotations
 
 import atexit
+import logging
 import os
 import pickle
 import struct
@@ -34,6 +35,8 @@ import numpy as np
 
 from textmetric_bench.errors import EmbeddingError
 from textmetric_bench.numerics import holds_pin
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -136,8 +139,13 @@ def gains_from_a_helper(spec: ModelSpec) -> bool:
     return spec.exact and spec.device.split(":")[0] == "cpu" and holds_pin("MKL_CBWR")
 
 
+def load_model(spec: ModelSpec) -> None:
+    """Load ``spec``'s model in this process (``loaded``), so that its first ``encode_texts`` finds it ready."""
+    loaded(spec)
+
+
 #: What the helper process can be asked to do, by name.
-CALLS: dict[str, Callable[..., Any]] = {"encode": encode_texts, "numerics": numerics_here}
+CALLS: dict[str, Callable[..., Any]] = {"encode": encode_texts, "numerics": numerics_here, "load": load_model}
 
 
 def _send(stream: BinaryIO, message: Any) -> None:
@@ -193,10 +201,14 @@ class EmbeddingHelper:
             stdin=subprocess.PIPE, stdout=subprocess.PIPE)
         self.lock = threading.Lock()
         self.broken = False
+        self.unanswered = 0  # calls sent by ``start_loading`` whose answers are not read yet
 
     def call(self, name: str, *args: Any) -> Any:
         with self.lock:
             try:
+                while self.unanswered:  # a background load's answer; whatever it met recurs in this call
+                    _receive(self.process.stdout)
+                    self.unanswered -= 1
                 _send(self.process.stdin, (name, args))
                 answer = _receive(self.process.stdout)
             except (EOFError, BrokenPipeError, OSError) as exc:
@@ -218,17 +230,27 @@ class EmbeddingHelper:
                 raise EmbeddingError(f"embedder {spec.model!r}: {exc}") from exc
             raise
 
+    def start_loading(self, spec: ModelSpec) -> None:
+        """Ask the helper to load ``spec``'s model and return at once; the next call reads its answer first."""
+        with self.lock:
+            try:
+                _send(self.process.stdin, ("load", (spec,)))
+                self.unanswered += 1
+            except (BrokenPipeError, OSError):
+                self.broken = True
+
     def numerics(self) -> dict[str, str | None]:
         """``numerics_here`` of the helper process."""
         return self.call("numerics")
 
     def close(self) -> None:
-        """Close the pipe (the helper returns) and wait for it."""
+        """Close the pipe (the helper returns) and wait for it; a helper still loading a model nobody asked to use
+        (a run that stopped before its first text) is ended at once."""
         with self.lock:
             if self.process.stdin is not None and not self.process.stdin.closed:
                 self.process.stdin.close()
             try:
-                self.process.wait(timeout=30)
+                self.process.wait(timeout=0 if self.unanswered else 30)
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
@@ -259,6 +281,18 @@ def close_helper() -> None:
 
 
 atexit.register(close_helper)
+
+
+def start_loading(spec: ModelSpec) -> None:
+    """Start the helper process and its loading of ``spec``'s model in the background, where a helper embeds
+    (``gains_from_a_helper``), so that both overlap the caller's work before its first text. Best effort: a helper
+    that cannot start is started again, and reports why, at the first ``encode``."""
+    if not gains_from_a_helper(spec):
+        return
+    try:
+        helper().start_loading(spec)
+    except Exception as exc:  # noqa: BLE001 - the first encode starts it again and says what is wrong
+        log.debug("the embedding helper was not started ahead: %s", exc)
 
 
 def encode(spec: ModelSpec, texts: list[str]) -> np.ndarray:

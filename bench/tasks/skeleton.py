@@ -252,11 +252,12 @@ def run_task(task: Task, run: RunInputs) -> TaskResult:
     """Run ``task`` on ``run``'s inputs and write everything into ``run.out_dir``."""
     out_dir, cfg, metrics = run.out_dir, run.cfg, run.metrics
     out_dir.mkdir(parents=True, exist_ok=True)
-    collections = task.build(run)
-
     embedder, embed_seconds = None, 0.0
     if any(m.inputs == "embeddings" for m, _ in metrics):
         embedder = build_embedder(cfg, run.cache_dir)  # the model loads only if a text is not in the embedding cache
+        embedder.warm_up_if_uncached()  # an empty cache: the model loads while the corpora are built
+    collections = task.build(run)
+
     start = time.perf_counter()
     store = CorpusStore.from_corpora(collections.corpora, embed=embedder.embed if embedder else None)
     embed_seconds = time.perf_counter() - start
