@@ -43,10 +43,12 @@ test: $(STAMP)
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest -q -m fast
 
-# Lint: ruff's rules (pyproject.toml [tool.ruff.lint]) over the code, the tests and the docs' build hook; mypy over
-# the packages of [tool.mypy] (the plugin API, the measures, the engine).
+# Lint: ruff's rules (pyproject.toml [tool.ruff.lint]) and its format check over the code, the tests and the docs'
+# build hook (`ruff format bench reports metrics tests docs/hooks` fixes the latter); mypy over the packages of
+# [tool.mypy] (the plugin API, the measures, the engine).
 lint: $(STAMP)
 	$(BIN)/ruff check bench reports metrics tests docs/hooks
+	$(BIN)/ruff format --check bench reports metrics tests docs/hooks
 	$(BIN)/mypy
 
 # Regression gate against reports/baselines/ (see docs/regression-gate.md).

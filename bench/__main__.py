@@ -30,6 +30,7 @@ from textmetric_bench.tasks.usage import usage_text  # noqa: F401 - registers ${
 
 log = logging.getLogger("textmetric_bench")
 
+
 def run_task(cfg: DictConfig, out_dir: Path):
     """Run the task named by ``cfg.task.name`` (``textmetric_bench.tasks.runner``, shared with the Python API)."""
     from textmetric_bench.tasks.runner import run_configured
@@ -120,11 +121,13 @@ def failure_lines(result, out_dir: Path) -> list[str]:
     counts = failure_counts(result.distances)
     details = [str(p) for p in (result.files.get("failures"), log_file()) if p is not None]
     where = f"; details: {' and '.join(details)}" if details else ""
-    lines = [f"metric plugin {record['plugin']}{'' if record['plugin'] == module else f' ({module})'} FAILED to "
-             f"import: {record['error']}"
-             + (f"; left out: {', '.join(record['withdrawn'])}" if record["withdrawn"] else "")
-             + (f"; traceback in {log_file()}" if log_file() else "")
-             for module, record in (result.info.get("plugin_failures") or {}).items()]
+    lines = [
+        f"metric plugin {record['plugin']}{'' if record['plugin'] == module else f' ({module})'} FAILED to "
+        f"import: {record['error']}"
+        + (f"; left out: {', '.join(record['withdrawn'])}" if record["withdrawn"] else "")
+        + (f"; traceback in {log_file()}" if log_file() else "")
+        for module, record in (result.info.get("plugin_failures") or {}).items()
+    ]
     for name, failure in result.failures.items():
         if name in counts:
             failed, total, reason = counts[name]
@@ -148,8 +151,9 @@ def last_line(out_dir: Path, report: Path | None) -> str:
 
 def log_traceback_to_file(exc: BaseException) -> None:
     """The traceback of ``exc`` into the run's log file only (at debug level), not onto the console."""
-    record = log.makeRecord(log.name, logging.DEBUG, __file__, 0, "traceback of the error below", (),
-                            (type(exc), exc, exc.__traceback__))
+    record = log.makeRecord(
+        log.name, logging.DEBUG, __file__, 0, "traceback of the error below", (), (type(exc), exc, exc.__traceback__)
+    )
     for handler in logging.getLogger().handlers:  # at debug level, below the loggers' own
         if isinstance(handler, logging.FileHandler):
             handler.handle(record)
@@ -168,8 +172,13 @@ def os_error_message(exc: OSError, cfg: DictConfig, out_dir: Path) -> str:
         setting = f"{run_dir_key()}=/another/dir"
     else:
         setting = f"data.cache_dir=/another/dir (cache: {cache_dir}) or {run_dir_key()}=/another/dir (run: {out_dir})"
-    fix = {errno.ENOSPC: "free space", errno.EDQUOT: "free space", errno.EROFS: "make it writable",
-           errno.EACCES: "make it writable", errno.EPERM: "make it writable"}.get(exc.errno, "check that disk")
+    fix = {
+        errno.ENOSPC: "free space",
+        errno.EDQUOT: "free space",
+        errno.EROFS: "make it writable",
+        errno.EACCES: "make it writable",
+        errno.EPERM: "make it writable",
+    }.get(exc.errno, "check that disk")
     return f"{os_problem(exc)} writing {exc.filename or '(path not reported)'}: {fix} or set {setting}"
 
 
@@ -188,11 +197,22 @@ def run_dir_problem(argv: list[str]) -> str | None:
 
     try:
         args = command_line(argv)
-        if args.help or args.hydra_help or args.version or args.info or args.cfg or args.shell_completion \
-                or args.config_dir or args.config_path or args.config_name or args.experimental_rerun:
+        if (
+            args.help
+            or args.hydra_help
+            or args.version
+            or args.info
+            or args.cfg
+            or args.shell_completion
+            or args.config_dir
+            or args.config_path
+            or args.config_name
+            or args.experimental_rerun
+        ):
             return None  # nothing is written, or the configs come from elsewhere
-        overrides = [o.input_line for o in OverridesParser.create().parse_overrides(args.overrides)
-                     if not o.is_sweep_override()]
+        overrides = [
+            o.input_line for o in OverridesParser.create().parse_overrides(args.overrides) if not o.is_sweep_override()
+        ]
         hydra_cfg = compose_config(overrides, return_hydra_config=True)
         key = "hydra.sweep.dir" if args.multirun else "hydra.run.dir"
         path = Path(str(OmegaConf.select(hydra_cfg, key)))
@@ -205,10 +225,23 @@ def run_dir_problem(argv: list[str]) -> str | None:
 #: The flags of a ``hydra.main`` application, as ``--hydra-help`` lists them: those that take no value, and those
 #: that take one (``--info`` may take one). Hydra keeps its own parser private, so `main` reads the command line
 #: with this one before Hydra does (tests/test_cli.py compares it with ``--hydra-help``).
-HYDRA_SWITCHES = (("--help", "-h"), ("--hydra-help",), ("--version",), ("--resolve",), ("--run", "-r"),
-                  ("--multirun", "-m"), ("--shell-completion", "-sc"))
-HYDRA_OPTIONS = (("--cfg", "-c"), ("--package", "-p"), ("--config-path", "-cp"), ("--config-name", "-cn"),
-                 ("--config-dir", "-cd"), ("--experimental-rerun",))
+HYDRA_SWITCHES = (
+    ("--help", "-h"),
+    ("--hydra-help",),
+    ("--version",),
+    ("--resolve",),
+    ("--run", "-r"),
+    ("--multirun", "-m"),
+    ("--shell-completion", "-sc"),
+)
+HYDRA_OPTIONS = (
+    ("--cfg", "-c"),
+    ("--package", "-p"),
+    ("--config-path", "-cp"),
+    ("--config-name", "-cn"),
+    ("--config-dir", "-cd"),
+    ("--experimental-rerun",),
+)
 HYDRA_FLAGS = tuple(flag for flags in (*HYDRA_SWITCHES, *HYDRA_OPTIONS, ("--info", "-i")) for flag in flags)
 
 
@@ -240,8 +273,9 @@ def main() -> None:
     from textmetric_bench.tasks.suite import suite_override_problems
 
     overrides = hydra_overrides(sys.argv[1:])
-    problems = (metric_override_problems(overrides) + suite_override_problems(overrides)
-                or unknown_key_problems(overrides))
+    problems = metric_override_problems(overrides) + suite_override_problems(overrides) or unknown_key_problems(
+        overrides
+    )
     if not problems:
         problems = [p for p in [run_dir_problem(sys.argv[1:])] if p is not None]
     if problems:

@@ -97,8 +97,15 @@ def bars_shown(enabled: bool = True) -> bool:
 
 def progress_bar(total: int | None = None, *, desc: str, unit: str, enabled: bool = True, **options) -> tqdm:
     """A tqdm bar on stderr showing the rate in ``unit``/s and the ETA; a no-op bar when not :func:`bars_shown`."""
-    return tqdm(total=total, desc=desc, unit=unit, disable=not bars_shown(enabled), dynamic_ncols=True,
-                file=sys.stderr, **options)
+    return tqdm(
+        total=total,
+        desc=desc,
+        unit=unit,
+        disable=not bars_shown(enabled),
+        dynamic_ncols=True,
+        file=sys.stderr,
+        **options,
+    )
 
 
 def log_file() -> Path | None:
@@ -158,7 +165,10 @@ def command(script: str) -> str:
     the user what to run next, the way they started this process: a user of the installed commands gets
     ``script``, a user of ``python -m`` gets ``python -m <its module>`` (the scripts may not be on their PATH)."""
     package = __name__.split(".")[0]
-    modules = {point.name: point.module.removesuffix(".__main__") for point in entry_points(group="console_scripts")
-               if point.module.split(".")[0] == package}
+    modules = {
+        point.name: point.module.removesuffix(".__main__")
+        for point in entry_points(group="console_scripts")
+        if point.module.split(".")[0] == package
+    }
     invoked = Path(sys.argv[0]).name.removesuffix(".exe") if sys.argv and sys.argv[0] else ""
     return script if invoked in modules or script not in modules else f"python -m {modules[script]}"

@@ -104,8 +104,9 @@ def _read_only(directory: Path) -> bool:
         return False
 
 
-def storage_error(exc: BaseException, directory: Path, what: str, needed: int | None = None,
-                  free: int | None = None) -> StorageError | None:
+def storage_error(
+    exc: BaseException, directory: Path, what: str, needed: int | None = None, free: int | None = None
+) -> StorageError | None:
     """The ``StorageError`` ``exc`` amounts to when writing ``what`` into ``directory``, or None if it is not one.
 
     An ``OSError`` is judged by its errno; any other exception (a library that hides the errno, e.g.
@@ -120,11 +121,14 @@ def storage_error(exc: BaseException, directory: Path, what: str, needed: int | 
         had = f"{_size(free)} were free when writing began" if free is not None else f"{_size(free_now)} are free"
         return StorageError(
             f"no space left to write {what} in {directory}: it needs {_size(needed)}, {had}. Free some space "
-            "(or choose a directory on a larger disk) and rerun: everything written so far is kept and not redone")
+            "(or choose a directory on a larger disk) and rerun: everything written so far is kept and not redone"
+        )
     if code in NOT_WRITABLE or (code is None and _read_only(directory)):
         reason = os.strerror(code) if code is not None else "read-only or not writable"
-        return StorageError(f"cannot write {what} in {directory} ({reason}): choose a writable directory "
-                            "(data.cache_dir=... for caches, hydra.run.dir=... for a run) or fix its permissions")
+        return StorageError(
+            f"cannot write {what} in {directory} ({reason}): choose a writable directory "
+            "(data.cache_dir=... for caches, hydra.run.dir=... for a run) or fix its permissions"
+        )
     return None
 
 
@@ -148,11 +152,14 @@ def make_dirs(directory: Path | str, what: str) -> Path:
         directory.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         if isinstance(exc, (FileExistsError, NotADirectoryError)):
-            raise StorageError(f"cannot make the directory {directory} for {what}: a part of that path is a "
-                               "regular file; choose another directory or move that file") from exc
+            raise StorageError(
+                f"cannot make the directory {directory} for {what}: a part of that path is a "
+                "regular file; choose another directory or move that file"
+            ) from exc
         above = next((p for p in directory.parents if p.exists()), directory)
-        raise (storage_error(exc, above, what) or StorageError(
-            f"cannot make the directory {directory} for {what}: {exc}")) from exc
+        raise (
+            storage_error(exc, above, what) or StorageError(f"cannot make the directory {directory} for {what}: {exc}")
+        ) from exc
     return directory
 
 

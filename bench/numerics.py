@@ -20,8 +20,12 @@ from functools import lru_cache
 from pathlib import Path
 
 #: The switches and the values that make float32 CPU results the same on every AVX2 or AVX-512 machine.
-PINNED = {"MKL_CBWR": "AVX2,STRICT", "ATEN_CPU_CAPABILITY": "avx2", "ONEDNN_MAX_CPU_ISA": "AVX2",
-          "OPENBLAS_CORETYPE": "Haswell"}
+PINNED = {
+    "MKL_CBWR": "AVX2,STRICT",
+    "ATEN_CPU_CAPABILITY": "avx2",
+    "ONEDNN_MAX_CPU_ISA": "AVX2",
+    "OPENBLAS_CORETYPE": "Haswell",
+}
 #: ``BENCH_CPU_NUMERICS=native`` leaves every library its own choice (faster on AVX-512, machine-dependent).
 OPT_OUT = "BENCH_CPU_NUMERICS"
 PINNED_LABEL, NATIVE_LABEL = "avx2-exact", "native"
@@ -109,9 +113,11 @@ def torch_follows_the_switches() -> str | None:
 
     capability = torch.backends.cpu.get_cpu_capability()
     if capability.upper() != "AVX2":
-        return (f"torch computes with its {capability} kernels, not the pinned AVX2 ones: it ran before "
-                f"textmetric_bench was imported. Import textmetric_bench first (or set {', '.join(PINNED)} in the "
-                f"environment before Python starts), or set {OPT_OUT}=native to accept machine-dependent vectors")
+        return (
+            f"torch computes with its {capability} kernels, not the pinned AVX2 ones: it ran before "
+            f"textmetric_bench was imported. Import textmetric_bench first (or set {', '.join(PINNED)} in the "
+            f"environment before Python starts), or set {OPT_OUT}=native to accept machine-dependent vectors"
+        )
     return None
 
 
@@ -128,9 +134,11 @@ def openblas_follows_the_switches() -> str | None:
     found = {info.get("architecture") for info in threadpool_info() if info.get("internal_api") == "openblas"}
     other = sorted(str(a) for a in found if str(a).lower() != OPENBLAS_PINNED.lower())
     if other:
-        return (f"OpenBLAS computes with its {', '.join(other)} kernels, not the pinned {OPENBLAS_PINNED} ones: numpy "
-                "or scipy was loaded before textmetric_bench was imported. Import textmetric_bench first (or set "
-                f"OPENBLAS_CORETYPE={OPENBLAS_PINNED} in the environment before Python starts)")
+        return (
+            f"OpenBLAS computes with its {', '.join(other)} kernels, not the pinned {OPENBLAS_PINNED} ones: numpy "
+            "or scipy was loaded before textmetric_bench was imported. Import textmetric_bench first (or set "
+            f"OPENBLAS_CORETYPE={OPENBLAS_PINNED} in the environment before Python starts)"
+        )
     return None
 
 
@@ -138,8 +146,11 @@ def bit_for_bit() -> bool:
     """Whether this process computes what the shipped results were computed with, bit for bit: the pinned
     switches, in force (torch's and OpenBLAS's kernels), on any CPU with AVX2 and FMA, Intel or AMD. The embedder's
     products are exact (textmetric_bench.features.exact_gemm), so MKL's vendor-dependent dispatch does not enter."""
-    return (numerics_label() == PINNED_LABEL and torch_follows_the_switches() is None
-            and openblas_follows_the_switches() is None)
+    return (
+        numerics_label() == PINNED_LABEL
+        and torch_follows_the_switches() is None
+        and openblas_follows_the_switches() is None
+    )
 
 
 def mkl_branch_pinned() -> bool:

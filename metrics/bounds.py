@@ -17,23 +17,39 @@ from textmetric_bench.api.positions import corpus_key, known_position
 from textmetric_bench.api.registry import metric
 
 
-@metric("oracle", inputs="texts", symmetric=True, opt_in=True, needs=("known_position",),
-        source="this project: the known position of each corpus, 004 §3 and §5",
-        value_range=(0.0, np.inf),
-        failure_modes=(("fails (recorded as its failure) where corpora have no known position: "
-                        "perturbation studies, a user's own pair"),),
-        description="Ceiling: |position(p) - position(q)|, the corpora's known distance in their collection")
+@metric(
+    "oracle",
+    inputs="texts",
+    symmetric=True,
+    opt_in=True,
+    needs=("known_position",),
+    source="this project: the known position of each corpus, 004 §3 and §5",
+    value_range=(0.0, np.inf),
+    failure_modes=(
+        (
+            "fails (recorded as its failure) where corpora have no known position: "
+            "perturbation studies, a user's own pair"
+        ),
+    ),
+    description="Ceiling: |position(p) - position(q)|, the corpora's known distance in their collection",
+)
 def oracle(p, q, *, seed: int = 0) -> float:
     """|pos(p) - pos(q)|: the known mixing proportions (KSC), iterations (IFC) or sources (size/imbalance)."""
     first = known_position(as_texts(p, role="first corpus"), role="first corpus")
     return abs(first - known_position(as_texts(q, role="second corpus"), role="second corpus"))
 
 
-@metric("chance", inputs="texts", symmetric=True, opt_in=True, stochastic=True,
-        source="this project: a seeded uniform random number",
-        value_range=(0.0, 1.0),
-        failure_modes=("carries no information by design: expected A = .5 and ρ = 0",),
-        description="Floor: a uniform random number seeded by the run seed and both corpora's texts")
+@metric(
+    "chance",
+    inputs="texts",
+    symmetric=True,
+    opt_in=True,
+    stochastic=True,
+    source="this project: a seeded uniform random number",
+    value_range=(0.0, 1.0),
+    failure_modes=("carries no information by design: expected A = .5 and ρ = 0",),
+    description="Floor: a uniform random number seeded by the run seed and both corpora's texts",
+)
 def chance(p, q, *, seed: int = 0) -> float:
     """U(0, 1) drawn from (seed, digest of p, digest of q); the digests sorted, so it is symmetric."""
     keys = sorted(corpus_key(as_texts(c, role=role)) for c, role in ((p, "first corpus"), (q, "second corpus")))

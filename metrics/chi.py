@@ -44,11 +44,20 @@ def chi_square_statistic(counts_p, counts_q, *, top: int) -> tuple[float, int, i
     return float(cells.sum()), int(total), len(vocab)
 
 
-@metric("chi", inputs="texts", symmetric=True, version="2", needs=("tokens",),
-        source="Kilgarriff 2001; 004 §2", value_range=(0.0, float("inf")),
-        failure_modes=("short texts: few tokens leave the top-token table sparse, the statistic noisy",
-                       "normalise='tokens' carries a dof/N bias that changes with every pair"),
-        description="Kilgarriff's chi-square over the top tokens of the joint vocabulary")
+@metric(
+    "chi",
+    inputs="texts",
+    symmetric=True,
+    version="2",
+    needs=("tokens",),
+    source="Kilgarriff 2001; 004 §2",
+    value_range=(0.0, float("inf")),
+    failure_modes=(
+        "short texts: few tokens leave the top-token table sparse, the statistic noisy",
+        "normalise='tokens' carries a dof/N bias that changes with every pair",
+    ),
+    description="Kilgarriff's chi-square over the top tokens of the joint vocabulary",
+)
 def chi(
     p,
     q,

@@ -75,9 +75,17 @@ def held_out_splits(labels: np.ndarray, *, folds: int, test_size: float, seed: i
     return [(np.sort(train), np.sort(test)) for train, test in splitter.split(np.zeros((len(labels), 1)), labels)]
 
 
-def held_out_predictions(x: np.ndarray, labels: np.ndarray, *, folds: int, C: float,
-                         seed: int, max_kernel_mb: float = 512.0, test_size: float = 0.2,
-                         kernel_precision: str = "float64") -> tuple[np.ndarray, np.ndarray]:
+def held_out_predictions(
+    x: np.ndarray,
+    labels: np.ndarray,
+    *,
+    folds: int,
+    C: float,
+    seed: int,
+    max_kernel_mb: float = 512.0,
+    test_size: float = 0.2,
+    kernel_precision: str = "float64",
+) -> tuple[np.ndarray, np.ndarray]:
     """(held-out rows, their predicted corpus) from an RBF SVM trained on the other rows:
     one split (``folds`` = 0) or every row once (``folds`` >= 2)."""
     splits = held_out_splits(labels, folds=folds, test_size=test_size, seed=seed)
@@ -88,7 +96,7 @@ def held_out_predictions(x: np.ndarray, labels: np.ndarray, *, folds: int, C: fl
     # bytes held at once: one split, its training kernel (the test block comes once it is freed); folds, the
     # pair's distances and a fold's training kernel; float32 distances are held beside the float64 kernel libsvm takes
     item, copy = (4, 8) if dtype == np.float32 else (8, 0)
-    held = largest_train ** 2 * (item + copy) + (len(x) ** 2 * item if len(splits) > 1 else 0)
+    held = largest_train**2 * (item + copy) + (len(x) ** 2 * item if len(splits) > 1 else 0)
     if held > max_kernel_mb * 2**20:
         from sklearn.svm import SVC
 
@@ -97,26 +105,29 @@ def held_out_predictions(x: np.ndarray, labels: np.ndarray, *, folds: int, C: fl
             predicted[test] = svm.predict(x[test])
         return tested, predicted[tested]
     if len(splits) == 1:  # one split: only its two blocks, never the pair's full matrix
-        (train, test), = splits
+        ((train, test),) = splits
         gamma = scale_gamma(x[train])
         predicted[test] = svm_predictions(
             lambda: rbf_from_distances(squared_distances(x[train], dtype=dtype), gamma, out_dtype=np.float64),
             labels[train],
             lambda support: rbf_from_distances(cross_squared_distances(x[test], x[train[support]], dtype=dtype), gamma),
-            C=C)
+            C=C,
+        )
         return tested, predicted[tested]
     distances = squared_distances(x, dtype=dtype)
     for train, test in splits:
         in_train, in_test = np.zeros(len(x), dtype=bool), np.zeros(len(x), dtype=bool)
         in_train[train] = True  # rows in ascending order, as the splitter's (sorted) indices give them
         in_test[test] = True
-        predicted[in_test] = _fold_predictions(distances, in_train, in_test, labels[in_train],
-                                               gamma=scale_gamma(x[train]), C=C)
+        predicted[in_test] = _fold_predictions(
+            distances, in_train, in_test, labels[in_train], gamma=scale_gamma(x[train]), C=C
+        )
     return tested, predicted[tested]
 
 
-def _fold_predictions(distances: np.ndarray, in_train: np.ndarray, in_test: np.ndarray, labels: np.ndarray, *,
-                      gamma: float, C: float) -> np.ndarray:
+def _fold_predictions(
+    distances: np.ndarray, in_train: np.ndarray, in_test: np.ndarray, labels: np.ndarray, *, gamma: float, C: float
+) -> np.ndarray:
     """One fold's SVM on its blocks of the precomputed kernel (the training block freed before the test block)."""
     train_rows = np.flatnonzero(in_train)
 
@@ -125,8 +136,12 @@ def _fold_predictions(distances: np.ndarray, in_train: np.ndarray, in_test: np.n
         columns[train_rows[support]] = True
         return rbf_from_distances(block(distances, in_test, columns), gamma)
 
-    return svm_predictions(lambda: rbf_from_distances(block(distances, in_train, in_train), gamma, out_dtype=np.float64),
-                           labels, test_kernel, C=C)
+    return svm_predictions(
+        lambda: rbf_from_distances(block(distances, in_train, in_train), gamma, out_dtype=np.float64),
+        labels,
+        test_kernel,
+        C=C,
+    )
 
 
 def svm_predictions(train_kernel, labels: np.ndarray, test_kernel, *, C: float) -> np.ndarray:
@@ -159,7 +174,7 @@ def block(matrix: np.ndarray, rows: np.ndarray, columns: np.ndarray) -> np.ndarr
     picked = np.flatnonzero(rows)
     out = np.empty((len(picked), int(columns.sum())), dtype=matrix.dtype)
     for start in range(0, len(picked), 512):
-        out[start:start + 512] = np.compress(columns, matrix[picked[start:start + 512]], axis=1)
+        out[start : start + 512] = np.compress(columns, matrix[picked[start : start + 512]], axis=1)
     return out
 
 
@@ -186,14 +201,32 @@ def rbf_kernel_blocks(train: np.ndarray, test: np.ndarray) -> tuple[np.ndarray, 
     return rbf_from_distances(distances[:n, :n].copy(), gamma), rbf_from_distances(distances[n:, :n].copy(), gamma)
 
 
-@metric("classifier", inputs="embeddings", symmetric=True, stochastic=True, version="3",
-        source="Lopez-Paz & Oquab 2016; 004 §2", value_range=(0.0, 1.0),
-        failure_modes=("small n: accuracy moves in steps of 1/(2n) and can fall below .5 by chance",
-                       "texts found in both corpora push it below .5",
-                       "one held-out split: the value moves with the seed's split (folds >= 2 averages it)"),
-        description="Held-out (balanced) accuracy of an RBF SVM telling the two corpora apart")
-def classifier(p, q, *, seed: int = 0, test_size: float = 0.2, folds: int = 0, C: float = 1.0,
-               max_kernel_mb: float = 512.0, kernel_precision: Literal["float32", "float64"] = "float32") -> float:
+@metric(
+    "classifier",
+    inputs="embeddings",
+    symmetric=True,
+    stochastic=True,
+    version="3",
+    source="Lopez-Paz & Oquab 2016; 004 §2",
+    value_range=(0.0, 1.0),
+    failure_modes=(
+        "small n: accuracy moves in steps of 1/(2n) and can fall below .5 by chance",
+        "texts found in both corpora push it below .5",
+        "one held-out split: the value moves with the seed's split (folds >= 2 averages it)",
+    ),
+    description="Held-out (balanced) accuracy of an RBF SVM telling the two corpora apart",
+)
+def classifier(
+    p,
+    q,
+    *,
+    seed: int = 0,
+    test_size: float = 0.2,
+    folds: int = 0,
+    C: float = 1.0,
+    max_kernel_mb: float = 512.0,
+    kernel_precision: Literal["float32", "float64"] = "float32",
+) -> float:
     """Held-out balanced accuracy of an SVM separating ``p`` from ``q`` (0.5 = same).
 
     ``test_size``: share of each corpus held out by the one stratified split (004 §2; 0.2 = 80/20).
@@ -214,18 +247,28 @@ def classifier(p, q, *, seed: int = 0, test_size: float = 0.2, folds: int = 0, C
     if kernel_precision not in ("float32", "float64"):
         raise MetricError(f"CLASSIFIER: kernel_precision must be 'float32' or 'float64', not {kernel_precision!r}")
     if not max_kernel_mb >= 0:
-        raise MetricError(f"CLASSIFIER: max_kernel_mb must be >= 0 (0 = libsvm's own kernel "
-                          f"always), got {max_kernel_mb}")
+        raise MetricError(
+            f"CLASSIFIER: max_kernel_mb must be >= 0 (0 = libsvm's own kernel always), got {max_kernel_mb}"
+        )
     needed = folds if folds else max(2, int(np.ceil(1.0 / min(test_size, 1.0 - test_size))))
     if min(len(x), len(y)) < needed:
         how = f"{folds} folds" if folds else f"test_size={test_size}"
-        raise MetricError(f"CLASSIFIER with {how} needs at least {needed} texts in each "
-                          f"corpus, got {len(x)} and {len(y)}; add texts or change {'folds' if folds else 'test_size'}")
+        raise MetricError(
+            f"CLASSIFIER with {how} needs at least {needed} texts in each "
+            f"corpus, got {len(x)} and {len(y)}; add texts or change {'folds' if folds else 'test_size'}"
+        )
     x, y = canonical_pair(unit_rows(x, "first corpus"), unit_rows(y, "second corpus"))
     labels = np.r_[np.zeros(len(x), dtype=int), np.ones(len(y), dtype=int)]
-    tested, predicted = held_out_predictions(np.vstack([x, y]), labels, folds=folds, C=C, seed=int(seed),
-                                             max_kernel_mb=max_kernel_mb, test_size=test_size,
-                                             kernel_precision=kernel_precision)
+    tested, predicted = held_out_predictions(
+        np.vstack([x, y]),
+        labels,
+        folds=folds,
+        C=C,
+        seed=int(seed),
+        max_kernel_mb=max_kernel_mb,
+        test_size=test_size,
+        kernel_precision=kernel_precision,
+    )
     truth = labels[tested]
     if len(np.unique(truth)) < 2:  # guarded above; kept so that a change of splitter cannot return NaN
         raise MetricError("CLASSIFIER: the held-out texts miss one corpus; raise test_size or add texts")

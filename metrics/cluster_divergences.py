@@ -30,20 +30,50 @@ import numpy as np
 from textmetric_bench.api.inputs import as_embeddings, canonical_pair, same_dims
 from textmetric_bench.api.registry import metric
 from textmetric_bench.api.sharing import per_pair
-from textmetric_bench.metrics.divergences import Frontier, auc, histogram_frontier, laplace_histogram, register_divergences
+from textmetric_bench.metrics.divergences import (
+    Frontier,
+    auc,
+    histogram_frontier,
+    laplace_histogram,
+    register_divergences,
+)
 from textmetric_bench.metrics.mauve import bucket_count, quantise
 
 
 @per_pair
-def cluster_counts(x: np.ndarray, y: np.ndarray, *, num_buckets: int, kmeans_explained_var: float,
-                   kmeans_num_redo: int, kmeans_max_iter: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+def cluster_counts(
+    x: np.ndarray,
+    y: np.ndarray,
+    *,
+    num_buckets: int,
+    kmeans_explained_var: float,
+    kmeans_num_redo: int,
+    kmeans_max_iter: int,
+    seed: int,
+) -> tuple[np.ndarray, np.ndarray]:
     """Texts of ``x`` and of ``y`` in each of the ``num_buckets`` joint k-means clusters (MAUVE's quantisation)."""
-    return quantise(x, y, num_buckets=num_buckets, explained_var=kmeans_explained_var, num_redo=kmeans_num_redo,
-                    max_iter=kmeans_max_iter, seed=seed)
+    return quantise(
+        x,
+        y,
+        num_buckets=num_buckets,
+        explained_var=kmeans_explained_var,
+        num_redo=kmeans_num_redo,
+        max_iter=kmeans_max_iter,
+        seed=seed,
+    )
 
 
-def cluster_frontier(p, q, *, seed: int = 0, num_buckets: int | str = "auto", kmeans_explained_var: float = 0.9,
-                     kmeans_num_redo: int = 5, kmeans_max_iter: int = 500, laplace_alpha: float = 1.0) -> Frontier:
+def cluster_frontier(
+    p,
+    q,
+    *,
+    seed: int = 0,
+    num_buckets: int | str = "auto",
+    kmeans_explained_var: float = 0.9,
+    kmeans_num_redo: int = 5,
+    kmeans_max_iter: int = 500,
+    laplace_alpha: float = 1.0,
+) -> Frontier:
     """The divergence frontier of the smoothed cluster histograms of p and q (in that order)."""
     x = as_embeddings(p, role="first corpus", min_rows=2)
     y = as_embeddings(q, role="second corpus", min_rows=2)
@@ -51,11 +81,17 @@ def cluster_frontier(p, q, *, seed: int = 0, num_buckets: int | str = "auto", km
     buckets = bucket_count(num_buckets, kmeans_explained_var, len(x), len(y), owner="cluster divergences")
     first, second = canonical_pair(x, y)
     swapped = not np.array_equal(first, x[np.lexsort(x.T[::-1])])
-    counts = cluster_counts(first, second, num_buckets=buckets, kmeans_explained_var=kmeans_explained_var,
-                            kmeans_num_redo=kmeans_num_redo, kmeans_max_iter=kmeans_max_iter, seed=seed)
+    counts = cluster_counts(
+        first,
+        second,
+        num_buckets=buckets,
+        kmeans_explained_var=kmeans_explained_var,
+        kmeans_num_redo=kmeans_num_redo,
+        kmeans_max_iter=kmeans_max_iter,
+        seed=seed,
+    )
     counts_p, counts_q = counts[::-1] if swapped else counts
-    return histogram_frontier(laplace_histogram(counts_p, laplace_alpha),
-                              laplace_histogram(counts_q, laplace_alpha))
+    return histogram_frontier(laplace_histogram(counts_p, laplace_alpha), laplace_histogram(counts_q, laplace_alpha))
 
 
 CLUSTERING_PARAMETERS = """
@@ -69,34 +105,70 @@ parameters equal, or each pair is clustered once per distinct setting.
 """
 
 
-CLUSTER_FACTS = {"stochastic": True, "failure_modes": (
-    "few clusters at small n (num_buckets = n/10): coarse histograms",
-    "Laplace smoothing dominates the histograms of small corpora", "k-means seed: the value moves with the seed")}
+CLUSTER_FACTS = {
+    "stochastic": True,
+    "failure_modes": (
+        "few clusters at small n (num_buckets = n/10): coarse histograms",
+        "Laplace smoothing dominates the histograms of small corpora",
+        "k-means seed: the value moves with the seed",
+    ),
+}
 
-register_divergences("cluster", cluster_frontier, inputs="embeddings", notes=CLUSTERING_PARAMETERS, **CLUSTER_FACTS,
-                     sources={suffix: f"000 eq. {eq}, §4" for suffix, eq in (("kl_forward", 5), ("kl_backward", 6),
-                                                                             ("exp_kl", 7), ("js", 8))},
-                     descriptions={
-    "kl_forward": "KL(p ‖ q) of the smoothed k-means cluster histograms (000 eq. 5, §4)",
-    "kl_backward": "KL(q ‖ p) of the smoothed k-means cluster histograms (000 eq. 6, §4)",
-    "exp_kl": "e^KL(p ‖ q) - 1 of the smoothed cluster histograms (000 eq. 7, §4)",
-    "js": "Jensen-Shannon divergence of the smoothed cluster histograms (000 eq. 8, §4)"})
+register_divergences(
+    "cluster",
+    cluster_frontier,
+    inputs="embeddings",
+    notes=CLUSTERING_PARAMETERS,
+    **CLUSTER_FACTS,
+    sources={
+        suffix: f"000 eq. {eq}, §4" for suffix, eq in (("kl_forward", 5), ("kl_backward", 6), ("exp_kl", 7), ("js", 8))
+    },
+    descriptions={
+        "kl_forward": "KL(p ‖ q) of the smoothed k-means cluster histograms (000 eq. 5, §4)",
+        "kl_backward": "KL(q ‖ p) of the smoothed k-means cluster histograms (000 eq. 6, §4)",
+        "exp_kl": "e^KL(p ‖ q) - 1 of the smoothed cluster histograms (000 eq. 7, §4)",
+        "js": "Jensen-Shannon divergence of the smoothed cluster histograms (000 eq. 8, §4)",
+    },
+)
 
 
-@metric("cluster_auc", inputs="embeddings", symmetric=True, source="000 eq. 9, §4", value_range=(0.0, 1.0),
-        **CLUSTER_FACTS,
-        description="1 - AUC of the divergence frontier of the smoothed cluster histograms (000 eq. 9, §4)")
-def cluster_auc(p, q, *, seed: int = 0, num_buckets: int | str = "auto", kmeans_explained_var: float = 0.9,
-                kmeans_num_redo: int = 5, kmeans_max_iter: int = 500, laplace_alpha: float = 1.0,
-                scaling: float = 5.0, curve_points: int = 25) -> float:
+@metric(
+    "cluster_auc",
+    inputs="embeddings",
+    symmetric=True,
+    source="000 eq. 9, §4",
+    value_range=(0.0, 1.0),
+    **CLUSTER_FACTS,
+    description="1 - AUC of the divergence frontier of the smoothed cluster histograms (000 eq. 9, §4)",
+)
+def cluster_auc(
+    p,
+    q,
+    *,
+    seed: int = 0,
+    num_buckets: int | str = "auto",
+    kmeans_explained_var: float = 0.9,
+    kmeans_num_redo: int = 5,
+    kmeans_max_iter: int = 500,
+    laplace_alpha: float = 1.0,
+    scaling: float = 5.0,
+    curve_points: int = 25,
+) -> float:
     """1 - AUC of the frontier with scaling s (000 eq. 9; s = 5 for clusters, 000 §5).
 
     ``scaling``: s in exp(-s KL) (000 §5: 5 for clusters). ``curve_points``: mixture weights lambda on
     the frontier (MAUVE's discretisation).
     """
-    frontier = cluster_frontier(p, q, seed=seed, num_buckets=num_buckets,
-                                kmeans_explained_var=kmeans_explained_var, kmeans_num_redo=kmeans_num_redo,
-                                kmeans_max_iter=kmeans_max_iter, laplace_alpha=laplace_alpha)
+    frontier = cluster_frontier(
+        p,
+        q,
+        seed=seed,
+        num_buckets=num_buckets,
+        kmeans_explained_var=kmeans_explained_var,
+        kmeans_num_redo=kmeans_num_redo,
+        kmeans_max_iter=kmeans_max_iter,
+        laplace_alpha=laplace_alpha,
+    )
     return auc(frontier, scaling=scaling, points=curve_points)
 
 

@@ -93,8 +93,13 @@ def infill_logprobs(texts, *, spans: int, max_masks: int, max_words: int) -> lis
 
 def nisf_weights(parts: list[str], sentence_frequency: Counter, n_sentences: int) -> np.ndarray:
     """NISF of each part (001 eqs. 5-7); a part without words gets the smallest IWF of the text."""
-    iwf = [max((np.log1p(n_sentences) / sentence_frequency[w] for w in set(tokenize(part))
-                if sentence_frequency[w] > 0), default=0.0) for part in parts]
+    iwf = [
+        max(
+            (np.log1p(n_sentences) / sentence_frequency[w] for w in set(tokenize(part)) if sentence_frequency[w] > 0),
+            default=0.0,
+        )
+        for part in parts
+    ]
     iwf = np.asarray(iwf)
     if not len(iwf):
         return iwf
@@ -114,12 +119,21 @@ def text_limit(*, spans: int = 3, max_masks: int = 4, max_words: int = 128) -> T
     return TextLimit(int(max_words), "words", "max_words", lambda texts: [len(t.split()) for t in texts])
 
 
-@per_text_metric("ctrleval_coherence", opt_in=True, prepare=score_texts, version="2", needs=("lm",),
-                 text_limit=text_limit,
-                 source="001 eqs. 5-8, §3.2.1 (W1 between corpora)", value_range=(0.0, float("inf")),
-                 failure_modes=("one-sentence texts: nothing to mask, no coherence to score",
-                                "depends on the run's LM; a prompt replaces the infilling model"),
-                 description="W1 between the corpora's CTRLEval-style infilling coherence scores")
+@per_text_metric(
+    "ctrleval_coherence",
+    opt_in=True,
+    prepare=score_texts,
+    version="2",
+    needs=("lm",),
+    text_limit=text_limit,
+    source="001 eqs. 5-8, §3.2.1 (W1 between corpora)",
+    value_range=(0.0, float("inf")),
+    failure_modes=(
+        "one-sentence texts: nothing to mask, no coherence to score",
+        "depends on the run's LM; a prompt replaces the infilling model",
+    ),
+    description="W1 between the corpora's CTRLEval-style infilling coherence scores",
+)
 def coherence(texts, *, pool, spans: int = 3, max_masks: int = 4, max_words: int = 128) -> np.ndarray:
     """Per-text coherence: NISF-weighted log P(part | rest) over the masked parts (001 eq. 8).
 

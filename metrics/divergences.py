@@ -91,8 +91,10 @@ def _log_probs(x, role: str) -> np.ndarray:
     if x.ndim != 1 or x.size == 0:
         raise MetricError(f"{role} must be a non-empty 1-D array of log-probabilities")
     if not np.isfinite(x).all():
-        raise MetricError(f"{role} holds non-finite log-probabilities; the model must give every "
-                          "text a positive probability (smooth it)")
+        raise MetricError(
+            f"{role} holds non-finite log-probabilities; the model must give every "
+            "text a positive probability (smooth it)"
+        )
     return x
 
 
@@ -108,8 +110,10 @@ def sample_frontier(logp_on_p, logq_on_p, logp_on_q, logq_on_q) -> Frontier:
             return np.logaddexp(np.log(lam) + lp, np.log1p(-lam) + lq)
 
     def kl_to_mixture(lam: float) -> tuple[float, float]:
-        return (float(np.mean(lp_p - log_mixture(lp_p, lq_p, lam))),
-                float(np.mean(lq_q - log_mixture(lp_q, lq_q, lam))))
+        return (
+            float(np.mean(lp_p - log_mixture(lp_p, lq_p, lam))),
+            float(np.mean(lq_q - log_mixture(lp_q, lq_q, lam))),
+        )
 
     return Frontier(kl_to_mixture, exact=False)
 
@@ -134,8 +138,10 @@ def exp_kl(frontier: Frontier) -> float:
     with np.errstate(over="ignore"):
         value = float(np.expm1(kl))
     if not np.isfinite(value):
-        raise MetricError(f"exponentiated KL overflows: KL(p ‖ q) = {kl:.1f} nats > 709; "
-                          "use the forward KL, which ranks pairs identically")
+        raise MetricError(
+            f"exponentiated KL overflows: KL(p ‖ q) = {kl:.1f} nats > 709; "
+            "use the forward KL, which ranks pairs identically"
+        )
     return value
 
 
@@ -159,15 +165,29 @@ def auc(frontier: Frontier, *, scaling: float = 5.0, points: int = 25) -> float:
 
 
 DIVERGENCES: dict[str, Callable[..., float]] = {
-    "kl_forward": kl_forward, "kl_backward": kl_backward, "exp_kl": exp_kl, "js": js, "auc": auc,
+    "kl_forward": kl_forward,
+    "kl_backward": kl_backward,
+    "exp_kl": exp_kl,
+    "js": js,
+    "auc": auc,
 }
 
 
-def register_divergences(prefix: str, frontier: Callable[..., Frontier], *, inputs: str,
-                         descriptions: dict[str, str], notes: str = "", more: dict[str, str] | None = None,
-                         version: str = "1", sources: dict[str, str] | None = None,
-                         ranges: dict[str, tuple[float, float]] | None = None, needs: tuple[str, ...] = (),
-                         failure_modes: tuple[str, ...] = (), stochastic: bool = False) -> None:
+def register_divergences(
+    prefix: str,
+    frontier: Callable[..., Frontier],
+    *,
+    inputs: str,
+    descriptions: dict[str, str],
+    notes: str = "",
+    more: dict[str, str] | None = None,
+    version: str = "1",
+    sources: dict[str, str] | None = None,
+    ranges: dict[str, tuple[float, float]] | None = None,
+    needs: tuple[str, ...] = (),
+    failure_modes: tuple[str, ...] = (),
+    stochastic: bool = False,
+) -> None:
     """Register ``<prefix>_kl_forward``, ``_kl_backward``, ``_exp_kl`` and ``_js``: each the divergence of
     ``frontier(p, q, *, seed, **params)``, taking the frontier's keyword parameters with their defaults.
 
@@ -188,9 +208,18 @@ def register_divergences(prefix: str, frontier: Callable[..., Frontier], *, inpu
         fn.__name__ = fn.__qualname__ = name
         fn.__module__ = frontier.__module__
         fn.__doc__ = descriptions[suffix] + (more or {}).get(suffix, "") + notes
-        register = metric(name, inputs=inputs, symmetric=symmetric, description=descriptions[suffix],
-                          version=version, source=(sources or {})[suffix], value_range={**RANGES, **(ranges or {})}[suffix],
-                          needs=needs, failure_modes=failure_modes, stochastic=stochastic)
+        register = metric(
+            name,
+            inputs=inputs,
+            symmetric=symmetric,
+            description=descriptions[suffix],
+            version=version,
+            source=(sources or {})[suffix],
+            value_range={**RANGES, **(ranges or {})}[suffix],
+            needs=needs,
+            failure_modes=failure_modes,
+            stochastic=stochastic,
+        )
         setattr(module, name, register(fn))
 
 
@@ -198,8 +227,12 @@ def register_divergences(prefix: str, frontier: Callable[..., Frontier], *, inpu
 RANGES = {"kl_forward": (0.0, np.inf), "kl_backward": (0.0, np.inf), "exp_kl": (0.0, np.inf), "js": (0.0, np.log(2))}
 
 #: The divergences a frontier family registers, with whether each is symmetric (``auc`` has its own parameters).
-FRONTIER_DIVERGENCES = {"kl_forward": (kl_forward, False), "kl_backward": (kl_backward, False),
-                        "exp_kl": (exp_kl, False), "js": (js, True)}
+FRONTIER_DIVERGENCES = {
+    "kl_forward": (kl_forward, False),
+    "kl_backward": (kl_backward, False),
+    "exp_kl": (exp_kl, False),
+    "js": (js, True),
+}
 
 
 def _divergence_metric(frontier: Callable[..., Frontier], divergence: Callable[[Frontier], float]):

@@ -42,8 +42,7 @@ def pair_products(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return products
 
 
-def squared_distance_rows(products: np.ndarray, sq_rows: np.ndarray, sq_columns: np.ndarray,
-                          rows: slice) -> np.ndarray:
+def squared_distance_rows(products: np.ndarray, sq_rows: np.ndarray, sq_columns: np.ndarray, rows: slice) -> np.ndarray:
     """Rows ``rows`` of |a|^2 + |b|^2 - 2 a.b from the pair's ``products`` and squared norms: the values of
     ``cross_squared_distances``, bit for bit, a block at a time."""
     return _plus_squared_norms(products[rows] * -2.0, sq_rows[rows], sq_columns)
@@ -83,7 +82,7 @@ def _plus_squared_norms(block: np.ndarray, sq_rows: np.ndarray, sq_columns: np.n
 
 
 #: Unit roundoff of float32.
-FLOAT32_UNIT = 2.0 ** -24
+FLOAT32_UNIT = 2.0**-24
 
 
 def float32_product_error(dims: int) -> float:
@@ -129,13 +128,15 @@ def kth_nearest_squared_distances(x: np.ndarray, k: int, *, group: int = 32) -> 
     dist *= np.float32(-2.0)
     sq32 = sq.astype(np.float32)
     for start in range(0, n, 512):
-        dist[start:start + 512] += sq32[start:start + 512, None] + sq32[None, :]
+        dist[start : start + 512] += sq32[start : start + 512, None] + sq32[None, :]
     norms = np.sqrt(sq)
     u = FLOAT32_UNIT
     # |dist - float64 value| <= 2 c |a||b| + 3 u (|a|^2 + |b|^2) + 2 u |a||b| (float32 sums) + float64's own
     # error (1e-13 of the same terms), maximised over the row's columns; doubled as a margin
-    bound = 2.0 * ((2.0 * float32_product_error(dims) + 2.0 * u + 1e-13) * norms * norms.max()
-                   + (3.0 * u + 1e-13) * (sq + sq.max()))
+    bound = 2.0 * (
+        (2.0 * float32_product_error(dims) + 2.0 * u + 1e-13) * norms * norms.max()
+        + (3.0 * u + 1e-13) * (sq + sq.max())
+    )
     groups, minima = group_minima(dist, group)
     limit = kth_from_group_minima(dist, minima, k, group).astype(np.float64) + 2.0 * bound
     rows, chosen = np.nonzero(minima <= limit[:, None])  # the groups holding every candidate
@@ -178,9 +179,9 @@ def group_minima(d: np.ndarray, size: int) -> tuple[int, np.ndarray]:
     ``size``) make group G."""
     n, m = d.shape
     groups = m // size
-    minima = d[:, :groups * size].reshape(n, size, groups).min(axis=1)
+    minima = d[:, : groups * size].reshape(n, size, groups).min(axis=1)
     if groups * size < m:
-        minima = np.hstack([minima, d[:, groups * size:].min(axis=1, keepdims=True)])
+        minima = np.hstack([minima, d[:, groups * size :].min(axis=1, keepdims=True)])
     return groups, minima
 
 
@@ -206,7 +207,7 @@ def kth_from_group_minima(d: np.ndarray, minima: np.ndarray, k: int, size: int) 
     n, m = d.shape
     if minima.shape[1] <= k + 1:  # too few groups to leave any out
         return np.partition(d, k, axis=1)[:, k]
-    chosen = np.argpartition(minima, k, axis=1)[:, :k + 1]
+    chosen = np.argpartition(minima, k, axis=1)[:, : k + 1]
     columns = group_columns(chosen, m // size, size, m).reshape(n, -1)
     candidates = np.take_along_axis(d, np.maximum(columns, 0), axis=1)
     candidates[columns < 0] = np.inf

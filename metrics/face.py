@@ -149,8 +149,9 @@ def face_distance(p, q, similarity: str, max_tokens: int, grid_points: int, incl
     """The centred all-pairs FACE distance of the module note."""
     if grid_points < 2:
         raise MetricError(f"FACE: grid_points must be at least 2, got {grid_points}")
-    options = dict(max_tokens=int(max_tokens), grid_points=int(grid_points), include_dc=bool(include_dc),
-                   lm=lm_scorer().model_id)
+    options = dict(
+        max_tokens=int(max_tokens), grid_points=int(grid_points), include_dc=bool(include_dc), lm=lm_scorer().model_id
+    )
     x = text_spectra(as_texts(p, role="first corpus"), **options)
     y = text_spectra(as_texts(q, role="second corpus"), **options)
     return centred_distance(x, y, similarity)
@@ -160,7 +161,9 @@ def centred_distance(x: np.ndarray, y: np.ndarray, similarity: str) -> float:
     """mean delta(x, y) - (mean delta(x, x') + mean delta(y, y')) / 2 over spectrum rows (module note)."""
     x, y = canonical_pair(x, y)  # the same float sums whichever corpus comes first
     cross = float(dissimilarities(x, y, similarity).mean())
-    within = within_corpus_dissimilarity(x, similarity=similarity) + within_corpus_dissimilarity(y, similarity=similarity)
+    within = within_corpus_dissimilarity(x, similarity=similarity) + within_corpus_dissimilarity(
+        y, similarity=similarity
+    )
     return max(0.0, cross - within / 2)
 
 
@@ -174,9 +177,18 @@ def text_limit(*, max_tokens: int = 256, grid_points: int = 64, include_dc: bool
     return TextLimit(int(max_tokens), "tokens of the run's LM", "max_tokens", lm_scorer().token_counts)
 
 
-FACE = dict(inputs="texts", symmetric=True, opt_in=True, prepare=score_texts, needs=("lm",), text_limit=text_limit,
-            failure_modes=("short texts: spectra of few tokens, interpolated onto the grid",
-                           "depends on the run's LM (lm config)"))
+FACE = dict(
+    inputs="texts",
+    symmetric=True,
+    opt_in=True,
+    prepare=score_texts,
+    needs=("lm",),
+    text_limit=text_limit,
+    failure_modes=(
+        "short texts: spectra of few tokens, interpolated onto the grid",
+        "depends on the run's LM (lm config)",
+    ),
+)
 FACE_PARAMETERS = """
 
 ``max_tokens``: each text's cross-entropy sequence covers its first max_tokens tokens. ``grid_points``:
@@ -188,23 +200,29 @@ spectra are interpolated onto this many frequencies in [0, 1/2]. ``include_dc``:
 def _face_metric(name: str, similarity: str, label: str, what: str):
     """Register the FACE metric ``name`` on one spectrum dissimilarity; all four take the same parameters."""
 
-    def face_metric(p, q, *, seed: int = 0, max_tokens: int = 256, grid_points: int = 64,
-                    include_dc: bool = False) -> float:
+    def face_metric(
+        p, q, *, seed: int = 0, max_tokens: int = 256, grid_points: int = 64, include_dc: bool = False
+    ) -> float:
         return face_distance(p, q, similarity, max_tokens, grid_points, include_dc)
 
     face_metric.__name__ = face_metric.__qualname__ = name
-    face_metric.__doc__ = f"Centred mean of {what} over all text pairs (deterministic; ``seed`` unused)." + FACE_PARAMETERS
+    face_metric.__doc__ = (
+        f"Centred mean of {what} over all text pairs (deterministic; ``seed`` unused)." + FACE_PARAMETERS
+    )
     description = f"FACE {label}: centred all-pairs {what} of cross-entropy spectra"
-    return metric(name, description=description, source=f"003 §2.3 ({label})", value_range=RANGES[similarity],
-                  **FACE)(face_metric)
+    return metric(name, description=description, source=f"003 §2.3 ({label})", value_range=RANGES[similarity], **FACE)(
+        face_metric
+    )
 
 
 #: Range of each centred dissimilarity (floored at 0): 1 - SO, the angle, 1 - a correlation.
 RANGES = {"so": (0.0, 1.0), "sam": (0.0, np.pi), "corr": (0.0, 2.0), "spear": (0.0, 2.0)}
 
 #: name: (spectrum dissimilarity, label, what is averaged over text pairs)
-FACE_METRICS = {"face_so": ("so", "spectral overlap", "1 - SO"),
-                "face_sam": ("sam", "spectrum angle", "angle (radians)"),
-                "face_corr": ("corr", "CORR", "1 - Pearson correlation"),
-                "face_spear": ("spear", "SPEAR", "1 - Spearman correlation")}
+FACE_METRICS = {
+    "face_so": ("so", "spectral overlap", "1 - SO"),
+    "face_sam": ("sam", "spectrum angle", "angle (radians)"),
+    "face_corr": ("corr", "CORR", "1 - Pearson correlation"),
+    "face_spear": ("spear", "SPEAR", "1 - Spearman correlation"),
+}
 face_so, face_sam, face_corr, face_spear = (_face_metric(name, *row) for name, row in FACE_METRICS.items())

@@ -77,10 +77,16 @@ def frechet_distance(mu_p, cov_p, mu_q, cov_q, *, root_p=None) -> float:
     return float(max(value, 0.0))
 
 
-@metric("fid", inputs="embeddings", symmetric=True, version="2", source="Heusel et al. 2017; 004 §2",
-        value_range=(0.0, float("inf")),
-        failure_modes=("small n (fewer texts than embedding dimensions): singular covariances, biased upward",),
-        description="Fréchet distance between Gaussian fits of the embeddings")
+@metric(
+    "fid",
+    inputs="embeddings",
+    symmetric=True,
+    version="2",
+    source="Heusel et al. 2017; 004 §2",
+    value_range=(0.0, float("inf")),
+    failure_modes=("small n (fewer texts than embedding dimensions): singular covariances, biased upward",),
+    description="Fréchet distance between Gaussian fits of the embeddings",
+)
 def fid(p, q, *, seed: int = 0) -> float:
     """FID between two embedded corpora (deterministic; ``seed`` unused)."""
     x = as_embeddings(p, role="first corpus", min_rows=2)

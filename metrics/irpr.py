@@ -52,10 +52,18 @@ def nearest_neighbour_similarities(p, q) -> tuple[float, float]:
     return precision, recall
 
 
-@metric("irpr", inputs="embeddings", symmetric=True, source="Zhao et al. 2017; 004 §2", value_range=(0.0, 1.0),
-        failure_modes=("near-duplicate texts dominate the nearest-neighbour means",
-                       "saturates near 0 for corpora of one register"),
-        description="1 - F1 of the mean nearest-neighbour cosine similarities in both directions")
+@metric(
+    "irpr",
+    inputs="embeddings",
+    symmetric=True,
+    source="Zhao et al. 2017; 004 §2",
+    value_range=(0.0, 1.0),
+    failure_modes=(
+        "near-duplicate texts dominate the nearest-neighbour means",
+        "saturates near 0 for corpora of one register",
+    ),
+    description="1 - F1 of the mean nearest-neighbour cosine similarities in both directions",
+)
 def irpr(p, q, *, seed: int = 0) -> float:
     """1 - F1(precision, recall) of nearest-neighbour retrieval between the corpora (deterministic)."""
     return f1_distance(*nearest_neighbour_similarities(p, q))

@@ -39,7 +39,7 @@ class KneserNey(NamedTuple):
         words (``</s>`` and ``<unk>`` included) that holds the model's own; by default just its own."""
         p = 1.0 / (vocabulary_size or len(self.vocabulary) + (UNK not in self.vocabulary))  # uniform base
         for k, level in enumerate(self.levels, start=1):
-            entry = level.get(tuple(context[len(context) - k + 1:]) if k > 1 else ())
+            entry = level.get(tuple(context[len(context) - k + 1 :]) if k > 1 else ())
             if entry is not None:  # an unseen context leaves the lower order's estimate
                 seen, weight = entry
                 p = seen.get(word, 0.0) + weight * p
@@ -48,8 +48,12 @@ class KneserNey(NamedTuple):
     def token_log_probabilities(self, tokens: Sequence[str], vocabulary_size: int | None = None) -> np.ndarray:
         """Natural log-probability of each of a text's tokens, then of END, given its context."""
         padded = [START] * (self.order - 1) + list(tokens) + [END]
-        return np.log([self.probability(padded[i], padded[i - self.order + 1:i], vocabulary_size)
-                       for i in range(self.order - 1, len(padded))])
+        return np.log(
+            [
+                self.probability(padded[i], padded[i - self.order + 1 : i], vocabulary_size)
+                for i in range(self.order - 1, len(padded))
+            ]
+        )
 
     def log_probability(self, tokens: Sequence[str], vocabulary_size: int | None = None) -> float:
         """Natural log-probability of a text: its tokens, then END."""
@@ -73,7 +77,7 @@ def fit_kneser_ney(sentences: Sequence[Sequence[str]], *, order: int, discount: 
     counts = Counter()  # highest order: raw counts
     for tokens in sentences:
         padded = [START] * (order - 1) + list(tokens) + [END]
-        counts.update(tuple(padded[i - order + 1:i + 1]) for i in range(order - 1, len(padded)))
+        counts.update(tuple(padded[i - order + 1 : i + 1]) for i in range(order - 1, len(padded)))
     by_length = {order: counts}
     for k in range(order - 1, 0, -1):  # lower orders: continuation counts
         by_length[k] = Counter(gram[1:] for gram in by_length[k + 1])
@@ -86,7 +90,6 @@ def fit_kneser_ney(sentences: Sequence[Sequence[str]], *, order: int, discount: 
         level = {}
         for context, followers in grouped.items():
             total = sum(followers.values())
-            level[context] = ({w: max(c - d, 0.0) / total for w, c in followers.items()},
-                              d * len(followers) / total)
+            level[context] = ({w: max(c - d, 0.0) / total for w, c in followers.items()}, d * len(followers) / total)
         levels.append(level)
     return KneserNey(order, tuple(levels), frozenset(w for (w,) in by_length[1]))

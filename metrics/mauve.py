@@ -107,15 +107,23 @@ def bucket_count(num_buckets: int | str, explained_var: float, n_x: int, n_y: in
         raise MetricError(f"{owner}: num_buckets must be 'auto' or an integer >= 2, not {num_buckets!r}")
     buckets = num_buckets if num_buckets != "auto" else max(2, round(min(n_x, n_y) / 10))
     if buckets > n_x + n_y:
-        raise MetricError(f"{owner}: {buckets} buckets need at least as many texts, got {n_x + n_y}; "
-                          "lower num_buckets")
+        raise MetricError(f"{owner}: {buckets} buckets need at least as many texts, got {n_x + n_y}; lower num_buckets")
     if not 0 < explained_var < 1:
         raise MetricError(f"{owner}: kmeans_explained_var must lie in (0, 1), not {explained_var!r}")
     return buckets
 
 
-def quantise(x: np.ndarray, y: np.ndarray, *, num_buckets: int, explained_var: float, num_redo: int,
-             max_iter: int, seed: int, pca_max_data: int = -1) -> tuple[np.ndarray, np.ndarray]:
+def quantise(
+    x: np.ndarray,
+    y: np.ndarray,
+    *,
+    num_buckets: int,
+    explained_var: float,
+    num_redo: int,
+    max_iter: int,
+    seed: int,
+    pca_max_data: int = -1,
+) -> tuple[np.ndarray, np.ndarray]:
     """Texts of ``x`` and of ``y`` in each of ``num_buckets`` joint k-means buckets, as mauve-text's
     ``cluster_feats(x, y, norm="l2", whiten=False)`` forms them: rows stacked y then x, L2-normalised
     (an all-zero row stays zero), projected on the principal components keeping ``explained_var`` of
@@ -137,13 +145,20 @@ def quantise(x: np.ndarray, y: np.ndarray, *, num_buckets: int, explained_var: f
         # min_points_per_centroid=1: faiss uses it only to print "please provide at least N training points" to
         # stderr, a line per evaluation that flooded the run log; the clustering is the same bit for bit
         # (tests/test_cluster_divergences.py). Too few texts per bucket is a failure mode in the catalogue instead.
-        kmeans = faiss.Kmeans(scores.shape[1], num_buckets, niter=max_iter, verbose=False, nredo=num_redo,
-                              update_index=True, seed=seed + 2, min_points_per_centroid=1)
+        kmeans = faiss.Kmeans(
+            scores.shape[1],
+            num_buckets,
+            niter=max_iter,
+            verbose=False,
+            nredo=num_redo,
+            update_index=True,
+            seed=seed + 2,
+            min_points_per_centroid=1,
+        )
         kmeans.train(scores)
         _, labels = kmeans.index.search(scores, 1)
     labels = labels.reshape(-1)
-    return (np.bincount(labels[len(y):], minlength=num_buckets),
-            np.bincount(labels[:len(y)], minlength=num_buckets))
+    return (np.bincount(labels[len(y) :], minlength=num_buckets), np.bincount(labels[: len(y)], minlength=num_buckets))
 
 
 #: kmeans_num_redo="auto": from this many buckets on (the smaller corpus has ~500 texts or more with
@@ -160,12 +175,20 @@ def restart_count(num_redo: int | str, buckets: int) -> int:
     return int(num_redo)
 
 
-@metric("mauve", inputs="embeddings", symmetric=True, stochastic=True, version="2",
-        source="Pillutla et al. 2021; 004 §2",
-        value_range=(0.0, 1.0),
-        failure_modes=("few clusters at small n (num_buckets = n/10): coarse histograms",
-                       "k-means seed: the value moves with the metric's own seed"),
-        description="1 - MAUVE (as mauve-text computes it; one k-means run from 50 buckets) on the precomputed embeddings")
+@metric(
+    "mauve",
+    inputs="embeddings",
+    symmetric=True,
+    stochastic=True,
+    version="2",
+    source="Pillutla et al. 2021; 004 §2",
+    value_range=(0.0, 1.0),
+    failure_modes=(
+        "few clusters at small n (num_buckets = n/10): coarse histograms",
+        "k-means seed: the value moves with the metric's own seed",
+    ),
+    description="1 - MAUVE (as mauve-text computes it; one k-means run from 50 buckets) on the precomputed embeddings",
+)
 def mauve(
     p,
     q,
@@ -193,8 +216,18 @@ def mauve(
     same_dims(x, y)
     x, y = canonical_pair(x, y)
     buckets = bucket_count(num_buckets, kmeans_explained_var, len(x), len(y), owner="MAUVE")
-    counts_x, counts_y = quantise(x, y, num_buckets=buckets, explained_var=kmeans_explained_var,
-                                  num_redo=restart_count(kmeans_num_redo, buckets), max_iter=kmeans_max_iter, seed=seed,
-                                  pca_max_data=pca_max_data)
-    return auc(histogram_frontier(counts_x / counts_x.sum(), counts_y / counts_y.sum()),
-               scaling=mauve_scaling_factor, points=divergence_curve_discretization_size)
+    counts_x, counts_y = quantise(
+        x,
+        y,
+        num_buckets=buckets,
+        explained_var=kmeans_explained_var,
+        num_redo=restart_count(kmeans_num_redo, buckets),
+        max_iter=kmeans_max_iter,
+        seed=seed,
+        pca_max_data=pca_max_data,
+    )
+    return auc(
+        histogram_frontier(counts_x / counts_x.sum(), counts_y / counts_y.sum()),
+        scaling=mauve_scaling_factor,
+        points=divergence_curve_discretization_size,
+    )

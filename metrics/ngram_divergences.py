@@ -119,8 +119,9 @@ def pair_log_probs(p: list[str], q: list[str], *, order: int, discount: float | 
     return score(model_p, on_p), score(model_q, on_p), score(model_p, on_q), score(model_q, on_q)
 
 
-def ngram_frontier(p, q, *, seed: int = 0, order: int = 1, discount: float | str = "auto",
-                   unit: str = "token", min_count: int = 2) -> Frontier:
+def ngram_frontier(
+    p, q, *, seed: int = 0, order: int = 1, discount: float | str = "auto", unit: str = "token", min_count: int = 2
+) -> Frontier:
     """The Monte Carlo divergence frontier of the two corpora's n-gram models, over texts or tokens
     (``seed`` unused: nothing is random)."""
     p, q = as_texts(p, role="first corpus"), as_texts(q, role="second corpus")
@@ -146,30 +147,70 @@ or a number in (0, 1]. ``unit``: a Monte Carlo sample is a "token" (nats per tok
 
 VERSION = "2"  # 2: one vocabulary per pair (min_count); Unicode-normalised tokens
 
-NGRAM_FACTS = {"needs": ("tokens",), "failure_modes": (
-    "Monte Carlo estimates: can be negative for close corpora (estimator bias)",
-    "small n with little shared vocabulary: much mass on <unk>", "higher orders memorise ~100-text corpora")}
+NGRAM_FACTS = {
+    "needs": ("tokens",),
+    "failure_modes": (
+        "Monte Carlo estimates: can be negative for close corpora (estimator bias)",
+        "small n with little shared vocabulary: much mass on <unk>",
+        "higher orders memorise ~100-text corpora",
+    ),
+}
 
-register_divergences("ngram", ngram_frontier, inputs="texts", notes=MODEL_PARAMETERS, version=VERSION, **NGRAM_FACTS,
-                     sources={suffix: f"000 {eqs}, §3.2" for suffix, eqs in (
-                         ("kl_forward", "eqs. 5, 13"), ("kl_backward", "eqs. 6, 12"), ("exp_kl", "eq. 7"),
-                         ("js", "eq. 8"))},
-                     ranges={suffix: (-float("inf"), float("inf")) for suffix in ("kl_forward", "kl_backward", "js")}
-                     | {"exp_kl": (-1.0, float("inf"))},
-                     descriptions={
-    "kl_forward": "Monte Carlo KL(p̂ ‖ q̂) of Kneser-Ney n-gram models (000 eqs. 5, 13)",
-    "kl_backward": "Monte Carlo KL(q̂ ‖ p̂) of Kneser-Ney n-gram models (000 eqs. 6, 12)",
-    "exp_kl": "e^KL(p̂ ‖ q̂) - 1 of Kneser-Ney n-gram models, Monte Carlo (000 eq. 7, §3.2)",
-    "js": "Monte Carlo Jensen-Shannon divergence of Kneser-Ney n-gram models (000 eq. 8, §3.2)"},
-    more={"exp_kl": ("\nPer token it is the perplexity ratio - 1; per text (unit=text) it raises an error once "
-                     "KL passes 709 nats, where e^KL overflows.\n")})
+register_divergences(
+    "ngram",
+    ngram_frontier,
+    inputs="texts",
+    notes=MODEL_PARAMETERS,
+    version=VERSION,
+    **NGRAM_FACTS,
+    sources={
+        suffix: f"000 {eqs}, §3.2"
+        for suffix, eqs in (
+            ("kl_forward", "eqs. 5, 13"),
+            ("kl_backward", "eqs. 6, 12"),
+            ("exp_kl", "eq. 7"),
+            ("js", "eq. 8"),
+        )
+    },
+    ranges={suffix: (-float("inf"), float("inf")) for suffix in ("kl_forward", "kl_backward", "js")}
+    | {"exp_kl": (-1.0, float("inf"))},
+    descriptions={
+        "kl_forward": "Monte Carlo KL(p̂ ‖ q̂) of Kneser-Ney n-gram models (000 eqs. 5, 13)",
+        "kl_backward": "Monte Carlo KL(q̂ ‖ p̂) of Kneser-Ney n-gram models (000 eqs. 6, 12)",
+        "exp_kl": "e^KL(p̂ ‖ q̂) - 1 of Kneser-Ney n-gram models, Monte Carlo (000 eq. 7, §3.2)",
+        "js": "Monte Carlo Jensen-Shannon divergence of Kneser-Ney n-gram models (000 eq. 8, §3.2)",
+    },
+    more={
+        "exp_kl": (
+            "\nPer token it is the perplexity ratio - 1; per text (unit=text) it raises an error once "
+            "KL passes 709 nats, where e^KL overflows.\n"
+        )
+    },
+)
 
 
-@metric("ngram_auc", inputs="texts", symmetric=True, version=VERSION, source="000 eq. 9, §3.2", value_range=(0.0, 1.0),
-        **NGRAM_FACTS,
-        description="1 - AUC of the Monte Carlo divergence frontier of Kneser-Ney n-gram models (000 eq. 9)")
-def ngram_auc(p, q, *, seed: int = 0, order: int = 1, discount: float | str = "auto", unit: str = "token",
-              min_count: int = 2, scaling: float = 0.2, curve_points: int = 25) -> float:
+@metric(
+    "ngram_auc",
+    inputs="texts",
+    symmetric=True,
+    version=VERSION,
+    source="000 eq. 9, §3.2",
+    value_range=(0.0, 1.0),
+    **NGRAM_FACTS,
+    description="1 - AUC of the Monte Carlo divergence frontier of Kneser-Ney n-gram models (000 eq. 9)",
+)
+def ngram_auc(
+    p,
+    q,
+    *,
+    seed: int = 0,
+    order: int = 1,
+    discount: float | str = "auto",
+    unit: str = "token",
+    min_count: int = 2,
+    scaling: float = 0.2,
+    curve_points: int = 25,
+) -> float:
     """1 - AUC with s = 0.2, 000 §5's scaling for strings (``seed`` unused).
 
     ``scaling``: s in exp(-s KL) (000 §5: 0.2 for strings; its code's log10 KLs make that 0.087 on nats).

@@ -44,7 +44,12 @@ from textmetric_bench.api.inputs import as_embeddings, same_dims
 from textmetric_bench.api.registry import metric
 from textmetric_bench.api.sharing import per_corpus, per_pair
 from textmetric_bench.errors import MetricError
-from textmetric_bench.metrics.euclidean import kth_nearest_squared_distances, pair_products, root_threshold, squared_distance_rows
+from textmetric_bench.metrics.euclidean import (
+    kth_nearest_squared_distances,
+    pair_products,
+    root_threshold,
+    squared_distance_rows,
+)
 
 
 @per_corpus
@@ -68,8 +73,10 @@ def precision_recall_density_coverage(real, fake, *, nearest_k: int = 5) -> dict
         raise MetricError(f"nearest_k must be at least 1, got {nearest_k}")
     smallest = min(len(x), len(y))
     if smallest <= nearest_k:
-        raise MetricError(f"PR/DC with nearest_k={nearest_k} needs more than {nearest_k} texts "
-                          f"in each corpus, got {len(x)} and {len(y)}; lower nearest_k")
+        raise MetricError(
+            f"PR/DC with nearest_k={nearest_k} needs more than {nearest_k} texts "
+            f"in each corpus, got {len(x)} and {len(y)}; lower nearest_k"
+        )
     real_radii = kth_neighbour_radii(x, k=nearest_k)  # shared by PR and DC and across pairs
     fake_radii = kth_neighbour_radii(y, k=nearest_k)
     products = pair_products(x, y)  # rows: real, columns: fake; shared with IRPR, read-only
@@ -100,20 +107,33 @@ def f1_distance(a: float, b: float) -> float:
     return 1.0 - (2.0 * a * b / (a + b) if a + b > 0 else 0.0)
 
 
-@metric("pr", inputs="embeddings", symmetric=True, source="Kynkäänniemi et al. 2019; 004 §2", value_range=(0.0, 1.0),
-        failure_modes=("small n: k-NN radii are noisy and the supports coarse",
-                       "duplicate texts give zero radii"),
-        description="1 - F1 of Kynkäänniemi et al.'s precision and recall (k-NN manifolds)")
+@metric(
+    "pr",
+    inputs="embeddings",
+    symmetric=True,
+    source="Kynkäänniemi et al. 2019; 004 §2",
+    value_range=(0.0, 1.0),
+    failure_modes=("small n: k-NN radii are noisy and the supports coarse", "duplicate texts give zero radii"),
+    description="1 - F1 of Kynkäänniemi et al.'s precision and recall (k-NN manifolds)",
+)
 def pr(p, q, *, seed: int = 0, nearest_k: int = 5) -> float:
     """1 - F1(precision, recall) of target ``q`` against reference ``p`` (deterministic, symmetric)."""
     m = precision_recall_density_coverage(p, q, nearest_k=nearest_k)
     return f1_distance(m["precision"], m["recall"])
 
 
-@metric("dc", inputs="embeddings", symmetric=False, source="Naeem et al. 2020; 004 §2", value_range=(0.0, 1.0),
-        failure_modes=("small n: k-NN radii are noisy and the supports coarse",
-                       "density above 1 is clipped, hiding differences among close corpora"),
-        description="1 - F1 of Naeem et al.'s density (clipped to 1) and coverage")
+@metric(
+    "dc",
+    inputs="embeddings",
+    symmetric=False,
+    source="Naeem et al. 2020; 004 §2",
+    value_range=(0.0, 1.0),
+    failure_modes=(
+        "small n: k-NN radii are noisy and the supports coarse",
+        "density above 1 is clipped, hiding differences among close corpora",
+    ),
+    description="1 - F1 of Naeem et al.'s density (clipped to 1) and coverage",
+)
 def dc(p, q, *, seed: int = 0, nearest_k: int = 5) -> float:
     """1 - F1(min(density, 1), coverage) of target ``q`` against reference ``p`` (deterministic)."""
     m = precision_recall_density_coverage(p, q, nearest_k=nearest_k)

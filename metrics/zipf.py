@@ -29,8 +29,9 @@ def zipf_coefficient(texts, *, top: int = 5000, log_rank_resolution: int = 0) ->
         raise MetricError(f"ZIPF: top must be at least 2 to fit a slope, got {top}")
     freqs = np.array(sorted(token_counts(texts).values(), reverse=True)[:top], dtype=float)
     if len(freqs) < 2:
-        raise MetricError(f"ZIPF: a corpus has {len(freqs)} distinct word token(s); "
-                          "fitting a Zipf slope needs at least 2")
+        raise MetricError(
+            f"ZIPF: a corpus has {len(freqs)} distinct word token(s); fitting a Zipf slope needs at least 2"
+        )
     log_rank = np.log(np.arange(1, len(freqs) + 1, dtype=float))
     log_freq = np.log(freqs)
     if log_rank_resolution > 0:
@@ -40,19 +41,26 @@ def zipf_coefficient(texts, *, top: int = 5000, log_rank_resolution: int = 0) ->
     return float(-slope)
 
 
-@metric("zipf", inputs="texts", symmetric=True, version="2", needs=("tokens",),
-        source="Holtzman et al. 2019; 004 §2", value_range=(0.0, float("inf")),
-        failure_modes=("small n or short texts: too few distinct tokens to fit a slope (error below 2)",
-                       "blind to topic: a mix's Zipf slope can sit near one source's"),
-        description="Gap between the Zipf coefficients of the two corpora's top tokens")
+@metric(
+    "zipf",
+    inputs="texts",
+    symmetric=True,
+    version="2",
+    needs=("tokens",),
+    source="Holtzman et al. 2019; 004 §2",
+    value_range=(0.0, float("inf")),
+    failure_modes=(
+        "small n or short texts: too few distinct tokens to fit a slope (error below 2)",
+        "blind to topic: a mix's Zipf slope can sit near one source's",
+    ),
+    description="Gap between the Zipf coefficients of the two corpora's top tokens",
+)
 def zipf(p, q, *, seed: int = 0, top: int = 5000, log_rank_resolution: int = 0) -> float:
     """|z_P - z_Q| over each corpus's ``top`` tokens (deterministic; ``seed`` unused).
 
     ``log_rank_resolution``: 0 fits every rank (004 §2); 15 keeps one rank per 1/15 of log rank, thinning
     the tail as Holtzman et al.'s code does.
     """
-    z_p = zipf_coefficient(as_texts(p, role="first corpus"), top=top,
-                           log_rank_resolution=log_rank_resolution)
-    z_q = zipf_coefficient(as_texts(q, role="second corpus"), top=top,
-                           log_rank_resolution=log_rank_resolution)
+    z_p = zipf_coefficient(as_texts(p, role="first corpus"), top=top, log_rank_resolution=log_rank_resolution)
+    z_q = zipf_coefficient(as_texts(q, role="second corpus"), top=top, log_rank_resolution=log_rank_resolution)
     return abs(z_p - z_q)

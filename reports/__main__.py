@@ -20,11 +20,16 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="textmetric-bench-report",
         description="Turn run directories or a multirun sweep directory into one self-contained "
-                    "HTML report (report.html) plus Table 3 CSVs.")
+        "HTML report (report.html) plus Table 3 CSVs.",
+    )
     parser.add_argument("dirs", nargs="+", type=Path, help="run or sweep directories")
-    parser.add_argument("--out", type=Path, default=None,
-                        help=f"where to write (default: the directory given, or for several a new directory "
-                             f"{COMBINED_DIR}/<time> here; never a run's own directory)")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help=f"where to write (default: the directory given, or for several a new directory "
+        f"{COMBINED_DIR}/<time> here; never a run's own directory)",
+    )
     args = parser.parse_args(argv)
     from textmetric_bench.reports.html.report import build_report
 
@@ -55,8 +60,10 @@ def report_dir(dirs: list[Path], out: Path | None) -> tuple[Path, str | None]:
         names = (stamp if n == 1 else f"{stamp}_{n}" for n in itertools.count(1))
         return next(Path(COMBINED_DIR) / name for name in names if not (Path(COMBINED_DIR) / name).exists()), None
     if (out / "measures.csv").is_file():
-        return out, (f"--out {out} is a run's directory and its report.html that run's own page; give another "
-                     f"directory for the joined report, e.g. --out {COMBINED_DIR}/mine (or leave --out out)")
+        return out, (
+            f"--out {out} is a run's directory and its report.html that run's own page; give another "
+            f"directory for the joined report, e.g. --out {COMBINED_DIR}/mine (or leave --out out)"
+        )
     return out, None
 
 

@@ -12,7 +12,7 @@ BOUNDS = {"oracle": "ceiling", "chance": "floor"}
 
 
 def bound_of(metric) -> str | None:
-    """"ceiling", "floor" or None for an ordinary metric; also for a shown name such as "oracle (reference)"
+    """ "ceiling", "floor" or None for an ordinary metric; also for a shown name such as "oracle (reference)"
     or "ceiling (oracle)"."""
     text = str(metric)
     for name, kind in BOUNDS.items():
@@ -35,5 +35,8 @@ def ranked(metrics) -> list:
 def table_order(metrics) -> list:
     """Rows in table order: the ceiling first, ordinary metrics as given, the floor last."""
     metrics = list(metrics)
-    return ([m for m in metrics if bound_of(m) == "ceiling"] + ranked(metrics)
-            + [m for m in metrics if bound_of(m) == "floor"])
+    return (
+        [m for m in metrics if bound_of(m) == "ceiling"]
+        + ranked(metrics)
+        + [m for m in metrics if bound_of(m) == "floor"]
+    )

@@ -23,8 +23,10 @@ MEASURE_LABELS = {
 }
 #: What a similarity's name is followed by wherever it is shown.
 SIMILARITY_MARK = " (similarity, negated)"
-SIMILARITY_NOTE = ("A metric marked (similarity, negated) is a similarity (larger = more alike), "
-                   "scored on its negation so that, like a distance, larger means more different.")
+SIMILARITY_NOTE = (
+    "A metric marked (similarity, negated) is a similarity (larger = more alike), "
+    "scored on its negation so that, like a distance, larger means more different."
+)
 
 
 def similarities(frame: pd.DataFrame) -> set[str]:

@@ -6,10 +6,12 @@ from __future__ import annotations
 
 from textmetric_bench.measures.summaries import REFERENCE_MARK
 
-REFERENCE_NOTE = ("Rows marked (reference) were not computed in this run: they are the reference results shipped "
-                  "for these settings (reports/reference/; run.json names the file), made by the same metric version "
-                  "with the same parameters. Their T was measured on the machine that made them, and they have no "
-                  "scatter plot.")
+REFERENCE_NOTE = (
+    "Rows marked (reference) were not computed in this run: they are the reference results shipped "
+    "for these settings (reports/reference/; run.json names the file), made by the same metric version "
+    "with the same parameters. Their T was measured on the machine that made them, and they have no "
+    "scatter plot."
+)
 
 
 def is_reference(label) -> bool:

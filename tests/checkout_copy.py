@@ -34,8 +34,12 @@ def installed_layout(checkout: Path, dest: Path) -> Path:
 
     mapping = tomllib.loads((checkout / "pyproject.toml").read_text())["tool"]["setuptools"]["package-dir"]
     for package, folder in sorted(mapping.items(), key=lambda item: item[0].count(".")):
-        shutil.copytree(checkout / folder, dest.joinpath(*package.split(".")), dirs_exist_ok=True,
-                        ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copytree(
+            checkout / folder,
+            dest.joinpath(*package.split(".")),
+            dirs_exist_ok=True,
+            ignore=shutil.ignore_patterns("__pycache__"),
+        )
     return dest
 
 
@@ -43,6 +47,21 @@ def install_package(source: Path, site: Path) -> Path:
     """pip-install the package at ``source`` into the directory ``site`` (put it on PYTHONPATH to use it), without
     network and without touching the running venv; built from a copy, so no build files land in ``source``."""
     build = shutil.copytree(source, site.parent / f"{site.name}-build", ignore=shutil.ignore_patterns("__pycache__"))
-    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-index", "--no-deps", "--no-build-isolation",
-                    "--target", str(site), str(build)], check=True, cwd=build)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--no-index",
+            "--no-deps",
+            "--no-build-isolation",
+            "--target",
+            str(site),
+            str(build),
+        ],
+        check=True,
+        cwd=build,
+    )
     return site

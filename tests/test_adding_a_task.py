@@ -21,7 +21,7 @@ GUIDE = PROJECT_ROOT / "docs" / "tasks.md"
 
 def guide_task_file() -> tuple[str, str]:
     """(path, code) of the one code block of docs/tasks.md that names a file."""
-    (path, code), = re.findall(r'```python title="([^"]+)"\n(.*?)```', GUIDE.read_text(encoding="utf-8"), re.S)
+    ((path, code),) = re.findall(r'```python title="([^"]+)"\n(.*?)```', GUIDE.read_text(encoding="utf-8"), re.S)
     return path, code
 
 
@@ -37,15 +37,32 @@ def checkout_with_toy_task(tmp_path_factory):
 
 def cli(checkout, importable, cache_dir, *args, cwd=None):
     env = {**os.environ, "PYTHONPATH": str(importable), "BENCH_CACHE_DIR": str(cache_dir)}
-    return subprocess.run([sys.executable, "-m", "textmetric_bench", *args], cwd=cwd or checkout, env=env,
-                          capture_output=True, text=True, timeout=600, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "textmetric_bench", *args],
+        cwd=cwd or checkout,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
 
 
 def test_the_guides_task_runs_from_one_new_file(checkout_with_toy_task, tmp_path, cache_dir):
     checkout, importable = checkout_with_toy_task
     out = tmp_path / "run"
-    proc = cli(checkout, importable, cache_dir, "task=halves", "metrics=[fid]", "n=40", "repetitions=2",
-               "progress=false", f"hydra.run.dir={out}", cwd=tmp_path)
+    proc = cli(
+        checkout,
+        importable,
+        cache_dir,
+        "task=halves",
+        "metrics=[fid]",
+        "n=40",
+        "repetitions=2",
+        "progress=false",
+        f"hydra.run.dir={out}",
+        cwd=tmp_path,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     measures = pd.read_csv(out / "measures.csv")
     assert list(measures["repetition"]) == [0, 1]
@@ -67,8 +84,15 @@ def test_the_guides_task_refuses_a_bad_setting_in_one_line(checkout_with_toy_tas
 def test_the_guides_task_is_listed_with_its_settings(checkout_with_toy_task, cache_dir):
     checkout, importable = checkout_with_toy_task
     env = {**os.environ, "PYTHONPATH": str(importable)}
-    listed = subprocess.run([sys.executable, "-m", "textmetric_bench.tasks.registry"], env=env, cwd=checkout,
-                            capture_output=True, text=True, timeout=300, check=True).stdout
+    listed = subprocess.run(
+        [sys.executable, "-m", "textmetric_bench.tasks.registry"],
+        env=env,
+        cwd=checkout,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    ).stdout
     assert "halves: Halves: d(A1, A2)" in listed and "ksc: Known-Similarity Corpora" in listed
     shown = cli(checkout, importable, cache_dir, "task=halves", "--cfg", "job").stdout
     assert "'n': 50" in shown and "repetitions: 3" in shown and "name: halves" in shown
@@ -106,9 +130,19 @@ def test_the_registrys_imports_by_name_are_the_task_modules_and_none_imports_it_
     for importer, imported in ROOT_EXPORTS:  # the root's lazy re-export of the Python API, never run at import
         graph.remove_import(importer=importer, imported=imported)
     registry = "textmetric_bench.tasks.registry"
-    declared = {m for m in graph.modules if m.startswith("textmetric_bench.tasks.")
-                and re.search(r"^class \w+\((\w+, )*\w*Task\b[^)]*name=", (layout / (m.replace(".", "/") + ".py"))
-                              .read_text(encoding="utf-8"), re.M)}
-    assert set(task_modules()) == declared == {f"textmetric_bench.tasks.{t}" for t in
-                                               ("check", "ifc", "ksc", "perturb", "robustness")}
+    declared = {
+        m
+        for m in graph.modules
+        if m.startswith("textmetric_bench.tasks.")
+        and re.search(
+            r"^class \w+\(\s*(\w+,\s*)*\w*Task\b[^)]*name=",  # the header on one line or several
+            (layout / (m.replace(".", "/") + ".py")).read_text(encoding="utf-8"),
+            re.M,
+        )
+    }
+    assert (
+        set(task_modules())
+        == declared
+        == {f"textmetric_bench.tasks.{t}" for t in ("check", "ifc", "ksc", "perturb", "robustness")}
+    )
     assert [m for m in declared if graph.find_shortest_chain(importer=m, imported=registry)] == []

@@ -65,9 +65,12 @@ def fake_card(tmp_path: Path, name: str, file_name: str, data: bytes, like: str,
     (mirror / name).mkdir(parents=True, exist_ok=True)
     (mirror / name / file_name).write_bytes(data)
     base = corpus_card(like)
-    card = dataclasses.replace(base, name=name, files=(
-        CardFile(path=file_name, sha256=sha256_hex(data), url=f"https://example.org/{file_name}"),),
-        parser=dataclasses.replace(base.parser, options={**base.parser.options, **parser}))
+    card = dataclasses.replace(
+        base,
+        name=name,
+        files=(CardFile(path=file_name, sha256=sha256_hex(data), url=f"https://example.org/{file_name}"),),
+        parser=dataclasses.replace(base.parser, options={**base.parser.options, **parser}),
+    )
     cards = getattr(corpora.corpus_card, "fake_cards", None)
     if cards is None:
         real = corpora.corpus_card
@@ -94,27 +97,61 @@ def test_a_text_field_holding_no_text_names_the_corpus_field_and_line(value, tmp
 
 
 CSV_WITH_HEADER = "banking77"  # header `text,category`
-JSONL = "news_category"         # one object a line, text in `headline`
+JSONL = "news_category"  # one object a line, text in `headline`
 
 
-@pytest.mark.parametrize("file_name,data,like,parser,parts", [
-    ("texts.csv", b"", CSV_WITH_HEADER, {}, ["texts.csv is empty", "put texts in it"]),
-    ("texts.jsonl", b"\n  \n", JSONL, {}, ["texts.jsonl is empty"]),
-    ("texts.csv", b"text,category\n", CSV_WITH_HEADER, {}, ["holds no record", "only a header"]),
-    ("texts.csv", b"utterance,category\nhello there,greet\n", CSV_WITH_HEADER, {},
-     ["line 1 (the header)", "['utterance', 'category']", "no 'text'", "parser.text_column", "parser.header"]),
-    ("texts.csv", b"hello there,greet\nhow are you,greet\n", CSV_WITH_HEADER, {"header": False, "text_column": 2},
-     ["line 1 has 2 column(s), no column 2", "parser.text_column"]),
-    ("texts.csv", b"text,category\nfine,a\ncaf\xe9 au lait,b\n", CSV_WITH_HEADER, {},
-     ["line 3 is not valid utf-8", "parser.encoding"]),
-    ("texts.jsonl", b'{"headline": "one"}\n{"headline": "two"\n', JSONL, {}, ["line 2 is not valid JSON"]),
-    ("texts.jsonl", b'{"title": "one"}\n', JSONL, {}, ["line 1 has no field 'headline'", "['title']",
-                                                       "parser.text_field"]),
-    ("texts.jsonl", b'["one", "two"]\n', JSONL, {}, ["line 1 holds a JSON list, not an object"]),
-], ids=["empty-csv", "blank-jsonl", "csv-header-only", "csv-without-text-column", "csv-row-too-short",
-        "csv-not-utf8", "jsonl-broken-line", "jsonl-without-field", "jsonl-not-objects"])
+@pytest.mark.parametrize(
+    "file_name,data,like,parser,parts",
+    [
+        ("texts.csv", b"", CSV_WITH_HEADER, {}, ["texts.csv is empty", "put texts in it"]),
+        ("texts.jsonl", b"\n  \n", JSONL, {}, ["texts.jsonl is empty"]),
+        ("texts.csv", b"text,category\n", CSV_WITH_HEADER, {}, ["holds no record", "only a header"]),
+        (
+            "texts.csv",
+            b"utterance,category\nhello there,greet\n",
+            CSV_WITH_HEADER,
+            {},
+            ["line 1 (the header)", "['utterance', 'category']", "no 'text'", "parser.text_column", "parser.header"],
+        ),
+        (
+            "texts.csv",
+            b"hello there,greet\nhow are you,greet\n",
+            CSV_WITH_HEADER,
+            {"header": False, "text_column": 2},
+            ["line 1 has 2 column(s), no column 2", "parser.text_column"],
+        ),
+        (
+            "texts.csv",
+            b"text,category\nfine,a\ncaf\xe9 au lait,b\n",
+            CSV_WITH_HEADER,
+            {},
+            ["line 3 is not valid utf-8", "parser.encoding"],
+        ),
+        ("texts.jsonl", b'{"headline": "one"}\n{"headline": "two"\n', JSONL, {}, ["line 2 is not valid JSON"]),
+        (
+            "texts.jsonl",
+            b'{"title": "one"}\n',
+            JSONL,
+            {},
+            ["line 1 has no field 'headline'", "['title']", "parser.text_field"],
+        ),
+        ("texts.jsonl", b'["one", "two"]\n', JSONL, {}, ["line 1 holds a JSON list, not an object"]),
+    ],
+    ids=[
+        "empty-csv",
+        "blank-jsonl",
+        "csv-header-only",
+        "csv-without-text-column",
+        "csv-row-too-short",
+        "csv-not-utf8",
+        "jsonl-broken-line",
+        "jsonl-without-field",
+        "jsonl-not-objects",
+    ],
+)
 def test_an_empty_or_malformed_corpus_file_names_the_file_the_line_and_the_fix(
-        file_name, data, like, parser, parts, tmp_path, monkeypatch):
+    file_name, data, like, parser, parts, tmp_path, monkeypatch
+):
     mirror = fake_card(tmp_path, "fake_own", file_name, data, like, monkeypatch, **parser)
     with pytest.raises(DataError) as err:
         load_corpus("fake_own", cache_dir=tmp_path / "cache", mirror=mirror)
@@ -149,8 +186,9 @@ def test_two_sides_holding_the_same_texts_are_rejected(tmp_path, monkeypatch):
     records = [{"headline": f"headline number {i}"} for i in range(30)]
     mirror = fake_jsonl_card(tmp_path, "fake_a", records, monkeypatch)
     fake_jsonl_card(tmp_path, "fake_b", records[::-1], monkeypatch)
-    monkeypatch.setattr(corpora, "pair_card", lambda name, cards=None: PairCard(a="fake_a", b="fake_b", name=name,
-                                                                     description="fake"))
+    monkeypatch.setattr(
+        corpora, "pair_card", lambda name, cards=None: PairCard(a="fake_a", b="fake_b", name=name, description="fake")
+    )
     with pytest.raises(DataError, match="'fake_a' is empty once the texts it shares with the other side"):
         load_pair("fake_twins", cache_dir=tmp_path / "cache", mirror=mirror)
 
@@ -191,8 +229,7 @@ def test_a_corrupted_cached_corpus_without_mirror_or_network_says_how_to_get_it(
 
 
 def ksc_config(cache_dir, *overrides):
-    return compose_config([
-        "k=3", "n=12", "repetitions=1", "progress=false", f"data.cache_dir={cache_dir}", *overrides])
+    return compose_config(["k=3", "n=12", "repetitions=1", "progress=false", f"data.cache_dir={cache_dir}", *overrides])
 
 
 def test_corrupted_embedding_shards_are_set_aside_and_the_run_gives_the_same_tables(tmp_path, caplog):
@@ -230,6 +267,7 @@ def fake_nan_embedder():
         out = np.ones((len(texts), 4))
         out[-1, 0] = np.nan
         return out
+
     return encode
 
 
@@ -246,23 +284,30 @@ def fake_no_encoder():
 
 
 def test_a_custom_embedder_plugs_in_through_its_factory(tmp_path):
-    cfg = ksc_config(tmp_path / "cache", "metrics=[fid]", "+embedder.factory=test_bad_input:hashing_embedder",
-                     "+embedder.options.n_features=32")
+    cfg = ksc_config(
+        tmp_path / "cache",
+        "metrics=[fid]",
+        "+embedder.factory=test_bad_input:hashing_embedder",
+        "+embedder.options.n_features=32",
+    )
     result = run_ksc(cfg, tmp_path / "run")
     assert result.info["embedding"]["model"] == "test_bad_input:hashing_embedder[('n_features', 32)]"
     assert result.failures == {} and len(result.measures) == 1
     assert (result.distances["distance"] > 0).all()
 
 
-@pytest.mark.parametrize("factory,message", [
-    ("test_bad_input:fake_nan_embedder", r"returned NaN/inf for 1 of 8 texts"),
-    ("test_bad_input:fake_flat_embedder", r"returned shape \(8,\) for 8 texts; expected \(8, dims\)"),
-    ("test_bad_input:fake_words_embedder", "not an array of numbers"),
-    ("test_bad_input:fake_no_encoder", "neither callable nor has an encode"),
-    ("test_bad_input.fake_nan_embedder", "must read 'package.module:function'"),
-    ("no_such_package.embed:make", "cannot import 'no_such_package.embed'"),
-    ("test_bad_input:no_such_function", "has no 'no_such_function'"),
-])
+@pytest.mark.parametrize(
+    "factory,message",
+    [
+        ("test_bad_input:fake_nan_embedder", r"returned NaN/inf for 1 of 8 texts"),
+        ("test_bad_input:fake_flat_embedder", r"returned shape \(8,\) for 8 texts; expected \(8, dims\)"),
+        ("test_bad_input:fake_words_embedder", "not an array of numbers"),
+        ("test_bad_input:fake_no_encoder", "neither callable nor has an encode"),
+        ("test_bad_input.fake_nan_embedder", "must read 'package.module:function'"),
+        ("no_such_package.embed:make", "cannot import 'no_such_package.embed'"),
+        ("test_bad_input:no_such_function", "has no 'no_such_function'"),
+    ],
+)
 def test_a_broken_custom_embedder_fails_before_any_evaluation(factory, message, tmp_path):
     FAKE_CALLS.clear()
     cfg = ksc_config(tmp_path / "cache", "metrics=[fid]", f"+embedder.factory={factory}")
@@ -276,14 +321,19 @@ def test_a_broken_custom_embedder_fails_before_any_evaluation(factory, message, 
 # --- names and sizes through the command line -----------------------------------------------------
 
 
-@pytest.mark.parametrize("override,messages", [
-    (["pair=nosuch"], ["Could not find 'pair/nosuch'", "fortune_computing_people"]),
-    (["task=nosuch"], ["Could not find 'task/nosuch'", "robustness"]),
-    (["task.name=nosuch"], ["unknown task 'nosuch'", "ksc"]),
-    (["pair.name=fortune_computing_ppl"], ["unknown pair", "Did you mean 'fortune_computing_people'"]),
-    (["task=robustness", "sizes=[3000]", "imbalance_total=3001"],
-     ["no point of the size curve fits sources fortune_computing", "lower `sizes`"]),
-])
+@pytest.mark.parametrize(
+    "override,messages",
+    [
+        (["pair=nosuch"], ["Could not find 'pair/nosuch'", "fortune_computing_people"]),
+        (["task=nosuch"], ["Could not find 'task/nosuch'", "robustness"]),
+        (["task.name=nosuch"], ["unknown task 'nosuch'", "ksc"]),
+        (["pair.name=fortune_computing_ppl"], ["unknown pair", "Did you mean 'fortune_computing_people'"]),
+        (
+            ["task=robustness", "sizes=[3000]", "imbalance_total=3001"],
+            ["no point of the size curve fits sources fortune_computing", "lower `sizes`"],
+        ),
+    ],
+)
 def test_unknown_names_and_impossible_grids_fail_fast_on_the_command_line(override, messages, tmp_path, cache_dir):
     start = time.monotonic()
     proc = run_bench(*override, "metrics=[fid]", f"hydra.run.dir={tmp_path}", cache_dir=cache_dir, timeout=120)

@@ -121,8 +121,17 @@ def test_ksc_run_scores_oracle_at_the_ceiling(tmp_path, cache_dir):
     from textmetric_bench.tasks.registry import compose_config
     from textmetric_bench.tasks.ksc import run_ksc
 
-    cfg = compose_config(["k=5", "n=12", "repetitions=2", "progress=false", f"data.cache_dir={cache_dir}",
-                          "metrics=[oracle,chance]", "reference=false"])
+    cfg = compose_config(
+        [
+            "k=5",
+            "n=12",
+            "repetitions=2",
+            "progress=false",
+            f"data.cache_dir={cache_dir}",
+            "metrics=[oracle,chance]",
+            "reference=false",
+        ]
+    )
     result = run_ksc(cfg, tmp_path)
     assert not result.failures
     measures = result.measures.set_index(["metric", "repetition"])
@@ -136,7 +145,7 @@ def test_oracle_is_the_ceiling_of_ifc(fortune):
     from textmetric_bench.measures.ifc import gap_closed, ifc_score
 
     texts = fortune[0]
-    generated = {i: texts[20 * i:20 * i + 20] for i in range(4)}  # stand-ins for g_0..g_3: real texts
+    generated = {i: texts[20 * i : 20 * i + 20] for i in range(4)}  # stand-ins for g_0..g_3: real texts
     reference_pool = texts[100:200]
     corpora, plan = ifc_pairs(generated, reference_pool, reference_samples(len(reference_pool), 20, 2, seed=0))
     oracle = get_metric("oracle")

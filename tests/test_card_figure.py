@@ -28,9 +28,18 @@ def suite_table(bounds: bool) -> pd.DataFrame:
                     value = 1.0 if measure != "T" else np.nan
                 elif metric == "chance":
                     value = 0.5 if measure != "T" else np.nan
-                rows.append({"setting": setting, "metric": metric, "measure": measure, "mean": value,
-                             "ci_low": value - 0.005, "ci_high": min(value + 0.005, 1.0) if measure != "T" else value + 3,
-                             "source": "run", "orientation": "distance"})
+                rows.append(
+                    {
+                        "setting": setting,
+                        "metric": metric,
+                        "measure": measure,
+                        "mean": value,
+                        "ci_low": value - 0.005,
+                        "ci_high": min(value + 0.005, 1.0) if measure != "T" else value + 3,
+                        "source": "run",
+                        "orientation": "distance",
+                    }
+                )
     return pd.DataFrame(rows).dropna(subset=["mean"])
 
 
@@ -58,8 +67,9 @@ def test_rank_labels_never_overlap_the_data(bounds):
             data = np.vstack(points)
             for label in labels:
                 box = label.get_window_extent(renderer).expanded(1.02, 1.1)
-                inside = ((data[:, 0] >= box.x0) & (data[:, 0] <= box.x1) & (data[:, 1] >= box.y0)
-                          & (data[:, 1] <= box.y1))
+                inside = (
+                    (data[:, 0] >= box.x0) & (data[:, 0] <= box.x1) & (data[:, 1] >= box.y0) & (data[:, 1] <= box.y1)
+                )
                 assert not inside.any(), f"rank label {label.get_text()!r} covers data in panel {ax.get_title()!r}"
     finally:
         plt.close(fig)

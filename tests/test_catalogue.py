@@ -13,8 +13,9 @@ from textmetric_bench.tasks.catalogue import CATALOGUE, catalogue_markdown, cata
 
 
 def test_committed_catalogue_is_what_the_generator_writes():
-    assert CATALOGUE.read_text(encoding="utf-8") == catalogue_markdown(), \
+    assert CATALOGUE.read_text(encoding="utf-8") == catalogue_markdown(), (
         "metrics/README.md is out of date: run python -m textmetric_bench.tasks.catalogue"
+    )
 
 
 @pytest.mark.parametrize("name", builtin_metrics())

@@ -18,8 +18,13 @@ from textmetric_bench.reports.tables.table3 import BELOW_MARK
 def accuracies(centres: dict[str, float], repetitions: int = 5, spread: float = 0.02, seed: int = 1) -> pd.DataFrame:
     """Per-repetition A and A^w of metrics around the given centres (a constructed measures table)."""
     rng = np.random.default_rng(seed)
-    return pd.DataFrame([{"metric": m, "repetition": r, "A": c + rng.normal(0, spread), "Aw": c + rng.normal(0, spread)}
-                         for m, c in centres.items() for r in range(repetitions)])
+    return pd.DataFrame(
+        [
+            {"metric": m, "repetition": r, "A": c + rng.normal(0, spread), "Aw": c + rng.normal(0, spread)}
+            for m, c in centres.items()
+            for r in range(repetitions)
+        ]
+    )
 
 
 def test_p_is_the_one_sided_t_test_over_repetitions():
@@ -79,9 +84,21 @@ def test_the_sweep_table_marks_the_job_whose_accuracy_is_below_chance(tmp_path):
     for job, centre in (("0", 0.389), ("1", 0.5)):
         summary = summarise_measures(accuracies({"chi": centre, "fid": 0.95}))
         for r in summary.itertuples():
-            rows.append({"pair": "p", "k": 4, "n": 30 if job == "0" else 100, "task": "ksc",
-                         "run_dir": str(tmp_path / job), "metric": r.metric, "measure": r.measure, "mean": r.mean,
-                         "std": r.std, "n_reps": r.n, "warning": ""})
+            rows.append(
+                {
+                    "pair": "p",
+                    "k": 4,
+                    "n": 30 if job == "0" else 100,
+                    "task": "ksc",
+                    "run_dir": str(tmp_path / job),
+                    "metric": r.metric,
+                    "measure": r.measure,
+                    "mean": r.mean,
+                    "std": r.std,
+                    "n_reps": r.n,
+                    "warning": "",
+                }
+            )
     text = sweep_markdown(pd.DataFrame(rows), tmp_path)
     chi = [line for line in text.splitlines() if "| chi |" in line]
     assert len(chi) == 2 and chi[0].count(BELOW_MARK) == 2 and BELOW_MARK not in chi[1]

@@ -27,9 +27,18 @@ def fake_degradable_chi():
 
 
 def check_config(tmp_path, cache_dir, *overrides):
-    return compose_config([
-        "task=check", "k=4", "n=60", "repetitions=3", "progress=false",
-        f"data.cache_dir={cache_dir}", f"check.baseline={tmp_path / 'baseline.json'}", *overrides])
+    return compose_config(
+        [
+            "task=check",
+            "k=4",
+            "n=60",
+            "repetitions=3",
+            "progress=false",
+            f"data.cache_dir={cache_dir}",
+            f"check.baseline={tmp_path / 'baseline.json'}",
+            *overrides,
+        ]
+    )
 
 
 def test_gate_passes_unchanged_and_fails_on_degradation(tmp_path, cache_dir, fake_degradable_chi):
@@ -41,8 +50,9 @@ def test_gate_passes_unchanged_and_fails_on_degradation(tmp_path, cache_dir, fak
     same = run_check(check_config(tmp_path, cache_dir, metrics), tmp_path / "same")
     assert same.passed and (same.summary["change"].abs() < 1e-12).all()
 
-    worse = run_check(check_config(tmp_path, cache_dir, metrics, f"metric.{fake_degradable_chi}.noise=0.5"),
-                      tmp_path / "worse")
+    worse = run_check(
+        check_config(tmp_path, cache_dir, metrics, f"metric.{fake_degradable_chi}.noise=0.5"), tmp_path / "worse"
+    )
     assert not worse.passed
     dropped = worse.summary[worse.summary["status"] == "DROPPED"]
     assert set(dropped["metric"]) == {fake_degradable_chi}
@@ -79,13 +89,23 @@ def test_tolerance_by_hand():
 def test_committed_baseline_matches_the_check_config():
     cfg = compose_config(["task=check"])
     baseline = json.loads(open(cfg.check.baseline).read())
-    assert baseline["settings"] == {"pair": cfg.pair.name, "k": cfg.k, "n": cfg.n,
-                                    "repetitions": cfg.repetitions, "seed": cfg.seed}
+    assert baseline["settings"] == {
+        "pair": cfg.pair.name,
+        "k": cfg.k,
+        "n": cfg.n,
+        "repetitions": cfg.repetitions,
+        "seed": cfg.seed,
+    }
 
 
 def _baseline_of(values: dict[str, list[float]], **extra) -> dict:
-    return {"measures": {metric: {"A": {"mean": float(np.mean(v)), "values": {str(r): x for r, x in enumerate(v)}}}
-                         for metric, v in values.items()}, **extra}
+    return {
+        "measures": {
+            metric: {"A": {"mean": float(np.mean(v)), "values": {str(r): x for r, x in enumerate(v)}}}
+            for metric, v in values.items()
+        },
+        **extra,
+    }
 
 
 def _measures(values: dict[str, list[float]]) -> pd.DataFrame:
@@ -128,8 +148,11 @@ def test_the_committed_baseline_was_written_by_todays_metrics():
 
     cfg = compose_config(["task=check"])
     baseline = json.loads(open(cfg.check.baseline).read())
-    stale = {name: (entry, now) for name, now in metric_versions(baseline["measures"]).items()
-             if (entry := baseline["versions"].get(name)) != now}
+    stale = {
+        name: (entry, now)
+        for name, now in metric_versions(baseline["measures"]).items()
+        if (entry := baseline["versions"].get(name)) != now
+    }
     assert stale == {}, f"the baseline is stale for {sorted(stale)}: run `make regenerate`"
 
 
@@ -145,9 +168,23 @@ def test_make_check_fails_when_a_built_in_metric_rises_and_names_the_command(tmp
         measure["values"] = {r: v - 0.1 for r, v in measure["values"].items()}
         measure["mean"] -= 0.1
     (tmp_path / "lowered.json").write_text(json.dumps(baseline))
-    proc = subprocess.run([sys.executable, "-m", "textmetric_bench", "task=check", "metrics=[chi]", "progress=false",
-                           f"check.baseline={tmp_path / 'lowered.json'}", f"hydra.run.dir={tmp_path / 'run'}",
-                           f"data.cache_dir={cache_dir}"], capture_output=True, text=True, timeout=600, check=False)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "textmetric_bench",
+            "task=check",
+            "metrics=[chi]",
+            "progress=false",
+            f"check.baseline={tmp_path / 'lowered.json'}",
+            f"hydra.run.dir={tmp_path / 'run'}",
+            f"data.cache_dir={cache_dir}",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
     assert proc.returncode == EXIT_REGRESSION, (proc.returncode, proc.stdout[-2000:], proc.stderr[-2000:])
     assert "REGRESSION: metric chi measure A rose from" in proc.stdout
     assert "make regenerate" in proc.stdout

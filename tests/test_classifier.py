@@ -25,15 +25,17 @@ from textmetric_bench.metrics.classifier import (
 SEEDS = range(30)
 
 
-def reference_predictions(x: np.ndarray, labels: np.ndarray, seed: int,
-                          folds: int) -> tuple[np.ndarray, np.ndarray]:
+def reference_predictions(x: np.ndarray, labels: np.ndarray, seed: int, folds: int) -> tuple[np.ndarray, np.ndarray]:
     """The pre-issue-10 path: libsvm's RBF kernel, gamma = "scale", on scikit-learn's stratified split
     (80/20, ``folds`` = 0) or folds; (held-out rows, their predictions)."""
     from sklearn.model_selection import StratifiedKFold, StratifiedShuffleSplit
     from sklearn.svm import SVC
 
-    splitter = (StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed) if folds
-                else StratifiedShuffleSplit(n_splits=1, test_size=0.2, random_state=seed))
+    splitter = (
+        StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed)
+        if folds
+        else StratifiedShuffleSplit(n_splits=1, test_size=0.2, random_state=seed)
+    )
     predicted = np.full_like(labels, -1)
     for train, test in splitter.split(x, labels):
         train = np.sort(train)
@@ -50,15 +52,13 @@ def pairs(real_samples):
     return {
         "across-100v100": (first["a1"], first["b1"]),
         "same-source-100v100": (first["a1"], first["a2"]),
-        "unbalanced-50v400": (first["a1"][:50],
-                              np.vstack([first["b1"], first["b2"], second["b1"], second["b2"]])),
+        "unbalanced-50v400": (first["a1"][:50], np.vstack([first["b1"], first["b2"], second["b1"], second["b2"]])),
         "itself-100v100": (first["mix"], first["mix"]),  # every text has an exact twin in the other corpus
     }
 
 
 @pytest.mark.parametrize("folds", [0, 5])
-@pytest.mark.parametrize("name", ["across-100v100", "same-source-100v100", "unbalanced-50v400",
-                                  "itself-100v100"])
+@pytest.mark.parametrize("name", ["across-100v100", "same-source-100v100", "unbalanced-50v400", "itself-100v100"])
 def test_predictions_equal_libsvm_own_kernel(pairs, name, folds):
     from sklearn.metrics import balanced_accuracy_score
 
@@ -70,8 +70,7 @@ def test_predictions_equal_libsvm_own_kernel(pairs, name, folds):
         assert len(rows) == (len(data) if folds else int(np.ceil(0.2 * len(data))))
         tested, ours = held_out_predictions(data, labels, folds=folds, C=1.0, seed=seed)
         assert np.array_equal(tested, rows)
-        assert np.array_equal(ours, expected), \
-            f"{name}, seed {seed}: {np.sum(ours != expected)} predictions differ"
+        assert np.array_equal(ours, expected), f"{name}, seed {seed}: {np.sum(ours != expected)} predictions differ"
         value = classifier(p, q, seed=seed, folds=folds, kernel_precision="float64")
         assert value == pytest.approx(balanced_accuracy_score(labels[rows], expected), abs=1e-12)
         assert value == classifier(p, q, seed=seed, folds=folds, max_kernel_mb=0)  # the fallback: libsvm's kernel
@@ -82,16 +81,18 @@ def test_one_split_holds_out_a_fifth_of_each_corpus_and_the_seed_moves_it(pairs)
     from textmetric_bench.metrics.classifier import held_out_splits
 
     labels = np.r_[np.zeros(50, dtype=int), np.ones(400, dtype=int)]
-    (train, test), = held_out_splits(labels, folds=0, test_size=0.2, seed=3)
+    ((train, test),) = held_out_splits(labels, folds=0, test_size=0.2, seed=3)
     assert len(test) == 90 and np.sum(labels[test] == 0) == 10 and not set(train) & set(test)
-    (_, other), = held_out_splits(labels, folds=0, test_size=0.2, seed=4)
+    ((_, other),) = held_out_splits(labels, folds=0, test_size=0.2, seed=4)
     assert not np.array_equal(test, other)
     values = {classifier(*pairs["same-source-100v100"], seed=s) for s in range(6)}
     assert len(values) > 1 and all(0.0 <= v <= 1.0 for v in values)
 
 
-@pytest.mark.parametrize("kwargs, message", [({"folds": 1}, "folds must be 0"), ({"test_size": 1.0}, "test_size"),
-                                             ({"test_size": 0.0}, "test_size")])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [({"folds": 1}, "folds must be 0"), ({"test_size": 1.0}, "test_size"), ({"test_size": 0.0}, "test_size")],
+)
 def test_bad_split_settings_are_named(pairs, kwargs, message):
     from textmetric_bench.errors import MetricError
 
@@ -110,8 +111,10 @@ def test_too_few_texts_for_the_split_are_named(pairs):
 def test_kernel_blocks_are_sklearn_rbf_kernel_with_scale_gamma(pairs):
     from sklearn.metrics.pairwise import rbf_kernel
 
-    x, y = (v / np.linalg.norm(v, axis=1, keepdims=True)
-            for v in (np.asarray(v, dtype=np.float64) for v in pairs["unbalanced-50v400"]))
+    x, y = (
+        v / np.linalg.norm(v, axis=1, keepdims=True)
+        for v in (np.asarray(v, dtype=np.float64) for v in pairs["unbalanced-50v400"])
+    )
     train, test = np.vstack([x, y[:200]]), y[200:]
     gamma = 1.0 / (train.shape[1] * train.var())  # scikit-learn's documented gamma = "scale"
     k_train, k_test = rbf_kernel_blocks(train, test)
@@ -121,10 +124,13 @@ def test_kernel_blocks_are_sklearn_rbf_kernel_with_scale_gamma(pairs):
     assert np.array_equal(k_train, k_train.T)
 
 
-@pytest.mark.parametrize("folds, fits, fails, sizes", [
-    (0, 0.293, 0.292, [160]),   # one split: its 160 x 160 float32 training kernel and its float64 copy: 0.293 MiB
-    (5, 0.446, 0.445, [200]),   # folds: 200 x 200 float32 distances + a 160 x 160 training block and copy: 0.446 MiB
-])
+@pytest.mark.parametrize(
+    "folds, fits, fails, sizes",
+    [
+        (0, 0.293, 0.292, [160]),  # one split: its 160 x 160 float32 training kernel and its float64 copy: 0.293 MiB
+        (5, 0.446, 0.445, [200]),  # folds: 200 x 200 float32 distances + a 160 x 160 training block and copy: 0.446 MiB
+    ],
+)
 def test_fallback_size_is_the_kernel_memory(pairs, monkeypatch, folds, fits, fails, sizes):
     import textmetric_bench.metrics.classifier as module
 

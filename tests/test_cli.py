@@ -9,18 +9,27 @@ from textmetric_bench.__main__ import HYDRA_FLAGS, command_line, hydra_overrides
 
 
 def test_the_parser_knows_exactly_the_flags_hydra_lists():
-    proc = subprocess.run([sys.executable, "-m", "textmetric_bench", "--hydra-help"], capture_output=True, text=True,
-                          timeout=300, check=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "textmetric_bench", "--hydra-help"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    )
     flags = proc.stdout.split("== Flags ==")[1].split("== ")[0]
-    hydra = {flag for line in flags.splitlines() if (m := re.match(r"(-[\w,-]+) : ", line))
-             for flag in m.group(1).split(",")}
+    hydra = {
+        flag for line in flags.splitlines() if (m := re.match(r"(-[\w,-]+) : ", line)) for flag in m.group(1).split(",")
+    }
     ours = set(HYDRA_FLAGS)
     assert len(hydra) > 15 and ours == hydra
 
 
 def test_overrides_are_read_without_the_flags_and_their_values():
-    assert hydra_overrides(["-m", "--cfg", "job", "-cn", "other", "pair=atis_news", "k=7", "n=5"]) == \
-        ["pair=atis_news", "k=7", "n=5"]
+    assert hydra_overrides(["-m", "--cfg", "job", "-cn", "other", "pair=atis_news", "k=7", "n=5"]) == [
+        "pair=atis_news",
+        "k=7",
+        "n=5",
+    ]
     assert command_line(["--info"]).info == "all" and command_line(["-i", "plugins"]).info == "plugins"
     assert command_line(["--version"]).version  # read, not acted on: no exit here
 

@@ -60,7 +60,7 @@ def test_every_metric_node_holds_its_signature_defaults(name, default_config):
 def test_every_metric_node_composes_alone_and_is_selected(name):
     cfg = compose_with(f"metric=[{name}]", f"metrics=[{name}]")
     assert list(cfg.metric) == [name]
-    (info, params), = selected_metrics(cfg)
+    ((info, params),) = selected_metrics(cfg)
     assert info.name == name and params == info.params
 
 
@@ -92,11 +92,20 @@ def test_default_config_runs_every_builtin_but_the_opt_in_ones_on_the_embedded_p
 
 
 def test_a_parameter_override_reaches_the_selected_parameters():
-    cfg = compose_with("metrics=[chi,zipf,mauve]", "metric.mauve.kmeans_num_redo=1", "metric.zipf.top=30",
-                       "metric.mauve.num_buckets=20", "metric.mauve.kmeans_max_iter=50")
+    cfg = compose_with(
+        "metrics=[chi,zipf,mauve]",
+        "metric.mauve.kmeans_num_redo=1",
+        "metric.zipf.top=30",
+        "metric.mauve.num_buckets=20",
+        "metric.mauve.kmeans_max_iter=50",
+    )
     params = {m.name: p for m, p in selected_metrics(cfg)}
-    assert params["mauve"] == {**get_metric("mauve").params, "kmeans_num_redo": 1, "num_buckets": 20,
-                               "kmeans_max_iter": 50}
+    assert params["mauve"] == {
+        **get_metric("mauve").params,
+        "kmeans_num_redo": 1,
+        "num_buckets": 20,
+        "kmeans_max_iter": 50,
+    }
     assert params["zipf"]["top"] == 30 and params["chi"] == get_metric("chi").params
 
 
@@ -108,10 +117,21 @@ def test_an_annotated_parameter_is_typed_and_an_unannotated_one_is_not():
     assert compose_with("metric.mauve.kmeans_num_redo=auto").metric.mauve.kmeans_num_redo == "auto"
 
 
-@pytest.mark.parametrize("hint,expected", [
-    (int, int), (float, float), (bool, bool), (str, str), (Optional[int], int | None),  # noqa: UP045
-    (float | None, float | None), (Literal["a", "b"], Any), (int | str, Any), (list[int], Any), (Any, Any),
-])
+@pytest.mark.parametrize(
+    "hint,expected",
+    [
+        (int, int),
+        (float, float),
+        (bool, bool),
+        (str, str),
+        (Optional[int], int | None),  # noqa: UP045
+        (float | None, float | None),
+        (Literal["a", "b"], Any),
+        (int | str, Any),
+        (list[int], Any),
+        (Any, Any),
+    ],
+)
 def test_config_types_are_scalars_or_optional_scalars(hint, expected):
     assert config_type(hint) == expected
 
@@ -128,39 +148,70 @@ def test_unknown_metric_parameter_is_rejected():
         compose_with("metrics=[chi]", "metric.chi.topp=10")
 
 
-@pytest.mark.parametrize("override,line", [
-    ("metric.chi.topp=10", "metric 'chi' has no parameter(s) ['topp']; it takes ['normalise', 'top']"),
-    ("+metric.chi.topp=10", "metric 'chi' has no parameter(s) ['topp']"),
-    ("metric.chi={top:3,tpo:4}", "metric 'chi' has no parameter(s) ['tpo']"),
-    ("metric.mauve.kmeans_max_iter=abc", ("metric.mauve.kmeans_max_iter='abc': parameter 'kmeans_max_iter' of "
-                                          "metric 'mauve' takes a whole number, e.g. metric.mauve.kmeans_max_iter=500")),
-    ("metric.mauve.kmeans_max_iter=1,abc", "metric.mauve.kmeans_max_iter='abc'"),
-    ("metric.face_so.include_dc=maybe", "takes true or false, e.g. metric.face_so.include_dc=false"),
-    ("metric.chhi.top=3", "unknown metric 'chhi'. Did you mean chi"),
-    ("metric=[chi,fdi]", "unknown metric 'fdi'. Did you mean fid"),
-    ("+metric.chi.top=3", ("+metric.chi.top: metric 'chi' has this parameter already; set it without the '+': "
-                           "metric.chi.top=3")),
-])
+@pytest.mark.parametrize(
+    "override,line",
+    [
+        ("metric.chi.topp=10", "metric 'chi' has no parameter(s) ['topp']; it takes ['normalise', 'top']"),
+        ("+metric.chi.topp=10", "metric 'chi' has no parameter(s) ['topp']"),
+        ("metric.chi={top:3,tpo:4}", "metric 'chi' has no parameter(s) ['tpo']"),
+        (
+            "metric.mauve.kmeans_max_iter=abc",
+            (
+                "metric.mauve.kmeans_max_iter='abc': parameter 'kmeans_max_iter' of "
+                "metric 'mauve' takes a whole number, e.g. metric.mauve.kmeans_max_iter=500"
+            ),
+        ),
+        ("metric.mauve.kmeans_max_iter=1,abc", "metric.mauve.kmeans_max_iter='abc'"),
+        ("metric.face_so.include_dc=maybe", "takes true or false, e.g. metric.face_so.include_dc=false"),
+        ("metric.chhi.top=3", "unknown metric 'chhi'. Did you mean chi"),
+        ("metric=[chi,fdi]", "unknown metric 'fdi'. Did you mean fid"),
+        (
+            "+metric.chi.top=3",
+            ("+metric.chi.top: metric 'chi' has this parameter already; set it without the '+': metric.chi.top=3"),
+        ),
+    ],
+)
 def test_a_bad_metric_override_is_one_line_naming_metric_and_parameter(override, line):
     problems = metric_override_problems([override])
     assert len(problems) == 1 and line in problems[0], problems
 
 
-@pytest.mark.parametrize("override", ["metric.chi.top=3", "metric.mauve.num_buckets=auto",
-                                      "metric=registered", "metrics=[chi]", "metric.classifier.C=2,3",
-                                      "~metric.chi.top", "++metric.chi.top=3", "hydra.run.dir=x"])
+@pytest.mark.parametrize(
+    "override",
+    [
+        "metric.chi.top=3",
+        "metric.mauve.num_buckets=auto",
+        "metric=registered",
+        "metrics=[chi]",
+        "metric.classifier.C=2,3",
+        "~metric.chi.top",
+        "++metric.chi.top=3",
+        "hydra.run.dir=x",
+    ],
+)
 def test_good_overrides_pass_the_metric_check(override):
     assert metric_override_problems([override]) == []
 
 
 def test_the_command_line_names_a_missing_parameter_in_one_line(tmp_path):
-    env = {**os.environ, "BENCH_CACHE_DIR": str(tmp_path / "cache"),
-           "PYTHONPATH": os.pathsep.join([str(PROJECT_ROOT), os.environ.get("PYTHONPATH", "")])}
-    proc = subprocess.run([sys.executable, "-m", "textmetric_bench", "metrics=[chi]", "metric.chi.topp=10"], cwd=tmp_path,
-                          env=env, capture_output=True, text=True, timeout=120, check=False)
+    env = {
+        **os.environ,
+        "BENCH_CACHE_DIR": str(tmp_path / "cache"),
+        "PYTHONPATH": os.pathsep.join([str(PROJECT_ROOT), os.environ.get("PYTHONPATH", "")]),
+    }
+    proc = subprocess.run(
+        [sys.executable, "-m", "textmetric_bench", "metrics=[chi]", "metric.chi.topp=10"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert proc.returncode != 0
     assert proc.stderr.strip().splitlines() == [
-        "error: metric 'chi' has no parameter(s) ['topp']; it takes ['normalise', 'top']"], proc.stderr[-2000:]
+        "error: metric 'chi' has no parameter(s) ['topp']; it takes ['normalise', 'top']"
+    ], proc.stderr[-2000:]
     assert not (tmp_path / "outputs").exists()
 
 
@@ -180,10 +231,18 @@ def test_from_the_checkout_the_team_mirror_and_the_baseline_are_beside_it():
 def test_a_composed_config_unpickles_in_a_fresh_process(tmp_path):
     """Launchers (joblib, Ray, submitit) send the config to processes that have not registered the nodes."""
     (tmp_path / "cfg.pkl").write_bytes(pickle.dumps(compose_with("metric.chi.top=7")))
-    code = ("import pickle, sys; cfg = pickle.load(open(sys.argv[1], 'rb')); "
-            "print(cfg.metric.chi.top, cfg.metric.chi._metadata.object_type.__name__)")
-    proc = subprocess.run([sys.executable, "-c", code, str(tmp_path / "cfg.pkl")], cwd=PROJECT_ROOT,
-                          capture_output=True, text=True, timeout=120, check=False)
+    code = (
+        "import pickle, sys; cfg = pickle.load(open(sys.argv[1], 'rb')); "
+        "print(cfg.metric.chi.top, cfg.metric.chi._metadata.object_type.__name__)"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path / "cfg.pkl")],
+        cwd=PROJECT_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.split() == ["7", "chi_params"]
 
@@ -217,9 +276,27 @@ def test_a_new_file_in_metrics_is_a_metric_with_parameters_on_the_command_line(t
     out = tmp_path / "run"
     importable = installed_layout(copy, tmp_path / "importable")
     env = {**os.environ, "PYTHONPATH": str(importable), "BENCH_CACHE_DIR": str(cache_dir)}
-    proc = subprocess.run([sys.executable, "-m", "textmetric_bench", "metrics=[length_offset]", "metric.length_offset.offset=1000",
-                           "k=3", "n=6", "repetitions=1", "engine.workers=1", "progress=false", f"hydra.run.dir={out}"],
-                          cwd=copy, env=env, capture_output=True, text=True, timeout=300, check=False)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "textmetric_bench",
+            "metrics=[length_offset]",
+            "metric.length_offset.offset=1000",
+            "k=3",
+            "n=6",
+            "repetitions=1",
+            "engine.workers=1",
+            "progress=false",
+            f"hydra.run.dir={out}",
+        ],
+        cwd=copy,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     distances = pd.read_csv(out / "distances.csv", keep_default_na=False)
     assert set(distances["metric"]) == {"length_offset"} and len(distances) == 3

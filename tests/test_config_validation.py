@@ -56,7 +56,10 @@ BAD_VALUES = {
     "embedder-device-tpu": (["embedder.device=tpu"], ["embedder.device='tpu'", "cuda:N", "mps"]),
     "lm-device-cuda-x": (["lm.device=cuda:x"], ["lm.device='cuda:x'"]),
     "embedder-batch-zero": (["embedder.batch_size=0"], ["embedder.batch_size=0"]),
-    "embedder-long-texts-unknown": (["embedder.long_texts=clip"], ["embedder.long_texts='clip'", "truncate or windows"]),
+    "embedder-long-texts-unknown": (
+        ["embedder.long_texts=clip"],
+        ["embedder.long_texts='clip'", "truncate or windows"],
+    ),
     "lm-batch-many": (["lm.batch_size=many"], ["lm.batch_size='many'"]),
     "lm-threads-zero": (["lm.threads=0"], ["lm.threads=0"]),
     "lm-workers-zero": (["lm.workers=0"], ["lm.workers=0", "'auto'", "e.g. lm.workers=2"]),
@@ -84,8 +87,10 @@ BAD_VALUES = {
     "robustness-setting-deleted": (["task=robustness", "~n_ref"], ["n_ref is missing"]),
     "check-z-negative": (["task=check", "check.z=-1"], ["check.z=-1"]),
     "check-measure-unknown": (["task=check", "check.measures=[B]"], ["check.measures=['B']", "omega2"]),
-    "check-baseline-missing": (["task=check", "check.baseline=/nonexistent/b.json"],
-                               ["check.baseline='/nonexistent/b.json'", "update=true"]),
+    "check-baseline-missing": (
+        ["task=check", "check.baseline=/nonexistent/b.json"],
+        ["check.baseline='/nonexistent/b.json'", "update=true"],
+    ),
 }
 
 
@@ -102,26 +107,44 @@ def test_every_task_default_config_is_valid(task, tmp_path):
     assert problems(tmp_path, f"task={task}") == []
 
 
-@pytest.mark.parametrize("override", ["engine.timeout=null", "engine.workers=auto", "embedder.device=cuda:1",
-                                      "lm.device=mps", "lm.threads=null", "engine.timeout=0.5", "reference=false",
-                                      "engine.max_timeouts=0", "engine.max_timeouts=null",
-                                      "lm.engine=ctranslate2", "embedder.long_texts=windows"])
+@pytest.mark.parametrize(
+    "override",
+    [
+        "engine.timeout=null",
+        "engine.workers=auto",
+        "embedder.device=cuda:1",
+        "lm.device=mps",
+        "lm.threads=null",
+        "engine.timeout=0.5",
+        "reference=false",
+        "engine.max_timeouts=0",
+        "engine.max_timeouts=null",
+        "lm.engine=ctranslate2",
+        "embedder.long_texts=windows",
+    ],
+)
 def test_valid_alternatives_are_accepted(override, tmp_path):
     assert problems(tmp_path, override) == []
 
 
 def test_all_bad_values_are_reported_at_once(tmp_path):
     lines = problems(tmp_path, "seed=-1", "engine.workers=many", "embedder.device=tpu", "metrics=[fdi]")
-    assert [line.split("=")[0].split(" ")[0] for line in lines] == ["seed", "engine.workers", "embedder.device",
-                                                                      "unknown"]
+    assert [line.split("=")[0].split(" ")[0] for line in lines] == [
+        "seed",
+        "engine.workers",
+        "embedder.device",
+        "unknown",
+    ]
 
 
 def test_a_cache_under_a_regular_file_is_refused_and_nothing_is_created(tmp_path):
     (tmp_path / "somefile").write_text("not a directory")
     lines = problems(tmp_path, f"data.cache_dir={tmp_path / 'somefile' / 'cache'}")
-    assert lines == [f"data.cache_dir='{tmp_path / 'somefile' / 'cache'}' is not valid: {tmp_path / 'somefile'} "
-                     f"is a file, not a directory; give a directory you can write, "
-                     f"e.g. data.cache_dir=~/.cache/textmetric-bench"]
+    assert lines == [
+        f"data.cache_dir='{tmp_path / 'somefile' / 'cache'}' is not valid: {tmp_path / 'somefile'} "
+        f"is a file, not a directory; give a directory you can write, "
+        f"e.g. data.cache_dir=~/.cache/textmetric-bench"
+    ]
 
 
 def test_a_new_cache_directory_is_probed_without_being_created(tmp_path):
@@ -138,26 +161,38 @@ def test_a_cache_on_a_read_only_file_system_is_refused(tmp_path, monkeypatch):
     monkeypatch.setattr(tempfile, "mkstemp", fake_mkstemp_read_only)
     lines = problems(tmp_path)
     assert len(lines) == 2, lines  # the cache and the run directory
-    assert lines[0].startswith(f"data.cache_dir='{tmp_path / 'cache'}' is not valid: cannot write in {tmp_path} "
-                               f"(read-only file system)")
+    assert lines[0].startswith(
+        f"data.cache_dir='{tmp_path / 'cache'}' is not valid: cannot write in {tmp_path} (read-only file system)"
+    )
     assert lines[1].startswith(f"hydra.run.dir='{tmp_path / 'run'}' is not valid")
 
 
 # --- the real command line, from a directory that is not the checkout ------------------------------
 
 
-def run_cli(tmp_path: Path, *args: str, code: str | None = None,
-            prefix: tuple[str, ...] | list[str] = (sys.executable,)) -> subprocess.CompletedProcess:
+def run_cli(
+    tmp_path: Path, *args: str, code: str | None = None, prefix: tuple[str, ...] | list[str] = (sys.executable,)
+) -> subprocess.CompletedProcess:
     """`python -m textmetric_bench ARGS` (or `python -c CODE ARGS`) of this checkout, run in a scratch directory with a
     fresh cache; ``prefix`` is the command that runs Python."""
     mirror = os.environ.get("BENCH_DATA_MIRROR") or str(PROJECT_ROOT.parent / "shared" / "datasets")
-    env = {**os.environ, "BENCH_CACHE_DIR": str(tmp_path / "cache"), "BENCH_DATA_MIRROR": mirror,
-           "PYTHONPATH": os.pathsep.join([str(TESTS_DIR), str(PROJECT_ROOT), os.environ.get("PYTHONPATH", "")])}
+    env = {
+        **os.environ,
+        "BENCH_CACHE_DIR": str(tmp_path / "cache"),
+        "BENCH_DATA_MIRROR": mirror,
+        "PYTHONPATH": os.pathsep.join([str(TESTS_DIR), str(PROJECT_ROOT), os.environ.get("PYTHONPATH", "")]),
+    }
     work = tmp_path / "work"
     work.mkdir(exist_ok=True)
     command = [*prefix, "-m", "textmetric_bench"] if code is None else [*prefix, "-c", code]
-    return subprocess.run([*command, *args, "progress=false", "metrics=[fid]", "k=3", "n=6", "repetitions=1"],
-                          cwd=work, env=env, capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [*command, *args, "progress=false", "metrics=[fid]", "k=3", "n=6", "repetitions=1"],
+        cwd=work,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 CLI_CASES = {
@@ -183,8 +218,12 @@ def test_the_command_line_refuses_a_bad_value_before_any_work(args, named, tmp_p
 def read_only_mount_available() -> bool:
     """Whether `unshare` can give a process its own read-only tmpfs (user and mount namespaces allowed)."""
     try:
-        return subprocess.run(["unshare", "--map-root-user", "--mount", "true"], capture_output=True,
-                              timeout=10).returncode == 0
+        return (
+            subprocess.run(
+                ["unshare", "--map-root-user", "--mount", "true"], capture_output=True, timeout=10
+            ).returncode
+            == 0
+        )
     except (OSError, subprocess.TimeoutExpired):
         return False
 
@@ -194,15 +233,24 @@ def read_only_mount_available() -> bool:
 def test_the_command_line_refuses_a_directory_on_a_read_only_file_system(key, tmp_path):
     read_only = tmp_path / "read_only"
     read_only.mkdir()
-    mount = ["unshare", "--map-root-user", "--mount", "sh", "-c",
-             'mount -t tmpfs -o ro,size=1m tmpfs "$0" && exec "$@"', str(read_only), sys.executable]
+    mount = [
+        "unshare",
+        "--map-root-user",
+        "--mount",
+        "sh",
+        "-c",
+        'mount -t tmpfs -o ro,size=1m tmpfs "$0" && exec "$@"',
+        str(read_only),
+        sys.executable,
+    ]
     run_dir = read_only / "run" if key == "hydra.run.dir" else tmp_path / "run"
     cache = read_only / "cache" if key == "data.cache_dir" else tmp_path / "cache"
     proc = run_cli(tmp_path, f"hydra.run.dir={run_dir}", f"data.cache_dir={cache}", prefix=mount)
     value = run_dir if key == "hydra.run.dir" else cache
     assert proc.returncode != 0
-    assert f"error: {key}='{value}' is not valid: cannot write in {read_only} (read-only file system)" in proc.stderr, \
+    assert f"error: {key}='{value}' is not valid: cannot write in {read_only} (read-only file system)" in proc.stderr, (
         proc.stderr[-2000:]
+    )
     assert "Traceback" not in proc.stderr
     assert not (cache / "embeddings").exists()
 
@@ -214,14 +262,17 @@ def fake_build_out_of_space(task, run):
 
 def test_an_os_error_escaping_a_task_is_one_line_and_its_traceback_goes_to_the_log(tmp_path):
     # `python -m textmetric_bench` with the task swapped for the fake (`python -m` runs bench/__main__.py as __main__).
-    code = ("import runpy, textmetric_bench.tasks.ksc, test_config_validation as t; "
-            "textmetric_bench.tasks.ksc.KSCTask.build = t.fake_build_out_of_space; runpy.run_module('textmetric_bench', run_name='__main__')")
+    code = (
+        "import runpy, textmetric_bench.tasks.ksc, test_config_validation as t; "
+        "textmetric_bench.tasks.ksc.KSCTask.build = t.fake_build_out_of_space; runpy.run_module('textmetric_bench', run_name='__main__')"
+    )
     run_dir = tmp_path / "run"
     proc = run_cli(tmp_path, f"hydra.run.dir={run_dir}", code=code)
     assert proc.returncode != 0
     shard = tmp_path / "cache" / "embeddings" / "m" / "shard.npz"
     assert proc.stderr.strip().splitlines() == [
-        f"error: no space left on device writing {shard}: free space or set data.cache_dir=/another/dir"]
+        f"error: no space left on device writing {shard}: free space or set data.cache_dir=/another/dir"
+    ]
     log_text = "".join(p.read_text() for p in run_dir.glob("*.log"))
     assert "Traceback" in log_text and "fake_build_out_of_space" in log_text
 
@@ -229,5 +280,6 @@ def test_an_os_error_escaping_a_task_is_one_line_and_its_traceback_goes_to_the_l
 def test_a_missing_mirror_from_the_environment_says_where_it_was_set(tmp_path, monkeypatch):
     monkeypatch.setenv("BENCH_DATA_MIRROR", str(tmp_path / "no-such-mirror"))
     found = problems(tmp_path)
-    assert any("data.mirror=" in p and "(set by BENCH_DATA_MIRROR)" in p and "no such directory" in p
-               for p in found), found
+    assert any("data.mirror=" in p and "(set by BENCH_DATA_MIRROR)" in p and "no such directory" in p for p in found), (
+        found
+    )

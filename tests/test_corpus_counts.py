@@ -31,7 +31,9 @@ def stated(name: str) -> dict[str, int]:
 
 def test_every_shipped_corpus_card_states_its_counts():
     missing = [n for n in SHIPPED if not set(COUNT_KEYS) <= set(corpus_card(n).counts)]
-    assert not missing, f"cards without {COUNT_KEYS} in counts: {missing}; python -m textmetric_bench.data.card_counts --write"
+    assert not missing, (
+        f"cards without {COUNT_KEYS} in counts: {missing}; python -m textmetric_bench.data.card_counts --write"
+    )
 
 
 @pytest.mark.parametrize("name", IN_PLACE)
@@ -65,8 +67,13 @@ def test_the_shipped_pairs_cover_the_three_length_regimes():
 
 
 def test_regimes_are_bounded_at_30_and_200_words():
-    assert [length_regime(m) for m in (1, 30, 31, 200, 201)] == ["sentence", "sentence", "paragraph", "paragraph",
-                                                                  "document"]
+    assert [length_regime(m) for m in (1, 30, 31, 200, 201)] == [
+        "sentence",
+        "sentence",
+        "paragraph",
+        "paragraph",
+        "document",
+    ]
 
 
 def test_percentiles_are_by_nearest_rank():
@@ -77,8 +84,10 @@ def test_percentiles_are_by_nearest_rank():
 
 def test_write_counts_replaces_the_block_and_keeps_the_rest(tmp_path):
     card = tmp_path / "mine.yaml"
-    card.write_text("name: mine\ndescription: d\nlicence: l\ncounts:\n  texts: 1\n  words_median: 9\n"
-                    "files:\n  - path: a.txt\nparser:\n  format: txt\n")
+    card.write_text(
+        "name: mine\ndescription: d\nlicence: l\ncounts:\n  texts: 1\n  words_median: 9\n"
+        "files:\n  - path: a.txt\nparser:\n  format: txt\n"
+    )
     (tmp_path / "a.txt").write_text("one two three\nfour five\n")
     write_counts(card, {"texts": 2, "words_median": 2, "words_p90": 3})
     text = card.read_text()

@@ -9,7 +9,14 @@ from scipy.stats import wasserstein_distance
 
 from textmetric_bench.api.context import lm_scorer
 from textmetric_bench.api.registry import get_metric
-from textmetric_bench.metrics.ctrleval import coherence, infill_logprobs, infill_prompts, masked_parts, nisf_weights, sentences
+from textmetric_bench.metrics.ctrleval import (
+    coherence,
+    infill_logprobs,
+    infill_prompts,
+    masked_parts,
+    nisf_weights,
+    sentences,
+)
 
 
 def test_sentences_and_masked_parts():
@@ -19,8 +26,11 @@ def test_sentences_and_masked_parts():
     # More sentences than max_masks: contiguous groups.
     assert masked_parts(text, spans=3, max_masks=2, max_words=128) == ["It rained. We stayed in!", "Did you? Fine."]
     # One sentence: contiguous word spans.
-    assert masked_parts("how do i top up my card", spans=3, max_masks=4, max_words=128) == \
-        ["how do i", "top up", "my card"]
+    assert masked_parts("how do i top up my card", spans=3, max_masks=4, max_words=128) == [
+        "how do i",
+        "top up",
+        "my card",
+    ]
     assert masked_parts("hello", spans=3, max_masks=4, max_words=128) == ["hello"]
     assert masked_parts("a b c d e f", spans=3, max_masks=4, max_words=4) == ["a b", "c", "d"]
 

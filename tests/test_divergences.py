@@ -9,8 +9,17 @@ from mauve.compute_mauve import get_divergence_curve_for_multinomials
 from sklearn.metrics import auc as area_under_curve
 
 from textmetric_bench.errors import MetricError
-from textmetric_bench.metrics.divergences import (DIVERGENCES, auc, exp_kl, histogram_frontier, js, kl_backward, kl_forward,
-                                 laplace_histogram, sample_frontier)
+from textmetric_bench.metrics.divergences import (
+    DIVERGENCES,
+    auc,
+    exp_kl,
+    histogram_frontier,
+    js,
+    kl_backward,
+    kl_forward,
+    laplace_histogram,
+    sample_frontier,
+)
 
 # p = (.5, .5), q = (.25, .75), by hand:
 #   KL(p ‖ q) = .5 ln(.5/.25) + .5 ln(.5/.75) = .5 ln(4/3)                    = 0.143841

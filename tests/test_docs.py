@@ -55,8 +55,11 @@ def test_the_readme_stays_a_front_page():
 
 
 def test_generated_tables_are_included_not_pasted():
-    includes = {"catalogue.md": "metrics/README.md", "paper-table3.md": "reports/paper_table3/README.md",
-                "performance.md": "docs/generated/benchmark.md"}
+    includes = {
+        "catalogue.md": "metrics/README.md",
+        "paper-table3.md": "reports/paper_table3/README.md",
+        "performance.md": "docs/generated/benchmark.md",
+    }
     for page, generated in includes.items():
         assert f'--8<-- "{generated}"' in (DOCS / page).read_text(encoding="utf-8"), (page, generated)
         assert (PROJECT_ROOT / generated).is_file(), generated
@@ -67,10 +70,24 @@ def test_the_docs_site_builds_strictly(tmp_path):
     pytest.importorskip("mkdocs")
     pytest.importorskip("mkdocstrings")
     site = tmp_path / "site"
-    proc = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--config-file",
-                           str(PROJECT_ROOT / "mkdocs.yml"), "--site-dir", str(site)],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=600,
-                          env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mkdocs",
+            "build",
+            "--strict",
+            "--config-file",
+            str(PROJECT_ROOT / "mkdocs.yml"),
+            "--site-dir",
+            str(site),
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
+    )
     assert proc.returncode == 0, proc.stderr[-4000:]
     api = (site / "api" / "index.html").read_text(encoding="utf-8")
     for name in ("metric", "MetricInfo", "per_text_metric", "per_corpus", "as_texts"):

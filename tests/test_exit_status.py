@@ -34,10 +34,20 @@ def plugin_path(tmp_path_factory) -> Path:
 
 
 def cli(tmp_path: Path, plugin_path: Path, cache_dir: Path, *args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(plugin_path), str(TESTS_DIR)]),
-           "BENCH_CACHE_DIR": str(cache_dir), "FAKE_FAIL_ONCE_FILE": str(tmp_path / "failed-once")}
-    return subprocess.run([sys.executable, "-m", "textmetric_bench", *args], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=600)
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(plugin_path), str(TESTS_DIR)]),
+        "BENCH_CACHE_DIR": str(cache_dir),
+        "FAKE_FAIL_ONCE_FILE": str(tmp_path / "failed-once"),
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "textmetric_bench", *args],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
 
 
 def run(tmp_path, plugin_path, cache_dir, metrics: str, *extra: str):
@@ -65,13 +75,16 @@ def test_a_metrics_output_below_python_goes_to_the_log_not_the_console(tmp_path,
 
 
 def test_a_metric_that_always_raises_exits_with_the_metric_failure_status_and_says_where(
-        tmp_path, plugin_path, cache_dir):
+    tmp_path, plugin_path, cache_dir
+):
     proc, out = run(tmp_path, plugin_path, cache_dir, "[chi,fake_divides_by_zero]")
     assert proc.returncode == EXIT_METRIC_FAILED, proc.stderr[-3000:]
     # the console: one line for the metric, none per evaluation
     lines = [line for line in proc.stderr.splitlines() if "fake_divides_by_zero" in line]
-    assert lines == [f"metric fake_divides_by_zero FAILED: 3 of 3 evaluations failed, first: ZeroDivisionError: "
-                     f"division by zero; details: {out / 'failures.csv'} and {out / '__main__.log'}"], proc.stderr
+    assert lines == [
+        f"metric fake_divides_by_zero FAILED: 3 of 3 evaluations failed, first: ZeroDivisionError: "
+        f"division by zero; details: {out / 'failures.csv'} and {out / '__main__.log'}"
+    ], proc.stderr
     assert "failed on" not in proc.stderr and "Traceback" not in proc.stderr
     # failures.csv, the evaluation log and the log file keep the metric's traceback, without the harness's frames
     failures = pd.read_csv(out / "failures.csv")
@@ -101,17 +114,22 @@ def test_allow_metric_failures_keeps_exit_0_and_still_reports(tmp_path, plugin_p
 def test_a_metric_that_fails_some_evaluations_exits_with_the_metric_failure_status(tmp_path, plugin_path, cache_dir):
     proc, out = run(tmp_path, plugin_path, cache_dir, "[chi,fake_fails_once]")
     assert proc.returncode == EXIT_METRIC_FAILED, proc.stderr[-3000:]
-    assert "metric fake_fails_once FAILED: 1 of 3 evaluations failed, first: RuntimeError: fake first call fails" \
+    assert (
+        "metric fake_fails_once FAILED: 1 of 3 evaluations failed, first: RuntimeError: fake first call fails"
         in proc.stderr
+    )
     failures = pd.read_csv(out / "failures.csv")
     assert len(failures) == 1 and "in fake_fails_once" in failures["traceback"][0]
 
 
-@pytest.mark.parametrize("bad", [
-    "allow_metric_failures=maybe",  # refused by the config validation
-    "metric.chi.no_such_parameter=1",  # refused by main() before Hydra starts
-    "no_such_key=1",  # refused by Hydra itself
-])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "allow_metric_failures=maybe",  # refused by the config validation
+        "metric.chi.no_such_parameter=1",  # refused by main() before Hydra starts
+        "no_such_key=1",  # refused by Hydra itself
+    ],
+)
 def test_bad_configuration_exits_with_the_bad_input_status(tmp_path, plugin_path, cache_dir, bad):
     proc, _ = run(tmp_path, plugin_path, cache_dir, "[chi]", bad)
     assert proc.returncode == EXIT_BAD_INPUT, proc.stderr[-3000:]
@@ -133,8 +151,14 @@ def launchers() -> list[str]:
 
 @pytest.mark.parametrize("launcher", launchers())
 def test_a_sweep_exits_non_zero_when_a_job_failed_and_names_it(tmp_path, plugin_path, cache_dir, launcher):
-    proc, out = sweep(tmp_path, plugin_path, cache_dir, f"hydra/launcher={launcher}",
-                      "metrics=[chi,fake_divides_by_zero]", "allow_metric_failures=true,false")
+    proc, out = sweep(
+        tmp_path,
+        plugin_path,
+        cache_dir,
+        f"hydra/launcher={launcher}",
+        "metrics=[chi,fake_divides_by_zero]",
+        "allow_metric_failures=true,false",
+    )
     assert proc.returncode == EXIT_METRIC_FAILED, proc.stderr[-3000:]
     last = proc.stderr.strip().splitlines()[-2:]
     assert last[0].startswith("sweep: 1 of 2 jobs failed (exit status 3;"), proc.stderr[-3000:]
@@ -169,7 +193,8 @@ def broken_plugins(tmp_path_factory) -> Path:
         "from textmetric_bench.api import metric\n\n"
         "@metric('punct_gap', inputs='texts', symmetric=True)\n"
         "def punct_gap(p, q, *, seed=0):\n    return 0.0\n\n"
-        "raise RuntimeError('broken at the end of the module')\n")
+        "raise RuntimeError('broken at the end of the module')\n"
+    )
     info = site / "broken_plugins-0.dist-info"
     info.mkdir()
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: broken-plugins\nVersion: 0\n")
@@ -177,8 +202,7 @@ def broken_plugins(tmp_path_factory) -> Path:
     return site
 
 
-def test_a_plugin_that_fails_to_import_is_reported_everywhere_and_fails_the_run(tmp_path, broken_plugins,
-                                                                                 cache_dir):
+def test_a_plugin_that_fails_to_import_is_reported_everywhere_and_fails_the_run(tmp_path, broken_plugins, cache_dir):
     proc, out = run(tmp_path, broken_plugins, cache_dir, "[chi]")
     assert proc.returncode == EXIT_METRIC_FAILED, proc.stderr[-3000:]
     failed = [line for line in proc.stderr.splitlines() if "FAILED to import" in line]
@@ -186,7 +210,8 @@ def test_a_plugin_that_fails_to_import_is_reported_everywhere_and_fails_the_run(
         f"metric plugin top (broken_top) FAILED to import: ModuleNotFoundError: No module named "
         f"'a_module_that_does_not_exist'; traceback in {out / '__main__.log'}",
         f"metric plugin end (broken_end) FAILED to import: RuntimeError: broken at the end of the module; left out: "
-        f"punct_gap; traceback in {out / '__main__.log'}"], proc.stderr
+        f"punct_gap; traceback in {out / '__main__.log'}",
+    ], proc.stderr
     info = json.loads((out / "run.json").read_text())
     assert set(info["plugin_failures"]) == {"broken_top", "broken_end"}
     assert info["plugin_failures"]["broken_end"]["withdrawn"] == ["punct_gap"]
@@ -194,24 +219,23 @@ def test_a_plugin_that_fails_to_import_is_reported_everywhere_and_fails_the_run(
     log_file = (out / "__main__.log").read_text()
     assert "Traceback (most recent call last)" in log_file and 'broken_end.py", line 7' in log_file
     status = json.loads((out / "exit_status.json").read_text())
-    assert status == {**status, "exit_status": EXIT_METRIC_FAILED,
-                      "reason": "metric plugins top, end failed to import"}
+    assert status == {**status, "exit_status": EXIT_METRIC_FAILED, "reason": "metric plugins top, end failed to import"}
     allowed, _ = run(tmp_path, broken_plugins, cache_dir, "[chi]", "allow_metric_failures=true")
     assert allowed.returncode == EXIT_OK
 
 
-def test_naming_a_metric_of_a_plugin_that_failed_to_import_names_the_import_error(tmp_path, broken_plugins,
-                                                                                  cache_dir):
+def test_naming_a_metric_of_a_plugin_that_failed_to_import_names_the_import_error(tmp_path, broken_plugins, cache_dir):
     proc, _ = run(tmp_path, broken_plugins, cache_dir, "[chi,punct_gap]")
     assert proc.returncode == EXIT_BAD_INPUT
-    assert ("error: metric 'punct_gap' is defined in broken_end, which failed to import: RuntimeError: broken at "
-            "the end of the module") in proc.stderr
+    assert (
+        "error: metric 'punct_gap' is defined in broken_end, which failed to import: RuntimeError: broken at "
+        "the end of the module"
+    ) in proc.stderr
     proc, _ = run(tmp_path, broken_plugins, cache_dir, "[chi,punct_gpa]")
     assert "Metric plugins that failed to load: top (broken_top: ModuleNotFoundError" in proc.stderr
 
 
-def test_a_partly_failing_metric_keeps_its_row_and_its_failed_corpora_can_be_written(tmp_path, plugin_path,
-                                                                                      cache_dir):
+def test_a_partly_failing_metric_keeps_its_row_and_its_failed_corpora_can_be_written(tmp_path, plugin_path, cache_dir):
     """fake_fails_once fails 1 of 6 evaluations (repetition 0 of 2), fake_divides_by_zero all 6: both keep a row
     in every table, marked; the failed evaluations' corpora are rebuilt from the saved config."""
     proc, out = run(tmp_path, plugin_path, cache_dir, "[chi,fake_fails_once,fake_divides_by_zero]", "repetitions=2")
@@ -228,19 +252,44 @@ def test_a_partly_failing_metric_keeps_its_row_and_its_failed_corpora_can_be_wri
 
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(plugin_path), str(TESTS_DIR)]),
-           "BENCH_CACHE_DIR": str(cache_dir)}
-    written = subprocess.run([sys.executable, "-m", "textmetric_bench.tasks.failed_corpora", str(out),
-                              "--metric", "fake_fails_once", "--out", "failed"], cwd=elsewhere, env=env,
-                             capture_output=True, text=True, timeout=600)
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(plugin_path), str(TESTS_DIR)]),
+        "BENCH_CACHE_DIR": str(cache_dir),
+    }
+    written = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "textmetric_bench.tasks.failed_corpora",
+            str(out),
+            "--metric",
+            "fake_fails_once",
+            "--out",
+            "failed",
+        ],
+        cwd=elsewhere,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert written.returncode == 0, written.stderr[-3000:]
     failures = pd.read_csv(out / "failures.csv")
     row = failures[failures["metric"] == "fake_fails_once"].iloc[0]
     target = elsewhere / "failed" / "fake_fails_once" / f"repetition{row['repetition']}_i{row['i']}_j{row['j']}"
-    corpora = {side: [json.loads(line)["text"] for line in (target / f"{side}.jsonl").read_text().splitlines()]
-               for side in ("p", "q")}
+    corpora = {
+        side: [json.loads(line)["text"] for line in (target / f"{side}.jsonl").read_text().splitlines()]
+        for side in ("p", "q")
+    }
     assert len(corpora["p"]) == len(corpora["q"]) == 6 and corpora["p"] != corpora["q"]  # n = 6 texts each
     assert str(target) in written.stdout and "fake first call fails" in written.stdout
-    refused = subprocess.run([sys.executable, "-m", "textmetric_bench.tasks.failed_corpora", str(out), "--metric",
-                              "chi"], cwd=elsewhere, env=env, capture_output=True, text=True, timeout=600)
+    refused = subprocess.run(
+        [sys.executable, "-m", "textmetric_bench.tasks.failed_corpora", str(out), "--metric", "chi"],
+        cwd=elsewhere,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert refused.returncode == EXIT_BAD_INPUT and "no failed evaluation of 'chi'" in refused.stderr

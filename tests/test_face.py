@@ -7,8 +7,17 @@ from scipy import stats
 
 from textmetric_bench.api.context import lm_scorer
 from textmetric_bench.api.registry import get_metric
-from textmetric_bench.metrics.face import (centred_distance, cross_entropy_spectrum, dissimilarities, on_grid, pearson, spearman,
-                          spectral_angle, spectral_overlap, text_spectra)
+from textmetric_bench.metrics.face import (
+    centred_distance,
+    cross_entropy_spectrum,
+    dissimilarities,
+    on_grid,
+    pearson,
+    spearman,
+    spectral_angle,
+    spectral_overlap,
+    text_spectra,
+)
 
 FACE = ["face_so", "face_sam", "face_corr", "face_spear"]
 
@@ -18,8 +27,8 @@ def test_spectrum_of_a_cosine_peaks_at_its_frequency():
     signal = 3.0 + np.cos(2 * np.pi * k0 * np.arange(n) / n)
     freqs, values = cross_entropy_spectrum(signal, include_dc=True)
     assert freqs[0] == 0 and freqs[-1] == pytest.approx(0.5) and len(values) == n // 2 + 1
-    assert values[0] == pytest.approx(3.0 * n)          # DC: the sum of the signal
-    assert values[k0] == pytest.approx(n / 2)            # Re DFT of a cosine: N/2 at its bin
+    assert values[0] == pytest.approx(3.0 * n)  # DC: the sum of the signal
+    assert values[k0] == pytest.approx(n / 2)  # Re DFT of a cosine: N/2 at its bin
     assert np.abs(np.delete(values, [0, k0])).max() < 1e-9
     no_dc_freqs, no_dc = cross_entropy_spectrum(signal)
     assert no_dc_freqs[0] == pytest.approx(1 / n) and np.array_equal(no_dc, values[1:])
@@ -52,15 +61,19 @@ def test_similarities_on_constructed_spectra():
     assert pearson(f, g) == pytest.approx(-1.0) and spearman(f, g) == pytest.approx(-1.0)
     # Orthogonal spectra meet at a right angle; a monotone but non-linear pair is Spearman 1, Pearson < 1.
     assert spectral_angle(np.array([1.0, 0.0]), np.array([0.0, 1.0])) == pytest.approx(np.pi / 2)
-    assert spearman(f, f ** 3) == pytest.approx(1.0) and pearson(f, f ** 3) < 0.99
-    assert pearson(f, f ** 3) == pytest.approx(stats.pearsonr(f, f ** 3).statistic)
+    assert spearman(f, f**3) == pytest.approx(1.0) and pearson(f, f**3) < 0.99
+    assert pearson(f, f**3) == pytest.approx(stats.pearsonr(f, f**3).statistic)
 
 
 def test_vectorised_dissimilarities_equal_the_per_pair_definitions():
     rng = np.random.default_rng(3)
     x, y = rng.normal(size=(4, 9)), rng.normal(size=(3, 9))
-    per_pair = {"so": lambda f, g: 1 - spectral_overlap(f, g), "sam": spectral_angle,
-                "corr": lambda f, g: 1 - pearson(f, g), "spear": lambda f, g: 1 - spearman(f, g)}
+    per_pair = {
+        "so": lambda f, g: 1 - spectral_overlap(f, g),
+        "sam": spectral_angle,
+        "corr": lambda f, g: 1 - pearson(f, g),
+        "spear": lambda f, g: 1 - spearman(f, g),
+    }
     for name, delta in per_pair.items():
         expected = np.array([[delta(f, g) for g in y] for f in x])
         np.testing.assert_allclose(dissimilarities(x, y, name), expected, atol=1e-12, err_msg=name)

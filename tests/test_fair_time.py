@@ -24,8 +24,10 @@ FAIR = 1.5  # T of a metric alone and after the metric it shares work with: with
 def fortune_vectors(real_samples):
     """1,000 real MiniLM embeddings of each side of the fortune pair (the session's embedded draws)."""
     draws = [vectors for _, vectors in real_samples.draws]
-    return (np.vstack([v[s] for v in draws for s in ("a1", "a2")]),
-            np.vstack([v[s] for v in draws for s in ("b1", "b2")]))
+    return (
+        np.vstack([v[s] for v in draws for s in ("a1", "a2")]),
+        np.vstack([v[s] for v in draws for s in ("b1", "b2")]),
+    )
 
 
 @pytest.fixture(scope="module")
@@ -63,8 +65,10 @@ def alone_and_after(first: str, then: str, p, q, repeats: int = 5) -> tuple[floa
     return median(alone), median(after), median(walls)
 
 
-@pytest.mark.parametrize("first,then,data,n", [("pr", "dc", "vectors", 1000), ("chi", "zipf", "texts", 2000),
-                                               ("cluster_auc", "cluster_js", "vectors", 500)])
+@pytest.mark.parametrize(
+    "first,then,data,n",
+    [("pr", "dc", "vectors", 1000), ("chi", "zipf", "texts", 2000), ("cluster_auc", "cluster_js", "vectors", 500)],
+)
 def test_time_does_not_depend_on_which_metric_ran_first(first, then, data, n, fortune_vectors, fortune_texts):
     p, q = fortune_vectors if data == "vectors" else fortune_texts
     alone, after, wall = alone_and_after(first, then, p[:n], q[:n])
@@ -117,10 +121,13 @@ def fake_metric(name: str, fn) -> MetricInfo:
 
 
 fake_uses_summary = fake_metric("fake_uses_summary", lambda p, q, *, seed=0: fake_slow_summary(p, pause=PAUSE))
-fake_uses_counts_twice = fake_metric("fake_uses_counts_twice", lambda p, q, *, seed=0:
-                                     fake_slow_counts(p, pause=PAUSE) + fake_slow_counts(list(p), pause=PAUSE))
-fake_uses_both = fake_metric("fake_uses_both", lambda p, q, *, seed=0:
-                             fake_slow_summary(p, pause=PAUSE) + fake_slow_counts(p, pause=PAUSE))
+fake_uses_counts_twice = fake_metric(
+    "fake_uses_counts_twice",
+    lambda p, q, *, seed=0: fake_slow_counts(p, pause=PAUSE) + fake_slow_counts(list(p), pause=PAUSE),
+)
+fake_uses_both = fake_metric(
+    "fake_uses_both", lambda p, q, *, seed=0: fake_slow_summary(p, pause=PAUSE) + fake_slow_counts(p, pause=PAUSE)
+)
 
 
 def seconds(info: MetricInfo, texts) -> float:
@@ -200,6 +207,7 @@ def test_charging_does_not_change_distances(real_samples):
 
 
 # --- LM scores: charged per text served from the cache ---------------------------------------------
+
 
 def fake_slow_scores(batch: list[str]) -> list[np.ndarray]:
     time.sleep(0.02 * len(batch))

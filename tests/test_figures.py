@@ -24,8 +24,18 @@ from textmetric_bench.reports.figures.palette import BOUND_GREY, COLOURS, OKABE_
 from textmetric_bench.reports.figures.radar import overlaid_radar, radar_small_multiples
 
 QUALITY = ("A", "Aw", "rho", "omega2", "L", "S", "I", "IFC")
-STEMS = ("mauve", "fid", "prdc_precision", "classifier", "zipf", "chi", "irpr", "cosine_similarity",
-         "kl_truncate", "js_divergence")
+STEMS = (
+    "mauve",
+    "fid",
+    "prdc_precision",
+    "classifier",
+    "zipf",
+    "chi",
+    "irpr",
+    "cosine_similarity",
+    "kl_truncate",
+    "js_divergence",
+)
 
 
 def synthetic_names(count: int) -> list[str]:
@@ -41,8 +51,12 @@ def synthetic_measures(count: int, *, bounds: bool = False, repetitions: int = 5
     for name in names:
         centre = {"oracle": 0.98, "chance": 0.05}.get(name, rng.uniform(0.2, 0.9))
         for rep in range(repetitions):
-            row = {"metric": name, "repetition": rep, "T": rng.uniform(10, 5000),
-                   "orientation": "similarity" if name.startswith("cosine") else "distance"}
+            row = {
+                "metric": name,
+                "repetition": rep,
+                "T": rng.uniform(10, 5000),
+                "orientation": "similarity" if name.startswith("cosine") else "distance",
+            }
             row.update({m: float(np.clip(centre + rng.normal(0, 0.05), 0, 1)) for m in QUALITY})
             rows.append(row)
     return pd.DataFrame(rows)
@@ -73,6 +87,7 @@ def assert_apart(texts, renderer, what: str) -> None:
 
 def contrast(a, b) -> float:
     """WCAG contrast ratio of two RGB colours (1 to 21)."""
+
     def luminance(rgb):
         c = np.asarray(rgb, float)
         return float(np.where(c <= 0.04045, c / 12.92, ((c + 0.055) / 1.055) ** 2.4) @ [0.2126, 0.7152, 0.0722])
@@ -160,8 +175,11 @@ def test_overlaid_radar_shows_a_few_and_bounds_as_grey_outlines():
     summary = synthetic_summary(18, bounds=True)
     fig = overlaid_radar(summary)
     ax = fig.axes[0]
-    assert_apart([*ax.get_xticklabels(), ax.title, *fig.texts, *ax.get_legend().get_texts()], rendered(fig),
-                  "radar labels, title, caption and legend")
+    assert_apart(
+        [*ax.get_xticklabels(), ax.title, *fig.texts, *ax.get_legend().get_texts()],
+        rendered(fig),
+        "radar labels, title, caption and legend",
+    )
     assert_legible(fig)
     legend = [t.get_text() for t in ax.get_legend().get_texts()]
     assert len([name for name in legend if name not in map(bound_label, BOUNDS)]) == 6
@@ -180,16 +198,21 @@ def test_small_multiples_one_panel_per_metric_legible(count):
     panels = [ax for ax in fig.axes if ax.get_visible()]
     assert len(panels) == count
     renderer = rendered(fig)
-    assert_apart([ax.title for ax in panels] + [t for ax in panels for t in ax.get_xticklabels()], renderer,
-                 "panel titles and axis labels")
+    assert_apart(
+        [ax.title for ax in panels] + [t for ax in panels for t in ax.get_xticklabels()],
+        renderer,
+        "panel titles and axis labels",
+    )
     assert_legible(fig)
     assert all(ax.get_ylim() == (0.0, 1.0) for ax in panels)
     for ax in panels:  # the ceiling dashed and the floor dotted, behind every metric
-        grey = sorted((line.get_linestyle(), line.get_zorder()) for line in ax.get_lines()
-                      if line.get_color() == BOUND_GREY)
+        grey = sorted(
+            (line.get_linestyle(), line.get_zorder()) for line in ax.get_lines() if line.get_color() == BOUND_GREY
+        )
         assert [style for style, _ in grey] == ["--", ":"]
-        assert max(z for _, z in grey) < min(line.get_zorder() for line in ax.get_lines()
-                                             if line.get_color() != BOUND_GREY)
+        assert max(z for _, z in grey) < min(
+            line.get_zorder() for line in ax.get_lines() if line.get_color() != BOUND_GREY
+        )
 
 
 def test_one_metric_one_colour_in_radar_and_boxplots():
@@ -201,7 +224,7 @@ def test_one_metric_one_colour_in_radar_and_boxplots():
     box_ax = boxplot_figure(measures).axes[0]
     labels = [t.get_text() for t in box_ax.get_yticklabels()]
     patch = box_ax.patches[labels.index("chi_05")]
-    assert patch.get_facecolor()[:3] == pytest.approx(tuple(int(colour[i:i + 2], 16) / 255 for i in (1, 3, 5)))
+    assert patch.get_facecolor()[:3] == pytest.approx(tuple(int(colour[i : i + 2], 16) / 255 for i in (1, 3, 5)))
 
 
 @pytest.mark.parametrize("count", [18, 30])
@@ -210,8 +233,9 @@ def test_boxplots_horizontal_sorted_by_median_with_bound_bands(count):
     fig = boxplot_figure(measures)
     renderer = rendered(fig)
     for ax in (a for a in fig.axes if a.get_visible()):
-        measure = next(m for m in QUALITY if ax.get_title().startswith(
-            {"Aw": "$A^w$", "rho": "ρ", "omega2": "ω²"}.get(m, m) + ":"))
+        measure = next(
+            m for m in QUALITY if ax.get_title().startswith({"Aw": "$A^w$", "rho": "ρ", "omega2": "ω²"}.get(m, m) + ":")
+        )
         labels = [t.get_text().replace(" (similarity, negated)", "") for t in ax.get_yticklabels()]
         medians = measures.groupby("metric")[measure].median()
         assert not set(labels) & set(BOUNDS)
@@ -223,8 +247,12 @@ def test_boxplots_horizontal_sorted_by_median_with_bound_bands(count):
 
 
 def test_sweep_ticks_are_the_swept_integers():
-    rows = [{"pair": "p", "metric": m, "k": k, "measure": q, "mean": 0.5, "ci_low": 0.4, "ci_high": 0.6}
-            for m in ("fid", "mauve") for k in (5, 6, 7) for q in ("A", "rho")]
+    rows = [
+        {"pair": "p", "metric": m, "k": k, "measure": q, "mean": 0.5, "ci_low": 0.4, "ci_high": 0.6}
+        for m in ("fid", "mauve")
+        for k in (5, 6, 7)
+        for q in ("A", "rho")
+    ]
     fig = trends_figure(pd.DataFrame(rows))
     for ax in (a for a in fig.axes if a.get_visible()):
         assert list(ax.get_xticks()) == [5, 6, 7]

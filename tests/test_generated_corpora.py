@@ -44,7 +44,8 @@ def human_cards(tmp_path):
     (cards / "pairs").mkdir()
     (cards / "corpora" / "tickets.yaml").write_text(
         "name: tickets\ndescription: mine\nlicence: CC0\nfiles:\n  - path: ../../data/tickets.txt\n"
-        "parser:\n  format: txt\n")
+        "parser:\n  format: txt\n"
+    )
     return cards
 
 
@@ -72,16 +73,19 @@ def test_the_docs_example_cards_read_with_their_defaults(human_cards):
     assert (pair.a, pair.a_select, pair.b, pair.b_select) == ("tickets", Selection(1, 2), "tickets_generated", None)
 
 
-@pytest.mark.parametrize("option, problem", [
-    ("  source: tickets\n  texts: 0\n", "'origin.texts' is invalid: 0"),
-    ("  source: tickets\n  top_p: 1.5\n", "'origin.top_p' is invalid: 1.5"),
-    ("  source: tickets\n  temperature: 0\n", "'origin.temperature' is invalid: 0"),
-    ("  source: tickets\n  seed: -1\n", "'origin.seed' is invalid: -1"),
-    ("  source: tickets\n  select: {part: 2, parts: 2}\n", "'origin.select.part' is invalid: 2"),
-    ("  source: tickets\n  prompt_token: 4\n", "unknown field 'origin.prompt_token'"),
-    ("  source: tickets\n  lm: {device: cuda}\n", "unknown field 'origin.lm.device'"),
-    ("  texts: 10\n", "missing field 'origin.source'"),
-])
+@pytest.mark.parametrize(
+    "option, problem",
+    [
+        ("  source: tickets\n  texts: 0\n", "'origin.texts' is invalid: 0"),
+        ("  source: tickets\n  top_p: 1.5\n", "'origin.top_p' is invalid: 1.5"),
+        ("  source: tickets\n  temperature: 0\n", "'origin.temperature' is invalid: 0"),
+        ("  source: tickets\n  seed: -1\n", "'origin.seed' is invalid: -1"),
+        ("  source: tickets\n  select: {part: 2, parts: 2}\n", "'origin.select.part' is invalid: 2"),
+        ("  source: tickets\n  prompt_token: 4\n", "unknown field 'origin.prompt_token'"),
+        ("  source: tickets\n  lm: {device: cuda}\n", "unknown field 'origin.lm.device'"),
+        ("  texts: 10\n", "missing field 'origin.source'"),
+    ],
+)
 def test_a_bad_option_is_one_line_naming_the_field(human_cards, option, problem):
     path = card(human_cards, "bad", option)
     with pytest.raises(ConfigError) as err:
@@ -133,8 +137,9 @@ def test_the_shipped_generated_pairs_keep_their_prompts_out_of_the_human_side():
         assert pair.a_select is not None and pair.a_select.part != generated.select.part
 
 
-def test_a_small_generated_corpus_is_written_cached_and_reused(human_cards, smollm2_cfg, smollm2, tmp_path,
-                                                               cache_dir, monkeypatch):
+def test_a_small_generated_corpus_is_written_cached_and_reused(
+    human_cards, smollm2_cfg, smollm2, tmp_path, cache_dir, monkeypatch
+):
     """Real SmolLM2, 16 texts: each begins with its prompt (the first words of a text of part 0), none is a human
     text, the record names the model, the options and the human files; a second load reads the cache only."""
     from textmetric_bench.collections import generated as module
@@ -172,8 +177,9 @@ def test_the_docs_example_runs_through_the_command_line_and_is_recorded(human_ca
     """The docs' cards (16 texts) in a KSC run from the user's directory: run.json records the generated source."""
     write_docs_cards(human_cards, texts=16)
     quick = ["k=3", "n=10", "repetitions=1", "metrics=[chi,zipf]", "progress=false"]
-    proc = run_in(human_cards.parent, "data.cards=[./my_cards]", "pair.name=tickets_human_generated", *quick,
-                  cache_dir=cache_dir)
+    proc = run_in(
+        human_cards.parent, "data.cards=[./my_cards]", "pair.name=tickets_human_generated", *quick, cache_dir=cache_dir
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     sources = run_json(human_cards.parent)["sources"]
     assert sources["tickets"]["select"] == {"part": 1, "parts": 2}
@@ -198,7 +204,8 @@ SAME_SEED_IN_A_PROCESS = """if True:
 
 @pytest.mark.slow  # three processes load the model and generate: about a minute, more on a busy machine
 def test_the_same_seed_writes_the_same_texts_in_fresh_processes_and_two_jobs_write_once(
-        human_cards, smollm2_cfg, smollm2, cache_dir, tmp_path):
+    human_cards, smollm2_cfg, smollm2, cache_dir, tmp_path
+):
     write_docs_cards(human_cards, texts=16)
     cfg = json.dumps({**smollm2_cfg, "device": "cpu"})
 
@@ -210,8 +217,13 @@ def test_the_same_seed_writes_the_same_texts_in_fresh_processes_and_two_jobs_wri
 
     def start(cache: Path) -> subprocess.Popen:
         env = {**os.environ, "PYTHONPATH": str(PROJECT_ROOT)}
-        return subprocess.Popen([sys.executable, "-c", SAME_SEED_IN_A_PROCESS, cfg, str(human_cards), str(cache)],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        return subprocess.Popen(
+            [sys.executable, "-c", SAME_SEED_IN_A_PROCESS, cfg, str(human_cards), str(cache)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
 
     shared = fresh_cache("shared")
     jobs = [start(shared), start(shared), start(fresh_cache("apart"))]
@@ -238,12 +250,18 @@ def test_the_docs_table_of_shipped_machine_written_corpora_states_their_cards():
 
 @pytest.mark.slow  # writes the shipped corpora afresh: minutes on 2 cores
 @pytest.mark.parametrize("name", SHIPPED_GENERATED)
-def test_the_counts_of_a_shipped_generated_card_are_what_its_texts_give(name, smollm2, smollm2_cfg, cache_dir,
-                                                                        mirror_dir):
+def test_the_counts_of_a_shipped_generated_card_are_what_its_texts_give(
+    name, smollm2, smollm2_cfg, cache_dir, mirror_dir
+):
     from textmetric_bench.collections.generated import corpus_generator
     from textmetric_bench.data.lengths import length_counts
 
-    source = load_source(name, cache_dir=cache_dir, mirror=mirror_dir,
-                         generate=corpus_generator({**smollm2_cfg, "device": "cpu"}, progress=False))
-    assert length_counts(source.texts) == {k: corpus_card(name).counts[k] for k in ("texts", "words_median",
-                                                                                      "words_p90")}
+    source = load_source(
+        name,
+        cache_dir=cache_dir,
+        mirror=mirror_dir,
+        generate=corpus_generator({**smollm2_cfg, "device": "cpu"}, progress=False),
+    )
+    assert length_counts(source.texts) == {
+        k: corpus_card(name).counts[k] for k in ("texts", "words_median", "words_p90")
+    }

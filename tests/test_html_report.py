@@ -17,9 +17,9 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 
 def small_run(cache_dir, out_dir, *overrides):
-    cfg = compose_config([
-        "k=4", "n=12", "repetitions=3", "progress=false", "metrics=[chi]",
-        f"data.cache_dir={cache_dir}", *overrides])
+    cfg = compose_config(
+        ["k=4", "n=12", "repetitions=3", "progress=false", "metrics=[chi]", f"data.cache_dir={cache_dir}", *overrides]
+    )
     run_ksc(cfg, out_dir)
     (out_dir / ".hydra").mkdir(exist_ok=True)
     from omegaconf import OmegaConf
@@ -56,11 +56,24 @@ def test_report_cli_rejects_a_directory_without_runs(tmp_path, capsys):
 def test_every_figure_loads_in_headless_chromium(sweep, tmp_path):
     page = build_report([sweep])["report_html"]
     dom = subprocess.run(
-        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         f"--user-data-dir={tmp_path / 'profile'}", "--virtual-time-budget=10000", "--dump-dom",
-         page.as_uri()],
-        capture_output=True, text=True, timeout=120,
+        [
+            CHROMIUM,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            f"--user-data-dir={tmp_path / 'profile'}",
+            "--virtual-time-budget=10000",
+            "--dump-dom",
+            page.as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
     ).stdout
     loaded = re.search(r'data-figures-loaded="(\d+)/(\d+)"', dom)
     assert loaded, "the page's load check did not run"
@@ -120,7 +133,10 @@ def test_the_scatter_s_rho_is_the_table_s_rho(sweep):
     from textmetric_bench.reports.figures.ksc import mean_rho
 
     for run in ("0", "1"):
-        distances = pd.read_csv(sweep / run / "distances.csv", keep_default_na=False,
-                                na_values={"distance": ["", "nan", "NaN"], "z": ["", "nan", "NaN"]})
+        distances = pd.read_csv(
+            sweep / run / "distances.csv",
+            keep_default_na=False,
+            na_values={"distance": ["", "nan", "NaN"], "z": ["", "nan", "NaN"]},
+        )
         table = pd.read_csv(sweep / run / "measures.csv").groupby("metric")["rho"].mean()
         assert mean_rho(distances, "chi", negate=False) == pytest.approx(table["chi"], abs=1e-12)

@@ -47,10 +47,22 @@ def test_training_and_reference_pools_are_disjoint_and_samples_are_halves():
 
 
 def ifc_config(cache_dir, mirror_dir, *overrides):
-    return compose_config([
-        "task=ifc", "ifc.iterations=2", "ifc.train_per_step=16", "ifc.corpus_size=24", "ifc.repetitions=2",
-        "ifc.sampling.batch_size=32", "metrics=[fid,chi]", "progress=false", "lm.device=cpu",
-        f"data.cache_dir={cache_dir}", f"data.mirror={mirror_dir}", *overrides])
+    return compose_config(
+        [
+            "task=ifc",
+            "ifc.iterations=2",
+            "ifc.train_per_step=16",
+            "ifc.corpus_size=24",
+            "ifc.repetitions=2",
+            "ifc.sampling.batch_size=32",
+            "metrics=[fid,chi]",
+            "progress=false",
+            "lm.device=cpu",
+            f"data.cache_dir={cache_dir}",
+            f"data.mirror={mirror_dir}",
+            *overrides,
+        ]
+    )
 
 
 @pytest.fixture(scope="module")
@@ -153,8 +165,10 @@ def test_scoring_again_with_another_metric_needs_no_generation(tiny_run, cache_d
     after = pd.read_csv(out / "ifc_distances.csv")
     assert set(result.measures["metric"]) == {"fid", "chi"} and len(after) == len(before)
     key = ["metric", "kind", "iteration", "repetition"]
-    pd.testing.assert_frame_equal(after.sort_values(key).drop(columns=["seconds", "attempts"]).reset_index(drop=True),
-                                  before.sort_values(key).drop(columns=["seconds", "attempts"]).reset_index(drop=True))
+    pd.testing.assert_frame_equal(
+        after.sort_values(key).drop(columns=["seconds", "attempts"]).reset_index(drop=True),
+        before.sort_values(key).drop(columns=["seconds", "attempts"]).reset_index(drop=True),
+    )
     assert sorted(p.name for p in out.glob("*.png")) == figures
 
 

@@ -15,10 +15,20 @@ pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA d
 
 
 def test_ifc_fine_tunes_and_samples_on_the_gpu_and_a_rerun_gives_the_same_texts(tmp_path, cache_dir, mirror_dir):
-    cfg = compose_config([
-        "task=ifc", "ifc.iterations=1", "ifc.train_per_step=16", "ifc.corpus_size=24", "ifc.repetitions=2",
-        "metrics=[fid]", "progress=false", "lm.device=cuda", f"data.cache_dir={cache_dir}",
-        f"data.mirror={mirror_dir}"])
+    cfg = compose_config(
+        [
+            "task=ifc",
+            "ifc.iterations=1",
+            "ifc.train_per_step=16",
+            "ifc.corpus_size=24",
+            "ifc.repetitions=2",
+            "metrics=[fid]",
+            "progress=false",
+            "lm.device=cuda",
+            f"data.cache_dir={cache_dir}",
+            f"data.mirror={mirror_dir}",
+        ]
+    )
     run_ifc(cfg, tmp_path)
     gen = tmp_path / "generated"
     for i in (0, 1):

@@ -33,7 +33,9 @@ def test_bucketed_batches_hold_every_text_once_in_batches_of_similar_length():
 
 
 def test_the_padding_share_is_what_the_positions_held_besides_tokens():
-    assert TrainingStep(2.0, tokens=900, positions=1000, seconds=1.0, token_loss=1.9).padding_share == pytest.approx(0.1)
+    assert TrainingStep(2.0, tokens=900, positions=1000, seconds=1.0, token_loss=1.9).padding_share == pytest.approx(
+        0.1
+    )
     assert TrainingStep(2.0, tokens=0, positions=0, seconds=0.0).padding_share == 0.0
 
 
@@ -64,8 +66,19 @@ def test_a_fine_tuning_step_is_bit_identical_with_one_and_two_threads(smollm2, s
     import json
 
     def run(threads):
-        done = subprocess.run([sys.executable, "-c", ONE_STEP, json.dumps({**smollm2_cfg, "device": "cpu"}),
-                               str(cache_dir), str(threads)], capture_output=True, text=True, timeout=1200)
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                ONE_STEP,
+                json.dumps({**smollm2_cfg, "device": "cpu"}),
+                str(cache_dir),
+                str(threads),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=1200,
+        )
         assert done.returncode == 0, done.stderr[-2000:]
         return json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -132,15 +145,20 @@ def test_a_batch_in_parts_gives_the_gradient_of_one_pass(smollm2, monkeypatch):
     monkeypatch.setattr(torch.optim, "AdamW", lambda params, lr, weight_decay, **kw: torch.optim.SGD(params, lr=lr))
 
     model, tokenizer = smollm2
-    texts = ["how do I top up my card?", "my card payment was declined twice today, why?", "cancel it",
-             "where is the new card I ordered last week and when will it arrive at my address?"]
+    texts = [
+        "how do I top up my card?",
+        "my card payment was declined twice today, why?",
+        "cancel it",
+        "where is the new card I ordered last week and when will it arrive at my address?",
+    ]
 
     def one_step(budget):
         monkeypatch.setattr(ifc_generate, "TRAIN_POSITIONS", budget)
         start = {k: v.clone() for k, v in model.state_dict().items()}
         try:
-            step = ifc_generate.fine_tune_step(model, tokenizer, texts, learning_rate=1.0, batch_size=4, seed=0,
-                                               progress=False)
+            step = ifc_generate.fine_tune_step(
+                model, tokenizer, texts, learning_rate=1.0, batch_size=4, seed=0, progress=False
+            )
             return step, {k: (v - start[k]).clone() for k, v in model.state_dict().items()}
         finally:
             model.load_state_dict(start)
@@ -150,11 +168,18 @@ def test_a_batch_in_parts_gives_the_gradient_of_one_pass(smollm2, monkeypatch):
     assert whole[0].token_loss == pytest.approx(parts[0].token_loss, rel=1e-5)
     assert whole[0].loss == pytest.approx(parts[0].loss, rel=1e-5)
     for name, delta in whole[1].items():
-        torch.testing.assert_close(parts[1][name], delta, rtol=1e-3, atol=1e-3 * float(delta.abs().max()) + 1e-12,
-                                   msg=lambda m, name=name: f"{name}: {m}")
+        torch.testing.assert_close(
+            parts[1][name],
+            delta,
+            rtol=1e-3,
+            atol=1e-3 * float(delta.abs().max()) + 1e-12,
+            msg=lambda m, name=name: f"{name}: {m}",
+        )
 
 
-def test_recomputing_activations_changes_no_bit_fused_adamw_only_rounding_and_the_model_is_left_as_it_was(smollm2, monkeypatch):
+def test_recomputing_activations_changes_no_bit_fused_adamw_only_rounding_and_the_model_is_left_as_it_was(
+    smollm2, monkeypatch
+):
     """ifc.recompute_activations trades memory for time only: the weights after a step equal those of keeping the
     activations, bit for bit. FUSED_ADAMW rounds otherwise than the multi-tensor AdamW on some CPUs (our AMD EPYC;
     bit for bit on our Intel Xeon): the same update to float32 rounding. Afterwards the model is in eval mode with
@@ -164,20 +189,34 @@ def test_recomputing_activations_changes_no_bit_fused_adamw_only_rounding_and_th
     from textmetric_bench.collections import ifc_generate
 
     model, tokenizer = smollm2
-    texts = ["how do I top up my card?", "my card payment was declined twice today, why?", "cancel it",
-             "where is the new card I ordered last week and when will it arrive at my address?"] * 2
+    texts = [
+        "how do I top up my card?",
+        "my card payment was declined twice today, why?",
+        "cancel it",
+        "where is the new card I ordered last week and when will it arrive at my address?",
+    ] * 2
     use_cache = model.config.use_cache
     made = []
     fused_adamw, adamw = ifc_generate.FusedAdamW, torch.optim.AdamW
-    monkeypatch.setattr(ifc_generate, "FusedAdamW", lambda params, **kw: made.append("fused") or fused_adamw(params, **kw))
+    monkeypatch.setattr(
+        ifc_generate, "FusedAdamW", lambda params, **kw: made.append("fused") or fused_adamw(params, **kw)
+    )
     monkeypatch.setattr(torch.optim, "AdamW", lambda params, **kw: made.append("multi-tensor") or adamw(params, **kw))
 
     def one_step(recompute, fused):
         monkeypatch.setattr(ifc_generate, "FUSED_ADAMW", fused)
         start = {k: v.clone() for k, v in model.state_dict().items()}
         try:
-            step = ifc_generate.fine_tune_step(model, tokenizer, texts, learning_rate=1e-4, batch_size=4, seed=0,
-                                               recompute_activations=recompute, progress=False)
+            step = ifc_generate.fine_tune_step(
+                model,
+                tokenizer,
+                texts,
+                learning_rate=1e-4,
+                batch_size=4,
+                seed=0,
+                recompute_activations=recompute,
+                progress=False,
+            )
             return step, {k: v.clone() for k, v in model.state_dict().items()}
         finally:
             model.load_state_dict(start)
@@ -211,8 +250,9 @@ def test_a_tied_embedding_gets_sparse_rows_that_add_up_to_the_dense_gradient(smo
     embedding = ifc_generate.sparse_tied_embedding(model)
     assert embedding is model.get_input_embeddings() and embedding.weight is model.get_output_embeddings().weight
     texts = ["how do I top up my card?", "my card my card my card", "cancel it"]
-    ids, mask, labels = padded_batch([text_token_ids(tokenizer, t, add_eos=True) for t in texts],
-                                     tokenizer.pad_token_id)
+    ids, mask, labels = padded_batch(
+        [text_token_ids(tokenizer, t, add_eos=True) for t in texts], tokenizer.pad_token_id
+    )
     assert (ids == embedding.padding_idx).any()  # padded, so the padding row is exercised
 
     def gradients():
@@ -302,9 +342,21 @@ def test_the_tied_embeddings_rows_go_into_the_output_layers_gradient_without_a_s
 def default_plan():
     from textmetric_bench.collections.ifc_generate import GenerationPlan
 
-    return GenerationPlan(source="banking77", lm="m", seed=0, iterations=4, train_per_step=200, corpus_size=200,
-                          learning_rate=1e-4, train_batch_size=16, top_p=0.95, temperature=1.0,
-                          sample_batch_size=256, length_quantile=0.95, max_sample_rounds=4)
+    return GenerationPlan(
+        source="banking77",
+        lm="m",
+        seed=0,
+        iterations=4,
+        train_per_step=200,
+        corpus_size=200,
+        learning_rate=1e-4,
+        train_batch_size=16,
+        top_p=0.95,
+        temperature=1.0,
+        sample_batch_size=256,
+        length_quantile=0.95,
+        max_sample_rounds=4,
+    )
 
 
 def test_the_embedding_gradient_the_loss_head_and_the_sampler_are_part_of_what_a_saved_corpus_must_share():
@@ -323,7 +375,9 @@ def test_recomputing_activations_is_not_part_of_what_a_saved_corpus_must_share()
     from textmetric_bench.collections.ifc_generate import GenerationPlan
 
     plan = default_plan()
-    other = GenerationPlan(**{**plan.__dict__, "recompute_activations": not plan.recompute_activations, "iterations": 6})
+    other = GenerationPlan(
+        **{**plan.__dict__, "recompute_activations": not plan.recompute_activations, "iterations": 6}
+    )
     assert other.fingerprint() == plan.fingerprint()
     assert GenerationPlan(**{**plan.__dict__, "learning_rate": 2e-4}).fingerprint() != plan.fingerprint()
 
@@ -338,8 +392,12 @@ def test_the_loss_in_parts_is_the_models_own_loss_and_adds_the_output_gradient_i
     from textmetric_bench.features.lm import padded_batch, text_token_ids
 
     model, tokenizer = smollm2
-    texts = ["how do I top up my card?", "my card payment was declined twice today, why?", "cancel it",
-             "where is the new card I ordered last week and when will it arrive at my address?"] * 20
+    texts = [
+        "how do I top up my card?",
+        "my card payment was declined twice today, why?",
+        "cancel it",
+        "where is the new card I ordered last week and when will it arrive at my address?",
+    ] * 20
     batch = padded_batch([text_token_ids(tokenizer, t, add_eos=True) for t in texts], tokenizer.pad_token_id)
     assert int((batch[2][:, 1:] != -100).sum()) > 3 * ifc_generate.LOSS_POSITIONS  # several parts
     ours = ifc_generate.head_loss(model, tuple(t[:2] for t in batch))
@@ -362,8 +420,9 @@ def test_the_loss_in_parts_is_the_models_own_loss_and_adds_the_output_gradient_i
     assert chunked[0] == pytest.approx(own[0], rel=1e-5) and chunked[1] == pytest.approx(own[1], rel=1e-5)
     assert chunked[:2] != own[:2]  # the loss in parts did run (other sums, other bits)
     for name, grad in own[2].items():
-        torch.testing.assert_close(chunked[2][name], grad, rtol=0, atol=1e-4 * float(grad.abs().max()),
-                                   msg=lambda m, name=name: f"{name}: {m}")
+        torch.testing.assert_close(
+            chunked[2][name], grad, rtol=0, atol=1e-4 * float(grad.abs().max()), msg=lambda m, name=name: f"{name}: {m}"
+        )
 
 
 @pytest.mark.parametrize("keep_bytes", [64 * 2**20, 0], ids=["probabilities kept", "logits again"])
@@ -439,15 +498,17 @@ def test_a_model_whose_logits_are_more_than_a_linear_map_keeps_its_own_loss(smol
     from textmetric_bench.features.lm import padded_batch, text_token_ids
 
     model, tokenizer = smollm2
-    sample = padded_batch([text_token_ids(tokenizer, t, add_eos=True) for t in ["cancel it", "my card"]],
-                          tokenizer.pad_token_id)
+    sample = padded_batch(
+        [text_token_ids(tokenizer, t, add_eos=True) for t in ["cancel it", "my card"]], tokenizer.pad_token_id
+    )
     head = model.get_output_embeddings()
     hook = head.register_forward_hook(lambda module, args, out: out * 2)  # the fake
     try:
         with torch.no_grad():
             loss_of = ifc_generate.head_loss(model, sample)
-            assert float(loss_of(*sample)) == float(model(input_ids=sample[0], attention_mask=sample[1],
-                                                          labels=sample[2]).loss)
+            assert float(loss_of(*sample)) == float(
+                model(input_ids=sample[0], attention_mask=sample[1], labels=sample[2]).loss
+            )
     finally:
         hook.remove()
     assert "own loss" in caplog.text

@@ -26,8 +26,14 @@ from textmetric_bench import PACKAGED_AS, PROJECT_ROOT
 def run(cmd: list, cwd: Path, **env: str) -> subprocess.CompletedProcess:
     """``cmd`` from ``cwd`` as a user starts it: no PYTHONPATH, no mirror, offline, failing with its output."""
     clean = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "BENCH_DATA_MIRROR")}
-    proc = subprocess.run([str(c) for c in cmd], cwd=cwd, env={**clean, "HF_HUB_OFFLINE": "1", **env},
-                          capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [str(c) for c in cmd],
+        cwd=cwd,
+        env={**clean, "HF_HUB_OFFLINE": "1", **env},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, f"{' '.join(map(str, cmd))} failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}"
     return proc
 
@@ -37,8 +43,22 @@ def wheel(tmp_path_factory) -> Path:
     """The wheel built from a copy of the checkout (building writes build/ and *.egg-info into its source)."""
     tmp = tmp_path_factory.mktemp("wheel")
     source = copy_checkout(tmp / "source")
-    run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--no-index", "--quiet",
-         "--wheel-dir", tmp / "dist", source], cwd=tmp)
+    run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "--no-index",
+            "--quiet",
+            "--wheel-dir",
+            tmp / "dist",
+            source,
+        ],
+        cwd=tmp,
+    )
     (built,) = (tmp / "dist").glob("textmetric_bench-*.whl")
     return built
 
@@ -49,8 +69,9 @@ def venv(wheel, tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("venv")
     run([sys.executable, "-m", "venv", "--without-pip", root], cwd=root)
     python = root / "bin" / "python"
-    site = Path(run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], cwd=root)
-                .stdout.strip())
+    site = Path(
+        run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], cwd=root).stdout.strip()
+    )
     ours = dict.fromkeys(sysconfig.get_paths()[key] for key in ("purelib", "platlib"))
     (site / "textmetric_bench_dependencies.pth").write_text("\n".join(ours) + "\n")
     # --ignore-installed: pip sees this venv's editable textmetric-bench through the .pth and must leave it alone
@@ -62,22 +83,38 @@ def venv(wheel, tmp_path_factory) -> Path:
 def ksc_run(venv, tmp_path_factory) -> Path:
     """An empty directory where the installed `textmetric-bench` ran a small KSC study on the fortune pair."""
     here = tmp_path_factory.mktemp("anywhere")
-    run([venv / "bin" / "textmetric-bench", "k=3", "n=6", "repetitions=1", "metrics=[chi]", "progress=false"],
-        cwd=here, BENCH_CACHE_DIR=str(here / ".cache"))
+    run(
+        [venv / "bin" / "textmetric-bench", "k=3", "n=6", "repetitions=1", "metrics=[chi]", "progress=false"],
+        cwd=here,
+        BENCH_CACHE_DIR=str(here / ".cache"),
+    )
     return here
 
 
 def test_the_wheel_holds_every_module_config_and_card_of_the_checkout(wheel):
     """A subpackage missing from [tool.setuptools] packages in pyproject.toml would be left out of the wheel."""
     inside = set(zipfile.ZipFile(wheel).namelist())
-    expected = {f"textmetric_bench/{p.relative_to(PROJECT_ROOT / 'bench').as_posix()}"
-                for p in (PROJECT_ROOT / "bench").rglob("*.py") if "__pycache__" not in p.parts}
-    expected |= {f"textmetric_bench/{PACKAGED_AS[top]}/{p.relative_to(PROJECT_ROOT / top).as_posix()}"
-                 for top in ("metrics", "reports") for p in (PROJECT_ROOT / top).rglob("*.py") if "__pycache__" not in p.parts}
-    expected |= {f"textmetric_bench/{PACKAGED_AS[top]}/{p.relative_to(PROJECT_ROOT / top).as_posix()}"
-                 for top in ("conf", "datasets") for p in (PROJECT_ROOT / top).rglob("*.yaml")}
-    expected |= {f"textmetric_bench/reports/{p.relative_to(PROJECT_ROOT / 'reports').as_posix()}"
-                 for folder in ("baselines", "reference") for p in (PROJECT_ROOT / "reports" / folder).glob("*.json")}
+    expected = {
+        f"textmetric_bench/{p.relative_to(PROJECT_ROOT / 'bench').as_posix()}"
+        for p in (PROJECT_ROOT / "bench").rglob("*.py")
+        if "__pycache__" not in p.parts
+    }
+    expected |= {
+        f"textmetric_bench/{PACKAGED_AS[top]}/{p.relative_to(PROJECT_ROOT / top).as_posix()}"
+        for top in ("metrics", "reports")
+        for p in (PROJECT_ROOT / top).rglob("*.py")
+        if "__pycache__" not in p.parts
+    }
+    expected |= {
+        f"textmetric_bench/{PACKAGED_AS[top]}/{p.relative_to(PROJECT_ROOT / top).as_posix()}"
+        for top in ("conf", "datasets")
+        for p in (PROJECT_ROOT / top).rglob("*.yaml")
+    }
+    expected |= {
+        f"textmetric_bench/reports/{p.relative_to(PROJECT_ROOT / 'reports').as_posix()}"
+        for folder in ("baselines", "reference")
+        for p in (PROJECT_ROOT / "reports" / folder).glob("*.json")
+    }
     missing = sorted(expected - inside)
     assert missing == [], f"not in the wheel (add their package to [tool.setuptools] packages): {missing}"
     # exactly one top-level import package: nothing a user's metrics.py, reports/ or bench.py could shadow
@@ -86,9 +123,11 @@ def test_the_wheel_holds_every_module_config_and_card_of_the_checkout(wheel):
 
 
 def test_the_package_is_imported_from_the_wheel_not_the_checkout(venv, tmp_path):
-    code = ("import textmetric_bench as b, textmetric_bench.metrics as m, textmetric_bench.reports as r; "
-            "print(b.IN_CHECKOUT); [print(x.__file__) for x in (b, m, r)]; print(b.shipped_path('conf')); "
-            "print(b.shipped_path('datasets')); print(b.shipped_path('reports/reference'))")
+    code = (
+        "import textmetric_bench as b, textmetric_bench.metrics as m, textmetric_bench.reports as r; "
+        "print(b.IN_CHECKOUT); [print(x.__file__) for x in (b, m, r)]; print(b.shipped_path('conf')); "
+        "print(b.shipped_path('datasets')); print(b.shipped_path('reports/reference'))"
+    )
     in_checkout, *paths = run([venv / "bin" / "python", "-c", code], cwd=tmp_path).stdout.split()
     assert in_checkout == "False"
     assert all(Path(p).is_relative_to(venv) for p in paths), paths
@@ -106,8 +145,12 @@ def test_the_installed_command_runs_from_any_directory_and_writes_there(ksc_run,
     assert len(sources) == 1 and Path(sources[0]).is_relative_to(venv), sources  # the wheel's configs
 
 
-SHADOWS = {"metrics.py": "def fid(p, q):\n    return 0.0\n", "bench.py": "raise SystemExit('shadowed')\n",
-           "reports/__init__.py": "raise ImportError('shadowed')\n", "conf/config.yaml": "defaults: []\nk: 99\n"}
+SHADOWS = {
+    "metrics.py": "def fid(p, q):\n    return 0.0\n",
+    "bench.py": "raise SystemExit('shadowed')\n",
+    "reports/__init__.py": "raise ImportError('shadowed')\n",
+    "conf/config.yaml": "defaults: []\nk: 99\n",
+}
 
 
 def test_files_in_the_working_directory_do_not_shadow_the_installed_harness(ksc_run, venv, tmp_path):
@@ -116,8 +159,20 @@ def test_files_in_the_working_directory_do_not_shadow_the_installed_harness(ksc_
     for name, text in SHADOWS.items():
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text(text)
-    run([venv / "bin" / "textmetric-bench", "k=3", "n=6", "repetitions=1", "metrics=[chi,fid]", "progress=false",
-         "engine.workers=2", "hydra.run.dir=shadowed"], cwd=tmp_path, BENCH_CACHE_DIR=str(ksc_run / ".cache"))
+    run(
+        [
+            venv / "bin" / "textmetric-bench",
+            "k=3",
+            "n=6",
+            "repetitions=1",
+            "metrics=[chi,fid]",
+            "progress=false",
+            "engine.workers=2",
+            "hydra.run.dir=shadowed",
+        ],
+        cwd=tmp_path,
+        BENCH_CACHE_DIR=str(ksc_run / ".cache"),
+    )
     (plain,) = (ksc_run / "outputs" / "ksc" / "fortune_computing_people").iterdir()
     ours = pd.read_csv(tmp_path / "shadowed" / "distances.csv", keep_default_na=False)
     assert (ours["error"] == "").all() and set(ours["metric"]) == {"chi", "fid"}
@@ -180,14 +235,17 @@ def test_the_installed_python_api_evaluates_a_metric_of_a_script_as_the_command_
     from textmetric_bench.session import load_run
 
     (tmp_path / "mine.py").write_text(MY_METRIC_SCRIPT, encoding="utf-8")
-    out = run([venv / "bin" / "python", "mine.py", "api_run"], cwd=tmp_path,
-              BENCH_CACHE_DIR=str(ksc_run / ".cache")).stdout.splitlines()
+    out = run(
+        [venv / "bin" / "python", "mine.py", "api_run"], cwd=tmp_path, BENCH_CACHE_DIR=str(ksc_run / ".cache")
+    ).stdout.splitlines()
     assert Path(out[0]).is_relative_to(venv), out  # the wheel's package, not the checkout's
     assert out[1] == "True ['chi', 'length_gap']"
     (cli_dir,) = (ksc_run / "outputs" / "ksc" / "fortune_computing_people").iterdir()
     api, cli = load_run(tmp_path / "api_run"), load_run(cli_dir)
-    chi = [frame[frame["metric"] == "chi"].drop(columns=["T", "source"], errors="ignore").reset_index(drop=True)
-           for frame in (api.measures, cli.measures)]
+    chi = [
+        frame[frame["metric"] == "chi"].drop(columns=["T", "source"], errors="ignore").reset_index(drop=True)
+        for frame in (api.measures, cli.measures)
+    ]
     pd.testing.assert_frame_equal(*chi)
 
 

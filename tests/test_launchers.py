@@ -37,21 +37,43 @@ def plugin_available(module: str) -> bool:
     return importlib.util.find_spec(module) is not None
 
 
-needs_ray = pytest.mark.skipif(not plugin_available("hydra_plugins.hydra_ray_launcher"),
-                               reason="pip install 'textmetric-bench[ray]'")
-needs_submitit = pytest.mark.skipif(not plugin_available("hydra_plugins.hydra_submitit_launcher"),
-                                    reason="pip install 'textmetric-bench[slurm]'")
-needs_joblib = pytest.mark.skipif(not plugin_available("hydra_plugins.hydra_joblib_launcher"),
-                                  reason="pip install hydra-joblib-launcher")
+needs_ray = pytest.mark.skipif(
+    not plugin_available("hydra_plugins.hydra_ray_launcher"), reason="pip install 'textmetric-bench[ray]'"
+)
+needs_submitit = pytest.mark.skipif(
+    not plugin_available("hydra_plugins.hydra_submitit_launcher"), reason="pip install 'textmetric-bench[slurm]'"
+)
+needs_joblib = pytest.mark.skipif(
+    not plugin_available("hydra_plugins.hydra_joblib_launcher"), reason="pip install hydra-joblib-launcher"
+)
 
 
 def sweep(launcher: str, out: Path, cache_dir: Path, *extra: str, env: dict | None = None, timeout=600):
     """Run the sweep with ``hydra/launcher=<launcher>`` into ``out``; return the finished process."""
-    full_env = {**os.environ, "BENCH_CACHE_DIR": str(cache_dir), "RAY_USAGE_STATS_ENABLED": "0",
-                "BENCH_RAY_CPUS": "2", **(env or {})}
-    return subprocess.run([sys.executable, "-m", "textmetric_bench", "-m", f"hydra/launcher={launcher}", *SWEEP, *extra,
-                           f"hydra.sweep.dir={out}"], cwd=PROJECT_ROOT, env=full_env,
-                          capture_output=True, text=True, timeout=timeout)
+    full_env = {
+        **os.environ,
+        "BENCH_CACHE_DIR": str(cache_dir),
+        "RAY_USAGE_STATS_ENABLED": "0",
+        "BENCH_RAY_CPUS": "2",
+        **(env or {}),
+    }
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "textmetric_bench",
+            "-m",
+            f"hydra/launcher={launcher}",
+            *SWEEP,
+            *extra,
+            f"hydra.sweep.dir={out}",
+        ],
+        cwd=PROJECT_ROOT,
+        env=full_env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def tables(out: Path) -> dict[int, tuple[pd.DataFrame, pd.DataFrame]]:
@@ -83,8 +105,9 @@ def basic_tables(tmp_path_factory, cache_dir):
 
 @pytest.mark.parametrize("launcher", LAUNCHERS)
 def test_every_launcher_config_composes_on_its_plugin(launcher):
-    if not plugin_available("hydra_plugins.hydra_ray_launcher" if launcher.startswith("ray")
-                            else "hydra_plugins.hydra_submitit_launcher"):
+    if not plugin_available(
+        "hydra_plugins.hydra_ray_launcher" if launcher.startswith("ray") else "hydra_plugins.hydra_submitit_launcher"
+    ):
         pytest.skip("launcher plugin not installed")
     cfg = compose_config([f"hydra/launcher={launcher}"], return_hydra_config=True)
     target = cfg.hydra.launcher._target_
@@ -95,11 +118,14 @@ def test_every_launcher_config_composes_on_its_plugin(launcher):
     assert cfg.task.name == "ksc"  # the app's own config is untouched
 
 
-@pytest.mark.parametrize("launcher", [
-    pytest.param("joblib", marks=needs_joblib),
-    pytest.param("submitit_local", marks=needs_submitit),
-    pytest.param("ray_local", marks=needs_ray),
-])
+@pytest.mark.parametrize(
+    "launcher",
+    [
+        pytest.param("joblib", marks=needs_joblib),
+        pytest.param("submitit_local", marks=needs_submitit),
+        pytest.param("ray_local", marks=needs_ray),
+    ],
+)
 def test_a_sweep_gives_the_same_tables_on_every_launcher(launcher, basic_tables, tmp_path, cache_dir):
     extra = ["hydra.launcher.n_jobs=2"] if launcher == "joblib" else []
     proc = sweep(launcher, tmp_path, cache_dir, *extra)
@@ -119,25 +145,43 @@ def test_a_sweep_runs_on_a_ray_cluster_started_beforehand(basic_tables, tmp_path
     """``ray start --head`` on loopback, then ``hydra/launcher=ray_cluster`` with RAY_ADDRESS."""
     port = free_port()
     # Ray >= 2.5x starts clusters with token authentication; a per-test token keeps ~/.ray untouched.
-    auth = {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(16), "RAY_USAGE_STATS_ENABLED": "0",
-            "BENCH_CACHE_DIR": str(cache_dir)}
+    auth = {
+        "RAY_AUTH_MODE": "token",
+        "RAY_AUTH_TOKEN": secrets.token_hex(16),
+        "RAY_USAGE_STATS_ENABLED": "0",
+        "BENCH_CACHE_DIR": str(cache_dir),
+    }
     temp_dir = tempfile.mkdtemp(prefix="ray", dir="/tmp")  # Ray's socket paths must stay short
     ray_bin = Path(sys.executable).with_name("ray")
     log = tmp_path / "ray_head.log"
     with open(log, "w") as sink:
         head = subprocess.Popen(
-            [str(ray_bin), "start", "--head", "--block", f"--port={port}", "--node-ip-address=127.0.0.1",
-             "--num-cpus=2", "--include-dashboard=false", "--disable-usage-stats", f"--temp-dir={temp_dir}",
-             f"--ray-client-server-port={free_port()}", f"--dashboard-agent-listen-port={free_port()}"],
-            cwd=PROJECT_ROOT, env={**os.environ, **auth}, stdout=sink, stderr=subprocess.STDOUT,
-            start_new_session=True)
+            [
+                str(ray_bin),
+                "start",
+                "--head",
+                "--block",
+                f"--port={port}",
+                "--node-ip-address=127.0.0.1",
+                "--num-cpus=2",
+                "--include-dashboard=false",
+                "--disable-usage-stats",
+                f"--temp-dir={temp_dir}",
+                f"--ray-client-server-port={free_port()}",
+                f"--dashboard-agent-listen-port={free_port()}",
+            ],
+            cwd=PROJECT_ROOT,
+            env={**os.environ, **auth},
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     try:
         deadline = time.monotonic() + 120
         while "--block" not in log.read_text() and head.poll() is None and time.monotonic() < deadline:
             time.sleep(0.5)  # ray start prints "--block" once every process of the head is up
         assert head.poll() is None, log.read_text()[-3000:]
-        proc = sweep("ray_cluster", tmp_path / "sweep", cache_dir,
-                     env={**auth, "RAY_ADDRESS": f"127.0.0.1:{port}"})
+        proc = sweep("ray_cluster", tmp_path / "sweep", cache_dir, env={**auth, "RAY_ADDRESS": f"127.0.0.1:{port}"})
         assert proc.returncode == 0, proc.stderr[-3000:]
         assert_same_tables(tmp_path / "sweep", basic_tables)
     finally:

@@ -25,12 +25,19 @@ PACKAGE = "textmetric_bench"
 METRICS, REPORTS, MEASURES = f"{PACKAGE}.metrics", f"{PACKAGE}.reports", f"{PACKAGE}.measures"
 #: ``session`` is the Python API (``textmetric_bench.evaluate``): it runs tasks and reads their tables back, as
 #: ``__main__`` does for the command line, so it sits above the tasks, beside the command line.
-LAYERS = [f"{PACKAGE}.{layer}" for layer in ("api", "data", "features", "collections", "measures", "engine", "tasks",
-                                             "session", "__main__")]
+LAYERS = [
+    f"{PACKAGE}.{layer}"
+    for layer in ("api", "data", "features", "collections", "measures", "engine", "tasks", "session", "__main__")
+]
 #: Leaf modules every layer may use: the package root (version, paths), the error types, atomic files,
 #: the console (logging routes and progress bars).
-BASE = {PACKAGE, "textmetric_bench.errors", "textmetric_bench.files", "textmetric_bench.console",
-        "textmetric_bench.numerics"}
+BASE = {
+    PACKAGE,
+    "textmetric_bench.errors",
+    "textmetric_bench.files",
+    "textmetric_bench.console",
+    "textmetric_bench.numerics",
+}
 
 
 #: The package root re-exports the Python API for ``textmetric_bench.evaluate(...)``: imported inside its module
@@ -54,9 +61,11 @@ def package_found_at(directory: Path):
 
 #: Strings of the package that name a module of it without importing it, and why.
 NAMED_NOT_IMPORTED = {
-    ("textmetric_bench.api.registry", "textmetric_bench.metrics"):
-        "the plugin group is named after the built-in package, and a metric's module tells a built-in from a plugin; "
-        "the built-ins are imported through their entry point (pyproject.toml), as a plugin is",
+    (
+        "textmetric_bench.api.registry",
+        "textmetric_bench.metrics",
+    ): "the plugin group is named after the built-in package, and a metric's module tells a built-in from a plugin; "
+    "the built-ins are imported through their entry point (pyproject.toml), as a plugin is",
 }
 #: How a module of the package is named in a string: "textmetric_bench.x.y", or "textmetric_bench.x.y:attribute"
 #: (import_module, a forkserver's preload and ``python -m`` take such names).
@@ -130,8 +139,7 @@ def test_every_bench_module_belongs_to_a_layer_or_the_base(graph):
 
 
 def test_base_modules_import_nothing_of_the_layers(graph):
-    bad = [(m, i) for m in BASE for i in graph.find_modules_directly_imported_by(m)
-           if harness(i) and i not in BASE]
+    bad = [(m, i) for m in BASE for i in graph.find_modules_directly_imported_by(m) if harness(i) and i not in BASE]
     assert bad == []
 
 
@@ -153,25 +161,40 @@ def test_a_layer_imports_only_the_layers_above_it(graph, layer):
 
 
 def test_the_plugin_api_imports_nothing_of_the_application(graph):
-    outside = sorted({i for m in graph.modules if layer_of(m) == 0 for i in graph.find_modules_directly_imported_by(m)
-                      if (harness(i) and i not in BASE and layer_of(i) != 0) or in_package(i, METRICS)
-                      or in_package(i, REPORTS)})
+    outside = sorted(
+        {
+            i
+            for m in graph.modules
+            if layer_of(m) == 0
+            for i in graph.find_modules_directly_imported_by(m)
+            if (harness(i) and i not in BASE and layer_of(i) != 0) or in_package(i, METRICS) or in_package(i, REPORTS)
+        }
+    )
     assert outside == []
 
 
 def test_built_in_metrics_use_only_the_plugin_api(graph):
     """What the built-ins import is what a plugin author can import: textmetric_bench.api (and the error types)."""
-    bad = sorted((m, i) for m in graph.modules if in_package(m, METRICS)
-                 for i in graph.find_modules_directly_imported_by(m)
-                 if harness(i) and not (layer_of(i) == 0 or i == "textmetric_bench.errors"))
+    bad = sorted(
+        (m, i)
+        for m in graph.modules
+        if in_package(m, METRICS)
+        for i in graph.find_modules_directly_imported_by(m)
+        if harness(i) and not (layer_of(i) == 0 or i == "textmetric_bench.errors")
+    )
     assert bad == []
 
 
 def pure_statistics(graph) -> set[str]:
     """The modules of textmetric_bench.measures whose imports, followed all the way, stay inside measures or outside
     the package: statistics on tables (intervals, summaries, paired tests)."""
-    return {m for m in graph.modules if in_package(m, MEASURES) and m != MEASURES
-            and all(in_package(d, MEASURES) or not harness(d) for d in graph.find_upstream_modules(m))}
+    return {
+        m
+        for m in graph.modules
+        if in_package(m, MEASURES)
+        and m != MEASURES
+        and all(in_package(d, MEASURES) or not harness(d) for d in graph.find_upstream_modules(m))
+    }
 
 
 def test_reports_read_result_tables_without_the_harness(graph):
@@ -179,31 +202,53 @@ def test_reports_read_result_tables_without_the_harness(graph):
     paired tests) live below the tasks, in measures; reports show the same numbers, so they import those modules
     rather than keep a copy, and no more: a report never needs a corpus, a model or the engine."""
     allowed = pure_statistics(graph)
-    bad = sorted((m, i) for m in graph.modules if in_package(m, REPORTS)
-                 for i in graph.find_modules_directly_imported_by(m)
-                 if (harness(i) and i not in allowed) or in_package(i, METRICS))
+    bad = sorted(
+        (m, i)
+        for m in graph.modules
+        if in_package(m, REPORTS)
+        for i in graph.find_modules_directly_imported_by(m)
+        if (harness(i) and i not in allowed) or in_package(i, METRICS)
+    )
     assert bad == []
     # importing a module of measures runs measures/__init__.py first: it must not pull the harness in
     assert [i for i in graph.find_modules_directly_imported_by(MEASURES) if harness(i)] == []
 
 
 def test_no_import_cycle_between_packages(graph):
-    packages = ["textmetric_bench.api", "textmetric_bench.data", "textmetric_bench.features", "textmetric_bench.collections", "textmetric_bench.measures",
-                "textmetric_bench.engine", "textmetric_bench.tasks", METRICS, REPORTS]
-    cycles = [(a, b) for a in packages for b in packages if a < b
-              and graph.chain_exists(importer=a, imported=b, as_packages=True)
-              and graph.chain_exists(importer=b, imported=a, as_packages=True)]
+    packages = [
+        "textmetric_bench.api",
+        "textmetric_bench.data",
+        "textmetric_bench.features",
+        "textmetric_bench.collections",
+        "textmetric_bench.measures",
+        "textmetric_bench.engine",
+        "textmetric_bench.tasks",
+        METRICS,
+        REPORTS,
+    ]
+    cycles = [
+        (a, b)
+        for a in packages
+        for b in packages
+        if a < b
+        and graph.chain_exists(importer=a, imported=b, as_packages=True)
+        and graph.chain_exists(importer=b, imported=a, as_packages=True)
+    ]
     assert cycles == []
 
 
 def test_no_import_circle_between_modules(graph):
     """No module imports another that imports it back, directly or through others (imports inside functions
     count): each module can be read after the modules it imports."""
-    circles = sorted({tuple(sorted((module, imported))) for module in graph.modules
-                      for imported in graph.find_modules_directly_imported_by(module)
-                      if graph.find_shortest_chain(importer=imported, imported=module)})
+    circles = sorted(
+        {
+            tuple(sorted((module, imported)))
+            for module in graph.modules
+            for imported in graph.find_modules_directly_imported_by(module)
+            if graph.find_shortest_chain(importer=imported, imported=module)
+        }
+    )
     assert circles == [], f"modules in an import circle: {circles}"
-
 
 
 def private_imports(root: Path) -> list[tuple[str, str]]:
@@ -220,8 +265,13 @@ def private_imports(root: Path) -> list[tuple[str, str]]:
                     if in_package(alias.name, PACKAGE):
                         modules.add(alias.asname or alias.name.split(".")[0])
             elif isinstance(node, ast.ImportFrom):
-                source = (node.module or "") if not node.level else ".".join(
-                    [*package.split(".")[:len(package.split(".")) - node.level + 1], *filter(None, [node.module])])
+                source = (
+                    (node.module or "")
+                    if not node.level
+                    else ".".join(
+                        [*package.split(".")[: len(package.split(".")) - node.level + 1], *filter(None, [node.module])]
+                    )
+                )
                 if not in_package(source, PACKAGE):
                     continue
                 for alias in node.names:
@@ -229,9 +279,15 @@ def private_imports(root: Path) -> list[tuple[str, str]]:
                         found.append((module, f"{source}.{alias.name}"))
                     elif is_module(root, f"{source}.{alias.name}"):
                         modules.add(alias.asname or alias.name)
-        found += [(module, f"{node.value.id}.{node.attr}") for node in ast.walk(tree)
-                  if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in modules
-                  and node.attr.startswith("_") and not node.attr.endswith("__")]
+        found += [
+            (module, f"{node.value.id}.{node.attr}")
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id in modules
+            and node.attr.startswith("_")
+            and not node.attr.endswith("__")
+        ]
     return sorted(set(found))
 
 
@@ -245,8 +301,11 @@ def test_the_layer_tests_see_the_imports_by_string(layout, graph):
     why it is only a name (an entry there that no longer matches a string fails too)."""
     named = imports_by_string(layout)
     assert NAMED_NOT_IMPORTED.keys() <= named.keys(), "stale entries in NAMED_NOT_IMPORTED"
-    unseen = [pair for pair in named.keys() - NAMED_NOT_IMPORTED.keys()
-              if pair[1] not in graph.find_modules_directly_imported_by(pair[0])]
+    unseen = [
+        pair
+        for pair in named.keys() - NAMED_NOT_IMPORTED.keys()
+        if pair[1] not in graph.find_modules_directly_imported_by(pair[0])
+    ]
     assert unseen == []
 
 

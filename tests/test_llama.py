@@ -13,11 +13,27 @@ import torch  # at collection: the fast tier refuses a first import of torch in 
 from textmetric_bench.features.llama import LlamaLM, load_llama, read_config, unsupported
 from textmetric_bench.features.lm_adapter import keep_cache_rows
 
-TINY = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_act": "silu", "hidden_size": 48,
-        "intermediate_size": 96, "num_attention_heads": 6, "num_key_value_heads": 2, "head_dim": 8,
-        "num_hidden_layers": 3, "vocab_size": 101, "rms_norm_eps": 1e-5, "pad_token_id": 2, "bos_token_id": 1,
-        "eos_token_id": 2, "tie_word_embeddings": True, "attention_bias": False, "mlp_bias": False,
-        "rope_parameters": {"rope_theta": 10000.0, "rope_type": "default"}, "max_position_embeddings": 64}
+TINY = {
+    "architectures": ["LlamaForCausalLM"],
+    "model_type": "llama",
+    "hidden_act": "silu",
+    "hidden_size": 48,
+    "intermediate_size": 96,
+    "num_attention_heads": 6,
+    "num_key_value_heads": 2,
+    "head_dim": 8,
+    "num_hidden_layers": 3,
+    "vocab_size": 101,
+    "rms_norm_eps": 1e-5,
+    "pad_token_id": 2,
+    "bos_token_id": 1,
+    "eos_token_id": 2,
+    "tie_word_embeddings": True,
+    "attention_bias": False,
+    "mlp_bias": False,
+    "rope_parameters": {"rope_theta": 10000.0, "rope_type": "default"},
+    "max_position_embeddings": 64,
+}
 
 
 def tiny_model(seed: int = 0, **changes) -> LlamaLM:
@@ -34,7 +50,7 @@ def padded(rows, pad=2):
     ids = torch.full((len(rows), width), pad)
     mask = torch.zeros((len(rows), width), dtype=torch.long)
     for r, row in enumerate(rows):
-        ids[r, :len(row)], mask[r, :len(row)] = torch.tensor(row), 1
+        ids[r, : len(row)], mask[r, : len(row)] = torch.tensor(row), 1
     return ids, mask
 
 
@@ -48,8 +64,8 @@ def test_a_padded_row_has_the_logits_it_has_alone():
         together = model(ids, attention_mask=mask).logits
         for r, row in enumerate(ROWS):
             alone = model(torch.tensor([row]), attention_mask=torch.ones(1, len(row), dtype=torch.long)).logits[0]
-            assert torch.allclose(together[r, :len(row)], alone, rtol=1e-5, atol=1e-5)
-            assert not torch.allclose(together[r, :len(row)], model(torch.tensor([row[::-1]])).logits[0], atol=1e-3)
+            assert torch.allclose(together[r, : len(row)], alone, rtol=1e-5, atol=1e-5)
+            assert not torch.allclose(together[r, : len(row)], model(torch.tensor([row[::-1]])).logits[0], atol=1e-3)
 
 
 def test_decoding_with_the_cache_gives_the_logits_of_the_whole_sequence_and_rows_can_leave_it():
@@ -63,7 +79,7 @@ def test_decoding_with_the_cache_gives_the_logits_of_the_whole_sequence_and_rows
             if t == 3:  # the middle row ends: it leaves the cache
                 alive = torch.tensor([0, 2])
                 cache.keep_rows(alive)
-            step = model(rows[alive, t:t + 1], cache=cache, use_cache=True, logits_to_keep=1).logits
+            step = model(rows[alive, t : t + 1], cache=cache, use_cache=True, logits_to_keep=1).logits
             assert torch.allclose(step[:, -1], whole[alive, t], rtol=1e-5, atol=1e-5)
         assert cache.get_seq_length() == rows.shape[1] and cache.keys[0].shape[0] == 2
 
@@ -125,14 +141,20 @@ def test_weights_that_are_not_the_models_are_refused_by_name(tmp_path):
         load_llama(tmp_path)
 
 
-@pytest.mark.parametrize("change, reason", [
-    ({"architectures": ["MistralForCausalLM"]}, "architecture"),
-    ({"hidden_act": "gelu"}, "activation is 'gelu'"),
-    ({"attention_bias": True}, "biases"),
-    ({"rope_parameters": {"rope_theta": 5e5, "rope_type": "llama3", "factor": 8.0}}, "rotary embedding is 'llama3'"),
-    ({"rope_parameters": None, "rope_theta": 1e4, "rope_scaling": {"type": "linear", "factor": 2.0}}, "'linear'"),
-    ({"attention_dropout": 0.1}, "dropout"),
-])
+@pytest.mark.parametrize(
+    "change, reason",
+    [
+        ({"architectures": ["MistralForCausalLM"]}, "architecture"),
+        ({"hidden_act": "gelu"}, "activation is 'gelu'"),
+        ({"attention_bias": True}, "biases"),
+        (
+            {"rope_parameters": {"rope_theta": 5e5, "rope_type": "llama3", "factor": 8.0}},
+            "rotary embedding is 'llama3'",
+        ),
+        ({"rope_parameters": None, "rope_theta": 1e4, "rope_scaling": {"type": "linear", "factor": 2.0}}, "'linear'"),
+        ({"attention_dropout": 0.1}, "dropout"),
+    ],
+)
 def test_a_model_this_module_cannot_run_is_named_with_the_reason(change, reason):
     assert reason in unsupported({**TINY, **change})
     with pytest.raises(ValueError, match="not a plain Llama model"):
@@ -180,17 +202,23 @@ def test_smollm2_gives_transformers_bits_forward_decoding_and_a_fine_tuning_step
     with torch.inference_mode():
         caches, step_ids, same = (DynamicCache(), ours.new_cache()), torch.full((4, 1), tokenizer.bos_token_id), True
         for t in range(6):
-            la, lb = (m(input_ids=step_ids, cache=c, use_cache=True, logits_to_keep=1).logits
-                      for m, c in zip((theirs, ours), caches))
+            la, lb = (
+                m(input_ids=step_ids, cache=c, use_cache=True, logits_to_keep=1).logits
+                for m, c in zip((theirs, ours), caches)
+            )
             same &= torch.equal(la, lb)
-            step_ids = la[:, -1].topk(4).indices[:, t % 4:t % 4 + 1]
+            step_ids = la[:, -1].topk(4).indices[:, t % 4 : t % 4 + 1]
             if t == 2:
                 for c in caches:
                     keep_cache_rows(c, torch.tensor([0, 3]))
                 step_ids = step_ids[[0, 3]]
     assert same
-    steps = [fine_tune_step(m, tokenizer, TEXTS, learning_rate=1e-4, batch_size=8, seed=7, progress=False,
-                            recompute_activations=True) for m in (theirs, ours)]
+    steps = [
+        fine_tune_step(
+            m, tokenizer, TEXTS, learning_rate=1e-4, batch_size=8, seed=7, progress=False, recompute_activations=True
+        )
+        for m in (theirs, ours)
+    ]
     assert steps[0].token_loss == steps[1].token_loss
     assert all(torch.equal(a, b) for a, b in zip(theirs.parameters(), ours.parameters()))
 
@@ -216,16 +244,21 @@ def test_fine_tuning_and_sampling_never_import_transformers_modelling_stack(smol
     from textmetric_bench.features.lm import checkpoint_path
 
     checkpoint_path(smollm2_cfg, cache_dir)  # converted (that imports transformers' models) outside the process
-    done = subprocess.run([sys.executable, "-c", GENERATE, json.dumps({**smollm2_cfg, "device": "cpu"}), str(cache_dir)],
-                          capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        [sys.executable, "-c", GENERATE, json.dumps({**smollm2_cfg, "device": "cpu"}), str(cache_dir)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     name, texts, imported = json.loads(done.stdout.strip().splitlines()[-1])
     assert (name, texts) == ("LlamaLM", 4)
     assert imported == [], imported
 
 
-def test_a_checkpoint_saved_from_the_plain_model_loads_in_transformers_with_the_same_logits(smollm2_cfg, cache_dir,
-                                                                                              tmp_path):
+def test_a_checkpoint_saved_from_the_plain_model_loads_in_transformers_with_the_same_logits(
+    smollm2_cfg, cache_dir, tmp_path
+):
     """The IFC checkpoint (``generated/checkpoint``) written from the plain model is a transformers checkpoint: a run
     with ``lm.generation_model=transformers`` resumes from it, and the plain model reads it back bit for bit."""
     from transformers import AutoModelForCausalLM
@@ -246,19 +279,24 @@ def test_a_checkpoint_saved_from_the_plain_model_loads_in_transformers_with_the_
     assert all(torch.equal(a, b) for a, b in zip(ours.parameters(), again.parameters()))
 
 
-def test_a_model_that_is_not_plain_llama_loads_through_transformers_and_says_why(smollm2_cfg, cache_dir, tmp_path,
-                                                                                 caplog):
+def test_a_model_that_is_not_plain_llama_loads_through_transformers_and_says_why(
+    smollm2_cfg, cache_dir, tmp_path, caplog
+):
     from transformers import GPT2Config, GPT2LMHeadModel
 
     from textmetric_bench.features.lm import load_causal_lm, load_tokenizer
 
     tokenizer = load_tokenizer(smollm2_cfg, cache_dir)
     torch.manual_seed(0)
-    GPT2LMHeadModel(GPT2Config(vocab_size=len(tokenizer), n_positions=64, n_embd=32, n_layer=2, n_head=2)).save_pretrained(
-        tmp_path / "gpt2")
+    GPT2LMHeadModel(
+        GPT2Config(vocab_size=len(tokenizer), n_positions=64, n_embd=32, n_layer=2, n_head=2)
+    ).save_pretrained(tmp_path / "gpt2")
     tokenizer.save_pretrained(tmp_path / "gpt2")
     with caplog.at_level("INFO", logger="textmetric_bench.features.lm"):
-        model, _ = load_causal_lm({"name": "tiny-gpt2", "path": str(tmp_path / "gpt2"), "device": "cpu"}, cache_dir,
-                                  plain=True)
+        model, _ = load_causal_lm(
+            {"name": "tiny-gpt2", "path": str(tmp_path / "gpt2"), "device": "cpu"}, cache_dir, plain=True
+        )
     assert isinstance(model, GPT2LMHeadModel) and not model.training
-    assert "loads through transformers, not as a plain Llama model: its architecture is ['GPT2LMHeadModel']" in caplog.text
+    assert (
+        "loads through transformers, not as a plain Llama model: its architecture is ['GPT2LMHeadModel']" in caplog.text
+    )

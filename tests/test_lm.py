@@ -8,8 +8,14 @@ import numpy as np
 import pytest
 
 from textmetric_bench.errors import ConfigError
-from textmetric_bench.features.lm import (checkpoint_path, converted_checkpoint, load_causal_lm, model_id, package_gguf,
-                               token_logprobs)
+from textmetric_bench.features.lm import (
+    checkpoint_path,
+    converted_checkpoint,
+    load_causal_lm,
+    model_id,
+    package_gguf,
+    token_logprobs,
+)
 
 
 def test_the_gguf_is_found_in_the_package_without_importing_it():
@@ -90,7 +96,9 @@ def test_the_thread_probe_counts_other_processes_not_this_one():
     from textmetric_bench.features.lm import busy_cores, others_busy_cores, thread_choice
 
     cores = len(os.sched_getaffinity(0))
-    spinner = subprocess.Popen([sys.executable, "-c", "import time\nend = time.time() + 3\nwhile time.time() < end: pass"])
+    spinner = subprocess.Popen(
+        [sys.executable, "-c", "import time\nend = time.time() + 3\nwhile time.time() < end: pass"]
+    )
     try:
         time.sleep(0.3)
         with_spinner = others_busy_cores(0.5)

@@ -19,8 +19,15 @@ from textmetric_bench.errors import ConfigError
 from textmetric_bench.features import lm_scores
 from textmetric_bench.features.lm import continuation_sequences, sequence_logprobs, token_logprobs
 from textmetric_bench.features import lm_ct2
-from textmetric_bench.features.lm_ct2 import (SUM_TOLERANCE, TOKEN_TOLERANCE, engine_id, lm_engine,
-                                              load_ctranslate2_lm, load_scoring_lm, scoring_device)
+from textmetric_bench.features.lm_ct2 import (
+    SUM_TOLERANCE,
+    TOKEN_TOLERANCE,
+    engine_id,
+    lm_engine,
+    load_ctranslate2_lm,
+    load_scoring_lm,
+    scoring_device,
+)
 from textmetric_bench.features.lm_scores import LMScorer
 
 
@@ -64,7 +71,10 @@ def test_a_text_scores_the_same_alone_or_in_any_batch(ct2, texts):
     from textmetric_bench.numerics import mkl_branch_pinned
 
     alone = token_logprobs(*ct2, texts[:10], batch_size=1)
-    for batched in (token_logprobs(*ct2, texts[:10], batch_size=10), token_logprobs(*ct2, texts[:10][::-1], batch_size=4)[::-1]):
+    for batched in (
+        token_logprobs(*ct2, texts[:10], batch_size=10),
+        token_logprobs(*ct2, texts[:10][::-1], batch_size=4)[::-1],
+    ):
         for a, b in zip(alone, batched):
             if mkl_branch_pinned():
                 np.testing.assert_array_equal(a, b)
@@ -90,12 +100,17 @@ def test_continuations_match_torch(smollm2, ct2, texts):
     assert_matches_torch(got, want)
 
 
-def test_scores_from_ctranslate2_workers_equal_its_serial_scores_and_torch(tmp_path, smollm2, smollm2_cfg,
-                                                                           cache_dir, ct2, texts):
+def test_scores_from_ctranslate2_workers_equal_its_serial_scores_and_torch(
+    tmp_path, smollm2, smollm2_cfg, cache_dir, ct2, texts
+):
     """Two worker processes load the engine themselves; their scores are those of this process, bit for bit."""
     (tmp_path / "lm").symlink_to(cache_dir / "lm", target_is_directory=True)
-    lm = LMScorer(RunContext(str(tmp_path), {**smollm2_cfg, "device": "cpu", "workers": 2, "progress": False,
-                                             "engine": "ctranslate2", "batch_size": 4}))
+    lm = LMScorer(
+        RunContext(
+            str(tmp_path),
+            {**smollm2_cfg, "device": "cpu", "workers": 2, "progress": False, "engine": "ctranslate2", "batch_size": 4},
+        )
+    )
     try:
         with use_context(lm.context):
             lm_scores._scorers[lm_scores.scorer_key(lm.context)] = lm
@@ -113,8 +128,10 @@ def test_scores_from_ctranslate2_workers_equal_its_serial_scores_and_torch(tmp_p
 def test_the_engines_have_their_own_cache_keys_and_scorers(tmp_path, smollm2_cfg):
     import ctranslate2
 
-    contexts = {engine: RunContext(str(tmp_path), {**smollm2_cfg, "device": "cpu", "engine": engine})
-                for engine in ("torch", "ctranslate2")}
+    contexts = {
+        engine: RunContext(str(tmp_path), {**smollm2_cfg, "device": "cpu", "engine": engine})
+        for engine in ("torch", "ctranslate2")
+    }
     ids = {engine: LMScorer(c)._scores_id() for engine, c in contexts.items()}
     assert ids["torch"] != ids["ctranslate2"]
     assert ids["ctranslate2"].endswith(f"|ctranslate2=={ctranslate2.__version__}")
@@ -147,7 +164,10 @@ def test_without_the_package_the_error_says_what_to_install(monkeypatch, smollm2
     monkeypatch.setattr(importlib.metadata, "version", fake_version_without_ctranslate2)
     monkeypatch.setitem(sys.modules, "ctranslate2", None)
     cfg = {**smollm2_cfg, "device": "cpu", "engine": "ctranslate2"}
-    for attempt in (lambda: load_scoring_lm(cfg, tmp_path), lambda: LMScorer(RunContext(str(tmp_path), cfg)).cache("k")):
+    for attempt in (
+        lambda: load_scoring_lm(cfg, tmp_path),
+        lambda: LMScorer(RunContext(str(tmp_path), cfg)).cache("k"),
+    ):
         with pytest.raises(ConfigError, match=r"needs the ctranslate2 package.*pip install 'ctranslate2"):
             attempt()
 
@@ -185,7 +205,10 @@ def test_no_shipped_number_depends_on_the_engine():
     load_builtin_metrics()
     lm_metrics = {m for m in available_metrics() if "lm" in get_metric(m).needs}
     assert {"face_so", "ctrleval_coherence"} <= lm_metrics
-    shipped = [*(PROJECT_ROOT / "reports" / "baselines").glob("*.json"), *(PROJECT_ROOT / "reports" / "reference").glob("*.json")]
+    shipped = [
+        *(PROJECT_ROOT / "reports" / "baselines").glob("*.json"),
+        *(PROJECT_ROOT / "reports" / "reference").glob("*.json"),
+    ]
     assert len(shipped) >= 2
     for path in shipped:
         record = json.loads(path.read_text(encoding="utf-8"))

@@ -11,6 +11,7 @@ import sys
 import numpy as np
 import pytest
 import torch
+
 # the reference nucleus; imported at collection, it loads no model (the fast tier refuses transformers in tests)
 from transformers.generation.logits_process import TopPLogitsWarper
 
@@ -57,8 +58,9 @@ def test_the_draws_follow_the_nucleus_renormalised_probabilities():
     logits = torch.randn(1, 500, generator=torch.Generator().manual_seed(3)) * 3
     probs, allowed = torch.softmax(logits[0], -1), reference_nucleus(logits, 0.9)[0]
     assert 10 < int(allowed.sum()) < 40
-    draws = sample_nucleus(logits.expand(20_000, -1), top_p=0.9, temperature=1.0,
-                           generator=torch.Generator().manual_seed(4))
+    draws = sample_nucleus(
+        logits.expand(20_000, -1), top_p=0.9, temperature=1.0, generator=torch.Generator().manual_seed(4)
+    )
     assert allowed[draws].all()
     assert frequencies_match(draws, probs, allowed) < 0.03  # the sampling noise alone is about 0.012
 
@@ -93,7 +95,7 @@ def test_every_token_is_accepted_exactly_when_it_lies_in_the_nucleus(top_p):
     for first in range(0, 3000, 250):  # 250 tokens of every row at once
         x = torch.arange(first, first + 250).repeat_interleave(12)
         accepted = in_nucleus(probs.repeat(250, 1), x, top_p).view(250, 12).T
-        assert torch.equal(accepted, expected[:, first:first + 250]), first
+        assert torch.equal(accepted, expected[:, first : first + 250]), first
 
 
 def test_a_token_whose_mass_ahead_is_top_p_itself_is_left_out():
@@ -105,7 +107,9 @@ def test_a_token_whose_mass_ahead_is_top_p_itself_is_left_out():
     for k in range(10, 210):
         top_p = float(ordered[:k].double().sum())
         assert int(nucleus_by_sort(probs, top_p).sum()) == k
-        assert in_nucleus(probs, ids[k - 1:k], top_p).item() and not in_nucleus(probs, ids[k:k + 1], top_p).item(), k
+        assert (
+            in_nucleus(probs, ids[k - 1 : k], top_p).item() and not in_nucleus(probs, ids[k : k + 1], top_p).item()
+        ), k
 
 
 def test_ties_at_the_edge_of_the_nucleus_go_to_the_smaller_token_id():
@@ -133,19 +137,25 @@ def test_a_tiny_top_p_falls_back_to_the_sorted_nucleus(monkeypatch):
 def test_the_nucleus_boundary_is_transformers_and_temperature_flattens():
     logits = torch.log(torch.tensor([[0.5, 0.3, 0.15, 0.05]]))
     assert reference_nucleus(logits, 0.8).tolist() == [[True, True, False, False]]
-    draws = sample_nucleus(logits.expand(2000, 4), top_p=0.8, temperature=1.0, generator=torch.Generator().manual_seed(0))
+    draws = sample_nucleus(
+        logits.expand(2000, 4), top_p=0.8, temperature=1.0, generator=torch.Generator().manual_seed(0)
+    )
     assert set(draws.tolist()) == {0, 1}
-    hot = sample_nucleus(logits.expand(2000, 4), top_p=0.999, temperature=5.0, generator=torch.Generator().manual_seed(0))
+    hot = sample_nucleus(
+        logits.expand(2000, 4), top_p=0.999, temperature=5.0, generator=torch.Generator().manual_seed(0)
+    )
     assert set(hot.tolist()) == {0, 1, 2, 3}
-    everything = sample_nucleus(logits.expand(2000, 4), top_p=1.0, temperature=1.0,
-                                generator=torch.Generator().manual_seed(0))
+    everything = sample_nucleus(
+        logits.expand(2000, 4), top_p=1.0, temperature=1.0, generator=torch.Generator().manual_seed(0)
+    )
     assert frequencies_match(everything, torch.softmax(logits[0], -1), torch.ones(4, dtype=torch.bool)) < 0.05
 
 
 def test_the_same_generator_seed_draws_the_same_tokens_with_or_without_scratch():
     logits = torch.randn(64, 5000, generator=torch.Generator().manual_seed(3)) * 2
-    draw = lambda seed, scratch=None: sample_nucleus(logits, top_p=0.95, temperature=1.0, scratch=scratch,
-                                                     generator=torch.Generator().manual_seed(seed))
+    draw = lambda seed, scratch=None: sample_nucleus(
+        logits, top_p=0.95, temperature=1.0, scratch=scratch, generator=torch.Generator().manual_seed(seed)
+    )
     assert torch.equal(draw(5), draw(5)) and not torch.equal(draw(5), draw(6))
     assert torch.equal(draw(5), draw(5, torch.empty(64, 5000)))
 
@@ -165,8 +175,9 @@ def test_broken_logits_and_settings_are_refused_by_name():
 def test_on_a_gpu_the_draws_lie_in_the_nucleus_and_follow_it():
     logits = torch.randn(1, 3000, generator=torch.Generator().manual_seed(3)) * 4
     allowed = reference_nucleus(logits, 0.9)[0]
-    draws = sample_nucleus(logits.expand(20_000, -1).cuda(), top_p=0.9, temperature=1.0,
-                           generator=torch.Generator().manual_seed(4)).cpu()
+    draws = sample_nucleus(
+        logits.expand(20_000, -1).cuda(), top_p=0.9, temperature=1.0, generator=torch.Generator().manual_seed(4)
+    ).cpu()
     assert allowed[draws].all() and frequencies_match(draws, torch.softmax(logits[0], -1), allowed) < 0.02
 
 
@@ -178,9 +189,17 @@ def test_rows_that_leave_the_batch_keep_the_others_on_their_own_cache(smollm2):
 
     model, tokenizer = smollm2
     stop = tokenizer.convert_tokens_to_ids(".")
-    rows = sample_rows(model, n=12, start_token=tokenizer.bos_token_id, end_token=stop,
-                       max_new_tokens=24, top_p=0.5, temperature=1.0, batch_size=12,
-                       generator=torch.Generator().manual_seed(11))
+    rows = sample_rows(
+        model,
+        n=12,
+        start_token=tokenizer.bos_token_id,
+        end_token=stop,
+        max_new_tokens=24,
+        top_p=0.5,
+        temperature=1.0,
+        batch_size=12,
+        generator=torch.Generator().manual_seed(11),
+    )
     assert len(rows.tokens) == 12 and any(rows.ended) and not all(rows.ended)  # some rows left early
     assert rows.computed_tokens < 12 * 24
     for tokens, ended in zip(rows.tokens, rows.ended):
@@ -200,12 +219,28 @@ def test_prompts_are_continued_in_the_nucleus_and_each_row_stops_at_its_own_limi
     from textmetric_bench.features.lm_sampling import nucleus_mask_sorted, sample_rows
 
     model, tokenizer = smollm2
-    texts = ["How do I top up my card", "I would like to cancel a transfer", "Why was my payment declined",
-             "Where can I see my PIN", "My card has not arrived yet", "Can I change the currency of my account"]
+    texts = [
+        "How do I top up my card",
+        "I would like to cancel a transfer",
+        "Why was my payment declined",
+        "Where can I see my PIN",
+        "My card has not arrived yet",
+        "Can I change the currency of my account",
+    ]
     prompts = [[tokenizer.bos_token_id, *tokenizer(t, add_special_tokens=False)["input_ids"][:3]] for t in texts]
     limits = [2, 9, 5, 14, 1, 7]
-    rows = sample_rows(model, n=6, end_token=tokenizer.eos_token_id, max_new_tokens=12, top_p=0.5, temperature=1.0,
-                       batch_size=4, generator=torch.Generator().manual_seed(3), prompts=prompts, row_limits=limits)
+    rows = sample_rows(
+        model,
+        n=6,
+        end_token=tokenizer.eos_token_id,
+        max_new_tokens=12,
+        top_p=0.5,
+        temperature=1.0,
+        batch_size=4,
+        generator=torch.Generator().manual_seed(3),
+        prompts=prompts,
+        row_limits=limits,
+    )
     for tokens, ended, limit in zip(rows.tokens, rows.ended, limits):
         assert len(tokens) + ended <= min(limit, 12) and (ended or len(tokens) == min(limit, 12))
     assert rows.computed_tokens < 6 * 4 + sum(min(x, 12) for x in limits)  # the prompts pass once each
@@ -225,14 +260,19 @@ def test_a_row_alone_stopped_at_its_limit_draws_the_start_of_what_it_draws_unlim
     from textmetric_bench.features.lm_sampling import sample_rows
 
     model, tokenizer = smollm2
-    common = dict(n=1, end_token=tokenizer.eos_token_id, max_new_tokens=20, top_p=0.9, temperature=1.0,
-                  batch_size=1)
+    common = dict(n=1, end_token=tokenizer.eos_token_id, max_new_tokens=20, top_p=0.9, temperature=1.0, batch_size=1)
     drawn = []
     for seed in (8, 9):
-        free = sample_rows(model, start_token=tokenizer.bos_token_id, generator=torch.Generator().manual_seed(seed),
-                           **common)
-        limited = sample_rows(model, prompts=[[tokenizer.bos_token_id]], row_limits=[6],
-                              generator=torch.Generator().manual_seed(seed), **common)
+        free = sample_rows(
+            model, start_token=tokenizer.bos_token_id, generator=torch.Generator().manual_seed(seed), **common
+        )
+        limited = sample_rows(
+            model,
+            prompts=[[tokenizer.bos_token_id]],
+            row_limits=[6],
+            generator=torch.Generator().manual_seed(seed),
+            **common,
+        )
         assert len(free.tokens[0]) > 6 and free.tokens[0][:6] == limited.tokens[0] and not limited.ended[0]
         drawn.append(free.tokens[0])
     assert drawn[0] != drawn[1]
@@ -258,8 +298,19 @@ SAMPLE_IN_A_PROCESS = """if True:
 @pytest.mark.slow  # three processes each load the model: 30 s idle, 100 s on a busy machine
 def test_the_same_seed_samples_the_same_texts_in_separate_processes(smollm2, smollm2_cfg, cache_dir):
     def run(seed: int) -> list[str]:
-        done = subprocess.run([sys.executable, "-c", SAMPLE_IN_A_PROCESS, json.dumps({**smollm2_cfg, "device": "cpu"}),
-                               str(cache_dir), str(seed)], capture_output=True, text=True, timeout=600)
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                SAMPLE_IN_A_PROCESS,
+                json.dumps({**smollm2_cfg, "device": "cpu"}),
+                str(cache_dir),
+                str(seed),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
         assert done.returncode == 0, done.stderr[-2000:]
         return json.loads(done.stdout.strip().splitlines()[-1])
 

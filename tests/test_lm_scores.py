@@ -36,7 +36,8 @@ def test_an_interrupted_pass_keeps_the_chunks_it_finished(tmp_path, monkeypatch)
         scorer.cached("length", texts, fake_compute_that_dies)
     assert calls[0] == ["b", "aa"]  # shortest first, so batches pad little
     calls.clear()
-    out = scorer.cached("length", texts, lambda batch: calls.append(list(batch)) or
-                        [np.array([float(len(t))]) for t in batch])
+    out = scorer.cached(
+        "length", texts, lambda batch: calls.append(list(batch)) or [np.array([float(len(t))]) for t in batch]
+    )
     assert sorted(t for c in calls for t in c) == ["cccc", "ddd", "eeeee"]  # the first chunk was kept
     assert [float(v[0]) for v in out] == [2.0, 1.0, 4.0, 3.0, 5.0]

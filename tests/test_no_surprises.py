@@ -47,8 +47,10 @@ def write_jsonl(path: Path, texts: list[str], field: str = "text") -> Path:
 
 # --- a config group where the metric list is meant -------------------------------------------------------------
 
-@pytest.mark.parametrize("override,listed", [("metric=fid", "fid"), ("metric=[chi,fid]", "chi,fid"),
-                                             ("metric=chi,fid", "chi,fid")])
+
+@pytest.mark.parametrize(
+    "override,listed", [("metric=fid", "fid"), ("metric=[chi,fid]", "chi,fid"), ("metric=chi,fid", "chi,fid")]
+)
 def test_a_metric_group_without_a_metric_list_says_to_write_metrics(override, listed):
     problems = metric_override_problems([override])
     assert len(problems) == 1 and problems[0].startswith(override), problems
@@ -62,44 +64,57 @@ def test_a_metric_group_with_the_metric_list_is_accepted(overrides):
 
 # --- a misspelt key ----------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("overrides,line", [
-    (["repetiton=2"], "repetiton=2: there is no setting 'repetiton'; did you mean repetitions=2?"),
-    (["engine.worker=2"], "engine.worker=2: there is no setting 'engine.worker'; did you mean engine.workers=2?"),
-    (["task=robustness", "n_rf=50"], "n_rf=50: there is no setting 'n_rf'; did you mean n_ref=50?"),  # a task's own
-    (["xyzzy=1"], "(to add a key of your own, write +xyzzy=1)"),
-    (["repetiton=2,3"], "repetiton=2,3: there is no setting 'repetiton'; did you mean repetitions=2,3?"),  # swept
-])
+
+@pytest.mark.parametrize(
+    "overrides,line",
+    [
+        (["repetiton=2"], "repetiton=2: there is no setting 'repetiton'; did you mean repetitions=2?"),
+        (["engine.worker=2"], "engine.worker=2: there is no setting 'engine.worker'; did you mean engine.workers=2?"),
+        (["task=robustness", "n_rf=50"], "n_rf=50: there is no setting 'n_rf'; did you mean n_ref=50?"),  # a task's own
+        (["xyzzy=1"], "(to add a key of your own, write +xyzzy=1)"),
+        (["repetiton=2,3"], "repetiton=2,3: there is no setting 'repetiton'; did you mean repetitions=2,3?"),  # swept
+    ],
+)
 def test_a_misspelt_key_gets_one_line_with_the_closest_keys(overrides, line):
     problems = unknown_key_problems(overrides)
     assert len(problems) == 1 and line in problems[0], problems
 
 
 def test_two_misspelt_keys_get_a_line_each_and_good_ones_none():
-    assert [p.split(":")[0] for p in unknown_key_problems(["k=5", "repetiton=2", "seedd=1"])] == \
-        ["repetiton=2", "seedd=1"]
+    assert [p.split(":")[0] for p in unknown_key_problems(["k=5", "repetiton=2", "seedd=1"])] == [
+        "repetiton=2",
+        "seedd=1",
+    ]
     assert unknown_key_problems(["k=5", "repetitions=2", "+my_note=x", "metric.chi.top=3", "n=10,20"]) == []
 
 
 # --- the user's files given to a pair card -----------------------------------------------------------------------
 
+
 def test_pair_files_without_pair_files_say_to_write_it():
-    line = "pair.a=x.jsonl pair.b=y.csv: pair=fortune_computing_people is a pair card and takes no files; " \
-           "for your own files write pair=files pair.a=x.jsonl pair.b=y.csv"
+    line = (
+        "pair.a=x.jsonl pair.b=y.csv: pair=fortune_computing_people is a pair card and takes no files; "
+        "for your own files write pair=files pair.a=x.jsonl pair.b=y.csv"
+    )
     assert unknown_key_problems(["pair.a=x.jsonl", "pair.b=y.csv"]) == [line]
     assert unknown_key_problems(["pair.a=x.jsonl"])[0].endswith("pair=files pair.a=x.jsonl pair.b=texts_b.jsonl")
 
 
 def test_hydras_hint_plus_pair_a_is_refused_by_the_validation(tmp_path):
-    cfg = compose_config(["+pair.a=mine.jsonl", "+pair.b=theirs.csv", "+pair.b_field=body",
-                          f"data.cache_dir={tmp_path}"])
+    cfg = compose_config(
+        ["+pair.a=mine.jsonl", "+pair.b=theirs.csv", "+pair.b_field=body", f"data.cache_dir={tmp_path}"]
+    )
     with pytest.raises(ConfigError) as refused:
         validate_config(cfg, tmp_path / "run")
-    assert ("given to the pair card 'fortune_computing_people': the run would be filed under and compared with "
-            "'fortune_computing_people'; for your own files write pair=files pair.a=mine.jsonl pair.b=theirs.csv "
-            "pair.b_field=body") in str(refused.value)
+    assert (
+        "given to the pair card 'fortune_computing_people': the run would be filed under and compared with "
+        "'fortune_computing_people'; for your own files write pair=files pair.a=mine.jsonl pair.b=theirs.csv "
+        "pair.b_field=body"
+    ) in str(refused.value)
 
 
 # --- failed attempts leave no run directory ----------------------------------------------------------------------
+
 
 def hydra_entered(run_dir: Path) -> Path:
     """What Hydra writes when it enters a run: its config files and the log."""
@@ -128,6 +143,7 @@ def test_a_run_directory_with_results_or_holding_the_start_directory_is_kept(tmp
 
 # --- the report of several runs, a sweep's end and its table ----------------------------------------------------
 
+
 def test_a_report_of_several_runs_goes_to_a_new_directory_never_a_runs_own(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     a, b = tmp_path / "a", tmp_path / "b"
@@ -147,39 +163,64 @@ def test_a_report_of_several_runs_goes_to_a_new_directory_never_a_runs_own(tmp_p
 
 def test_sweep_table_gives_each_warning_once_with_the_jobs_it_applies_to(tmp_path):
     few = "only 2 repetitions (fewer than 5): intervals are rough"
-    long = pd.DataFrame([{"pair": "p", "k": k, "n": 12, "task": "ksc", "run_dir": str(tmp_path / str(job)),
-                          "metric": m, "measure": "A", "mean": 0.7, "warning": few if job < 3 else ""}
-                         for job, k in enumerate((4, 5, 6, 7)) for m in ("chi", "fid")])
+    long = pd.DataFrame(
+        [
+            {
+                "pair": "p",
+                "k": k,
+                "n": 12,
+                "task": "ksc",
+                "run_dir": str(tmp_path / str(job)),
+                "metric": m,
+                "measure": "A",
+                "mean": 0.7,
+                "warning": few if job < 3 else "",
+            }
+            for job, k in enumerate((4, 5, 6, 7))
+            for m in ("chi", "fid")
+        ]
+    )
     table = sweep_markdown(long, tmp_path)
     assert table.count("Warning") == 1 and f"**Warning (3 of 4 jobs: 0, 1, 2): {few}.**" in table
     long["warning"] = few
     assert f"**Warning (all 4 jobs): {few}.**" in sweep_markdown(long, tmp_path)
 
 
-@pytest.mark.parametrize("argv0,aggregate", [
-    ("/venv/bin/textmetric-bench", "textmetric-bench-aggregate"),
-    ("/checkout/bench/__main__.py", "python -m textmetric_bench.reports.sweep.aggregate"),
-])
+@pytest.mark.parametrize(
+    "argv0,aggregate",
+    [
+        ("/venv/bin/textmetric-bench", "textmetric-bench-aggregate"),
+        ("/checkout/bench/__main__.py", "python -m textmetric_bench.reports.sweep.aggregate"),
+    ],
+)
 def test_a_sweep_ends_naming_its_directory_and_the_aggregate_command(tmp_path, monkeypatch, argv0, aggregate):
     monkeypatch.setattr(sys, "argv", [argv0, "-m", "k=4,5"])
     assert sweep_end_lines(tmp_path) == [
         f"sweep directory: {tmp_path}",
-        f"summarise its jobs (sweep_table.md, sweep_summary.csv): {aggregate} {tmp_path}"]
+        f"summarise its jobs (sweep_table.md, sweep_summary.csv): {aggregate} {tmp_path}",
+    ]
 
 
 # --- the card command --------------------------------------------------------------------------------------------
+
 
 def test_the_card_command_takes_a_field_per_file(fortune, tmp_path, caplog):
     a = write_jsonl(tmp_path / "a.jsonl", fortune[0][:20], field="text")
     b = write_jsonl(tmp_path / "b.jsonl", fortune[1][:25], field="body")
     out = tmp_path / "cards"
     written = write_cards([a, b], name=None, field=["text", "body"], out=out, pair="mine", force=False)
-    assert written[:2] == [f"wrote {out / 'corpora' / 'a.yaml'}: 20 texts", f"wrote {out / 'corpora' / 'b.yaml'}: 25 texts"]
+    assert written[:2] == [
+        f"wrote {out / 'corpora' / 'a.yaml'}: 20 texts",
+        f"wrote {out / 'corpora' / 'b.yaml'}: 25 texts",
+    ]
     assert 'text_field: "body"' in (out / "corpora" / "b.yaml").read_text()
     assert f"card {out / 'corpora' / 'b.yaml'}: its licence is still to be filled in" in caplog.text
     assert ".part" not in caplog.text  # the cards checked before they were moved in are not named
-    with pytest.raises(ConfigError, match=r"--field is given 3 times for 2 FILEs: give it once \(every file\) or once "
-                                          r"per FILE in their order, e.g. a.jsonl b.jsonl --field text --field body"):
+    with pytest.raises(
+        ConfigError,
+        match=r"--field is given 3 times for 2 FILEs: give it once \(every file\) or once "
+        r"per FILE in their order, e.g. a.jsonl b.jsonl --field text --field body",
+    ):
         write_cards([a, b], name=None, field=["text", "body", "x"], out=None, pair=None, force=False)
 
 
@@ -187,8 +228,11 @@ def test_the_card_command_writes_nothing_unless_every_file_succeeds(fortune, tmp
     a = write_jsonl(tmp_path / "a.jsonl", fortune[0][:20])
     b = write_jsonl(tmp_path / "b.jsonl", fortune[1][:20], field="body")  # no field `text`
     out = tmp_path / "cards"
-    with pytest.raises(DataError, match=r"line 1 has no field 'text' \(its fields: \['body'\]\); name the text field "
-                                         r"in --field \(once per FILE, in their order, if the files differ\)"):
+    with pytest.raises(
+        DataError,
+        match=r"line 1 has no field 'text' \(its fields: \['body'\]\); name the text field "
+        r"in --field \(once per FILE, in their order, if the files differ\)",
+    ):
         write_cards([a, b], name=None, field=None, out=out, pair="mine", force=False)
     assert not out.exists() or not [p for p in out.rglob("*") if p.is_file()]
     (out / "pairs").mkdir(parents=True)
@@ -198,8 +242,13 @@ def test_the_card_command_writes_nothing_unless_every_file_succeeds(fortune, tmp
     assert [p.name for p in out.rglob("*") if p.is_file()] == ["mine.yaml"]
 
 
-@pytest.mark.parametrize("argv0,run", [("/venv/bin/textmetric-bench-card", "textmetric-bench"),
-                                       ("/checkout/bench/data/make_card.py", "python -m textmetric_bench")])
+@pytest.mark.parametrize(
+    "argv0,run",
+    [
+        ("/venv/bin/textmetric-bench-card", "textmetric-bench"),
+        ("/checkout/bench/data/make_card.py", "python -m textmetric_bench"),
+    ],
+)
 def test_the_card_command_names_the_program_the_way_the_user_ran_it(fortune, tmp_path, monkeypatch, argv0, run):
     monkeypatch.setattr(sys, "argv", [argv0])
     a = write_jsonl(tmp_path / "a.jsonl", fortune[0][:20])
@@ -210,19 +259,24 @@ def test_the_card_command_names_the_program_the_way_the_user_ran_it(fortune, tmp
 
 # --- the command line, as a user runs it -------------------------------------------------------------------------
 
+
 def cli(cwd: Path, program: str, *args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "BENCH_CACHE_DIR": str(cwd / "cache")}
-    return subprocess.run([str(BIN / program), *args], cwd=cwd, env=env, capture_output=True, text=True,
-                          timeout=300, check=False)
+    return subprocess.run(
+        [str(BIN / program), *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=300, check=False
+    )
 
 
-@pytest.mark.parametrize("args,line", [
-    (["metric=fid"], "error: metric=fid chooses which metrics' parameters are composed"),
-    (["repetiton=2"], "error: repetiton=2: there is no setting 'repetiton'; did you mean repetitions=2?"),
-    (["pair.a=mine.jsonl", "pair.b=theirs.jsonl"], "for your own files write pair=files pair.a=mine.jsonl"),
-    (["+pair.a=mine.jsonl", "+pair.b=theirs.jsonl"], "for your own files write pair=files pair.a=mine.jsonl"),
-    (["seed=-1"], "error: seed=-1 is not valid"),  # refused inside the app, after Hydra made the run directory
-])
+@pytest.mark.parametrize(
+    "args,line",
+    [
+        (["metric=fid"], "error: metric=fid chooses which metrics' parameters are composed"),
+        (["repetiton=2"], "error: repetiton=2: there is no setting 'repetiton'; did you mean repetitions=2?"),
+        (["pair.a=mine.jsonl", "pair.b=theirs.jsonl"], "for your own files write pair=files pair.a=mine.jsonl"),
+        (["+pair.a=mine.jsonl", "+pair.b=theirs.jsonl"], "for your own files write pair=files pair.a=mine.jsonl"),
+        (["seed=-1"], "error: seed=-1 is not valid"),  # refused inside the app, after Hydra made the run directory
+    ],
+)
 def test_the_command_line_refuses_a_surprise_in_one_line_and_leaves_no_run_directory(fortune, tmp_path, args, line):
     write_jsonl(tmp_path / "mine.jsonl", fortune[0][:30])
     write_jsonl(tmp_path / "theirs.jsonl", fortune[1][:30])
@@ -245,7 +299,19 @@ def test_the_command_line_card_command_writes_all_or_nothing_and_names_itself(fo
     write_jsonl(tmp_path / "b.jsonl", fortune[1][:20], field="body")
     failed = cli(tmp_path, "textmetric-bench-card", "a.jsonl", "b.jsonl", "--out", "cards", "--pair", "mine")
     assert failed.returncode != 0 and failed.stderr.startswith("error: ") and not (tmp_path / "cards").exists()
-    done = cli(tmp_path, "textmetric-bench-card", "a.jsonl", "b.jsonl", "--field", "text", "--field", "body",
-               "--out", "cards", "--pair", "mine")
+    done = cli(
+        tmp_path,
+        "textmetric-bench-card",
+        "a.jsonl",
+        "b.jsonl",
+        "--field",
+        "text",
+        "--field",
+        "body",
+        "--out",
+        "cards",
+        "--pair",
+        "mine",
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip().splitlines()[-1] == "run it: textmetric-bench data.cards=[cards] pair.name=mine"

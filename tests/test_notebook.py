@@ -16,7 +16,9 @@ NOTEBOOK = PROJECT_ROOT / "docs" / "notebooks" / "plugin.ipynb"
 
 def execute(notebook: nbformat.NotebookNode, cwd, timeout: int = 600) -> nbformat.NotebookNode:
     """Run every cell in a fresh kernel of this Python, in ``cwd``; a cell that raises fails with its traceback."""
-    NotebookClient(notebook, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(cwd)}}).execute()
+    NotebookClient(
+        notebook, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(cwd)}}
+    ).execute()
     return notebook
 
 
@@ -48,18 +50,24 @@ def test_the_plugin_notebook_runs_end_to_end(tmp_path, monkeypatch):
 
 def test_auto_progress_draws_a_widget_bar_in_a_real_kernel(tmp_path):
     notebook = nbformat.v4.new_notebook()
-    notebook.cells = [nbformat.v4.new_code_cell(
-        "from tqdm.notebook import tqdm_notebook\n"
-        "from textmetric_bench.console import bars_shown, progress_bar\n"
-        "bar = progress_bar(total=1, desc='x', unit='x')\n"
-        "print(bars_shown(), isinstance(bar, tqdm_notebook), bar.disable)")]
+    notebook.cells = [
+        nbformat.v4.new_code_cell(
+            "from tqdm.notebook import tqdm_notebook\n"
+            "from textmetric_bench.console import bars_shown, progress_bar\n"
+            "bar = progress_bar(total=1, desc='x', unit='x')\n"
+            "print(bars_shown(), isinstance(bar, tqdm_notebook), bar.disable)"
+        )
+    ]
     out = execute(notebook, tmp_path, timeout=120).cells[0].outputs
     printed = "".join(o.get("text", "") for o in out if o.output_type == "stream" and o.name == "stdout")
     assert printed.split() == ["True", "True", "False"]  # shown, as a widget
 
 
-@pytest.mark.parametrize("cell", [c for c in nbformat.read(NOTEBOOK, as_version=4).cells if c.cell_type == "code"],
-                         ids=lambda c: c.source.splitlines()[0][:40])
+@pytest.mark.parametrize(
+    "cell",
+    [c for c in nbformat.read(NOTEBOOK, as_version=4).cells if c.cell_type == "code"],
+    ids=lambda c: c.source.splitlines()[0][:40],
+)
 def test_the_notebook_is_stored_without_outputs(cell):
     """Its numbers come from running it, never from a stored copy (the docs site shows the code)."""
     assert cell.outputs == [] and cell.execution_count is None

@@ -51,8 +51,17 @@ def register(name: str) -> None:
 
 def ksc_config(cache_dir, mirror_dir, metrics):
     """A small real KSC study: the fortune pair, k = 4, n = 20, 2 repetitions."""
-    return compose_config([f"metrics=[{','.join(metrics)}]", "k=4", "n=20", "repetitions=2", "progress=false",
-                           f"data.cache_dir={cache_dir}", f"data.mirror={mirror_dir}"])
+    return compose_config(
+        [
+            f"metrics=[{','.join(metrics)}]",
+            "k=4",
+            "n=20",
+            "repetitions=2",
+            "progress=false",
+            f"data.cache_dir={cache_dir}",
+            f"data.mirror={mirror_dir}",
+        ]
+    )
 
 
 @pytest.fixture(scope="module")
@@ -90,9 +99,12 @@ def test_a_similarity_scores_exactly_as_its_negation(ksc_run):
 def test_tables_and_charts_mark_the_similarity(ksc_run):
     _, out, _ = ksc_run
     manifest = json.loads((out / "run.json").read_text())
-    assert manifest["orientation"] == {"cosine_similarity": "similarity", "cosine_negated": "distance",
-                                       "cosine_similarity_unflagged": "distance",
-                                       "cosine_negated_flagged": "similarity"}
+    assert manifest["orientation"] == {
+        "cosine_similarity": "similarity",
+        "cosine_negated": "distance",
+        "cosine_similarity_unflagged": "distance",
+        "cosine_negated_flagged": "similarity",
+    }
     measures = pd.read_csv(out / "measures.csv")
     assert set(measures.loc[measures["metric"] == "cosine_similarity", "orientation"]) == {"similarity"}
     table = pd.read_csv(out / "table3.csv", index_col="metric")
@@ -112,7 +124,7 @@ def test_a_metric_flagged_the_wrong_way_round_is_reported(ksc_run, caplog, tmp_p
     assert "drop higher_is_more_different=False" in warnings["cosine_negated_flagged"]
     assert json.loads((out / "run.json").read_text())["orientation_warnings"] == warnings
     text = (out / "table3.md").read_text()
-    notes = text[text.index("## Orientation"):]
+    notes = text[text.index("## Orientation") :]
     assert "`cosine_similarity_unflagged`" in notes and "`cosine_negated_flagged`" in notes
     assert "cosine_similarity`" not in notes and "`cosine_negated`" not in notes
     # The warning is logged as well: rerun in a copy of the directory (every evaluation is reused).
@@ -123,8 +135,7 @@ def test_a_metric_flagged_the_wrong_way_round_is_reported(ksc_run, caplog, tmp_p
     assert any("'cosine_similarity_unflagged'" in m and "higher_is_more_different=False" in m for m in logged)
 
 
-def test_an_earlier_metric_keeps_its_orientation_after_its_plugin_is_gone(ksc_run, tmp_path, cache_dir,
-                                                                          mirror_dir):
+def test_an_earlier_metric_keeps_its_orientation_after_its_plugin_is_gone(ksc_run, tmp_path, cache_dir, mirror_dir):
     _, out, result = ksc_run
     again = shutil.copytree(out, tmp_path / "again")
     unregister("cosine_similarity")
@@ -134,8 +145,11 @@ def test_an_earlier_metric_keeps_its_orientation_after_its_plugin_is_gone(ksc_ru
         register("cosine_similarity")
     assert "cosine_similarity" in later.info["earlier_metrics"]
     assert later.info["orientation"]["cosine_similarity"] == "similarity"
-    assert np.array_equal(per_metric(later.measures, "cosine_similarity", KSC_MEASURES),
-                          per_metric(result.measures, "cosine_similarity", KSC_MEASURES), equal_nan=True)
+    assert np.array_equal(
+        per_metric(later.measures, "cosine_similarity", KSC_MEASURES),
+        per_metric(result.measures, "cosine_similarity", KSC_MEASURES),
+        equal_nan=True,
+    )
 
 
 @pytest.mark.parametrize("s_size,s_inf", [([0.91, 0.93, 0.95], 0.94), ([0.2, 0.5], 0.4)])

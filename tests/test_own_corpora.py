@@ -82,8 +82,11 @@ def local_card(cards: Path, name: str, file: str, *, fmt: str = "jsonl", extra: 
     (cards / "corpora").mkdir(parents=True, exist_ok=True)
     option = {"jsonl": "  text_field: text\n", "csv": "  text_column: text\n", "txt": ""}[fmt]
     path = cards / "corpora" / f"{name}.yaml"
-    path.write_text(f"name: {name}\ndescription: my texts\nlicence: CC0\nfiles:\n  - path: {file}\n{extra}"
-                    f"parser:\n  format: {fmt}\n{option}", encoding="utf-8")
+    path.write_text(
+        f"name: {name}\ndescription: my texts\nlicence: CC0\nfiles:\n  - path: {file}\n{extra}"
+        f"parser:\n  format: {fmt}\n{option}",
+        encoding="utf-8",
+    )
     return path
 
 
@@ -117,10 +120,14 @@ def test_user_cards_come_first_then_the_environment_then_the_built_in_ones(fortu
     assert list(a.texts) == fortune[0][:30] and b.name == "fortune_people" and len(b.texts) > 1000
 
 
-@pytest.mark.parametrize("make, parts", [
-    (lambda d: d / "nowhere", ["cards directory", "nowhere", "does not exist", "data.cards"]),
-    (lambda d: d, ["has no corpora/ or pairs/ folder", "corpora/<name>.yaml"]),
-], ids=["missing", "flat"])
+@pytest.mark.parametrize(
+    "make, parts",
+    [
+        (lambda d: d / "nowhere", ["cards directory", "nowhere", "does not exist", "data.cards"]),
+        (lambda d: d, ["has no corpora/ or pairs/ folder", "corpora/<name>.yaml"]),
+    ],
+    ids=["missing", "flat"],
+)
 def test_a_cards_directory_that_cannot_hold_cards_is_refused(make, parts, tmp_path):
     (tmp_path / "loose.yaml").write_text("name: loose\n")
     with pytest.raises(ConfigError) as err:
@@ -128,12 +135,16 @@ def test_a_cards_directory_that_cannot_hold_cards_is_refused(make, parts, tmp_pa
     assert all(part in str(err.value) for part in parts), err.value
 
 
-@pytest.mark.parametrize("extra, fmt_options, field", [
-    ("    url: https://example.org/x.jsonl\norigin:\n  kind: local\n", "", "files[0].url"),
-    ("    sha256: 12ab\n", "", "files[0].sha256"),
-    ("", "  text_feld: body\n", "parser.text_feld"),
-    ("", "  encoding: utf-99\n", "parser.encoding"),
-], ids=["url-on-a-local-card", "short-sha256", "misspelt-option", "unknown-encoding"])
+@pytest.mark.parametrize(
+    "extra, fmt_options, field",
+    [
+        ("    url: https://example.org/x.jsonl\norigin:\n  kind: local\n", "", "files[0].url"),
+        ("    sha256: 12ab\n", "", "files[0].sha256"),
+        ("", "  text_feld: body\n", "parser.text_feld"),
+        ("", "  encoding: utf-99\n", "parser.encoding"),
+    ],
+    ids=["url-on-a-local-card", "short-sha256", "misspelt-option", "unknown-encoding"],
+)
 def test_a_card_with_a_bad_option_names_the_card_and_the_field(extra, fmt_options, field, tmp_path):
     path = local_card(tmp_path, "bad", "bad.jsonl", extra=extra)
     path.write_text(path.read_text() + fmt_options)
@@ -161,8 +172,19 @@ def pair_problem(tmp_path: Path, monkeypatch, a: str, b: str = "b.csv", *overrid
     from textmetric_bench.tasks.ksc import run_ksc
 
     monkeypatch.chdir(tmp_path)
-    cfg = compose_config(["pair=files", f"pair.a={a}", f"pair.b={b}", "k=3", "n=10", "repetitions=1",
-                          "metrics=[chi]", "progress=false", *overrides])
+    cfg = compose_config(
+        [
+            "pair=files",
+            f"pair.a={a}",
+            f"pair.b={b}",
+            "k=3",
+            "n=10",
+            "repetitions=1",
+            "metrics=[chi]",
+            "progress=false",
+            *overrides,
+        ]
+    )
     try:
         validate_config(cfg)
         run_ksc(cfg, tmp_path / "run")
@@ -171,20 +193,45 @@ def pair_problem(tmp_path: Path, monkeypatch, a: str, b: str = "b.csv", *overrid
     raise AssertionError("no error")
 
 
-@pytest.mark.parametrize("name, content, parts", [
-    ("a.jsonl", None, ["a.jsonl", "does not exist", "pair.a", "directory the command was started in"]),
-    ("a.xlsx", b"x", ["a.xlsx", "(pair.a)", "unknown file type '.xlsx'", ".jsonl, .csv, .tsv, .txt, .parquet"]),
-    ("a.jsonl", b'{"text": "one"}\n{"text": "two"}\n{"text": "three"\n',
-     ["a.jsonl: line 3 is not valid JSON", "fix the file"]),
-    ("a.jsonl", b'{"body": "one", "id": 1}\n', ["a.jsonl: line 1 has no field 'text'", "['body', 'id']",
-                                                "pair.a_field (or pair.text_field for both files)"]),
-    ("a.csv", b"id,body\n1,one\n", ["a.csv: line 1 (the header) has columns ['id', 'body'] but no 'text'",
-                                   "pair.a_field"]),
-    ("a.jsonl", b'{"text": 17}\n', ["a.jsonl: line 1 ['text'] holds int 17, not a text", "pair.a_field"]),
-    ("a.txt", b"\n \n", ["a.txt is empty", "put texts in it"]),
-    ("a.csv", b"text\n", ["a.csv holds no record", "only a header"]),
-], ids=["missing", "unknown-extension", "jsonl-line-not-json", "jsonl-missing-field", "csv-missing-column",
-        "jsonl-not-a-text", "empty", "header-only"])
+@pytest.mark.parametrize(
+    "name, content, parts",
+    [
+        ("a.jsonl", None, ["a.jsonl", "does not exist", "pair.a", "directory the command was started in"]),
+        ("a.xlsx", b"x", ["a.xlsx", "(pair.a)", "unknown file type '.xlsx'", ".jsonl, .csv, .tsv, .txt, .parquet"]),
+        (
+            "a.jsonl",
+            b'{"text": "one"}\n{"text": "two"}\n{"text": "three"\n',
+            ["a.jsonl: line 3 is not valid JSON", "fix the file"],
+        ),
+        (
+            "a.jsonl",
+            b'{"body": "one", "id": 1}\n',
+            [
+                "a.jsonl: line 1 has no field 'text'",
+                "['body', 'id']",
+                "pair.a_field (or pair.text_field for both files)",
+            ],
+        ),
+        (
+            "a.csv",
+            b"id,body\n1,one\n",
+            ["a.csv: line 1 (the header) has columns ['id', 'body'] but no 'text'", "pair.a_field"],
+        ),
+        ("a.jsonl", b'{"text": 17}\n', ["a.jsonl: line 1 ['text'] holds int 17, not a text", "pair.a_field"]),
+        ("a.txt", b"\n \n", ["a.txt is empty", "put texts in it"]),
+        ("a.csv", b"text\n", ["a.csv holds no record", "only a header"]),
+    ],
+    ids=[
+        "missing",
+        "unknown-extension",
+        "jsonl-line-not-json",
+        "jsonl-missing-field",
+        "csv-missing-column",
+        "jsonl-not-a-text",
+        "empty",
+        "header-only",
+    ],
+)
 def test_a_bad_file_names_itself_the_line_or_field_and_the_fix(name, content, parts, fortune, tmp_path, monkeypatch):
     write_texts(tmp_path / "b.csv", fortune[1][:30])
     if content is not None:
@@ -209,12 +256,16 @@ def test_too_few_texts_for_k_and_n_names_the_file_and_the_count_needed(fortune, 
     assert "lower n or k" in message
 
 
-@pytest.mark.parametrize("overrides, parts", [
-    (["pair=files", "pair.b=b.csv"], ["pair.a is not set", "e.g. pair.a=texts_a.jsonl"]),
-    (["pair=files", "pair.a=b.csv", "pair.b=./b.csv"], ["pair.a and pair.b are the same file"]),
-    (["pair.name=mine", "data.cards=[nowhere]"], ["cards directory", "nowhere", "data.cards"]),
-    (["pair.name=mine"], ["unknown pair 'mine'", "data.cards=[DIR]", CARDS_ENV]),
-], ids=["a-unset", "same-file", "cards-dir-missing", "unknown-pair"])
+@pytest.mark.parametrize(
+    "overrides, parts",
+    [
+        (["pair=files", "pair.b=b.csv"], ["pair.a is not set", "e.g. pair.a=texts_a.jsonl"]),
+        (["pair=files", "pair.a=b.csv", "pair.b=./b.csv"], ["pair.a and pair.b are the same file"]),
+        (["pair.name=mine", "data.cards=[nowhere]"], ["cards directory", "nowhere", "data.cards"]),
+        (["pair.name=mine"], ["unknown pair 'mine'", "data.cards=[DIR]", CARDS_ENV]),
+    ],
+    ids=["a-unset", "same-file", "cards-dir-missing", "unknown-pair"],
+)
 def test_a_pair_config_that_cannot_work_fails_before_loading(overrides, parts, fortune, tmp_path, monkeypatch):
     write_texts(tmp_path / "b.csv", fortune[1][:30])
     monkeypatch.chdir(tmp_path)
@@ -226,26 +277,42 @@ def test_a_pair_config_that_cannot_work_fails_before_loading(overrides, parts, f
 # --- other tasks, and the IFC source ----------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("task, overrides", [
-    ("robustness", ["n_ref=20", "sizes=[10,20]", "imbalance_total=30", "repetitions=1"]),
-    ("perturb", ["n=10", "repetitions=1", "perturbations=[truncate]"]),
-])
-def test_robustness_and_perturb_read_a_file_pair_and_record_it(task, overrides, fortune, tmp_path, monkeypatch,
-                                                               cache_dir):
+@pytest.mark.parametrize(
+    "task, overrides",
+    [
+        ("robustness", ["n_ref=20", "sizes=[10,20]", "imbalance_total=30", "repetitions=1"]),
+        ("perturb", ["n=10", "repetitions=1", "perturbations=[truncate]"]),
+    ],
+)
+def test_robustness_and_perturb_read_a_file_pair_and_record_it(
+    task, overrides, fortune, tmp_path, monkeypatch, cache_dir
+):
     from textmetric_bench.tasks.perturb import run_perturb
     from textmetric_bench.tasks.robustness import run_robustness
 
     a = write_texts(tmp_path / "a.txt", fortune[0][:60])
     b = write_texts(tmp_path / "b.parquet", fortune[1][:60])
     monkeypatch.chdir(tmp_path)
-    cfg = compose_config([f"task={task}", "pair=files", "pair.a=a.txt", "pair.b=b.parquet", "metrics=[chi]",
-                          "progress=false", f"data.cache_dir={cache_dir}", *overrides])
+    cfg = compose_config(
+        [
+            f"task={task}",
+            "pair=files",
+            "pair.a=a.txt",
+            "pair.b=b.parquet",
+            "metrics=[chi]",
+            "progress=false",
+            f"data.cache_dir={cache_dir}",
+            *overrides,
+        ]
+    )
     validate_config(cfg)
     result = {"robustness": run_robustness, "perturb": run_perturb}[task](cfg, tmp_path / "run")
     sources = json.loads((tmp_path / "run" / "run.json").read_text())["sources"]
     assert result.info["pair"] == "a.txt vs b.parquet" and not result.failures
-    assert {name: s["files"][0]["sha256"] for name, s in sources.items()} == {"a.txt": sha256_of(a),
-                                                                           "b.parquet": sha256_of(b)}
+    assert {name: s["files"][0]["sha256"] for name, s in sources.items()} == {
+        "a.txt": sha256_of(a),
+        "b.parquet": sha256_of(b),
+    }
 
 
 def test_the_ifc_source_can_be_a_file_or_a_user_card(fortune, tmp_path, monkeypatch):
@@ -255,8 +322,18 @@ def test_the_ifc_source_can_be_a_file_or_a_user_card(fortune, tmp_path, monkeypa
     path = write_texts(tmp_path / "mine.csv", fortune[0][:80])
     local_card(tmp_path / "cards", "carded", str(path), fmt="csv")
     monkeypatch.chdir(tmp_path)
-    cfg = compose_config(["task=ifc", "ifc.source=mine.csv", "ifc.train_per_step=10", "ifc.corpus_size=10",
-                          "ifc.repetitions=1", "ifc.generate=false", "progress=false"], return_hydra_config=True)
+    cfg = compose_config(
+        [
+            "task=ifc",
+            "ifc.source=mine.csv",
+            "ifc.train_per_step=10",
+            "ifc.corpus_size=10",
+            "ifc.repetitions=1",
+            "ifc.generate=false",
+            "progress=false",
+        ],
+        return_hydra_config=True,
+    )
     assert "/ifc/mine/" in str(cfg.hydra.run.dir)  # the run directory is named after the file, not its path
     run = validate_config(cfg)
     assert ifc_source(run, "mine.csv", "text").record()["files"][0]["sha256"] == sha256_of(path)
@@ -279,8 +356,17 @@ def test_the_card_command_writes_a_card_that_reads_back_with_counts_and_checksum
     written = write_cards([path], name=None, field=None, out=out, pair=None, force=False)
     assert written[0] == f"wrote {out / 'corpora' / 'My_Texts.yaml'}: 30 texts"
     text = (out / "corpora" / "My_Texts.yaml").read_text()
-    for line in ("raw_texts: 33", "texts: 30", "duplicates: 2", "empty: 1", f"sha256: {sha256_of(path)}",
-                 'path: "../../My Texts.jsonl"', 'format: "jsonl"', 'text_field: "text"', "language: en"):
+    for line in (
+        "raw_texts: 33",
+        "texts: 30",
+        "duplicates: 2",
+        "empty: 1",
+        f"sha256: {sha256_of(path)}",
+        'path: "../../My Texts.jsonl"',
+        'format: "jsonl"',
+        'text_field: "text"',
+        "language: en",
+    ):
         assert line in text, line
     card = read_corpus_card(out / "corpora" / "My_Texts.yaml")
     assert card.origin == "local" and card.files[0].sha256 == sha256_of(path)

@@ -30,8 +30,9 @@ def run_in(directory: Path, *args: str, cache_dir: Path, module: str = "textmetr
     """``python -m <module> args`` started in ``directory``, importing this checkout's code."""
     inherited = {k: v for k, v in os.environ.items() if k != "BENCH_CARDS_PATH"}
     env = {**inherited, "PYTHONPATH": str(PROJECT_ROOT), "BENCH_CACHE_DIR": str(cache_dir), **(env or {})}
-    return subprocess.run([sys.executable, "-m", module, *args], cwd=directory, env=env, capture_output=True,
-                          text=True, timeout=600)
+    return subprocess.run(
+        [sys.executable, "-m", module, *args], cwd=directory, env=env, capture_output=True, text=True, timeout=600
+    )
 
 
 def run_json(directory: Path) -> dict:
@@ -56,10 +57,19 @@ def test_pair_files_runs_a_jsonl_against_a_csv_and_records_both(fortune, tmp_pat
     assert run_dir.parent.parent.relative_to(tmp_path).as_posix() == "outputs/ksc/texts_a_vs_texts_b"
     assert "no reference results" not in proc.stdout + proc.stderr  # own files never have reference rows
     assert info["sources"] == {
-        "texts_a.jsonl": {"texts": 40, "raw_texts": 45, "card": None,
-                          "files": [{"path": str(a), "sha256": sha256_of(a), "raw_texts": 45}]},
-        "texts_b.csv": {"texts": 40, "raw_texts": 40, "card": None,
-                        "files": [{"path": str(b), "sha256": sha256_of(b), "raw_texts": 40}]}}
+        "texts_a.jsonl": {
+            "texts": 40,
+            "raw_texts": 45,
+            "card": None,
+            "files": [{"path": str(a), "sha256": sha256_of(a), "raw_texts": 45}],
+        },
+        "texts_b.csv": {
+            "texts": 40,
+            "raw_texts": 40,
+            "card": None,
+            "files": [{"path": str(b), "sha256": sha256_of(b), "raw_texts": 40}],
+        },
+    }
 
 
 def test_user_cards_and_a_pair_config_on_the_search_path_run(fortune, tmp_path, cache_dir):
@@ -67,18 +77,27 @@ def test_user_cards_and_a_pair_config_on_the_search_path_run(fortune, tmp_path, 
     (tmp_path / "data").mkdir()
     write_texts(tmp_path / "data" / "computing.txt", fortune[0][:40])
     write_texts(tmp_path / "data" / "people.parquet", fortune[1][:40], field="body")
-    for name, file, parser in (("computing", "computing.txt", "format: txt"),
-                               ("people", "people.parquet", "format: parquet\n  text_column: body")):
+    for name, file, parser in (
+        ("computing", "computing.txt", "format: txt"),
+        ("people", "people.parquet", "format: parquet\n  text_column: body"),
+    ):
         card = tmp_path / "my_cards" / "corpora" / f"{name}.yaml"
         card.parent.mkdir(parents=True, exist_ok=True)
-        card.write_text(f"name: {name}\ndescription: mine\nlicence: CC0\nfiles:\n  - path: ../../data/{file}\n"
-                        f"parser:\n  {parser}\n")
+        card.write_text(
+            f"name: {name}\ndescription: mine\nlicence: CC0\nfiles:\n  - path: ../../data/{file}\nparser:\n  {parser}\n"
+        )
     (tmp_path / "my_cards" / "pairs").mkdir()
     (tmp_path / "my_cards" / "pairs" / "mine.yaml").write_text("name: mine\ndescription: d\na: computing\nb: people\n")
     (tmp_path / "my_conf" / "pair").mkdir(parents=True)
     (tmp_path / "my_conf" / "pair" / "mine.yaml").write_text("name: mine\n")
-    proc = run_in(tmp_path, "hydra.searchpath=[file://./my_conf]", "pair=mine", "data.cards=[./my_cards]", *QUICK,
-                  cache_dir=cache_dir)
+    proc = run_in(
+        tmp_path,
+        "hydra.searchpath=[file://./my_conf]",
+        "pair=mine",
+        "data.cards=[./my_cards]",
+        *QUICK,
+        cache_dir=cache_dir,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     info = run_json(tmp_path)
     assert info["pair"] == "mine" and (tmp_path / "outputs" / "ksc" / "mine").is_dir()
@@ -90,15 +109,26 @@ def test_user_cards_and_a_pair_config_on_the_search_path_run(fortune, tmp_path, 
 def test_the_card_command_writes_cards_that_run(fortune, tmp_path, cache_dir):
     write_texts(tmp_path / "ours.csv", fortune[0][:40])
     write_texts(tmp_path / "theirs.jsonl", fortune[1][:40], field="body")
-    written = run_in(tmp_path, "ours.csv", "--out", "cards", cache_dir=cache_dir, module="textmetric_bench.data.make_card")
+    written = run_in(
+        tmp_path, "ours.csv", "--out", "cards", cache_dir=cache_dir, module="textmetric_bench.data.make_card"
+    )
     assert written.returncode == 0 and "wrote cards/corpora/ours.yaml: 40 texts" in written.stdout, written.stderr
-    written = run_in(tmp_path, "theirs.jsonl", "--field", "body", "--out", "cards", cache_dir=cache_dir,
-                     module="textmetric_bench.data.make_card")
+    written = run_in(
+        tmp_path,
+        "theirs.jsonl",
+        "--field",
+        "body",
+        "--out",
+        "cards",
+        cache_dir=cache_dir,
+        module="textmetric_bench.data.make_card",
+    )
     assert written.returncode == 0, written.stderr
     (tmp_path / "cards" / "pairs").mkdir()
     (tmp_path / "cards" / "pairs" / "both.yaml").write_text("name: both\ndescription: d\na: ours\nb: theirs\n")
-    proc = run_in(tmp_path, "pair.name=both", *QUICK, cache_dir=cache_dir,
-                  env={"BENCH_CARDS_PATH": str(tmp_path / "cards")})  # the cards path from the environment
+    proc = run_in(
+        tmp_path, "pair.name=both", *QUICK, cache_dir=cache_dir, env={"BENCH_CARDS_PATH": str(tmp_path / "cards")}
+    )  # the cards path from the environment
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "its licence is still to be filled in" in proc.stdout + proc.stderr
     assert run_json(tmp_path)["sources"]["theirs"]["files"][0]["sha256"] == sha256_of(tmp_path / "theirs.jsonl")
@@ -108,6 +138,8 @@ def test_a_missing_file_fails_at_once_with_one_line_naming_it(fortune, tmp_path,
     write_texts(tmp_path / "b.csv", fortune[1][:40])
     proc = run_in(tmp_path, "pair=files", "pair.a=typo.jsonl", "pair.b=b.csv", *QUICK, cache_dir=cache_dir)
     assert proc.returncode != 0 and "Traceback" not in proc.stderr
-    assert f"error: corpus 'typo.jsonl': file {tmp_path / 'typo.jsonl'} does not exist; give the path of an " \
-           f"existing file in pair.a" in proc.stderr, proc.stderr[-2000:]
+    assert (
+        f"error: corpus 'typo.jsonl': file {tmp_path / 'typo.jsonl'} does not exist; give the path of an "
+        f"existing file in pair.a" in proc.stderr
+    ), proc.stderr[-2000:]
     assert not (tmp_path / "outputs").exists() or not list((tmp_path / "outputs").rglob("run.json"))

@@ -14,8 +14,9 @@ from textmetric_bench.tasks.own_noise import own_noise_pairs
 
 
 def small_run(cache_dir, *overrides):
-    return compose_config(["k=4", "n=12", "repetitions=3", "progress=false", "reference=false",
-                           f"data.cache_dir={cache_dir}", *overrides])
+    return compose_config(
+        ["k=4", "n=12", "repetitions=3", "progress=false", "reference=false", f"data.cache_dir={cache_dir}", *overrides]
+    )
 
 
 def test_pairs_are_the_widest_and_a_middle_gap():
@@ -25,10 +26,14 @@ def test_pairs_are_the_widest_and_a_middle_gap():
 
 def test_table_is_the_mean_per_pair_spread_and_its_ratio():
     rng = np.random.default_rng(0)
-    own = pd.DataFrame([("m", s, 1, j, rng.normal(j, 0.1)) for s in range(4) for j in (2, 3)],
-                       columns=["metric", "seed", "i", "j", "distance"])
-    data = pd.DataFrame([("m", r, i, j, rng.normal(j, 1.0)) for r in range(5) for i, j in ((1, 2), (1, 3), (2, 3))],
-                        columns=["metric", "repetition", "i", "j", "distance"])
+    own = pd.DataFrame(
+        [("m", s, 1, j, rng.normal(j, 0.1)) for s in range(4) for j in (2, 3)],
+        columns=["metric", "seed", "i", "j", "distance"],
+    )
+    data = pd.DataFrame(
+        [("m", r, i, j, rng.normal(j, 1.0)) for r in range(5) for i, j in ((1, 2), (1, 3), (2, 3))],
+        columns=["metric", "repetition", "i", "j", "distance"],
+    )
     row = own_noise_table(own, data).iloc[0]
     own_sd = np.mean([own.loc[own["j"] == j, "distance"].std(ddof=1) for j in (2, 3)])
     data_sd = np.mean([data.loc[(data["i"] == 1) & (data["j"] == j), "distance"].std(ddof=1) for j in (2, 3)])
@@ -52,8 +57,14 @@ def test_ksc_run_writes_own_noise_of_its_stochastic_metrics(tmp_path, cache_dir)
     assert (table["own_sd"] > 0).all() and (table["data_sd"] > 0).all()
     # own_sd recomputed from the run's evaluation log: repetition -1 - s is seed s on repetition 0's corpora
     lines = [json.loads(line) for line in (tmp_path / "evaluations.jsonl").read_text().splitlines()[1:]]
-    own = pd.DataFrame([(row["key"][0], row["key"][2], row["key"][3], row["key"][4], row["distance"])
-                        for row in lines if row["key"][2] < 0], columns=["metric", "seed", "i", "j", "distance"])
+    own = pd.DataFrame(
+        [
+            (row["key"][0], row["key"][2], row["key"][3], row["key"][4], row["distance"])
+            for row in lines
+            if row["key"][2] < 0
+        ],
+        columns=["metric", "seed", "i", "j", "distance"],
+    )
     for name, row in table.set_index("metric").iterrows():
         spread = own[own["metric"] == name].groupby(["i", "j"])["distance"].std(ddof=1)
         assert len(spread) == 2 and row["own_sd"] == pytest.approx(spread.mean())

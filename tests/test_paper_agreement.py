@@ -107,9 +107,12 @@ def test_fall_and_interval_sentences_match_the_csvs():
 
 
 def test_old_false_sentences_are_gone():
-    for false in ("Every measure falls from k = 7 to k = 12", "no metric in this table produces ties",
-                  "MAUVE is among the top two metrics on ρ, ω² and L in every setting",
-                  "most metrics order above 95% of judgements"):
+    for false in (
+        "Every measure falls from k = 7 to k = 12",
+        "no metric in this table produces ties",
+        "MAUVE is among the top two metrics on ρ, ω² and L in every setting",
+        "most metrics order above 95% of judgements",
+    ):
         assert false not in README
 
 
@@ -154,7 +157,8 @@ def test_rerun_measures_agree_with_the_harness():
         i, j, d = group["i"].to_numpy(), group["j"].to_numpy(), group["distance"].to_numpy()
         for weighted in (False, True):
             assert accuracy(i, j, d, k, weighted=weighted) == pytest.approx(
-                judgement_accuracy(i, j, d, k, weighted=weighted), abs=1e-12)
+                judgement_accuracy(i, j, d, k, weighted=weighted), abs=1e-12
+            )
         shape = shape_measures(j - i, d)
         assert shape["rho"] == pytest.approx(monotonicity(j - i, d), abs=1e-12)
         assert shape["omega2"] == pytest.approx(omega_squared(j - i, d), abs=1e-9)
@@ -180,8 +184,9 @@ def test_bad_input_names_the_problem(tmp_path):
     fake_run = tmp_path / "fake_failed_run"
     fake_run.mkdir()
     (fake_run / "run.json").write_text('{"task": "ksc", "pair": "x_y", "k": 3}')
-    (fake_run / "distances.csv").write_text("metric,orientation,repetition,i,j,distance,error\n"
-                                            "mauve,distance,0,1,2,0.5,\nmauve,distance,0,1,3,,Timeout\n")
+    (fake_run / "distances.csv").write_text(
+        "metric,orientation,repetition,i,j,distance,error\nmauve,distance,0,1,2,0.5,\nmauve,distance,0,1,3,,Timeout\n"
+    )
     with pytest.raises(ValueError, match="1 failed evaluations"):
         paper_distances.run_distances(fake_run)
 
@@ -200,10 +205,18 @@ PAPER_TEXT = Path("/work/shared/papers/004_09c39c25d8f95eba.txt")
 @pytest.mark.skipif(not PAPER_TEXT.is_file(), reason="the paper's text is not on this machine")
 def test_transcription_equals_the_papers_table_3():
     """Each of Table 3's 16 metric lines (tab-separated: A, A^w, T, rho, W, L at k = 7, 12; then S, I)."""
-    short = {"CHI": "chi", "CLS.": "classifier", "DC": "dc", "FID": "fid", "IRPR": "irpr", "MUV.": "mauve",
-             "PR": "pr", "ZIPF": "zipf"}
+    short = {
+        "CHI": "chi",
+        "CLS.": "classifier",
+        "DC": "dc",
+        "FID": "fid",
+        "IRPR": "irpr",
+        "MUV.": "mauve",
+        "PR": "pr",
+        "ZIPF": "zipf",
+    }
     text = PAPER_TEXT.read_text()
-    body = text[:text.index("Table 3: Summary")].rsplit("$\\mathcal{I}(d)$", 1)[1]
+    body = text[: text.index("Table 3: Summary")].rsplit("$\\mathcal{I}(d)$", 1)[1]
     lines = [re.sub(r"</?b>", "", line).split("\t") for line in body.splitlines() if line.split("\t")[0] in short]
     assert len(lines) == 16
     paper = pd.read_csv(FOLDER / "paper_table3_values.csv").set_index(["pair", "k", "metric"])
@@ -218,7 +231,9 @@ def test_transcription_equals_the_papers_table_3():
 def test_compcor_style_classifier_scores_separable_corpora_one():
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location("compcor_run", Path(__file__).parent / "benchmarks" / "compcor_classifier_run.py")
+    spec = importlib.util.spec_from_file_location(
+        "compcor_run", Path(__file__).parent / "benchmarks" / "compcor_classifier_run.py"
+    )
     run = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(run)
     rng = np.random.default_rng(0)
@@ -244,7 +259,9 @@ def test_compcor_classifier_rows_follow_the_ksc_tasks_evaluations(tmp_path):
     task's own evaluations (one row per repetition and judged pair of corpora, no own-noise rows)."""
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location("compcor_run", Path(__file__).parent / "benchmarks" / "compcor_classifier_run.py")
+    spec = importlib.util.spec_from_file_location(
+        "compcor_run", Path(__file__).parent / "benchmarks" / "compcor_classifier_run.py"
+    )
     run = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(run)
     rows = pd.DataFrame(run.setting_rows("fortune_computing_people", 3, tmp_path))

@@ -9,9 +9,22 @@ import pytest
 from scipy import stats
 from test_end_to_end import run_bench  # the Hydra app as a user starts it
 
-from textmetric_bench.collections.perturbation_samples import draw_samples, perturbation_rng, validate_perturb_parameters
-from textmetric_bench.collections.perturbations import (PERTURBATIONS, get_perturbation, perturb_corpus, remove_articles,
-                                             remove_stopwords, shuffle_words, split_core, swap_first_halves, truncate)
+from textmetric_bench.collections.perturbation_samples import (
+    draw_samples,
+    perturbation_rng,
+    validate_perturb_parameters,
+)
+from textmetric_bench.collections.perturbations import (
+    PERTURBATIONS,
+    get_perturbation,
+    perturb_corpus,
+    remove_articles,
+    remove_stopwords,
+    shuffle_words,
+    split_core,
+    swap_first_halves,
+    truncate,
+)
 from textmetric_bench.errors import ConfigError, DataError
 from textmetric_bench.measures.perturbation import perturbation_measures, relative_shift
 from textmetric_bench.reports.figures.perturb import perturbation_cells, perturbation_heatmap, perturbation_markdown
@@ -26,14 +39,17 @@ def test_a_word_is_a_whitespace_token_and_its_core_drops_surrounding_punctuation
     assert split_core("...") == ("...", "", "")
 
 
-@pytest.mark.parametrize("text,expected", [
-    ("The quick brown fox jumps over the lazy dog.", "The quick brown"),  # 9 words -> 3
-    ("one two three four five six seven", "one two"),                     # 7/3 = 2.33 -> 2
-    ("one two three four five", "one two"),                               # 5/3 = 1.67 -> 2
-    ("one two", "one"),                                                   # at least one word
-    ("alone", "alone"),
-    ("  first\nsecond   third fourth fifth sixth ", "first\nsecond"),     # a prefix, spacing kept
-])
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        ("The quick brown fox jumps over the lazy dog.", "The quick brown"),  # 9 words -> 3
+        ("one two three four five six seven", "one two"),  # 7/3 = 2.33 -> 2
+        ("one two three four five", "one two"),  # 5/3 = 1.67 -> 2
+        ("one two", "one"),  # at least one word
+        ("alone", "alone"),
+        ("  first\nsecond   third fourth fifth sixth ", "first\nsecond"),  # a prefix, spacing kept
+    ],
+)
 def test_truncation_keeps_the_first_third_of_the_words(text, expected):
     assert truncate(text) == expected
 
@@ -90,8 +106,7 @@ def test_swapping_gives_every_text_a_strangers_first_half_and_keeps_its_own_seco
 def test_unknown_perturbation_names_the_closest_and_the_config_is_checked():
     with pytest.raises(ConfigError, match="Did you mean 'shuffle_words'"):
         get_perturbation("shuffle_word")
-    assert validate_perturb_parameters("20", 2, "truncate, shuffle_words") == (
-        20, 2, ["truncate", "shuffle_words"])
+    assert validate_perturb_parameters("20", 2, "truncate, shuffle_words") == (20, 2, ["truncate", "shuffle_words"])
     with pytest.raises(ConfigError, match="n >= 2"):
         validate_perturb_parameters(1, 2, list(PERTURBATIONS))
     with pytest.raises(ConfigError, match="at least one"):
@@ -122,9 +137,17 @@ def constructed_distances():
     blind: never separates the sources."""
     rows = []
     for r, (b, flaky_c) in enumerate([(1.5, 2.0), (2.5, 0.5), (2.0, 3.0)]):
-        rows += [("good", r, "same", 1.0), ("good", r, "truncate", b), ("good", r, "other", 3.0),
-                 ("flaky", r, "same", 1.0), ("flaky", r, "truncate", 1.5), ("flaky", r, "other", flaky_c),
-                 ("blind", r, "same", 2.0), ("blind", r, "truncate", 2.0), ("blind", r, "other", 2.0)]
+        rows += [
+            ("good", r, "same", 1.0),
+            ("good", r, "truncate", b),
+            ("good", r, "other", 3.0),
+            ("flaky", r, "same", 1.0),
+            ("flaky", r, "truncate", 1.5),
+            ("flaky", r, "other", flaky_c),
+            ("blind", r, "same", 2.0),
+            ("blind", r, "truncate", 2.0),
+            ("blind", r, "other", 2.0),
+        ]
     frame = pd.DataFrame(rows, columns=["metric", "repetition", "condition", "distance"])
     return frame.assign(seconds=0.0, error="")
 
@@ -137,7 +160,8 @@ def test_shifts_summarise_with_a_t_interval_and_non_positive_gaps_are_flagged_no
     summary = summarise_shifts(measures).set_index("metric")
     half = stats.t.ppf(0.975, 2) * 0.25 / np.sqrt(3)  # sd of (.25, .75, .5) is .25
     assert summary.loc["good", ["mean", "std", "ci_low", "ci_high"]].to_numpy(float) == pytest.approx(
-        [0.5, 0.25, 0.5 - half, 0.5 + half])
+        [0.5, 0.25, 0.5 - half, 0.5 + half]
+    )
     # flaky: shift (1.5 - 1) / (c - 1) = .5 and .25 where the gap is positive; repetition 1 is left out.
     assert summary.loc["flaky", "mean"] == pytest.approx(0.375) and summary.loc["flaky", "n"] == 2
     assert summary.loc["flaky", "gap_not_positive"] == 1 and summary.loc["good", "gap_not_positive"] == 0
@@ -164,19 +188,31 @@ def test_a_failed_evaluation_is_recorded_and_costs_only_its_shift():
     assert "boom" in failures["good"]
     assert measures.loc[measures["metric"] == "good", "shift"].isna().tolist() == [True, False, False]
     text = perturbation_markdown(summarise_shifts(measures), {}, title="t", failures=failures)
-    assert "## Failed metrics" in text and "- `good`: 1 of 9 evaluations failed in 1 repetition: repetition 0: RuntimeError: boom" in text
+    assert (
+        "## Failed metrics" in text
+        and "- `good`: 1 of 9 evaluations failed in 1 repetition: repetition 0: RuntimeError: boom" in text
+    )
 
 
 def test_end_to_end_perturbation_run_on_the_embedded_pair(tmp_path, cache_dir):
     out = tmp_path / "run"
-    proc = run_bench("task=perturb", "n=40", "repetitions=2", "metrics=[fid,chi,pr]", f"hydra.run.dir={out}",
-                     cache_dir=cache_dir)
+    proc = run_bench(
+        "task=perturb", "n=40", "repetitions=2", "metrics=[fid,chi,pr]", f"hydra.run.dir={out}", cache_dir=cache_dir
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     # the console prints the table as plain aligned columns (perturbation.md keeps the pipes)
-    assert re.search(r"^metric +truncate +remove_articles +remove_stopwords +swap_halves +shuffle_words +flag$",
-                     proc.stdout, re.M), proc.stdout[-2000:]
-    for name in ("distances.csv", "measures.csv", "perturbation.csv", "perturbation.md", "run.json",
-                 "perturb_heatmap.png", "report.html"):
+    assert re.search(
+        r"^metric +truncate +remove_articles +remove_stopwords +swap_halves +shuffle_words +flag$", proc.stdout, re.M
+    ), proc.stdout[-2000:]
+    for name in (
+        "distances.csv",
+        "measures.csv",
+        "perturbation.csv",
+        "perturbation.md",
+        "run.json",
+        "perturb_heatmap.png",
+        "report.html",
+    ):
         assert (out / name).stat().st_size > 0, name
     info = json.loads((out / "run.json").read_text())
     assert not info["failures"] and info["perturbations"]["truncate"]["words_ratio"] < 0.4
@@ -201,8 +237,9 @@ def test_end_to_end_perturbation_run_on_the_embedded_pair(tmp_path, cache_dir):
     from textmetric_bench.tasks.registry import compose_config
     from textmetric_bench.tasks.ksc import run_ksc
 
-    ksc_cfg = compose_config([
-        "k=4", "n=12", "repetitions=2", "metrics=[chi]", "progress=false", f"data.cache_dir={cache_dir}"])
+    ksc_cfg = compose_config(
+        ["k=4", "n=12", "repetitions=2", "metrics=[chi]", "progress=false", f"data.cache_dir={cache_dir}"]
+    )
     run_ksc(ksc_cfg, tmp_path / "ksc")
     (tmp_path / "ksc" / ".hydra").mkdir()
     OmegaConf.save(ksc_cfg, tmp_path / "ksc" / ".hydra" / "config.yaml")  # as the Hydra app leaves it

@@ -22,6 +22,7 @@ def test_duplicate_name_from_another_function_is_rejected():
 
     try:
         with pytest.raises(ValueError, match="already registered"):
+
             @metric("tmp_dup_metric", inputs="texts", symmetric=True)
             def second(p, q, *, seed: int = 0) -> float:
                 return 1.0
@@ -29,12 +30,15 @@ def test_duplicate_name_from_another_function_is_rejected():
         unregister("tmp_dup_metric")
 
 
-@pytest.mark.parametrize("source,problem", [
-    ("def f(p, q, *, seed=0, **kw): return 0.0", r"\*\*kwargs"),
-    ("def f(p, q, *, seed=0, top): return 0.0", "needs a default"),
-    ("def f(p, q): return 0.0", "seed"),
-    ("def f(p, *, seed=0): return 0.0", "two positional"),
-])
+@pytest.mark.parametrize(
+    "source,problem",
+    [
+        ("def f(p, q, *, seed=0, **kw): return 0.0", r"\*\*kwargs"),
+        ("def f(p, q, *, seed=0, top): return 0.0", "needs a default"),
+        ("def f(p, q): return 0.0", "seed"),
+        ("def f(p, *, seed=0): return 0.0", "two positional"),
+    ],
+)
 def test_malformed_plugin_signatures_are_rejected(source, problem):
     namespace = {}
     exec(source, namespace)
@@ -52,15 +56,24 @@ def fake_plugin_function(p, q, *, seed: int = 0) -> float:
     return 0.0
 
 
-@pytest.mark.parametrize("arguments,problem", [
-    ({"inputs": "texts"}, "argument 'symmetric' is missing"),
-    ({"symmetric": True}, "argument 'inputs' is missing"),
-    ({"inputs": "texts", "symmetric": "yes"}, "argument symmetric='yes' is not valid: give True or False"),
-    ({"inputs": "sentences", "symmetric": True}, "argument inputs='sentences' is not valid: give 'texts' or 'embeddings'"),
-    ({"inputs": "texts", "symmetric": True, "version": 2}, "argument version=2 is not valid: give a str"),
-    ({"inputs": "texts", "symmetric": True, "needs": "tokens"}, "argument needs='tokens' is not valid"),
-    ({"inputs": "texts", "symmetric": True, "symetric": True}, "unknown argument 'symetric' .did you mean 'symmetric'"),
-])
+@pytest.mark.parametrize(
+    "arguments,problem",
+    [
+        ({"inputs": "texts"}, "argument 'symmetric' is missing"),
+        ({"symmetric": True}, "argument 'inputs' is missing"),
+        ({"inputs": "texts", "symmetric": "yes"}, "argument symmetric='yes' is not valid: give True or False"),
+        (
+            {"inputs": "sentences", "symmetric": True},
+            "argument inputs='sentences' is not valid: give 'texts' or 'embeddings'",
+        ),
+        ({"inputs": "texts", "symmetric": True, "version": 2}, "argument version=2 is not valid: give a str"),
+        ({"inputs": "texts", "symmetric": True, "needs": "tokens"}, "argument needs='tokens' is not valid"),
+        (
+            {"inputs": "texts", "symmetric": True, "symetric": True},
+            "unknown argument 'symetric' .did you mean 'symmetric'",
+        ),
+    ],
+)
 def test_a_bad_decorator_call_names_the_function_its_module_and_the_argument(arguments, problem):
     with pytest.raises(TypeError) as raised:
         metric("tmp_bad_decorator", **arguments)(fake_plugin_function)
@@ -72,7 +85,10 @@ def test_a_bad_decorator_call_names_the_function_its_module_and_the_argument(arg
 
 
 def test_a_bare_decorator_says_how_to_call_it():
-    with pytest.raises(TypeError, match=r"function fake_plugin_function in module test_plugins .*@metric\('fake_plugin_function', inputs="):
+    with pytest.raises(
+        TypeError,
+        match=r"function fake_plugin_function in module test_plugins .*@metric\('fake_plugin_function', inputs=",
+    ):
         metric(fake_plugin_function)
 
 
@@ -80,7 +96,7 @@ def test_the_plugin_guide_rules_list_every_required_decorator_argument():
     from textmetric_bench import PROJECT_ROOT
 
     guide = (PROJECT_ROOT / "docs" / "plugins.md").read_text(encoding="utf-8")
-    rules = guide[guide.index("Rules:"):guide.index("## In your own package")]
+    rules = guide[guide.index("Rules:") : guide.index("## In your own package")]
     for argument in ("name", "inputs", "symmetric"):
         assert f"`{argument}`" in rules
 
@@ -93,9 +109,14 @@ def test_the_example_plugin_runs_the_contract_checks_in_its_own_tests(tmp_path):
     tests.mkdir()
     test_file = tests / "test_length_gap_metric.py"
     test_file.write_text((example / test_file.name).read_text(encoding="utf-8"), encoding="utf-8")
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-rs", str(test_file)],
-                          cwd=tests, env={**os.environ, "PYTHONPATH": str(site)}, capture_output=True, text=True,
-                          timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-rs", str(test_file)],
+        cwd=tests,
+        env={**os.environ, "PYTHONPATH": str(site)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert re.search(r"\b12 passed\b", proc.stdout), proc.stdout[-2000:]  # 6 checks, synthetic and own corpora
 
@@ -117,7 +138,8 @@ def _write_package(root: Path, helper_body: str) -> None:
         "    from . import lazy\n"
         "    if seed < 0:\n"
         "        import not_an_installed_package_xyz  # noqa: F401\n"
-        "    return lazy.FACTOR * gap(p, q)\n")
+        "    return lazy.FACTOR * gap(p, q)\n"
+    )
 
 
 def _version_of_fresh_import(root: Path) -> str:

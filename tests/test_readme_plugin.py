@@ -39,8 +39,12 @@ def readme_plugin(tmp_path_factory):
     for file, body in files.items():
         (package / file).write_text(body, encoding="utf-8")
     install_package(package, site)
-    entry_points = [ep for dist in metadata.distributions(path=[str(site)]) for ep in dist.entry_points
-                    if ep.group == "textmetric_bench.metrics"]
+    entry_points = [
+        ep
+        for dist in metadata.distributions(path=[str(site)])
+        for ep in dist.entry_points
+        if ep.group == "textmetric_bench.metrics"
+    ]
     assert len(entry_points) == 1, f"the installed package declares {entry_points}"
     name, module = entry_points[0].name, entry_points[0].value
     assert set(files) == {"pyproject.toml", f"{module}.py"}, f"blocks of {GUIDE.name}: {sorted(files)}"
@@ -48,17 +52,29 @@ def readme_plugin(tmp_path_factory):
 
 
 def user_env(site, cache_dir, mirror_dir) -> dict:
-    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), str(PROJECT_ROOT)]),
-            "BENCH_CACHE_DIR": str(cache_dir), "BENCH_DATA_MIRROR": str(mirror_dir)}
+    return {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(site), str(PROJECT_ROOT)]),
+        "BENCH_CACHE_DIR": str(cache_dir),
+        "BENCH_DATA_MIRROR": str(mirror_dir),
+    }
 
 
 def test_the_installed_metric_is_registered(readme_plugin, tmp_path, cache_dir, mirror_dir):
     name, module, site = readme_plugin
-    probe = ("import json; from textmetric_bench.api.registry import available_metrics, get_metric; "
-             f"m = get_metric({name!r}); "
-             "print(json.dumps([available_metrics(), m.module, m.params, m.higher_is_more_different]))")
-    proc = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, env=user_env(site, cache_dir, mirror_dir),
-                          capture_output=True, text=True, timeout=300)
+    probe = (
+        "import json; from textmetric_bench.api.registry import available_metrics, get_metric; "
+        f"m = get_metric({name!r}); "
+        "print(json.dumps([available_metrics(), m.module, m.params, m.higher_is_more_different]))"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", probe],
+        cwd=tmp_path,
+        env=user_env(site, cache_dir, mirror_dir),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     names, where, params, distance = json.loads(proc.stdout.splitlines()[-1])
     assert name in names and where == module
@@ -69,9 +85,24 @@ def test_the_installed_metric_runs_in_a_ksc_study(readme_plugin, tmp_path, cache
     name, _, site = readme_plugin
     out = tmp_path / "run"
     proc = subprocess.run(
-        [sys.executable, "-m", "textmetric_bench", f"metrics=[{name}]", f"metric.{name}.min_count=1", "k=3", "n=6",
-         "repetitions=1", "progress=false", f"hydra.run.dir={out}"],
-        cwd=tmp_path, env=user_env(site, cache_dir, mirror_dir), capture_output=True, text=True, timeout=600)
+        [
+            sys.executable,
+            "-m",
+            "textmetric_bench",
+            f"metrics=[{name}]",
+            f"metric.{name}.min_count=1",
+            "k=3",
+            "n=6",
+            "repetitions=1",
+            "progress=false",
+            f"hydra.run.dir={out}",
+        ],
+        cwd=tmp_path,
+        env=user_env(site, cache_dir, mirror_dir),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     distances = pd.read_csv(out / "distances.csv")
     mine = distances[distances["metric"] == name]

@@ -37,8 +37,8 @@ def txt(real_samples):
 
 # --- PR and DC: prdc.compute_prdc ---------------------------------------------------------
 
-@pytest.mark.parametrize("real,fake,k", [("a1", "b1", 5), ("b1", "a1", 5), ("a1", "a2", 3),
-                                         ("a1", "mix", 10)])
+
+@pytest.mark.parametrize("real,fake,k", [("a1", "b1", 5), ("b1", "a1", 5), ("a1", "a2", 3), ("a1", "mix", 10)])
 def test_prdc_matches_the_prdc_package(vec, real, fake, k, capsys):
     from prdc import compute_prdc
 
@@ -76,9 +76,20 @@ def test_pr_with_too_few_texts_for_k_raises(vec):
 
 # --- MAUVE: mauve-text ----------------------------------------------------------------------
 
-@pytest.mark.parametrize("params", [{}, {"num_buckets": 6, "mauve_scaling_factor": 2.0},
-                                    {"kmeans_explained_var": 0.5, "kmeans_num_redo": 2, "pca_max_data": 120,
-                                     "divergence_curve_discretization_size": 10}])
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        {},
+        {"num_buckets": 6, "mauve_scaling_factor": 2.0},
+        {
+            "kmeans_explained_var": 0.5,
+            "kmeans_num_redo": 2,
+            "pca_max_data": 120,
+            "divergence_curve_discretization_size": 10,
+        },
+    ],
+)
 def test_mauve_matches_mauve_text(vec, params):
     from mauve import compute_mauve
 
@@ -98,6 +109,7 @@ def test_mauve_rejects_more_buckets_than_texts(vec):
 
 # --- FID: scipy's sqrtm route (as in pytorch-fid) -----------------------------------------
 
+
 def scipy_fid(x, y):
     mu_x, mu_y = x.mean(axis=0), y.mean(axis=0)
     s_x, s_y = np.cov(x, rowvar=False), np.cov(y, rowvar=False)
@@ -113,6 +125,7 @@ def test_fid_matches_scipy_sqrtm(vec, dims, pair):
 
 
 # --- CHI: scipy's chi2_contingency and chisquare ---------------------------------------------
+
 
 def observed_table(p, q, top):
     cp, cq = token_counts(p), token_counts(q)
@@ -134,10 +147,12 @@ def test_chi_is_scipys_contingency_statistic(txt, top):
     phi2 = chi(txt["a1"], txt["b1"], top=top, normalise="tokens")
     assert phi2 == pytest.approx(expected / table.sum(), rel=1e-10) and 0 < phi2 <= 1
     assert chi(txt["a1"], txt["b1"], top=top, normalise="dof") == pytest.approx(
-        expected / (table.shape[1] - 1), rel=1e-10)
+        expected / (table.shape[1] - 1), rel=1e-10
+    )
 
 
 # --- ZIPF: scipy's linregress ----------------------------------------------------------------
+
 
 def test_zipf_coefficient_is_the_least_squares_slope(txt):
     freqs = np.array(sorted(token_counts(txt["a1"]).values(), reverse=True)[:5000], dtype=float)
@@ -155,7 +170,7 @@ def _log_rank_freq(texts):
 def test_zipf_recovers_a_known_exponent():
     # 300 word types whose counts fall exactly as 10,000 / r^1.2 (rounded)
     words = [f"w{r}" for r in range(1, 301)]
-    counts = [max(1, round(10_000 / r ** 1.2)) for r in range(1, 301)]
+    counts = [max(1, round(10_000 / r**1.2)) for r in range(1, 301)]
     corpus = [" ".join([w] * c) for w, c in zip(words, counts)]
     assert zipf_coefficient(corpus, top=100) == pytest.approx(1.2, abs=0.01)
     assert zipf_coefficient(corpus, top=100, log_rank_resolution=15) == pytest.approx(1.2, abs=0.01)
@@ -167,6 +182,7 @@ def test_zipf_needs_two_token_types():
 
 
 # --- CLASSIFIER: scikit-learn cross-validation ------------------------------------------------
+
 
 def test_classifier_is_the_held_out_balanced_accuracy(vec):
     """Default: scikit-learn's stratified 80/20 split, its RBF SVC, balanced accuracy on the 20%."""
@@ -182,7 +198,8 @@ def test_classifier_is_the_held_out_balanced_accuracy(vec):
     svm = SVC(kernel="rbf", C=1.0, gamma="scale", class_weight="balanced").fit(data[train], labels[train])
     assert len(test) == 36
     assert classifier(vec["a1"], vec["b1"][:80], seed=3) == pytest.approx(
-        balanced_accuracy_score(labels[test], svm.predict(data[test])), abs=1e-12)
+        balanced_accuracy_score(labels[test], svm.predict(data[test])), abs=1e-12
+    )
 
 
 def test_classifier_with_folds_is_the_cross_validated_balanced_accuracy(vec):
@@ -194,10 +211,14 @@ def test_classifier_with_folds_is_the_cross_validated_balanced_accuracy(vec):
     x, y = canonical_pair(*unit)
     data, labels = np.vstack([x, y]), np.r_[np.zeros(len(x)), np.ones(len(y))]
     predicted = cross_val_predict(
-        SVC(kernel="rbf", C=1.0, gamma="scale", class_weight="balanced"), data, labels,
-        cv=StratifiedKFold(n_splits=5, shuffle=True, random_state=3))
+        SVC(kernel="rbf", C=1.0, gamma="scale", class_weight="balanced"),
+        data,
+        labels,
+        cv=StratifiedKFold(n_splits=5, shuffle=True, random_state=3),
+    )
     assert classifier(vec["a1"], vec["b1"][:80], seed=3, folds=5) == pytest.approx(
-        balanced_accuracy_score(labels, predicted), abs=1e-12)
+        balanced_accuracy_score(labels, predicted), abs=1e-12
+    )
 
 
 def test_classifier_is_near_chance_within_a_source_and_high_across(vec, real_samples):
@@ -214,6 +235,7 @@ def test_classifier_names_the_minimum_corpus_size(vec):
 
 
 # --- IRPR: scipy's cosine distance ----------------------------------------------------------
+
 
 def test_irpr_matches_scipy_cosine_nearest_neighbours(vec):
     d = cdist(vec["a1"], vec["mix"], metric="cosine")
@@ -257,13 +279,23 @@ def direction_draws(pools, inputs):
 
 
 # Opt-in LM metrics score 1,500 texts here (minutes on 2 cores): slow suite only.
-@pytest.mark.parametrize("name", [pytest.param(n, marks=[pytest.mark.slow] if get_metric(n).opt_in else [])
-                                  for n in builtin_metrics() if get_metric(n).module != "textmetric_bench.metrics.bounds"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param(n, marks=[pytest.mark.slow] if get_metric(n).opt_in else [])
+        for n in builtin_metrics()
+        if get_metric(n).module != "textmetric_bench.metrics.bounds"
+    ],
+)
 def test_direction_on_clinc150_banking77(clinc_banking, name):
     # Averaged over draws: at n = 100 a single draw can misorder a noisy metric (PR orders
     # same < mix < other in about 7 draws of 10, DC in 9), while every mean is ordered.
     m = get_metric(name)
-    values = np.array([[m(a1, c, seed=r) for c in (a2, mix, b1)]
-                       for r, (a1, a2, mix, b1) in enumerate(direction_draws(clinc_banking, m.inputs))])
+    values = np.array(
+        [
+            [m(a1, c, seed=r) for c in (a2, mix, b1)]
+            for r, (a1, a2, mix, b1) in enumerate(direction_draws(clinc_banking, m.inputs))
+        ]
+    )
     same, half, other = values.mean(axis=0)
     assert same < half < other

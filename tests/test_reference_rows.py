@@ -62,8 +62,14 @@ def run_measures(measures: pd.DataFrame, name: str) -> pd.DataFrame:
 def test_shipped_reference_files_hold_every_default_metric_as_registered_now(path):
     reference = json.loads(path.read_text())
     assert reference["project_version"] == __version__
-    assert reference["settings"] == {"task": "ksc", "pair": path.stem.split("_k")[0], "k": 7, "n": 100,
-                                     "repetitions": 5, "seed": 0}
+    assert reference["settings"] == {
+        "task": "ksc",
+        "pair": path.stem.split("_k")[0],
+        "k": 7,
+        "n": 100,
+        "repetitions": 5,
+        "seed": 0,
+    }
     assert set(reference["metrics"]) <= set(default_metrics())  # a metric added since is computed in every run
     for name, entry in reference["metrics"].items():
         info = get_metric(name)
@@ -74,8 +80,9 @@ def test_shipped_reference_files_hold_every_default_metric_as_registered_now(pat
 
 
 def test_reference_rows_of_text_metrics_equal_a_fresh_run(tmp_path, cache_dir):
-    result = run_ksc(ksc_config(cache_dir, "metrics=[chi,zipf]", "reference=false", *REFERENCE_SETTINGS),
-                     tmp_path / "fresh")
+    result = run_ksc(
+        ksc_config(cache_dir, "metrics=[chi,zipf]", "reference=false", *REFERENCE_SETTINGS), tmp_path / "fresh"
+    )
     reference = json.loads(FORTUNE.read_text())
     assert set(result.measures["source"]) == {"run"}
     for name in ("chi", "zipf"):
@@ -84,8 +91,9 @@ def test_reference_rows_of_text_metrics_equal_a_fresh_run(tmp_path, cache_dir):
         # A and A^w count judgements: exact. rho, omega2 and L pass through BLAS (statsmodels' OLS), whose
         # kernels differ by CPU (AVX2 vs AVX-512), moving the last bits on another machine.
         pd.testing.assert_frame_equal(fresh[["A", "Aw"]], expected[["A", "Aw"]], check_exact=True, obj=name)
-        pd.testing.assert_frame_equal(fresh[QUALITY], expected[QUALITY], check_exact=False, rtol=1e-12, atol=1e-15,
-                                      obj=name)
+        pd.testing.assert_frame_equal(
+            fresh[QUALITY], expected[QUALITY], check_exact=False, rtol=1e-12, atol=1e-15, obj=name
+        )
 
 
 def test_a_new_metric_alone_gets_every_reference_metric_beside_it(tmp_path, cache_dir, length_gap):
@@ -100,8 +108,11 @@ def test_a_new_metric_alone_gets_every_reference_metric_beside_it(tmp_path, cach
     assert set(measures.loc[measures["source"] == "run", "metric"]) == {length_gap}
     assert sorted(set(measures.loc[measures["source"] == "reference", "metric"])) == shipped
     for name in ("chi", "mauve"):  # the rows are the file's, T included
-        pd.testing.assert_frame_equal(run_measures(measures, name)[[*QUALITY, "T"]],
-                                      reference_measures(reference, name)[[*QUALITY, "T"]], obj=name)
+        pd.testing.assert_frame_equal(
+            run_measures(measures, name)[[*QUALITY, "T"]],
+            reference_measures(reference, name)[[*QUALITY, "T"]],
+            obj=name,
+        )
 
     table = pd.read_csv(out / "table3.csv")
     assert set(table["metric"]) == {length_gap} | {f"{name} (reference)" for name in shipped}
@@ -110,8 +121,11 @@ def test_a_new_metric_alone_gets_every_reference_metric_beside_it(tmp_path, cach
     assert sorted(p.name for p in out.glob("scatter_*.png")) == ["scatter_all.png", f"scatter_{length_gap}.png"]
     assert (out / "radar.png").stat().st_size > 0
     run = json.loads((out / "run.json").read_text())
-    assert run["reference"] == {"file": "reports/reference/fortune_computing_people_k7_n100_r5_s0.json",
-                                "metrics": shipped, "skipped": {}}
+    assert run["reference"] == {
+        "file": "reports/reference/fortune_computing_people_k7_n100_r5_s0.json",
+        "metrics": shipped,
+        "skipped": {},
+    }
     assert run["metrics"] == [length_gap] and result.failures == {}
 
     page = build_report([out], out)["report_html"].read_text()
@@ -119,12 +133,14 @@ def test_a_new_metric_alone_gets_every_reference_metric_beside_it(tmp_path, cach
 
 
 def test_settings_that_do_not_match_merge_nothing(tmp_path, cache_dir, length_gap, caplog):
-    other_n = run_ksc(ksc_config(cache_dir, f"metrics=[{length_gap}]", "k=7", "n=50", "repetitions=5"),
-                      tmp_path / "n50")
+    other_n = run_ksc(
+        ksc_config(cache_dir, f"metrics=[{length_gap}]", "k=7", "n=50", "repetitions=5"), tmp_path / "n50"
+    )
     assert set(other_n.measures["metric"]) == {length_gap} and "reference" not in other_n.info
 
-    switched_off = run_ksc(ksc_config(cache_dir, f"metrics=[{length_gap}]", "reference=false", *REFERENCE_SETTINGS),
-                           tmp_path / "off")
+    switched_off = run_ksc(
+        ksc_config(cache_dir, f"metrics=[{length_gap}]", "reference=false", *REFERENCE_SETTINGS), tmp_path / "off"
+    )
     assert set(switched_off.measures["metric"]) == {length_gap} and "reference" not in switched_off.info
 
     # A file under this run's name that was made with other settings is refused, saying which.
@@ -132,8 +148,10 @@ def test_settings_that_do_not_match_merge_nothing(tmp_path, cache_dir, length_ga
     renamed.mkdir()
     (renamed / "fortune_computing_people_k7_n50_r5_s0.json").write_text(FORTUNE.read_text())
     with caplog.at_level(logging.WARNING, logger="textmetric_bench.tasks.reference"):
-        refused = run_ksc(ksc_config(cache_dir, f"metrics=[{length_gap}]", f"reference={renamed}", "k=7", "n=50",
-                                     "repetitions=5"), tmp_path / "renamed_run")
+        refused = run_ksc(
+            ksc_config(cache_dir, f"metrics=[{length_gap}]", f"reference={renamed}", "k=7", "n=50", "repetitions=5"),
+            tmp_path / "renamed_run",
+        )
     assert set(refused.measures["metric"]) == {length_gap}
     assert "n 100 (this run 50)" in refused.info["reference"]["not_used"] and "n 100 (this run 50)" in caplog.text
 
@@ -153,14 +171,16 @@ def test_a_metric_whose_declared_version_differs_is_not_merged(tmp_path, cache_d
         run_ksc(ksc_config(cache_dir, "metrics=[length_gap]", *SMALL), tmp_path / "v1")
         written = write_reference(tmp_path / "v1", tmp_path / "refs")
         assert written.name == "fortune_computing_people_k4_n20_r2_s0.json"
-        merged = run_ksc(ksc_config(cache_dir, "metrics=[chi]", f"reference={tmp_path / 'refs'}", *SMALL),
-                         tmp_path / "same_version")
+        merged = run_ksc(
+            ksc_config(cache_dir, "metrics=[chi]", f"reference={tmp_path / 'refs'}", *SMALL), tmp_path / "same_version"
+        )
         assert set(merged.measures.loc[merged.measures["source"] == "reference", "metric"]) == {"length_gap"}
 
         register_length_gap("2")  # the metric changed what it computes
         with caplog.at_level(logging.WARNING, logger="textmetric_bench.tasks.reference"):
-            result = run_ksc(ksc_config(cache_dir, "metrics=[chi]", f"reference={tmp_path / 'refs'}", *SMALL),
-                             tmp_path / "v2")
+            result = run_ksc(
+                ksc_config(cache_dir, "metrics=[chi]", f"reference={tmp_path / 'refs'}", *SMALL), tmp_path / "v2"
+            )
         assert set(result.measures["metric"]) == {"chi"}
         reason = result.info["reference"]["skipped"]["length_gap"]
         assert "declared version '1'" in reason and "declares version '2'" in reason
@@ -184,8 +204,9 @@ def test_merge_replaces_only_the_metrics_the_run_computed(tmp_path, cache_dir, l
     assert sorted(merged["metrics"]) == ["chi", length_gap, "zipf"]
     assert merged["metrics"]["chi"] == first["metrics"]["chi"]
     assert reference_main([str(tmp_path / "new"), "--out", str(refs)]) == 0  # without --merge: the run's alone
-    assert sorted(json.loads((refs / "fortune_computing_people_k4_n20_r2_s0.json").read_text())["metrics"]) \
-        == [length_gap]
+    assert sorted(json.loads((refs / "fortune_computing_people_k4_n20_r2_s0.json").read_text())["metrics"]) == [
+        length_gap
+    ]
     # a file of other settings under the same name is refused, naming what differs
     other = json.loads(FORTUNE.read_text())
     (refs / "fortune_computing_people_k4_n20_r2_s0.json").write_text(json.dumps(other))
@@ -203,8 +224,17 @@ def test_every_shipped_reference_row_equals_a_fresh_run(path, tmp_path, cache_di
     1e-6 and MAUVE, CLASSIFIER and the cluster divergences, which amplify such differences, to the reference's
     95% interval."""
     settings = json.loads(path.read_text())["settings"]
-    result = run_ksc(ksc_config(cache_dir, "metrics=default", "reference=false", "engine.workers=2",
-                                f"pair={settings['pair']}", *REFERENCE_SETTINGS), tmp_path / "fresh")
+    result = run_ksc(
+        ksc_config(
+            cache_dir,
+            "metrics=default",
+            "reference=false",
+            "engine.workers=2",
+            f"pair={settings['pair']}",
+            *REFERENCE_SETTINGS,
+        ),
+        tmp_path / "fresh",
+    )
     reference = json.loads(path.read_text())
     assert result.failures == {} and sorted(set(result.measures["metric"])) == sorted(reference["metrics"])
     amplifying = {"mauve", "classifier"} | {name for name in reference["metrics"] if name.startswith("cluster_")}
@@ -229,6 +259,9 @@ def test_shipped_reference_rows_come_from_todays_metric_modules_and_embedder():
     for path in SHIPPED:
         reference = json.loads(path.read_text())
         assert reference["embedder"] == embedder, f"{path.name} was embedded otherwise: run `make regenerate`"
-        stale = sorted(name for name, entry in reference["metrics"].items()
-                       if entry["source_digest"] != version_parts(get_metric(name).version)["source_digest"])
+        stale = sorted(
+            name
+            for name, entry in reference["metrics"].items()
+            if entry["source_digest"] != version_parts(get_metric(name).version)["source_digest"]
+        )
         assert stale == [], f"{path.name}: modules of {stale} changed since it was written: run `make regenerate`"

@@ -21,18 +21,29 @@ import pytest
 
 from textmetric_bench import PROJECT_ROOT
 
-CHROMIUM = next((path for path in (shutil.which("chromium"), shutil.which("chromium-browser"), "/usr/bin/chromium")
-                 if path and Path(path).is_file()), None)
-pytestmark = [pytest.mark.slow,  # two runs of every default metric: about 3 minutes
-              pytest.mark.skipif(CHROMIUM is None, reason="no Chromium found (chromium, chromium-browser or "
-                                                          "/usr/bin/chromium); Debian: apt-get install chromium")]
+CHROMIUM = next(
+    (
+        path
+        for path in (shutil.which("chromium"), shutil.which("chromium-browser"), "/usr/bin/chromium")
+        if path and Path(path).is_file()
+    ),
+    None,
+)
+pytestmark = [
+    pytest.mark.slow,  # two runs of every default metric: about 3 minutes
+    pytest.mark.skipif(
+        CHROMIUM is None,
+        reason="no Chromium found (chromium, chromium-browser or /usr/bin/chromium); Debian: apt-get install chromium",
+    ),
+]
 VIEWPORT = {"width": 1280, "height": 800}
 FIGURES = (".png", ".svg")
 
 
 def run(*args: str, env: dict) -> None:
-    proc = subprocess.run([sys.executable, *args], cwd=PROJECT_ROOT, env=env, capture_output=True, text=True,
-                          timeout=600, check=False)
+    proc = subprocess.run(
+        [sys.executable, *args], cwd=PROJECT_ROOT, env=env, capture_output=True, text=True, timeout=600, check=False
+    )
     assert proc.returncode == 0, f"{' '.join(args)}:\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}"
 
 
@@ -41,8 +52,18 @@ def report_dir(tmp_path_factory, cache_dir) -> Path:
     root = tmp_path_factory.mktemp("browser")
     env = {**os.environ, "BENCH_CACHE_DIR": str(cache_dir)}
     # every default metric, as the layout must hold at that many rows, columns and radar axes
-    run("-m", "textmetric_bench", "-m", "k=4,5", "n=12", "repetitions=2", "metrics=default", "progress=false",
-        f"hydra.sweep.dir={root / 'sweep'}", env=env)
+    run(
+        "-m",
+        "textmetric_bench",
+        "-m",
+        "k=4,5",
+        "n=12",
+        "repetitions=2",
+        "metrics=default",
+        "progress=false",
+        f"hydra.sweep.dir={root / 'sweep'}",
+        env=env,
+    )
     run("-m", "textmetric_bench.reports", str(root / "sweep"), "--out", str(root / "report"), env=env)
     return root / "report"
 
@@ -62,8 +83,7 @@ def open_page(browser, url: str):
     """(page, problems): the page loaded at ``url`` and the console errors, exceptions and failed requests met."""
     page = browser.new_page(viewport=VIEWPORT)
     problems: list[str] = []
-    page.on("console", lambda msg: problems.append(f"console {msg.type}: {msg.text}") if msg.type == "error"
-            else None)
+    page.on("console", lambda msg: problems.append(f"console {msg.type}: {msg.text}") if msg.type == "error" else None)
     page.on("pageerror", lambda exc: problems.append(f"uncaught: {exc}"))
     page.on("requestfailed", lambda req: problems.append(f"request failed: {req.url[:120]} ({req.failure})"))
     page.goto(url, wait_until="load")
@@ -94,8 +114,9 @@ def test_every_page_loads_without_errors_overflow_or_broken_images(browser, repo
         seen.add(path)
         page, problems = open_page(browser, path.as_uri())
         width = page.evaluate("[document.documentElement.scrollWidth, document.documentElement.clientWidth]")
-        images = page.evaluate("Array.from(document.images).map(i => [i.alt || i.src.slice(0, 60), i.complete,"
-                               " i.naturalWidth])")
+        images = page.evaluate(
+            "Array.from(document.images).map(i => [i.alt || i.src.slice(0, 60), i.complete, i.naturalWidth])"
+        )
         assert problems == [], f"{path.name}: {problems}"
         assert width[0] <= width[1], f"{path.name} overflows a {VIEWPORT['width']} px viewport: scrollWidth {width}"
         broken = [name for name, complete, natural in images if not complete or natural == 0]

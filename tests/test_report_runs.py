@@ -34,12 +34,31 @@ def runs(tmp_path_factory, cache_dir):
     root = tmp_path_factory.mktemp("runs")
     for name, seed, reps in (("ksc_seed0", 0, 5), ("ksc_seed1", 1, 5), ("ksc_k5", 0, 3)):
         k = 5 if name == "ksc_k5" else 4
-        cfg = compose_config([f"k={k}", "n=12", f"repetitions={reps}", f"seed={seed}", "progress=false",
-                              "metrics=[chi,zipf]", f"data.cache_dir={cache_dir}"])
+        cfg = compose_config(
+            [
+                f"k={k}",
+                "n=12",
+                f"repetitions={reps}",
+                f"seed={seed}",
+                "progress=false",
+                "metrics=[chi,zipf]",
+                f"data.cache_dir={cache_dir}",
+            ]
+        )
         run_ksc(cfg, root / name)
         saved(cfg, root / name)
-    cfg = compose_config(["task=robustness", "sizes=[20,40,80]", "n_ref=100", "imbalance_total=100",
-                          "repetitions=2", "progress=false", "metrics=[chi,zipf]", f"data.cache_dir={cache_dir}"])
+    cfg = compose_config(
+        [
+            "task=robustness",
+            "sizes=[20,40,80]",
+            "n_ref=100",
+            "imbalance_total=100",
+            "repetitions=2",
+            "progress=false",
+            "metrics=[chi,zipf]",
+            f"data.cache_dir={cache_dir}",
+        ]
+    )
     run_robustness(cfg, root / "robustness")
     saved(cfg, root / "robustness")
     return root
@@ -75,7 +94,7 @@ def test_report_and_aggregate_agree_on_every_interval(runs, report):
 
 def test_two_runs_of_one_setting_are_labelled_and_not_pooled(report):
     _, page = report
-    section = page[page.index("KSC k=4"):page.index("KSC k=5")]
+    section = page[page.index("KSC k=4") : page.index("KSC k=5")]
     assert "2 separate runs of this setting" in section
     assert re.search(r"Run ksc_seed0 · seed 0 · \d{4}-\d\d-\d\d", section)
     assert re.search(r"Run ksc_seed1 · seed 1 · \d{4}-\d\d-\d\d", section)
@@ -86,18 +105,30 @@ def test_a_pairs_tasks_join_one_profile_and_unmeasured_axes_are_marked(report, r
     _, page = report
     head = re.search(r"<table class=table3><thead><tr>(.*?)</tr>", page).group(1)
     assert [re.sub("<.*?>", "", h) for h in re.findall(r"<th>(.*?)</th>", head)] == [
-        "metric", "A", "Aw", "T [100&nbsp;op/s]", "ρ", "ω²", "L", "S", "I"]  # no column for a measure not run
+        "metric",
+        "A",
+        "Aw",
+        "T [100&nbsp;op/s]",
+        "ρ",
+        "ω²",
+        "L",
+        "S",
+        "I",
+    ]  # no column for a measure not run
     assert "A<sup>w</sup>" in head and ">rho<" not in page and ">omega2<" not in page
-    assert ("Not in this table, as no run in this report measured them: IFC (no ifc run on a source corpus of this "
-            "pair; task=ifc adds it)") in page
+    assert (
+        "Not in this table, as no run in this report measured them: IFC (no ifc run on a source corpus of this "
+        "pair; task=ifc adds it)"
+    ) in page
     # an IFC run on one of the pair's sources joins the same table (its measures.csv and config as run_ifc
     # writes them: generating with the LM takes minutes)
     ifc = tmp_path / "runs"
     shutil.copytree(runs, ifc)
     rng = np.random.default_rng(0)
     ifc_dir = saved(OmegaConf.create({"task": "ifc", "ifc": {"source": PAIR_SOURCES[0]}}), ifc / "ifc")
-    pd.DataFrame({"metric": ["chi"] * 3 + ["zipf"] * 3, "repetition": [0, 1, 2] * 2,
-                  "IFC": rng.uniform(0.5, 1, 6)}).to_csv(ifc_dir / "measures.csv", index=False)
+    pd.DataFrame(
+        {"metric": ["chi"] * 3 + ["zipf"] * 3, "repetition": [0, 1, 2] * 2, "IFC": rng.uniform(0.5, 1, 6)}
+    ).to_csv(ifc_dir / "measures.csv", index=False)
     (ifc_dir / "run.json").write_text(json.dumps({"task": "ifc", "joins_ksc": True, "sources": {PAIR_SOURCES[0]: {}}}))
     joined = build_report([ifc], tmp_path / "out")["report_html"].read_text()
     assert "Not in this table" not in joined and joined.count("Joined: robustness") == 3
@@ -109,10 +140,10 @@ def test_significance_matrix_warning_and_symbols(report):
     _, page = report
     assert page.count("<h4>Which metric is better</h4>") == 3
     assert "white-space:nowrap" in page and "overflow-x:auto" in page
-    k5 = page[page.index("KSC k=5"):]
+    k5 = page[page.index("KSC k=5") :]
     assert re.search(r"Warning \(ksc run ksc_k5 · [^)]*\): only 3 repetitions", k5)
     assert "Warning (robustness run robustness" in k5  # the joined run has 2
-    assert "Warning (ksc run" not in page[:page.index("KSC k=5")]
+    assert "Warning (ksc run" not in page[: page.index("KSC k=5")]
     cells = re.findall(r"<td class=(better|worse|tie) ", page)
     assert len(cells) == 3 * 8 * 2  # per run block: 8 measures, chi and zipf compared both ways, no repeats
     assert "percentile bootstrap interval over repetitions" in page and "pooled" in page
@@ -140,7 +171,8 @@ def test_own_noise_table_is_shown_when_the_run_has_one(runs, tmp_path):
     copy = tmp_path / "runs"
     shutil.copytree(runs / "ksc_seed0", copy / "ksc_seed0")
     pd.DataFrame({"metric": ["chi"], "seeds": [4], "own_sd": [0.002], "data_sd": [0.01], "ratio": [0.2]}).to_csv(
-        copy / "ksc_seed0" / "own_noise.csv", index=False)
+        copy / "ksc_seed0" / "own_noise.csv", index=False
+    )
     page = build_report([copy])["report_html"].read_text()
     assert "A metric's own noise" in page and "<td>.200</td>" in page
 
@@ -159,17 +191,23 @@ def test_aggregate_warns_and_writes_significance(runs, tmp_path):
 
 
 def test_bounds_rows_come_first_and_last_in_italic_rows():
-    summary = pd.DataFrame([(m, "A", v, 0.0, 5, v, v) for m, v in
-                            (("chance", 0.5), ("zeta", 0.8), ("oracle", 1.0))],
-                           columns=["metric", "measure", "mean", "std", "n", "ci_low", "ci_high"])
+    summary = pd.DataFrame(
+        [(m, "A", v, 0.0, 5, v, v) for m, v in (("chance", 0.5), ("zeta", 0.8), ("oracle", 1.0))],
+        columns=["metric", "measure", "mean", "std", "n", "ci_low", "ci_high"],
+    )
     page = table3_html(summary, {}, {})
     assert page.index("ceiling (oracle)") < page.index("zeta") < page.index("floor (chance)")
     assert "<tr class=bound-ceiling>" in page and "<tr class=bound-floor>" in page
 
 
 def test_negative_divergences_are_explained_and_similarities_ignored():
-    distances = pd.DataFrame({"metric": ["kl", "kl", "sim"], "orientation": ["distance", "distance", "similarity"],
-                              "distance": [-0.01, 0.3, -0.5]})
+    distances = pd.DataFrame(
+        {
+            "metric": ["kl", "kl", "sim"],
+            "orientation": ["distance", "distance", "similarity"],
+            "distance": [-0.01, 0.3, -0.5],
+        }
+    )
     note = negative_divergence_html(distances)
     assert "estimator bias" in note and "<b>kl</b>: 1 of 2" in note and "<b>sim</b>" not in note
     assert negative_divergence_html(distances.iloc[1:2]) == ""

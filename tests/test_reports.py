@@ -50,24 +50,34 @@ def simulated_measures(seed: int = 1, metrics=("monotone", "flat", "chi")) -> pd
     for metric in metrics:
         for rep in range(REPETITIONS):
             c = centre[metric]
-            rows.append({
-                "metric": metric, "repetition": rep,
-                "rho": c + rng.normal(0, 0.02), "omega2": c - 0.1 + rng.normal(0, 0.03),
-                "L": c - 0.05 + rng.normal(0, 0.02), "A": c + rng.normal(0, 0.01),
-                "Aw": c - 0.03 + rng.normal(0, 0.01), "T": 300 + rng.normal(0, 20),
-                "notes": "extra column the reports must ignore",
-            })
+            rows.append(
+                {
+                    "metric": metric,
+                    "repetition": rep,
+                    "rho": c + rng.normal(0, 0.02),
+                    "omega2": c - 0.1 + rng.normal(0, 0.03),
+                    "L": c - 0.05 + rng.normal(0, 0.02),
+                    "A": c + rng.normal(0, 0.01),
+                    "Aw": c - 0.03 + rng.normal(0, 0.01),
+                    "T": 300 + rng.normal(0, 20),
+                    "notes": "extra column the reports must ignore",
+                }
+            )
     return pd.DataFrame(rows)
 
 
 def summary_with_means(column_means: dict[str, dict[str, float]]) -> pd.DataFrame:
     """A summary table with given means (std/CI filled so the formatter has something to show)."""
-    rows = [(metric, measure, mean, 0.01, 5, mean - 0.01, mean + 0.01)
-            for measure, by_metric in column_means.items() for metric, mean in by_metric.items()]
+    rows = [
+        (metric, measure, mean, 0.01, 5, mean - 0.01, mean + 0.01)
+        for measure, by_metric in column_means.items()
+        for metric, mean in by_metric.items()
+    ]
     return pd.DataFrame(rows, columns=["metric", "measure", "mean", "std", "n", "ci_low", "ci_high"])
 
 
 # --- tables -----------------------------------------------------------------------------------
+
 
 def test_interval_is_a_bootstrap_of_the_mean_inside_the_range_of_the_repetitions():
     measures = simulated_measures()
@@ -119,11 +129,13 @@ def test_format_score_drops_leading_zero_like_the_paper():
 
 
 def test_bold_marks_best_and_values_within_tolerance_only():
-    summary = summary_with_means({
-        "A": {"best": 0.900, "close": 0.890, "edge": 0.885, "just_out": 0.884, "far": 0.5},
-        "rho": {"best": 0.2, "close": 0.95, "edge": 0.94, "just_out": 0.9, "far": float("nan")},
-        "L": {"best": -0.3, "close": -0.2, "edge": -0.21, "just_out": -0.5, "far": -0.216},
-    })
+    summary = summary_with_means(
+        {
+            "A": {"best": 0.900, "close": 0.890, "edge": 0.885, "just_out": 0.884, "far": 0.5},
+            "rho": {"best": 0.2, "close": 0.95, "edge": 0.94, "just_out": 0.9, "far": float("nan")},
+            "L": {"best": -0.3, "close": -0.2, "edge": -0.21, "just_out": -0.5, "far": -0.216},
+        }
+    )
     cells = table3_markdown_cells(summary)
     bolded = cells.apply(lambda col: col.str.startswith("**"))
     assert set(bolded.index[bolded["A"]]) == {"best", "close", "edge"}
@@ -139,7 +151,8 @@ def test_write_tables_outputs_every_metric_and_failures(tmp_path):
     assert failures == {"broken": "MetricError: corpus too small"}
     paths = write_tables(measures, tmp_path / "out", title="clinc150 vs banking77, k=6", failures=failures)
     assert set(paths) == {"summary", "table3_csv", "table3_md"} | {
-        f"significance_{m}" for m in ("A", "Aw", "T", "rho", "omega2", "L")}
+        f"significance_{m}" for m in ("A", "Aw", "T", "rho", "omega2", "L")
+    }
     text = paths["table3_md"].read_text()
     assert text.startswith("# clinc150 vs banking77, k=6")
     for metric in ("monotone", "flat", "chi", "broken"):
@@ -160,6 +173,7 @@ def test_write_tables_with_no_measures_still_writes_a_note(tmp_path):
 
 
 # --- figures ----------------------------------------------------------------------------------
+
 
 def assert_png(path: Path):
     assert path.is_file() and path.stat().st_size > 0
@@ -208,11 +222,19 @@ def test_distance_scatter_without_z_column_and_odd_metric_name(tmp_path):
 
 # --- sweep aggregation ------------------------------------------------------------------------
 
+
 def make_job(job_dir: Path, k: int, measures: pd.DataFrame):
     (job_dir / ".hydra").mkdir(parents=True)
     measures.to_csv(job_dir / "measures.csv", index=False)
-    config = {"pair": {"name": "clinc150-banking77", "a": "clinc150"}, "task": {"name": "ksc"},
-              "k": k, "n": 100, "repetitions": REPETITIONS, "seed": 7, "out": "${hydra:runtime.output_dir}"}
+    config = {
+        "pair": {"name": "clinc150-banking77", "a": "clinc150"},
+        "task": {"name": "ksc"},
+        "k": k,
+        "n": 100,
+        "repetitions": REPETITIONS,
+        "seed": 7,
+        "out": "${hydra:runtime.output_dir}",
+    }
     (job_dir / ".hydra" / "config.yaml").write_text(yaml.safe_dump(config))
     (job_dir / ".hydra" / "overrides.yaml").write_text(yaml.safe_dump([f"k={k}"]))
 
@@ -258,7 +280,12 @@ def test_cli_on_empty_dir_exits_non_zero_naming_it(tmp_path):
 
 
 def test_python_dash_m_entry_point(tmp_path):
-    result = subprocess.run([sys.executable, "-m", "textmetric_bench.reports.sweep.aggregate", str(tmp_path)],
-                            cwd=REPO_ROOT, capture_output=True, text=True, timeout=60)
+    result = subprocess.run(
+        [sys.executable, "-m", "textmetric_bench.reports.sweep.aggregate", str(tmp_path)],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert result.returncode != 0
     assert "no run directory" in result.stderr and "RuntimeWarning" not in result.stderr

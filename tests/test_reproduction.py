@@ -25,17 +25,26 @@ AMPLIFYING = {"mauve", "classifier"}
 @pytest.mark.parametrize("pair,k", PAPER_SETTINGS, ids=[f"{p}_k{k}" for p, k in PAPER_SETTINGS])
 def test_the_committed_table3_is_reproduced(pair, k, tmp_path, cache_dir, mirror_dir):
     out = tmp_path / "table3"
-    proc = run_bench(f"pair={pair}", f"k={k}", *PAPER_RUN, "engine.workers=2",
-                     f"metrics=[{','.join(PAPER_METRICS)}]", f"hydra.run.dir={out}", cache_dir=cache_dir,
-                     mirror=mirror_dir, timeout=3600)
+    proc = run_bench(
+        f"pair={pair}",
+        f"k={k}",
+        *PAPER_RUN,
+        "engine.workers=2",
+        f"metrics=[{','.join(PAPER_METRICS)}]",
+        f"hydra.run.dir={out}",
+        cache_dir=cache_dir,
+        mirror=mirror_dir,
+        timeout=3600,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     ours = pd.read_csv(out / "table3.csv").set_index("metric")
     committed = pd.read_csv(PROJECT_ROOT / "reports" / "paper_table3" / f"{pair}_k{k}.csv").set_index("metric")
     assert sorted(ours.index) == sorted(committed.index) == sorted(PAPER_METRICS)
     columns = [c for c in committed.columns if c != "orientation" and not c.startswith("T")]
     if bit_for_bit():
-        assert np.array_equal(ours[columns].to_numpy(), committed[columns].to_numpy(), equal_nan=True), \
+        assert np.array_equal(ours[columns].to_numpy(), committed[columns].to_numpy(), equal_nan=True), (
             (ours[columns] - committed[columns]).abs().max().to_dict()
+        )
         return
     for metric in PAPER_METRICS:
         for measure in MEASURES:

@@ -9,8 +9,12 @@ import pytest
 from test_end_to_end import run_bench  # the Hydra app as a user starts it
 
 from textmetric_bench.api.registry import metric, unregister
-from textmetric_bench.collections.size_imbalance import (draw_sample_pair, feasible_grid, sample_seed,
-                                              validate_robustness_parameters)
+from textmetric_bench.collections.size_imbalance import (
+    draw_sample_pair,
+    feasible_grid,
+    sample_seed,
+    validate_robustness_parameters,
+)
 from textmetric_bench.errors import ConfigError, DataError
 from textmetric_bench.measures.robustness import imbalance_robustness, robustness_score, size_robustness
 from textmetric_bench.tasks.registry import compose_config
@@ -41,13 +45,16 @@ def test_scores_are_undefined_without_an_asymptotic_distance_or_with_a_missing_p
     assert np.isnan(robustness_score([1.0, np.nan], 1.0))
 
 
-@pytest.mark.parametrize("args,message", [
-    ((100, [], 100, 2), "sizes` is empty"),
-    ((100, [0, 20], 100, 2), ">= 1"),
-    ((100, [20, 100], 100, 2), "must exceed every size"),
-    ((0, [20], 100, 2), "n_ref and repetitions"),
-    ((100, ["x"], 100, 2), "must be integers"),
-])
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        ((100, [], 100, 2), "sizes` is empty"),
+        ((100, [0, 20], 100, 2), ">= 1"),
+        ((100, [20, 100], 100, 2), "must exceed every size"),
+        ((0, [20], 100, 2), "n_ref and repetitions"),
+        ((100, ["x"], 100, 2), "must be integers"),
+    ],
+)
 def test_bad_grids_are_rejected_before_anything_runs(args, message):
     with pytest.raises(ConfigError, match=message):
         validate_robustness_parameters(*args)
@@ -92,8 +99,7 @@ def fake_constructed_metrics():
 
 
 def robustness_config(cache_dir, *overrides):
-    return compose_config([
-        "task=robustness", *SMALL, "progress=false", f"data.cache_dir={cache_dir}", *overrides])
+    return compose_config(["task=robustness", *SMALL, "progress=false", f"data.cache_dir={cache_dir}", *overrides])
 
 
 def test_known_convergence_gives_the_hand_computed_s_and_i(tmp_path, cache_dir, fake_constructed_metrics):
@@ -128,8 +134,9 @@ def test_s_and_i_join_a_ksc_run_on_one_radar(tmp_path, cache_dir):
     from textmetric_bench.tasks.ksc import run_ksc
 
     rob = run_robustness(robustness_config(cache_dir, "metrics=[chi]"), tmp_path / "rob")
-    ksc_cfg = compose_config([
-        "k=4", "n=12", "repetitions=2", "metrics=[chi]", "progress=false", f"data.cache_dir={cache_dir}"])
+    ksc_cfg = compose_config(
+        ["k=4", "n=12", "repetitions=2", "metrics=[chi]", "progress=false", f"data.cache_dir={cache_dir}"]
+    )
     ksc = run_ksc(ksc_cfg, tmp_path / "ksc")
     merged = ksc.measures.merge(rob.measures, on=["metric", "repetition"], how="outer")
     png, svg = radar_chart(summarise_measures(merged), tmp_path / "radar")
@@ -158,8 +165,14 @@ def test_end_to_end_small_grid_on_the_embedded_pair(tmp_path, cache_dir):
 
 
 def test_a_grid_larger_than_n_fails_with_a_clear_message(tmp_path, cache_dir):
-    proc = run_bench("task=robustness", "sizes=[50,3000]", "metrics=[chi]", f"hydra.run.dir={tmp_path}",
-                     cache_dir=cache_dir, timeout=120)
+    proc = run_bench(
+        "task=robustness",
+        "sizes=[50,3000]",
+        "metrics=[chi]",
+        f"hydra.run.dir={tmp_path}",
+        cache_dir=cache_dir,
+        timeout=120,
+    )
     assert proc.returncode != 0 and "must exceed every size" in proc.stderr + proc.stdout
 
 

@@ -9,16 +9,29 @@ import pandas as pd
 from textmetric_bench.measures.paired import paired_comparisons
 from textmetric_bench.measures.run_warnings import run_warnings
 
-LONG = {"embedder": {"limit": 256, "unit": "word pieces", "done": "cut to its first 256 word pieces", "cuts": True,
-                     "corpora": {"bbc_news": {"texts": 2125, "over_limit": 1400, "share": 0.659, "longest": 5000},
-                                 "shakespeare_passages": {"texts": 2703, "over_limit": 0}}}}
+LONG = {
+    "embedder": {
+        "limit": 256,
+        "unit": "word pieces",
+        "done": "cut to its first 256 word pieces",
+        "cuts": True,
+        "corpora": {
+            "bbc_news": {"texts": 2125, "over_limit": 1400, "share": 0.659, "longest": 5000},
+            "shakespeare_passages": {"texts": 2703, "over_limit": 0},
+        },
+    }
+}
 
 
 def test_each_kind_of_trouble_is_one_sentence_and_a_clean_run_has_none():
-    info = {"repetitions": 5, "long_texts": LONG, "failures": {"mauve": "ValueError: NaN in\n  embeddings"},
-            "orientation_warnings": {"zipf": "reversed on 3 of 5 repetitions"},
-            "reference": {"file": "reports/reference/x.json", "not_used": "its corpora digest differs"},
-            "grid": {"truncated": ["n_ref capped from 3000 to 900"]}}
+    info = {
+        "repetitions": 5,
+        "long_texts": LONG,
+        "failures": {"mauve": "ValueError: NaN in\n  embeddings"},
+        "orientation_warnings": {"zipf": "reversed on 3 of 5 repetitions"},
+        "reference": {"file": "reports/reference/x.json", "not_used": "its corpora digest differs"},
+        "grid": {"truncated": ["n_ref capped from 3000 to 900"]},
+    }
     found = run_warnings(info)
     assert len(found) == 5 and not any("repetitions (fewer" in w for w in found)
     assert "bbc_news: 1400 of 2125 texts (65.9%)" in found[0] and "shakespeare_passages" not in found[0]
@@ -37,8 +50,13 @@ def test_fewer_than_five_completed_repetitions_warn_whatever_the_setting_asked()
 def test_a_verdict_on_few_repetitions_carries_its_caution():
     rng = np.random.default_rng(0)
     for reps, cautioned in ((3, True), (5, False)):
-        measures = pd.DataFrame([{"metric": m, "repetition": r, "A": base + rng.normal(0, 0.001)}
-                                 for m, base in (("good", 0.9), ("bad", 0.5)) for r in range(reps)])
+        measures = pd.DataFrame(
+            [
+                {"metric": m, "repetition": r, "A": base + rng.normal(0, 0.001)}
+                for m, base in (("good", 0.9), ("bad", 0.5))
+                for r in range(reps)
+            ]
+        )
         frame = paired_comparisons(measures, "A")
         assert frame["better"].tolist() == ["good"]  # the difference is plain either way
         assert bool(frame["caution"].iloc[0]) is cautioned

@@ -32,8 +32,7 @@ def fake_failing_metrics():
 
 
 def ksc_config(cache_dir, *overrides):
-    return compose_config([
-        "k=4", "n=12", "repetitions=2", "progress=false", f"data.cache_dir={cache_dir}", *overrides])
+    return compose_config(["k=4", "n=12", "repetitions=2", "progress=false", f"data.cache_dir={cache_dir}", *overrides])
 
 
 def test_failing_plugins_are_recorded_and_the_others_finish(tmp_path, cache_dir, fake_failing_metrics):
@@ -69,7 +68,5 @@ def test_adding_repetitions_keeps_the_earlier_ones(tmp_path, cache_dir):
 
 def test_parallel_workers_give_the_serial_tables(tmp_path, cache_dir):
     serial = run_ksc(ksc_config(cache_dir, "metrics=[chi,fid,mauve,dc]"), tmp_path / "serial")
-    parallel = run_ksc(ksc_config(cache_dir, "metrics=[chi,fid,mauve,dc]", "engine.workers=2"),
-                       tmp_path / "parallel")
-    pd.testing.assert_frame_equal(serial.distances.drop(columns="seconds"),
-                                  parallel.distances.drop(columns="seconds"))
+    parallel = run_ksc(ksc_config(cache_dir, "metrics=[chi,fid,mauve,dc]", "engine.workers=2"), tmp_path / "parallel")
+    pd.testing.assert_frame_equal(serial.distances.drop(columns="seconds"), parallel.distances.drop(columns="seconds"))

@@ -18,9 +18,18 @@ SEED = 4
 def benchmark_run(tmp_path_factory, cache_dir):
     """A small KSC run of a text metric, an embedding metric and a stochastic one (mauve's k-means)."""
     out = tmp_path_factory.mktemp("run") / "run"
-    result = textmetric_bench.evaluate(["chi", "fid", "mauve"], pair="fortune_computing_people", k=3, n=20,
-                                       repetitions=2, seed=SEED, out_dir=out, progress=False, report=False,
-                                       config={"data.cache_dir": str(cache_dir), "engine.workers": 1})
+    result = textmetric_bench.evaluate(
+        ["chi", "fid", "mauve"],
+        pair="fortune_computing_people",
+        k=3,
+        n=20,
+        repetitions=2,
+        seed=SEED,
+        out_dir=out,
+        progress=False,
+        report=False,
+        config={"data.cache_dir": str(cache_dir), "engine.workers": 1},
+    )
     assert result.passed
     return result
 
@@ -34,11 +43,21 @@ def test_score_gives_the_runs_value_for_the_same_corpora_and_seed(benchmark_run,
             continue
         row = dict(zip(task.fields, evaluation.fields))
         for metric, params in (("chi", {}), ("fid", {}), ("mauve", {})):
-            logged = distances.loc[(distances["metric"] == metric) & (distances["repetition"] == row["repetition"])
-                                   & (distances["i"] == row["i"]) & (distances["j"] == row["j"]), "distance"]
-            value = textmetric_bench.score(metric, collections.corpora[evaluation.p], collections.corpora[evaluation.q],
-                                           seed=metric_seed(SEED, 1), config={"data.cache_dir": str(cache_dir)},
-                                           **params)
+            logged = distances.loc[
+                (distances["metric"] == metric)
+                & (distances["repetition"] == row["repetition"])
+                & (distances["i"] == row["i"])
+                & (distances["j"] == row["j"]),
+                "distance",
+            ]
+            value = textmetric_bench.score(
+                metric,
+                collections.corpora[evaluation.p],
+                collections.corpora[evaluation.q],
+                seed=metric_seed(SEED, 1),
+                config={"data.cache_dir": str(cache_dir)},
+                **params,
+            )
             assert value == pytest.approx(float(logged.iloc[0]), rel=1e-12, abs=1e-12), (metric, row)
             checked += 1
     assert checked == 9

@@ -24,9 +24,11 @@ METRICS = ["zipf", "chi"]
 
 def test_importing_the_package_stays_cheap():
     """`import textmetric_bench` loads no pandas, Hydra or torch; the API is imported on first use of its names."""
-    code = ("import sys, textmetric_bench as tb; heavy = [m for m in ('torch', 'pandas', 'hydra', "
-            "'textmetric_bench.session') if m in sys.modules]; print(heavy); print(callable(tb.evaluate)); "
-            "print('textmetric_bench.session' in sys.modules)")
+    code = (
+        "import sys, textmetric_bench as tb; heavy = [m for m in ('torch', 'pandas', 'hydra', "
+        "'textmetric_bench.session') if m in sys.modules]; print(heavy); print(callable(tb.evaluate)); "
+        "print('textmetric_bench.session' in sys.modules)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
     assert out.stdout.split() == ["[]", "True", "True"], out.stderr
     assert {"evaluate", "check", "load_run", "reference_rows", "Result"} <= set(dir(textmetric_bench))
@@ -36,10 +38,20 @@ def test_importing_the_package_stays_cheap():
 
 def test_python_arguments_become_the_command_lines_overrides(tmp_path):
     a, b = tmp_path / "a.txt", tmp_path / "b.txt"
-    overrides = overrides_of("ksc", ["zipf", "chi"], (a, b), {"k": 5, "reference": False},
-                             {"engine.workers": 2, "data.cards": ["x y"]})
-    assert overrides == ["task=ksc", "metrics=[zipf,chi]", "pair=files", f"pair.a={a}", f"pair.b={b}", "k=5",
-                         "reference=false", "engine.workers=2", "data.cards=['x y']"]
+    overrides = overrides_of(
+        "ksc", ["zipf", "chi"], (a, b), {"k": 5, "reference": False}, {"engine.workers": 2, "data.cards": ["x y"]}
+    )
+    assert overrides == [
+        "task=ksc",
+        "metrics=[zipf,chi]",
+        "pair=files",
+        f"pair.a={a}",
+        f"pair.b={b}",
+        "k=5",
+        "reference=false",
+        "engine.workers=2",
+        "data.cards=['x y']",
+    ]
     cfg = compose_config(overrides)
     assert (cfg.k, cfg.reference, cfg.engine.workers, list(cfg.metrics)) == (5, False, 2, ["zipf", "chi"])
     assert (cfg.pair.a, list(cfg.data.cards)) == (str(a), ["x y"])
@@ -103,7 +115,9 @@ def fake_ipython(config: dict) -> types.ModuleType:
     return module
 
 
-@pytest.mark.parametrize(("shell_config", "expected"), [({"IPKernelApp": {}}, True), ({"TerminalIPythonApp": {}}, False)])
+@pytest.mark.parametrize(
+    ("shell_config", "expected"), [({"IPKernelApp": {}}, True), ({"TerminalIPythonApp": {}}, False)]
+)
 def test_auto_progress_draws_bars_in_a_jupyter_kernel_only(monkeypatch, shell_config, expected):
     from textmetric_bench import console
 
@@ -118,8 +132,9 @@ def test_auto_progress_draws_bars_in_a_jupyter_kernel_only(monkeypatch, shell_co
 
 def comparable(frame: pd.DataFrame) -> pd.DataFrame:
     """A table without what depends on the machine's speed (seconds, T) or on the run's directory."""
-    frame = frame.drop(columns=[c for c in frame.columns if c in ("seconds", "T", "attempts")
-                                or str(c).startswith(("T_", "T100"))])
+    frame = frame.drop(
+        columns=[c for c in frame.columns if c in ("seconds", "T", "attempts") or str(c).startswith(("T_", "T100"))]
+    )
     if "measure" in frame.columns:
         frame = frame[~frame["measure"].isin(["T", "T100"])]
     return frame.reset_index(drop=True)
@@ -129,20 +144,34 @@ def test_the_api_and_the_command_line_give_the_same_tables(tmp_path, monkeypatch
     """The same small setting through `python -m textmetric_bench` (from a directory outside the checkout) and
     through `textmetric_bench.evaluate`, with the same cache: every table equal but for timings."""
     cache = tmp_path / "cache"
-    env = {**os.environ, "BENCH_CACHE_DIR": str(cache),
-           "PYTHONPATH": os.pathsep.join([str(PROJECT_ROOT), os.environ.get("PYTHONPATH", "")])}
+    env = {
+        **os.environ,
+        "BENCH_CACHE_DIR": str(cache),
+        "PYTHONPATH": os.pathsep.join([str(PROJECT_ROOT), os.environ.get("PYTHONPATH", "")]),
+    }
     cli_dir, elsewhere = tmp_path / "cli", tmp_path / "elsewhere"
     elsewhere.mkdir()
-    args = [f"metrics=[{','.join(METRICS)}]", *(f"{k}={v}" for k, v in SMALL.items()), "progress=false",
-            f"hydra.run.dir={cli_dir}"]
-    proc = subprocess.run([sys.executable, "-m", "textmetric_bench", *args], cwd=elsewhere, env=env,
-                          capture_output=True, text=True, timeout=600)
+    args = [
+        f"metrics=[{','.join(METRICS)}]",
+        *(f"{k}={v}" for k, v in SMALL.items()),
+        "progress=false",
+        f"hydra.run.dir={cli_dir}",
+    ]
+    proc = subprocess.run(
+        [sys.executable, "-m", "textmetric_bench", *args],
+        cwd=elsewhere,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
 
     monkeypatch.setenv("BENCH_CACHE_DIR", str(cache))
     monkeypatch.chdir(elsewhere)
-    api = textmetric_bench.evaluate(METRICS, pair="fortune_computing_people", out_dir=tmp_path / "api",
-                                    progress=False, **SMALL)
+    api = textmetric_bench.evaluate(
+        METRICS, pair="fortune_computing_people", out_dir=tmp_path / "api", progress=False, **SMALL
+    )
     cli = textmetric_bench.load_run(cli_dir)
     assert api.passed and cli.passed and api.exit_status == cli.exit_status == 0
     assert api.title == cli.title
@@ -163,7 +192,9 @@ def test_the_api_and_the_command_line_give_the_same_tables(tmp_path, monkeypatch
         assert frame["caution"].str.contains("only 2 paired repetitions").all(), measure  # beside every verdict
     assert few in api._repr_html_().replace("&#x27;", "'") and "only 2 repetitions" in api.text()
     for figure in (api.radar(), api.heatmap()):
-        assert any(few in " ".join(t.get_text().split()) for t in figure.findobj(lambda a: hasattr(a, "get_text"))), figure
+        assert any(few in " ".join(t.get_text().split()) for t in figure.findobj(lambda a: hasattr(a, "get_text"))), (
+            figure
+        )
 
 
 def test_the_gate_from_python_reports_what_the_command_line_reports(tmp_path, monkeypatch):

@@ -19,8 +19,14 @@ def collection(real_samples, embedder):
 
 
 # The infilling score (several LM passes per text) runs this check in the slow suite only.
-@pytest.mark.parametrize("name", [pytest.param(n, marks=[pytest.mark.slow] if n == "ctrleval_coherence" else [])
-                                  for n in builtin_metrics() if n != "oracle"])  # oracle: tests/test_bounds.py
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param(n, marks=[pytest.mark.slow] if n == "ctrleval_coherence" else [])
+        for n in builtin_metrics()
+        if n != "oracle"
+    ],
+)  # oracle: tests/test_bounds.py
 def test_shared_equals_plain(name, collection):
     info = get_metric(name)
     pairs = list(itertools.combinations(sorted(collection.members), 2))
@@ -33,7 +39,9 @@ def test_shared_equals_plain(name, collection):
 
 # pr and dc: one radius per corpus (5), and per pair (10) one PR/DC computation that dc reuses, holding the pair's
 # one product matrix (``pair_products``, another per-pair entry)
-@pytest.mark.parametrize("names,per_pair,pair_entries", [(["fid"], 0, 0), (["pr", "dc"], 1, 2), (["chi", "zipf"], 0, 0)])
+@pytest.mark.parametrize(
+    "names,per_pair,pair_entries", [(["fid"], 0, 0), (["pr", "dc"], 1, 2), (["chi", "zipf"], 0, 0)]
+)
 def test_each_corpus_statistic_is_computed_once(names, per_pair, pair_entries, collection):
     pairs = list(itertools.combinations(sorted(collection.members), 2))
     with sharing() as memo:

@@ -21,8 +21,11 @@ def measures_of(centres: dict[str, float], repetitions: int = 5, noise: float = 
     """Per-repetition rho of metrics sharing a per-repetition collection effect (the pairing) plus own noise."""
     rng = np.random.default_rng(seed)
     shared = rng.normal(0, 0.05, repetitions)
-    rows = [{"metric": m, "repetition": r, "rho": c + shared[r] + rng.normal(0, noise)}
-            for m, c in centres.items() for r in range(repetitions)]
+    rows = [
+        {"metric": m, "repetition": r, "rho": c + shared[r] + rng.normal(0, noise)}
+        for m, c in centres.items()
+        for r in range(repetitions)
+    ]
     return pd.DataFrame(rows)
 
 
@@ -42,8 +45,9 @@ def test_pairing_uses_the_same_repetition():
     """The shared collection effect (sd .05) dwarfs the .02 gap; only a paired test sees the gap."""
     frame = paired_comparisons(measures_of({"good": 0.82, "worse": 0.80}, noise=0.002), "rho")
     row = frame.iloc[0]
-    unpaired = stats.ttest_ind(*(g["rho"] for _, g in measures_of({"good": .82, "worse": .80}, noise=.002)
-                                 .groupby("metric"))).pvalue
+    unpaired = stats.ttest_ind(
+        *(g["rho"] for _, g in measures_of({"good": 0.82, "worse": 0.80}, noise=0.002).groupby("metric"))
+    ).pvalue
     assert unpaired > 0.05 and row["p_holm"] < 0.05 and row["better"] == "good"
     assert row["mean_diff"] == pytest.approx(row["mean_a"] - row["mean_b"])
 
@@ -73,7 +77,8 @@ def test_top_group_needs_enough_paired_repetitions():
     means = measures.groupby("metric")["rho"].mean()
     assert top_group(means, comparisons) == set()
     assert means.idxmax() in top_group(means, comparisons, min_repetitions=4) and "low" not in top_group(
-        means, comparisons, min_repetitions=4)
+        means, comparisons, min_repetitions=4
+    )
 
 
 def test_write_tables_writes_long_significance_csv_and_marks_the_top_group(tmp_path):
@@ -122,9 +127,10 @@ def test_fewer_than_five_repetitions_warn_in_the_markdown_and_mark_nothing(tmp_p
 
 
 def test_bounds_are_first_and_last_and_never_bold():
-    summary = pd.DataFrame([(m, "A", v, 0.0, 5, v, v) for m, v in
-                            (("chance", 0.5), ("zeta", 0.8), ("alpha", 0.7), ("oracle", 1.0))],
-                           columns=["metric", "measure", "mean", "std", "n", "ci_low", "ci_high"])
+    summary = pd.DataFrame(
+        [(m, "A", v, 0.0, 5, v, v) for m, v in (("chance", 0.5), ("zeta", 0.8), ("alpha", 0.7), ("oracle", 1.0))],
+        columns=["metric", "measure", "mean", "std", "n", "ci_low", "ci_high"],
+    )
     cells = table3_markdown_cells(summary)
     assert list(cells.index) == ["oracle", "alpha", "zeta", "chance"]
     assert cells.loc["zeta", "A"].startswith("**") and not cells.loc["oracle", "A"].startswith("**")
@@ -144,9 +150,22 @@ def test_comparisons_need_two_metrics_and_repetitions():
 def test_sweep_table_puts_the_ceiling_first_the_floor_last_and_bolds_neither(tmp_path):
     from textmetric_bench.reports.sweep.aggregate import sweep_markdown
 
-    long = pd.DataFrame([{"pair": "p", "k": 4, "n": 12, "task": "ksc", "run_dir": str(tmp_path / "0"),
-                          "metric": m, "measure": "A", "mean": v, "warning": ""}
-                         for m, v in (("chance", 0.5), ("fid", 0.9), ("chi", 0.7), ("oracle", 1.0))])
+    long = pd.DataFrame(
+        [
+            {
+                "pair": "p",
+                "k": 4,
+                "n": 12,
+                "task": "ksc",
+                "run_dir": str(tmp_path / "0"),
+                "metric": m,
+                "measure": "A",
+                "mean": v,
+                "warning": "",
+            }
+            for m, v in (("chance", 0.5), ("fid", 0.9), ("chi", 0.7), ("oracle", 1.0))
+        ]
+    )
     rows = [line for line in sweep_markdown(long, tmp_path).splitlines() if line.startswith("| p |")]
     assert [r.split("|")[4].strip() for r in rows] == ["ceiling (oracle)", "chi", "fid", "floor (chance)"]
     assert "**.900**" in rows[2] and "**" not in rows[0] + rows[3]

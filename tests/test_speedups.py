@@ -53,7 +53,9 @@ def test_classifier_shared_distances_equal_libsvm_own_kernel(big_pairs, name):
 @pytest.mark.parametrize("name", ["across-1000v1000", "same-source-500v500", "unbalanced-100v900"])
 def test_irpr_equals_its_formula(big_pairs, name):
     p, q = big_pairs[name]
-    x, y = (v / np.linalg.norm(v, axis=1, keepdims=True) for v in (np.asarray(p, np.float64), np.asarray(q, np.float64)))
+    x, y = (
+        v / np.linalg.norm(v, axis=1, keepdims=True) for v in (np.asarray(p, np.float64), np.asarray(q, np.float64))
+    )
     cosine = np.clip(x @ y.T, -1.0, 1.0)  # 004 §2 as written: every cosine, then nearest in each direction
     expected = f1_distance(max(cosine.max(axis=1).mean(), 0.0), max(cosine.max(axis=0).mean(), 0.0))
     assert irpr(p, q) == pytest.approx(expected, abs=1e-13)  # cosines from the pair's squared distances
@@ -67,8 +69,10 @@ def test_pr_and_dc_share_one_computation_per_pair_with_the_same_values(big_pairs
     assert shared == alone
     # per pair: each corpus's radii, one PR/DC computation that DC reuses and one product matrix that IRPR reuses
     assert memo.misses == len(memo.store) == 4 * len(big_pairs), computed
-    assert computed == sorted(["kth_neighbour_radii"] * 2 * len(big_pairs)
-                              + ["precision_recall_density_coverage", "pair_products"] * len(big_pairs))
+    assert computed == sorted(
+        ["kth_neighbour_radii"] * 2 * len(big_pairs)
+        + ["precision_recall_density_coverage", "pair_products"] * len(big_pairs)
+    )
 
 
 def test_pr_and_dc_equal_the_roots_compared_with_the_radii(big_pairs):
@@ -85,8 +89,12 @@ def test_pr_and_dc_equal_the_roots_compared_with_the_radii(big_pairs):
             np.testing.assert_allclose(kth_neighbour_radii(v, k=5), expected, rtol=1e-13, atol=0)
         roots = np.sqrt(np.maximum(cross_squared_distances(x, y), 0.0))
         inside = roots < radii[0][:, None]
-        expected = {"precision": inside.any(axis=0).mean(), "recall": (roots < radii[1][None, :]).any(axis=1).mean(),
-                    "density": inside.sum(axis=0).mean() / 5, "coverage": (roots.min(axis=1) < radii[0]).mean()}
+        expected = {
+            "precision": inside.any(axis=0).mean(),
+            "recall": (roots < radii[1][None, :]).any(axis=1).mean(),
+            "density": inside.sum(axis=0).mean() / 5,
+            "coverage": (roots.min(axis=1) < radii[0]).mean(),
+        }
         assert precision_recall_density_coverage(x, y) == pytest.approx(expected, abs=1e-12)
 
 
@@ -255,19 +263,31 @@ def test_mauve_equals_mauve_text_on_every_evaluation_of_the_benchmark_studies(mo
             info = run["metrics"]["mauve"][0]
             for job in (j for j in run["jobs"] if j.metric == "mauve"):
                 p, q = run["store"].inputs(info, job.p), run["store"].inputs(info, job.q)
-                x, y = (v.astype(np.float32) for v in canonical_pair(np.asarray(p, np.float64), np.asarray(q, np.float64)))
+                x, y = (
+                    v.astype(np.float32) for v in canonical_pair(np.asarray(p, np.float64), np.asarray(q, np.float64))
+                )
                 restarts = restart_count("auto", max(2, round(min(len(x), len(y)) / 10)))  # the default's
                 with threadpool_limits(1):  # one BLAS thread, as in the engine's workers: the same last bits
-                    expected = max(1.0 - compute_mauve(p_features=x, q_features=y, seed=job.seed % (2**31 - 8),
-                                                       kmeans_num_redo=restarts, verbose=False).mauve, 0.0)
+                    expected = max(
+                        1.0
+                        - compute_mauve(
+                            p_features=x,
+                            q_features=y,
+                            seed=job.seed % (2**31 - 8),
+                            kmeans_num_redo=restarts,
+                            verbose=False,
+                        ).mauve,
+                        0.0,
+                    )
                     gaps.append(abs(mauve(p, q, seed=job.seed) - expected))
     gaps = np.array(gaps)
     assert len(gaps) == 870 + 310
     apart = np.sort(gaps[gaps > 1e-12])[::-1]
     # A k-means tie: our principal components differ from sklearn's SVD route in their last bits, which moves a
     # point sitting between two centroids; such a flip moves MAUVE about as much as a change of its seed (.0023 rms).
-    assert len(apart) <= 0.005 * len(gaps) and (apart < 0.005).all(), \
+    assert len(apart) <= 0.005 * len(gaps) and (apart < 0.005).all(), (
         f"{len(apart)} of {len(gaps)} differ beyond 1e-12: {apart[:10]}"
+    )
 
 
 @pytest.mark.slow
@@ -297,8 +317,19 @@ def test_one_kmeans_run_from_50_buckets_keeps_mauve_s_and_i_and_moves_it_as_its_
             p, q = run["store"].inputs(info, job.p), run["store"].inputs(info, job.q)
             values = {"five": mauve(p, q, seed=job.seed, kmeans_num_redo=5), "auto": mauve(p, q, seed=job.seed)}
             curve, size, repetition = job.key[2:5]
-            rows += [{"metric": name, "curve": curve, "s": size, "repetition": repetition, "distance": value,
-                      "error": "", "attempts": 1, "seconds": 0.0} for name, value in values.items()]
+            rows += [
+                {
+                    "metric": name,
+                    "curve": curve,
+                    "s": size,
+                    "repetition": repetition,
+                    "distance": value,
+                    "error": "",
+                    "attempts": 1,
+                    "seconds": 0.0,
+                }
+                for name, value in values.items()
+            ]
             if round(min(len(p), len(q)) / 10) >= 50:  # 50 buckets or more: one k-means run
                 other_seed = mauve(p, q, seed=job.seed + 1, kmeans_num_redo=5)
                 large.append((values["auto"] - values["five"], other_seed - values["five"]))
@@ -334,12 +365,18 @@ def test_root_threshold_decides_as_the_root():
     from textmetric_bench.metrics.euclidean import root_threshold
 
     rng = np.random.default_rng(5)
-    radii = np.abs(np.concatenate([rng.standard_normal(5000), rng.standard_normal(50) * 1e-150,
-                                   [0.0, 1.0, 2.0, 1e-300, 5e-324, 1e150]]))
+    radii = np.abs(
+        np.concatenate(
+            [rng.standard_normal(5000), rng.standard_normal(50) * 1e-150, [0.0, 1.0, 2.0, 1e-300, 5e-324, 1e150]]
+        )
+    )
     thresholds = root_threshold(radii)
     for r, t in zip(radii, thresholds):
-        candidates = [t, np.nextafter(t, -np.inf), np.nextafter(t, np.inf), r * r, -1.0, 0.0] if np.isfinite(t) \
+        candidates = (
+            [t, np.nextafter(t, -np.inf), np.nextafter(t, np.inf), r * r, -1.0, 0.0]
+            if np.isfinite(t)
             else [0.0, -1.0, 1e-300]
+        )
         for c in candidates:
             assert (np.sqrt(max(c, 0.0)) < r) == (c < t), (r, t, c)
 
@@ -367,7 +404,8 @@ def test_classifier_float32_kernel_gives_the_float64_distances_on_the_benchmark_
             for job in run["jobs"]:
                 p, q = run["store"].inputs(info, job.p), run["store"].inputs(info, job.q)
                 with threadpool_limits(1):
-                    equal += classifier(p, q, seed=job.seed) == classifier(p, q, seed=job.seed,
-                                                                           kernel_precision="float64")
+                    equal += classifier(p, q, seed=job.seed) == classifier(
+                        p, q, seed=job.seed, kernel_precision="float64"
+                    )
                 total += 1
     assert total == 870 + 310 and equal >= total - 2, (equal, total)

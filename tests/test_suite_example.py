@@ -24,8 +24,15 @@ import pytest
 
 from textmetric_bench.reports.suite.groups import group_measure
 from textmetric_bench.reports.suite.ranks import rank_measures, ranks_frame
-from textmetric_bench.reports.suite.readme import (END, README_SUITE, RESULTS, START, paper_settings_problem, section,
-                                                    suite_problem)
+from textmetric_bench.reports.suite.readme import (
+    END,
+    README_SUITE,
+    RESULTS,
+    START,
+    paper_settings_problem,
+    section,
+    suite_problem,
+)
 from textmetric_bench.reports.suite.regimes import SHOWN
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -53,8 +60,9 @@ def test_todays_paired_test_gives_the_committed_groups(settings):
     kept = pd.read_csv(RESULTS_DIR / "groups.csv")
     ranked = rank_measures(settings)
     for measure in SHOWN:
-        result = group_measure(repetitions, measure, list(ranked[measure].values.index),
-                               list(ranked[measure].values.columns))
+        result = group_measure(
+            repetitions, measure, list(ranked[measure].values.index), list(ranked[measure].values.columns)
+        )
         shipped = kept[kept["measure"] == measure].set_index("metric")["group"]
         assert result is not None and dict(result.groups) == shipped.to_dict(), measure
 
@@ -71,8 +79,9 @@ def test_todays_ranking_code_gives_the_committed_ranks(settings, ranks):
     shipped = ranks[ranks["measure"].isin(DETERMINISTIC)].reset_index(drop=True)
     assert list(again["measure"] + again["metric"]) == list(shipped["measure"] + shipped["metric"])
     for column in ("mean_rank", "place", "settings", "metrics", "friedman_chi2", "friedman_p"):
-        np.testing.assert_allclose(again[column].astype(float), shipped[column].astype(float), rtol=1e-9,
-                                   err_msg=column)
+        np.testing.assert_allclose(
+            again[column].astype(float), shipped[column].astype(float), rtol=1e-9, err_msg=column
+        )
     for column in ("not_separated_from", "warning"):
         assert list(again[column].fillna("")) == list(shipped[column].fillna("")), column
 
@@ -95,9 +104,14 @@ def test_the_committed_values_equal_the_shipped_reference_rows(settings):
     for path in sorted((ROOT / "reports" / "reference").glob("*.json")):
         shipped = json.loads(path.read_text())
         s = shipped["settings"]
-        rows = settings[(settings["task"] == s["task"]) & (settings["pair"] == s["pair"])
-                        & (settings["k"] == s["k"]) & (settings["n"] == s["n"]) & (settings["seed"] == s["seed"])
-                        & (settings["source"] == "run")]
+        rows = settings[
+            (settings["task"] == s["task"])
+            & (settings["pair"] == s["pair"])
+            & (settings["k"] == s["k"])
+            & (settings["n"] == s["n"])
+            & (settings["seed"] == s["seed"])
+            & (settings["source"] == "run")
+        ]
         if rows.empty:
             continue  # a reference setting outside suite=paper
         for metric, entry in shipped["metrics"].items():
@@ -107,8 +121,11 @@ def test_the_committed_values_equal_the_shipped_reference_rows(settings):
                     continue
                 value = rows[(rows["metric"] == metric) & (rows["measure"] == measure)]["mean"]
                 assert len(value) == 1, (path.name, metric, measure)
-                assert value.iloc[0] == pytest.approx(per_repetition[measure].mean(), rel=1e-9), \
-                    (path.name, metric, measure)
+                assert value.iloc[0] == pytest.approx(per_repetition[measure].mean(), rel=1e-9), (
+                    path.name,
+                    metric,
+                    measure,
+                )
                 checked += 1
     assert checked >= 2 * 18 * 5  # atis_news and clinc150_banking77 at k=7, every default metric
 

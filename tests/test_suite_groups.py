@@ -25,8 +25,14 @@ import pytest
 from scipy import stats
 from statsmodels.stats.multitest import multipletests
 
-from textmetric_bench.reports.suite.groups import (RESAMPLES, compare, holm, sign_flip_p, significance_groups,
-                                                   stratified_weights)
+from textmetric_bench.reports.suite.groups import (
+    RESAMPLES,
+    compare,
+    holm,
+    sign_flip_p,
+    significance_groups,
+    stratified_weights,
+)
 from textmetric_bench.reports.suite.report import write_suite_report
 
 from test_suite_ranks import RHO, write_run
@@ -54,8 +60,9 @@ def simulated_suite(rng: np.random.Generator, metrics: int, effect: float = 0.0,
     return values.reshape(metrics, -1), np.repeat(np.arange(SETTINGS), REPETITIONS)
 
 
-def separation_rates(suites: int, metrics: int, effect: float, interaction: float = 0.0, seed: int = 0,
-                     resamples: int = 9999) -> tuple[float, float]:
+def separation_rates(
+    suites: int, metrics: int, effect: float, interaction: float = 0.0, seed: int = 0, resamples: int = 9999
+) -> tuple[float, float]:
     """Over ``suites`` simulated suites: the share where metric 0 is alone in group 1 (separated from every other
     metric), and the share where the groups are more than one (some pair separated)."""
     rng = np.random.default_rng(seed)
@@ -71,6 +78,7 @@ def separation_rates(suites: int, metrics: int, effect: float, interaction: floa
 
 # --- the test itself ------------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("n", [7, 12])
 def test_the_p_are_scipys_exact_permutation_test(n):
     rng = np.random.default_rng(n)
@@ -78,8 +86,13 @@ def test_the_p_are_scipys_exact_permutation_test(n):
     weights = stratified_weights(np.array([0, 0, 0] + [1] * (n - 3)))  # two settings, 3 and n - 3 repetitions
     statistic, p = sign_flip_p(differences, weights)
     for row, s, q in zip(differences, statistic, p):
-        ref = stats.permutation_test((row,), lambda d, axis=-1: np.sum(d * weights, axis=axis), vectorized=True,
-                                     permutation_type="samples", n_resamples=9999)
+        ref = stats.permutation_test(
+            (row,),
+            lambda d, axis=-1: np.sum(d * weights, axis=axis),
+            vectorized=True,
+            permutation_type="samples",
+            n_resamples=9999,
+        )
         assert s == pytest.approx(ref.statistic)
         assert q == pytest.approx(ref.pvalue)  # both exact: 2^n <= 9999 patterns
 
@@ -90,8 +103,14 @@ def test_with_random_patterns_the_p_agree_with_scipys_within_monte_carlo_error()
     weights = stratified_weights(np.repeat(np.arange(12), 5))
     _, p = sign_flip_p(differences, weights, resamples=20000, rng=rng)
     for row, q in zip(differences, p):
-        ref = stats.permutation_test((row,), lambda d, axis=-1: np.sum(d * weights, axis=axis), vectorized=True,
-                                     permutation_type="samples", n_resamples=20000, rng=rng)
+        ref = stats.permutation_test(
+            (row,),
+            lambda d, axis=-1: np.sum(d * weights, axis=axis),
+            vectorized=True,
+            permutation_type="samples",
+            n_resamples=20000,
+            rng=rng,
+        )
         tail = ref.pvalue / 2  # a two-sided p is twice a tail's share of the patterns
         assert abs(q - ref.pvalue) < 4 * 2 * np.sqrt(tail * (1 - tail) / 20000) * np.sqrt(2) + 1e-4
 
@@ -127,18 +146,30 @@ def test_identical_values_are_never_separated():
 
 # --- the report -----------------------------------------------------------------------------------------------
 
+
 def test_the_report_writes_the_groups_an_independent_computation_gives(tmp_path):
     for i, (setting, per_metric) in enumerate(RHO.items()):
-        write_run(tmp_path / setting, pair=f"pair{i // 2}", k=(7, 12)[i % 2],
-                  values={"rho": {**per_metric, "oracle": (1.0, 1.0)}})
+        write_run(
+            tmp_path / setting,
+            pair=f"pair{i // 2}",
+            k=(7, 12)[i % 2],
+            values={"rho": {**per_metric, "oracle": (1.0, 1.0)}},
+        )
     files = write_suite_report(tmp_path)
     groups, ranks = pd.read_csv(files["groups"]), pd.read_csv(files["ranks"])
     # by hand: scipy's exact test on each pair's 8 differences, statistic = mean of the 4 settings' means, Holm
     values = {m: np.array([v for s in RHO for v in RHO[s][m]]) for m in "abc"}
     weights = np.full(8, 1 / 8)
     pairs = list(itertools.combinations("abc", 2))
-    raw = [stats.permutation_test((values[x] - values[y],), lambda d, axis=-1: np.sum(d * weights, axis=axis),
-                                  vectorized=True, permutation_type="samples").pvalue for x, y in pairs]
+    raw = [
+        stats.permutation_test(
+            (values[x] - values[y],),
+            lambda d, axis=-1: np.sum(d * weights, axis=axis),
+            vectorized=True,
+            permutation_type="samples",
+        ).pvalue
+        for x, y in pairs
+    ]
     holm = dict(zip(pairs, multipletests(raw, method="holm")[1]))
     paired = pd.read_csv(files["paired_rho"], index_col="metric")
     for (x, y), q in holm.items():
@@ -170,14 +201,19 @@ def test_a_repetition_missing_a_value_is_left_out_and_said(tmp_path):
 
 def test_too_few_repetitions_to_separate_anything_are_said(tmp_path):
     for i in range(2):
-        write_run(tmp_path / f"rob{i}", task="robustness", pair=f"pair{i}",
-                  values={"S": {"a": (0.9, 0.95), "b": (0.5, 0.6), "c": (0.1, 0.2)}})
+        write_run(
+            tmp_path / f"rob{i}",
+            task="robustness",
+            pair=f"pair{i}",
+            values={"S": {"a": (0.9, 0.95), "b": (0.5, 0.6), "c": (0.1, 0.2)}},
+        )
     files = write_suite_report(tmp_path)
     assert (pd.read_csv(files["groups"])["group"] == 1).all()  # a is better in all 4 pairs: 2/2^4 is no evidence
     assert "smallest two-sided p is 2/2^4 = 0.125, so it can separate nothing" in files["suite_report"].read_text()
 
 
 # --- real repetitions: suite=paper's four KSC settings ----------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def paper_repetitions() -> pd.DataFrame:
@@ -189,8 +225,11 @@ def paper_repetitions() -> pd.DataFrame:
     rows = []
     for (pair, k, metric, r), g in distances.groupby(["pair", "k", "metric", "repetition"]):
         measures = collection_measures(g["i"], g["j"], g["distance"], np.ones(len(g)), int(k))
-        rows += [{"setting": f"{pair} k={k} n=100", "metric": metric, "repetition": r, "measure": m, "value": v}
-                 for m, v in measures.items() if m != "T"]
+        rows += [
+            {"setting": f"{pair} k={k} n=100", "metric": metric, "repetition": r, "measure": m, "value": v}
+            for m, v in measures.items()
+            if m != "T"
+        ]
     return pd.DataFrame(rows)
 
 
@@ -218,6 +257,7 @@ def test_on_suite_papers_settings_the_paired_test_separates_where_wilcoxon_canno
 
 # --- the simulation ---------------------------------------------------------------------------------------------
 
+
 def test_simulated_a_better_metric_is_separated_and_identical_ones_are_not():
     """Six metrics, 200 simulated suites per case (the slow tier runs 18 metrics)."""
     alone, _ = separation_rates(200, 6, EFFECT, seed=1)
@@ -241,9 +281,11 @@ def test_the_reference_rows_spread_is_what_docs_suites_md_says():
     rows."""
     import json
 
-    sds = [np.std([r["rho"] for r in entry["measures"]], ddof=1)
-           for path in sorted((ROOT / "reports" / "reference").glob("*.json"))
-           for entry in json.loads(path.read_text())["metrics"].values()]
+    sds = [
+        np.std([r["rho"] for r in entry["measures"]], ddof=1)
+        for path in sorted((ROOT / "reports" / "reference").glob("*.json"))
+        for entry in json.loads(path.read_text())["metrics"].values()
+    ]
     quartiles = np.quantile(sds, [0.25, 0.5, 0.75])
     docs = " ".join((ROOT / "docs" / "suites.md").read_text(encoding="utf-8").split())
     stated = "median {1}, quartiles {0} and {2}".format(*(f"{q:.3f}"[1:] for q in quartiles))
@@ -252,13 +294,19 @@ def test_the_reference_rows_spread_is_what_docs_suites_md_says():
 
 
 SIMULATION_CASES = {  # the rows of docs/suites.md's simulation table: (effect, interaction)
-    "better by 0.02": (0.02, 0.0), "better by 0.03": (0.03, 0.0), f"better by {EFFECT:g}": (EFFECT, 0.0),
-    "identical": (0.0, 0.0), "equal on average, metric x setting sd 0.02": (0.0, 0.02)}
+    "better by 0.02": (0.02, 0.0),
+    "better by 0.03": (0.03, 0.0),
+    f"better by {EFFECT:g}": (EFFECT, 0.0),
+    "identical": (0.0, 0.0),
+    "equal on average, metric x setting sd 0.02": (0.0, 0.02),
+}
 
 
 def simulation_table(suites: int = 500, metrics: int = 18) -> dict[str, tuple[float, float]]:
-    return {case: separation_rates(suites, metrics, effect, interaction, seed=i)
-            for i, (case, (effect, interaction)) in enumerate(SIMULATION_CASES.items())}
+    return {
+        case: separation_rates(suites, metrics, effect, interaction, seed=i)
+        for i, (case, (effect, interaction)) in enumerate(SIMULATION_CASES.items())
+    }
 
 
 @pytest.mark.slow

@@ -14,24 +14,33 @@ import yaml
 from scipy import stats
 from statsmodels.stats.multitest import multipletests
 
-from textmetric_bench.reports.suite.ranks import (ENOUGH_SETTINGS, complete_block, few_settings_warning,
-                                                  rank_measures)
+from textmetric_bench.reports.suite.ranks import ENOUGH_SETTINGS, complete_block, few_settings_warning, rank_measures
 from textmetric_bench.reports.suite.report import write_suite_report
 from textmetric_bench.reports.suite.settings import load_settings, setting_table
 
 #: rho of three metrics in four KSC settings, per repetition (two each): the per-setting means are 0.9/0.5/0.7,
 #: 0.8/0.6/0.4, 0.6/0.7/0.5 and 0.9/0.3/0.8, so the ranks (1 = best) are by hand
 #: (1,3,2), (1,2,3), (2,1,3), (1,3,2): mean ranks a 1.25, b 2.25, c 2.5.
-RHO = {"s1": {"a": (0.85, 0.95), "b": (0.45, 0.55), "c": (0.7, 0.7)},
-       "s2": {"a": (0.8, 0.8), "b": (0.5, 0.7), "c": (0.3, 0.5)},
-       "s3": {"a": (0.6, 0.6), "b": (0.7, 0.7), "c": (0.4, 0.6)},
-       "s4": {"a": (0.9, 0.9), "b": (0.2, 0.4), "c": (0.8, 0.8)}}
+RHO = {
+    "s1": {"a": (0.85, 0.95), "b": (0.45, 0.55), "c": (0.7, 0.7)},
+    "s2": {"a": (0.8, 0.8), "b": (0.5, 0.7), "c": (0.3, 0.5)},
+    "s3": {"a": (0.6, 0.6), "b": (0.7, 0.7), "c": (0.4, 0.6)},
+    "s4": {"a": (0.9, 0.9), "b": (0.2, 0.4), "c": (0.8, 0.8)},
+}
 BY_HAND = {"a": 1.25, "b": 2.25, "c": 2.5}
 
 
-def write_run(directory: Path, *, task: str = "ksc", pair: str = "p", k: int = 7, n: int = 100,
-              values: dict[str, dict[str, tuple]], source: dict[str, str] | None = None,
-              own_noise: pd.DataFrame | None = None) -> Path:
+def write_run(
+    directory: Path,
+    *,
+    task: str = "ksc",
+    pair: str = "p",
+    k: int = 7,
+    n: int = 100,
+    values: dict[str, dict[str, tuple]],
+    source: dict[str, str] | None = None,
+    own_noise: pd.DataFrame | None = None,
+) -> Path:
     """A run directory as a task leaves it: .hydra/config.yaml, run.json and measures.csv (values: measure ->
     metric -> one value per repetition)."""
     (directory / ".hydra").mkdir(parents=True)
@@ -42,8 +51,9 @@ def write_run(directory: Path, *, task: str = "ksc", pair: str = "p", k: int = 7
     for measure, per_metric in values.items():
         for metric, reps in per_metric.items():
             for r, value in enumerate(reps):
-                rows.setdefault((metric, r), {"metric": metric, "repetition": r,
-                                              "source": (source or {}).get(metric, "run")})[measure] = value
+                rows.setdefault(
+                    (metric, r), {"metric": metric, "repetition": r, "source": (source or {}).get(metric, "run")}
+                )[measure] = value
     pd.DataFrame(list(rows.values())).to_csv(directory / "measures.csv", index=False)
     if own_noise is not None:
         own_noise.to_csv(directory / "own_noise.csv", index=False)
@@ -55,13 +65,22 @@ def suite_dir(tmp_path) -> Path:
     """Four KSC settings of rho (RHO) with the bounds, and two robustness settings of S."""
     for i, (setting, per_metric) in enumerate(RHO.items()):
         bounds = {"oracle": (1.0, 1.0), "chance": (0.01 * i, -0.01)}
-        write_run(tmp_path / setting, pair=f"pair{i // 2}", k=(7, 12)[i % 2], values={"rho": {**per_metric, **bounds}},
-                  own_noise=pd.DataFrame({"metric": ["b"], "seeds": [5], "own_sd": [0.01], "data_sd": [0.04],
-                                          "ratio": [0.25]}))
+        write_run(
+            tmp_path / setting,
+            pair=f"pair{i // 2}",
+            k=(7, 12)[i % 2],
+            values={"rho": {**per_metric, **bounds}},
+            own_noise=pd.DataFrame(
+                {"metric": ["b"], "seeds": [5], "own_sd": [0.01], "data_sd": [0.04], "ratio": [0.25]}
+            ),
+        )
     for i in range(2):
-        write_run(tmp_path / f"rob{i}", task="robustness", pair=f"pair{i}",
-                  values={"S": {"a": (0.9, 0.9), "b": (0.8, 0.8), "c": (0.7 + 0.2 * i, 0.7 + 0.2 * i),
-                                "oracle": (1.0, 1.0)}})
+        write_run(
+            tmp_path / f"rob{i}",
+            task="robustness",
+            pair=f"pair{i}",
+            values={"S": {"a": (0.9, 0.9), "b": (0.8, 0.8), "c": (0.7 + 0.2 * i, 0.7 + 0.2 * i), "oracle": (1.0, 1.0)}},
+        )
     return tmp_path
 
 
@@ -71,7 +90,7 @@ def test_mean_ranks_and_friedman_match_a_hand_and_a_textbook_computation(suite_d
     assert rho.mean_ranks.to_dict() == pytest.approx(BY_HAND)
     # Friedman's statistic from the mean ranks (Demšar 2006 eq. 1), independent of the code under test
     n_settings, k = 4, 3
-    chi2 = 12 * n_settings / (k * (k + 1)) * (sum(r ** 2 for r in BY_HAND.values()) - k * (k + 1) ** 2 / 4)
+    chi2 = 12 * n_settings / (k * (k + 1)) * (sum(r**2 for r in BY_HAND.values()) - k * (k + 1) ** 2 / 4)
     assert rho.statistic == pytest.approx(chi2)
     assert rho.p == pytest.approx(stats.chi2.sf(chi2, k - 1))
     means = pd.DataFrame({m: [np.mean(RHO[s][m]) for s in RHO] for m in "abc"})
@@ -121,8 +140,16 @@ def test_the_warning_stops_at_the_threshold():
 
 
 def test_an_incomplete_block_leaves_out_what_misses_most_and_says_so():
-    wide = pd.DataFrame({"a": [1, 2, 3, 4, 5, 6], "b": [1, np.nan, np.nan, np.nan, 5, 6], "c": [1, 2, np.nan, 4, 5, 6],
-                         "d": [1, 2, 3, 4, 5, 6]}, index=[f"s{i}" for i in range(6)], dtype=float)
+    wide = pd.DataFrame(
+        {
+            "a": [1, 2, 3, 4, 5, 6],
+            "b": [1, np.nan, np.nan, np.nan, 5, 6],
+            "c": [1, 2, np.nan, 4, 5, 6],
+            "d": [1, 2, 3, 4, 5, 6],
+        },
+        index=[f"s{i}" for i in range(6)],
+        dtype=float,
+    )
     block, left_out = complete_block(wide)
     assert list(block.columns) == ["a", "c", "d"] and list(block.index) == ["s0", "s1", "s3", "s4", "s5"]
     assert left_out[0].startswith("metric b: no value in 3 of 6 settings")
@@ -130,18 +157,29 @@ def test_an_incomplete_block_leaves_out_what_misses_most_and_says_so():
 
 
 def test_a_card_shows_intervals_ranks_reference_rows_own_noise_and_failure_modes(suite_dir):
-    write_run(suite_dir / "s5", pair="pair9", values={"rho": {"a": (0.5, 0.7), "b": (0.9, 0.9), "c": (0.1, 0.2)}},
-              source={"b": "reference"})
-    pd.DataFrame({"metric": ["b"], "orientation": ["similarity"], "range": ["0 to 1"], "stochastic": ["yes"],
-                  "source": ["a paper"], "failure_modes": ["breaks on empty texts"]}).to_csv(
-        suite_dir / "metric_catalogue.csv", index=False)
+    write_run(
+        suite_dir / "s5",
+        pair="pair9",
+        values={"rho": {"a": (0.5, 0.7), "b": (0.9, 0.9), "c": (0.1, 0.2)}},
+        source={"b": "reference"},
+    )
+    pd.DataFrame(
+        {
+            "metric": ["b"],
+            "orientation": ["similarity"],
+            "range": ["0 to 1"],
+            "stochastic": ["yes"],
+            "source": ["a paper"],
+            "failure_modes": ["breaks on empty texts"],
+        }
+    ).to_csv(suite_dir / "metric_catalogue.csv", index=False)
     report = write_suite_report(suite_dir)["suite_report"].read_text()
-    card_b = report[report.index("### b\n"):report.index("### c\n")]
+    card_b = report[report.index("### b\n") : report.index("### c\n")]
     assert "breaks on empty texts" in card_b and "0 to 1" in card_b
     assert "own sd 0.01 vs data sd 0.04 (ratio 0.25)" in card_b
     assert "| pair9 k=7 n=100 | .900 [.900, .900] #1/3 ᴿ |" in card_b  # a reference value, first in its setting
     assert "a similarity (larger = more alike), scored on its negation" in card_b
     assert "| pair0 k=7 n=100 | .500 [.450, .550] #3/3 |" in card_b  # bootstrap interval of (.45, .55), ranked last
     assert "mean rank 2.00, place 2 of 3 over 5 settings" in card_b
-    card_a = report[report.index("### a\n"):report.index("### b\n")]
+    card_a = report[report.index("### a\n") : report.index("### b\n")]
     assert "not recorded" in card_a  # no catalogue row for a: said, not invented

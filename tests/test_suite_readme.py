@@ -22,9 +22,16 @@ def all_like(root, repetitions: int, pairs: dict[str, str] = PAIRS):
     for i, (pair, regime) in enumerate(pairs.items()):
         for k in (7, 12):
             lead = {"sentence": "a", "paragraph": "c", "document": "b"}[regime]
-            values = {measure: {m: [0.7 + (0.2 if m == lead else 0.01 * j) + 0.003 * ((r * 7 + i + k) % 5)
-                                    for r in range(repetitions)] for j, m in enumerate("abc")}
-                      for measure in ("A", "rho")}
+            values = {
+                measure: {
+                    m: [
+                        0.7 + (0.2 if m == lead else 0.01 * j) + 0.003 * ((r * 7 + i + k) % 5)
+                        for r in range(repetitions)
+                    ]
+                    for j, m in enumerate("abc")
+                }
+                for measure in ("A", "rho")
+            }
             run = write_run(root / pair / f"ksc_k{k}", pair=pair, k=k, n=100, values=values)
             (run / "run.json").write_text(json.dumps({"pair": pair, "task": "ksc", "regime": regime}))
     write_suite_report(root)
@@ -35,8 +42,7 @@ def test_the_readme_section_carries_the_reports_numbers_per_regime_and_its_image
     suite = all_like(tmp_path / "suite", repetitions=5)
     readme = tmp_path / "README.md"
     readme.write_text("# front\n\n## Documentation\n\nlinks\n")
-    write_readme_example(suite, readme=readme, images=tmp_path / "images", results=tmp_path / "results",
-                         suite="all")
+    write_readme_example(suite, readme=readme, images=tmp_path / "images", results=tmp_path / "results", suite="all")
     ranks = pd.read_csv(suite / "ranks.csv")
     best = ranks[(ranks["measure"] == "rho") & (ranks["place"] == 1)].iloc[0]
     text = readme.read_text()
@@ -56,16 +62,20 @@ def test_the_readme_section_carries_the_reports_numbers_per_regime_and_its_image
     kept = pd.read_csv(tmp_path / "results" / "repetitions.csv")  # what the paired test's groups rest on
     pd.testing.assert_frame_equal(kept, pd.read_csv(suite / "repetitions.csv"))
     assert len(kept) > 0 and "run_dir" not in pd.read_csv(tmp_path / "results" / "settings.csv").columns
-    write_readme_example(suite, readme=readme, images=tmp_path / "images", results=tmp_path / "results",
-                         suite="all")  # again: replaced, not added twice
+    write_readme_example(
+        suite, readme=readme, images=tmp_path / "images", results=tmp_path / "results", suite="all"
+    )  # again: replaced, not added twice
     assert readme.read_text().count(START) == 1
 
 
-@pytest.mark.parametrize(("case", "message"), [
-    ("two repetitions", "fewer than 5 repetitions"),
-    ("few pairs", "not at least 12 over 6"),
-    ("no documents", "not all of"),
-])
+@pytest.mark.parametrize(
+    ("case", "message"),
+    [
+        ("two repetitions", "fewer than 5 repetitions"),
+        ("few pairs", "not at least 12 over 6"),
+        ("no documents", "not all of"),
+    ],
+)
 def test_a_reduced_suite_cannot_stand_in_for_suite_all(tmp_path, case, message):
     pairs = dict(PAIRS)
     if case == "few pairs":
@@ -76,8 +86,9 @@ def test_a_reduced_suite_cannot_stand_in_for_suite_all(tmp_path, case, message):
     readme = tmp_path / "README.md"
     readme.write_text("## Documentation\n")
     with pytest.raises(ValueError, match=message):
-        write_readme_example(suite, readme=readme, images=tmp_path / "images", results=tmp_path / "results",
-                             suite="all")
+        write_readme_example(
+            suite, readme=readme, images=tmp_path / "images", results=tmp_path / "results", suite="all"
+        )
     assert readme.read_text() == "## Documentation\n"
 
 
@@ -90,12 +101,21 @@ def paper_like(root, repetitions: int):
     """Run directories at suite=paper's settings, written by hand (three metrics, ρ and S)."""
     for i, pair in enumerate(PAPER_PAIRS):
         for k in (7, 12):
-            values = {"rho": {"a": [0.9 - 0.01 * r for r in range(repetitions)],
-                              "b": [0.5 + 0.1 * i + 0.01 * r for r in range(repetitions)],
-                              "c": [0.7 + 0.01 * k for _ in range(repetitions)], "oracle": [1.0] * repetitions}}
+            values = {
+                "rho": {
+                    "a": [0.9 - 0.01 * r for r in range(repetitions)],
+                    "b": [0.5 + 0.1 * i + 0.01 * r for r in range(repetitions)],
+                    "c": [0.7 + 0.01 * k for _ in range(repetitions)],
+                    "oracle": [1.0] * repetitions,
+                }
+            }
             write_run(root / pair / f"ksc_k{k}", pair=pair, k=k, n=100, values=values)
-        write_run(root / pair / "robustness", task="robustness", pair=pair,
-                  values={"S": {"a": [0.9] * 2, "b": [0.8] * 2, "c": [0.7] * 2}})
+        write_run(
+            root / pair / "robustness",
+            task="robustness",
+            pair=pair,
+            values={"S": {"a": [0.9] * 2, "b": [0.8] * 2, "c": [0.7] * 2}},
+        )
     write_suite_report(root)
     return root
 
@@ -104,8 +124,7 @@ def test_the_readme_section_carries_the_reports_numbers_and_images(tmp_path):
     suite = paper_like(tmp_path / "suite", repetitions=5)
     readme = tmp_path / "README.md"
     readme.write_text("# front\n\n## Documentation\n\nlinks\n")
-    write_readme_example(suite, readme=readme, images=tmp_path / "images", results=tmp_path / "results",
-                         suite="paper")
+    write_readme_example(suite, readme=readme, images=tmp_path / "images", results=tmp_path / "results", suite="paper")
     ranks = pd.read_csv(suite / "ranks.csv")
     best = ranks[(ranks["measure"] == "rho") & (ranks["place"] == 1)].iloc[0]
     text = readme.read_text()
@@ -117,8 +136,9 @@ def test_the_readme_section_carries_the_reports_numbers_and_images(tmp_path):
     kept = pd.read_csv(tmp_path / "results" / "repetitions.csv")  # what the paired test's groups rest on
     pd.testing.assert_frame_equal(kept, pd.read_csv(suite / "repetitions.csv"))
     assert len(kept) > 0
-    write_readme_example(suite, readme=readme, images=tmp_path / "images", results=tmp_path / "results",
-                         suite="paper")  # again: replaced, not added twice
+    write_readme_example(
+        suite, readme=readme, images=tmp_path / "images", results=tmp_path / "results", suite="paper"
+    )  # again: replaced, not added twice
     assert readme.read_text().count(START) == 1
 
 
@@ -127,6 +147,7 @@ def test_a_reduced_suite_cannot_stand_in_for_the_paper_suite(tmp_path):
     readme = tmp_path / "README.md"
     readme.write_text("## Documentation\n")
     with pytest.raises(ValueError, match="fewer than 5 repetitions"):
-        write_readme_example(suite, readme=readme, images=tmp_path / "images", results=tmp_path / "results",
-                             suite="paper")
+        write_readme_example(
+            suite, readme=readme, images=tmp_path / "images", results=tmp_path / "results", suite="paper"
+        )
     assert readme.read_text() == "## Documentation\n"

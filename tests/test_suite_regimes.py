@@ -17,9 +17,16 @@ from textmetric_bench.reports.suite.settings import load_settings, repetition_ta
 from test_suite_ranks import write_run
 
 
-@pytest.mark.parametrize(("a_words", "b_words", "regime"), [
-    (8, 12, "sentence"), (80, 150, "paragraph"), (300, 250, "document"), (10, 90, "sentence+paragraph"),
-    (400, 20, "sentence+document")])
+@pytest.mark.parametrize(
+    ("a_words", "b_words", "regime"),
+    [
+        (8, 12, "sentence"),
+        (80, 150, "paragraph"),
+        (300, 250, "document"),
+        (10, 90, "sentence+paragraph"),
+        (400, 20, "sentence+document"),
+    ],
+)
 def test_a_pairs_regime_is_both_sides_median_words(a_words, b_words, regime):
     side = lambda words, n: [" ".join(["w"] * (words + i % 3 - 1)) for i in range(n)]  # noqa: E731
     assert pair_regime(side(a_words, 7), side(b_words, 9)) == regime

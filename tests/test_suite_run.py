@@ -19,15 +19,30 @@ from scipy import stats
 pytestmark = pytest.mark.slow
 
 #: The embedded pair (no mirror, no model: text metrics only), small corpora, two repetitions.
-COMMAND = ["suite=paper", "pair=fortune_computing_people", "metrics=[zipf,chi,ngram_js,oracle,chance]",
-           "++n=20", "repetitions=2", "++own_noise.seeds=0", "++n_ref=100", "++sizes=[20,40]",
-           "++imbalance_total=100", "progress=false"]
+COMMAND = [
+    "suite=paper",
+    "pair=fortune_computing_people",
+    "metrics=[zipf,chi,ngram_js,oracle,chance]",
+    "++n=20",
+    "repetitions=2",
+    "++own_noise.seeds=0",
+    "++n_ref=100",
+    "++sizes=[20,40]",
+    "++imbalance_total=100",
+    "progress=false",
+]
 
 
 def suite(out: Path, cache: Path, **popen) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "textmetric_bench", *COMMAND, f"hydra.sweep.dir={out}"],
-                            cwd=out.parent, env={**os.environ, "BENCH_CACHE_DIR": str(cache)},
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **popen)
+    return subprocess.Popen(
+        [sys.executable, "-m", "textmetric_bench", *COMMAND, f"hydra.sweep.dir={out}"],
+        cwd=out.parent,
+        env={**os.environ, "BENCH_CACHE_DIR": str(cache)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        **popen,
+    )
 
 
 def test_a_suite_killed_after_its_first_setting_resumes_and_ends_in_one_report(tmp_path):
@@ -54,8 +69,14 @@ def test_a_suite_killed_after_its_first_setting_resumes_and_ends_in_one_report(t
     rho = ranks[ranks["measure"] == "rho"].set_index("metric")
     assert set(rho["settings"]) == {2}
     # recomputed from the two KSC settings' own tables: mean over repetitions, rank within the setting
-    means = pd.DataFrame({k: pd.read_csv(out / "fortune_computing_people" / f"ksc_k{k}" / "measures.csv")
-                          .groupby("metric")["rho"].mean() for k in (7, 12)}).T[["chi", "ngram_js", "zipf"]]
+    means = pd.DataFrame(
+        {
+            k: pd.read_csv(out / "fortune_computing_people" / f"ksc_k{k}" / "measures.csv")
+            .groupby("metric")["rho"]
+            .mean()
+            for k in (7, 12)
+        }
+    ).T[["chi", "ngram_js", "zipf"]]
     mean_ranks = pd.Series(stats.rankdata(-means.to_numpy(), axis=1).mean(axis=0), index=means.columns)
     assert rho["mean_rank"].to_dict() == pytest.approx(mean_ranks.to_dict())
     expected = stats.friedmanchisquare(*(means[c] for c in means.columns))
@@ -77,11 +98,14 @@ def test_suite_all_runs_through_the_ray_launcher_and_skips_what_a_pair_does_not_
         pytest.skip("pip install 'textmetric-bench[ray]'")
     out, cache = tmp_path / "suite", tmp_path / "cache"
     command = ["suite=all" if c == "suite=paper" else c for c in COMMAND]
-    proc = subprocess.run([sys.executable, "-m", "textmetric_bench", *command, "hydra/launcher=ray_local",
-                           f"hydra.sweep.dir={out}"], cwd=tmp_path,
-                          env={**os.environ, "BENCH_CACHE_DIR": str(cache), "RAY_USAGE_STATS_ENABLED": "0",
-                               "BENCH_RAY_CPUS": "2"},
-                          capture_output=True, text=True, timeout=1200)
+    proc = subprocess.run(
+        [sys.executable, "-m", "textmetric_bench", *command, "hydra/launcher=ray_local", f"hydra.sweep.dir={out}"],
+        cwd=tmp_path,
+        env={**os.environ, "BENCH_CACHE_DIR": str(cache), "RAY_USAGE_STATS_ENABLED": "0", "BENCH_RAY_CPUS": "2"},
+        capture_output=True,
+        text=True,
+        timeout=1200,
+    )
     output = proc.stdout + proc.stderr
     assert proc.returncode == 0, output[-4000:]
     assert "setting ksc_k12_n50 skipped: pair fortune_computing_people" in output

@@ -33,8 +33,11 @@ def sweep_jobs(suite: str, *extra: str) -> list[list[str]]:
     by_key: dict[str, list[str]] = {}
     for override in overrides:
         key = override.get_key_element()
-        by_key[key] = ([f"{key}={value}" for value in override.sweep_string_iterator()]
-                       if override.is_sweep_override() else [override.input_line])
+        by_key[key] = (
+            [f"{key}={value}" for value in override.sweep_string_iterator()]
+            if override.is_sweep_override()
+            else [override.input_line]
+        )
     return [list(job) for job in itertools.product(*by_key.values())]
 
 
@@ -52,15 +55,20 @@ def job_settings(suite: str, *extra: str, with_n: bool = False) -> set[tuple]:
 def test_the_paper_suite_is_004s_four_ksc_settings_and_the_robustness_runs_of_their_pairs():
     pairs = ("atis_news", "clinc150_banking77")
     assert job_settings("paper") == {(p, "ksc", k) for p in pairs for k in (7, 12)} | {
-        (p, "robustness", None) for p in pairs}
+        (p, "robustness", None) for p in pairs
+    }
     cfg = compose_config(["suite=paper"], return_hydra_config=True)
     assert cfg.hydra.mode.name == "MULTIRUN" and "suite_report" in cfg.hydra.callbacks
     assert cfg.hydra.sweep.dir == "multirun/suite/paper"  # no time stamp: the same command resumes
 
 
 def test_the_all_suite_is_every_shipped_pair_but_files_in_the_settings_it_names():
-    settings = {"ksc_k7": ("ksc", 7, 100), "ksc_k12": ("ksc", 12, 100), "ksc_k12_n50": ("ksc", 12, 50),
-                "robustness": ("robustness", None, None)}
+    settings = {
+        "ksc_k7": ("ksc", 7, 100),
+        "ksc_k12": ("ksc", 12, 100),
+        "ksc_k12_n50": ("ksc", 12, 50),
+        "robustness": ("robustness", None, None),
+    }
     expected = set()
     for pair in SHIPPED_PAIRS:
         named = OmegaConf.load(CONF_DIR / "pair" / f"{pair}.yaml").get("suite_settings") or list(settings)
@@ -80,8 +88,9 @@ def test_a_jobs_directory_names_its_pair_and_setting():
 
 
 def status(directory, code=0, overrides=("suite=paper", "pair=atis_news")):
-    (directory / "exit_status.json").write_text(json.dumps({"exit_status": code, "reason": "",
-                                                            "overrides": list(overrides)}))
+    (directory / "exit_status.json").write_text(
+        json.dumps({"exit_status": code, "reason": "", "overrides": list(overrides)})
+    )
 
 
 @pytest.mark.parametrize("case", ["done", "failed", "other overrides", "no measures", "skip_done=false", "no suite"])
@@ -90,8 +99,11 @@ def test_a_setting_is_skipped_only_when_it_succeeded_with_the_same_overrides(tmp
     cfg = OmegaConf.create({"suite": {"name": "paper", "skip_done": case != "skip_done=false"}})
     if case == "no suite":
         cfg = OmegaConf.create({})
-    status(tmp_path, code=1 if case == "failed" else 0,
-           overrides=["pair=atis_news", "suite=paper", "seed=1"] if case == "other overrides" else overrides[::-1])
+    status(
+        tmp_path,
+        code=1 if case == "failed" else 0,
+        overrides=["pair=atis_news", "suite=paper", "seed=1"] if case == "other overrides" else overrides[::-1],
+    )
     if case != "no measures":
         (tmp_path / "measures.csv").write_text("metric,repetition,rho\nfid,0,1\n")
     reason = skipped_setting(cfg, tmp_path, overrides)
@@ -149,17 +161,20 @@ def test_the_docs_count_the_settings_the_suites_compose_and_the_threshold_the_co
 
     (paper_ksc, paper_rob), (all_ksc, all_rob) = count("paper"), count("all")
     text = " ".join((PROJECT_ROOT / "docs" / "suites.md").read_text().split())
-    assert (f"`suite=paper` has {paper_ksc} KSC settings and {paper_rob} robustness settings, `suite=all` "
-            f"{all_ksc} and {all_rob}") in text
+    assert (
+        f"`suite=paper` has {paper_ksc} KSC settings and {paper_rob} robustness settings, `suite=all` "
+        f"{all_ksc} and {all_rob}"
+    ) in text
     assert f"{paper_ksc + paper_rob} runs" in text and f"{all_ksc + all_rob} runs with the shipped pairs" in text
-    assert f"warn below {ENOUGH_SETTINGS}" in text and "(.0625 at N = 5)" in text and 2 / 2 ** 5 == 0.0625
+    assert f"warn below {ENOUGH_SETTINGS}" in text and "(.0625 at N = 5)" in text and 2 / 2**5 == 0.0625
 
 
 def test_a_key_of_one_task_only_needs_double_plus_in_a_suite():
     from textmetric_bench.tasks.suite import suite_override_problems
 
-    problems = suite_override_problems(["suite=paper", "n=20", "own_noise.seeds=0", "n_ref=100", "repetitions=2",
-                                        "++sizes=[20,40]", "metrics=[fid]"])
+    problems = suite_override_problems(
+        ["suite=paper", "n=20", "own_noise.seeds=0", "n_ref=100", "repetitions=2", "++sizes=[20,40]", "metrics=[fid]"]
+    )
     assert [p.split(":")[0] for p in problems] == ["n=20", "own_noise.seeds=0", "n_ref=100"]
     assert "ksc task only; in a suite write ++n=20" in problems[0] and "robustness task only" in problems[2]
     assert suite_override_problems(["n=20", "n_ref=100"]) == []  # not a suite: Hydra and the task judge

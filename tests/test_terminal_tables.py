@@ -14,9 +14,19 @@ from textmetric_bench.reports.tables.markdown import terminal_text
 
 def measures(count: int = 18, repetitions: int = 5) -> pd.DataFrame:
     rng = np.random.default_rng(3)
-    return pd.DataFrame([{"metric": f"m{i:02d}", "repetition": r, "A": 0.95 - 0.01 * i + rng.normal(0, 0.01),
-                          "rho": 0.9 - 0.02 * i + rng.normal(0, 0.01), "T": 100.0 * (i + 1)}
-                         for i in range(count) for r in range(repetitions)])
+    return pd.DataFrame(
+        [
+            {
+                "metric": f"m{i:02d}",
+                "repetition": r,
+                "A": 0.95 - 0.01 * i + rng.normal(0, 0.01),
+                "rho": 0.9 - 0.02 * i + rng.normal(0, 0.01),
+                "T": 100.0 * (i + 1),
+            }
+            for i in range(count)
+            for r in range(repetitions)
+        ]
+    )
 
 
 def test_the_terminal_table_has_no_markup_and_aligned_columns(tmp_path):
@@ -27,11 +37,11 @@ def test_the_terminal_table_has_no_markup_and_aligned_columns(tmp_path):
     assert "significance_<measure>.csv" in text  # a file pattern is not a tag
     lines = text.splitlines()
     header = next(i for i, line in enumerate(lines) if line.startswith("metric "))
-    rule, rows = lines[header + 1], lines[header + 2:header + 20]
+    rule, rows = lines[header + 1], lines[header + 2 : header + 20]
     assert set(rule) <= {"-", " "} and len(rows) == 18 and all(r.startswith("m") for r in rows)
     starts = [m.start() for m in re.finditer(r"(?<=  )-", rule)]  # where each column after the first begins
     for row in rows:
-        assert all(row[s - 2:s] == "  " and row[s] != " " for s in starts), row
+        assert all(row[s - 2 : s] == "  " and row[s] != " " for s in starts), row
 
 
 def test_a_heading_is_underlined_not_marked():

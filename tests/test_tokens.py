@@ -32,7 +32,20 @@ def test_quotes_and_other_punctuation_are_not_kept():
     assert tokenize("'hello' ‘hello’ \"hello\" «hello» „hello“ `hello´") == ["hello"] * 6
     assert tokenize("the users' files") == ["the", "users", "files"]
     assert tokenize("state-of-the-art, e.g. snake_case (x) a/b #tag ... l'été") == [
-        "state", "of", "the", "art", "e", "g", "snake", "case", "x", "a", "b", "tag", "l'été"]
+        "state",
+        "of",
+        "the",
+        "art",
+        "e",
+        "g",
+        "snake",
+        "case",
+        "x",
+        "a",
+        "b",
+        "tag",
+        "l'été",
+    ]
 
 
 def test_other_scripts_are_words():

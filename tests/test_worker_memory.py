@@ -78,8 +78,7 @@ def test_mauve_metrics_run_without_loading_torch(real_samples, tmp_path):
         "values = [get_metric(m)(pair['p'], pair['q'], seed=3) for m in ('mauve', 'cluster_js')]\n"
         "print(json.dumps({'values': values, 'torch': 'torch' in sys.modules}))\n"
     )
-    done = subprocess.run([sys.executable, "-c", code], cwd=PROJECT_ROOT, capture_output=True, text=True,
-                          check=True)
+    done = subprocess.run([sys.executable, "-c", code], cwd=PROJECT_ROOT, capture_output=True, text=True, check=True)
     fresh = json.loads(done.stdout.strip().splitlines()[-1])
     assert "torch" in sys.modules and fresh["torch"] is False
     here = [get_metric(m)(vectors["a1"], vectors["b1"], seed=3) for m in ("mauve", "cluster_js")]

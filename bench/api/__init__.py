@@ -23,5 +23,19 @@ from textmetric_bench.api.sharing import per_corpus, per_pair
 from textmetric_bench.api.tokens import token_counts, tokenize
 from textmetric_bench.errors import MetricError
 
-__all__ = ["MetricError", "MetricInfo", "TextLimit", "as_embeddings", "as_texts", "known_position", "lm_scorer", "metric", "per_corpus",
-           "per_pair", "per_text_metric", "same_dims", "token_counts", "tokenize"]
+__all__ = [
+    "MetricError",
+    "MetricInfo",
+    "TextLimit",
+    "as_embeddings",
+    "as_texts",
+    "known_position",
+    "lm_scorer",
+    "metric",
+    "per_corpus",
+    "per_pair",
+    "per_text_metric",
+    "same_dims",
+    "token_counts",
+    "tokenize",
+]

@@ -49,8 +49,10 @@ class ContractSamples:
         texts, vectors = self.draws[draw]
         if metric.inputs == "embeddings":
             if vectors is None:
-                raise ValueError(f"metric {metric.name!r} takes embeddings and these samples have none: "
-                                 "give ContractSamples.from_corpora an embed function")
+                raise ValueError(
+                    f"metric {metric.name!r} takes embeddings and these samples have none: "
+                    "give ContractSamples.from_corpora an embed function"
+                )
             return tuple(vectors[n] for n in names)
         return tuple(texts[n] for n in names)
 
@@ -59,30 +61,47 @@ class ContractSamples:
         return float(sum(values) / len(values))
 
     @classmethod
-    def from_corpora(cls, a: Sequence[str], b: Sequence[str], *, embed: Callable[[list[str]], np.ndarray] | None = None,
-                     size: int = 100, n_draws: int = 5, seed: int = 2024) -> "ContractSamples":
+    def from_corpora(
+        cls,
+        a: Sequence[str],
+        b: Sequence[str],
+        *,
+        embed: Callable[[list[str]], np.ndarray] | None = None,
+        size: int = 100,
+        n_draws: int = 5,
+        seed: int = 2024,
+    ) -> "ContractSamples":
         """Draw disjoint samples of ``size`` texts from corpora ``a`` and ``b`` (each needs
         ``n_draws * 2.5 * size`` texts); ``embed`` turns texts into vectors, for metrics of embeddings."""
         per_draw = 2 * size + size // 2
         if min(len(a), len(b)) < n_draws * per_draw:
-            raise ValueError(f"{n_draws} draws of {size} texts need {n_draws * per_draw} texts per source; "
-                             f"got {len(a)} and {len(b)}: lower size or n_draws")
+            raise ValueError(
+                f"{n_draws} draws of {size} texts need {n_draws * per_draw} texts per source; "
+                f"got {len(a)} and {len(b)}: lower size or n_draws"
+            )
         rng = np.random.default_rng(seed)
         ia, ib = rng.permutation(len(a)), rng.permutation(len(b))
         draws = []
         for d in range(n_draws):
             off = d * per_draw
-            ta = [a[i] for i in ia[off:off + per_draw]]
-            tb = [b[i] for i in ib[off:off + per_draw]]
-            texts = {"a1": ta[:size], "a2": ta[size:2 * size], "b1": tb[:size], "b2": tb[size:2 * size],
-                     "mix": ta[2 * size:] + tb[2 * size:]}
+            ta = [a[i] for i in ia[off : off + per_draw]]
+            tb = [b[i] for i in ib[off : off + per_draw]]
+            texts = {
+                "a1": ta[:size],
+                "a2": ta[size : 2 * size],
+                "b1": tb[:size],
+                "b2": tb[size : 2 * size],
+                "mix": ta[2 * size :] + tb[2 * size :],
+            }
             draws.append((texts, None if embed is None else {name: embed(t) for name, t in texts.items()}))
         return cls(tuple(draws))
 
 
 #: Two synthetic sources: disjoint vocabularies drawn with different Zipf exponents and text lengths.
-_VOCABULARY = {"a": [f"{s}{v}" for s in ("ka", "lo", "mi", "nu", "pe", "ra", "si", "to") for v in "aeiou"],
-               "b": [f"{s}{v}" for s in ("ba", "de", "fo", "gu", "hi", "jo", "wu", "ze") for v in "aeiou"]}
+_VOCABULARY = {
+    "a": [f"{s}{v}" for s in ("ka", "lo", "mi", "nu", "pe", "ra", "si", "to") for v in "aeiou"],
+    "b": [f"{s}{v}" for s in ("ba", "de", "fo", "gu", "hi", "jo", "wu", "ze") for v in "aeiou"],
+}
 _SHARED = ["the", "a", "of", "and", "to", "in", "is", "it"]
 
 
@@ -145,15 +164,19 @@ def check_order_invariant(m: MetricInfo, s: ContractSamples) -> None:
     if m.inputs == "embeddings":
         shuffled_p, shuffled_q = np.array(shuffled_p), np.array(shuffled_q)
     shuffled, original = m(shuffled_p, shuffled_q, seed=3), m(p, q, seed=3)
-    assert _close(shuffled, original, rel=1e-6, abs_=1e-9), f"{m.name}: {shuffled!r} on shuffled texts, {original!r} in order"
+    assert _close(shuffled, original, rel=1e-6, abs_=1e-9), (
+        f"{m.name}: {shuffled!r} on shuffled texts, {original!r} in order"
+    )
 
 
 def check_own_source_is_closer(m: MetricInfo, s: ContractSamples) -> None:
     sign = 1.0 if m.higher_is_more_different else -1.0  # a similarity: the own source is more similar
     for own, other in (("a", "b"), ("b", "a")):
         same, across = s.mean(m, f"{own}1", f"{own}2"), s.mean(m, f"{own}1", f"{other}1")
-        assert sign * same < sign * across, (f"{m.name}: mean d({own}1, {own}2) = {same!r}, mean d({own}1, {other}1) = "
-                                             f"{across!r}; the own source must be {'closer' if sign > 0 else 'more similar'}")
+        assert sign * same < sign * across, (
+            f"{m.name}: mean d({own}1, {own}2) = {same!r}, mean d({own}1, {other}1) = "
+            f"{across!r}; the own source must be {'closer' if sign > 0 else 'more similar'}"
+        )
 
 
 def check_symmetric_if_declared(m: MetricInfo, s: ContractSamples) -> None:
@@ -161,7 +184,9 @@ def check_symmetric_if_declared(m: MetricInfo, s: ContractSamples) -> None:
     if not m.symmetric:
         raise unittest.SkipTest(f"{m.name} is declared asymmetric")
     forward, backward = m(p, q, seed=2), m(q, p, seed=2)
-    assert _close(forward, backward, rel=1e-6, abs_=1e-12), f"{m.name} is declared symmetric: d(p, q) = {forward!r}, d(q, p) = {backward!r}"
+    assert _close(forward, backward, rel=1e-6, abs_=1e-12), (
+        f"{m.name} is declared symmetric: d(p, q) = {forward!r}, d(q, p) = {backward!r}"
+    )
 
 
 def check_empty_input_raises(m: MetricInfo, s: ContractSamples) -> None:
@@ -171,21 +196,29 @@ def check_empty_input_raises(m: MetricInfo, s: ContractSamples) -> None:
         try:
             value = m(*args, seed=0)
         except Exception as error:  # noqa: BLE001 - any error will do, as long as it says what is wrong
-            assert re.search("(?i)empty", str(error)), f"{m.name} on an empty {side} raised {error!r}, which does not say 'empty'"
+            assert re.search("(?i)empty", str(error)), (
+                f"{m.name} on an empty {side} raised {error!r}, which does not say 'empty'"
+            )
         else:
             raise AssertionError(f"{m.name} on an empty {side} returned {value!r} instead of raising")
 
 
 #: Every check, in the order they run.
 CHECKS: tuple[Callable[[MetricInfo, ContractSamples], None], ...] = (
-    check_returns_finite_float, check_same_seed_same_value, check_order_invariant, check_own_source_is_closer,
-    check_symmetric_if_declared, check_empty_input_raises)
+    check_returns_finite_float,
+    check_same_seed_same_value,
+    check_order_invariant,
+    check_own_source_is_closer,
+    check_symmetric_if_declared,
+    check_empty_input_raises,
+)
 
 
 def metric_checks(name: str) -> Iterator[tuple[str, Callable[..., None]]]:
     """(check name, check) for every check of metric ``name``; ``check(samples=None)`` runs it on ``samples``,
     by default on ``synthetic_samples()``. The metric is looked up when the check runs."""
     for check in CHECKS:
+
         def run(samples: ContractSamples | None = None, *, _check=check) -> None:
             _check(get_metric(name), synthetic_samples() if samples is None else samples)
 
@@ -199,5 +232,10 @@ def parametrize_with_checks(names: Sequence[str]):
     import pytest
 
     return pytest.mark.parametrize(
-        "name,check", [pytest.param(name, check, id=f"{name}-{check_name}")
-                       for name in names for check_name, check in metric_checks(name)])
+        "name,check",
+        [
+            pytest.param(name, check, id=f"{name}-{check_name}")
+            for name in names
+            for check_name, check in metric_checks(name)
+        ],
+    )

@@ -86,8 +86,10 @@ class LMScores(Protocol):
 def _scorer_factory():
     points = metadata.entry_points(group=LM_SCORER_GROUP, name="default")
     if not points:
-        raise ImportError(f"no entry point 'default' in the group {LM_SCORER_GROUP!r}: the LM scorer is not installed; "
-                          "reinstall textmetric-bench (in a checkout: make venv)")
+        raise ImportError(
+            f"no entry point 'default' in the group {LM_SCORER_GROUP!r}: the LM scorer is not installed; "
+            "reinstall textmetric-bench (in a checkout: make venv)"
+        )
     return next(iter(points)).load()
 
 

@@ -41,6 +41,7 @@ def same_dims(p: np.ndarray, q: np.ndarray) -> None:
     if p.shape[1] != q.shape[1]:
         raise MetricError(f"embedding dimensions differ: {p.shape[1]} vs {q.shape[1]}")
 
+
 def canonical_pair(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Both corpora with rows in lexicographic order, the lexicographically smaller one first.
 
@@ -86,5 +87,4 @@ def unit_rows(x: np.ndarray, role: str) -> np.ndarray:
 def require_directions(norms: np.ndarray, role: str) -> None:
     """Raise if a row's norm (or squared norm) is 0: an all-zero embedding has no direction."""
     if not (norms > 0).all():
-        raise MetricError(f"{role} holds an all-zero embedding, which has no direction; "
-                          "check the embedder")
+        raise MetricError(f"{role} holds an all-zero embedding, which has no direction; check the embedder")

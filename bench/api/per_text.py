@@ -32,17 +32,28 @@ from textmetric_bench.errors import MetricError
 Scorer = Callable[..., Sequence[float]]
 
 
-def per_text_metric(name: str, *, inputs: Inputs = "texts", description: str = "", opt_in: bool = False,
-                    prepare: Callable[..., None] | None = None, version: str = "1", needs: tuple[str, ...] = (),
-                    source: str = NOT_DECLARED, value_range: tuple[float, float] | None = None,
-                    failure_modes: tuple[str, ...] = (), stochastic: bool = False,
-                    text_limit: Callable[..., TextLimit] | None = None) -> Callable[[Scorer], Scorer]:
+def per_text_metric(
+    name: str,
+    *,
+    inputs: Inputs = "texts",
+    description: str = "",
+    opt_in: bool = False,
+    prepare: Callable[..., None] | None = None,
+    version: str = "1",
+    needs: tuple[str, ...] = (),
+    source: str = NOT_DECLARED,
+    value_range: tuple[float, float] | None = None,
+    failure_modes: tuple[str, ...] = (),
+    stochastic: bool = False,
+    text_limit: Callable[..., TextLimit] | None = None,
+) -> Callable[[Scorer], Scorer]:
     """Register ``score(texts, *, params...) -> one float per text`` as corpus metric ``name``.
 
     The metric is W1(scores of p, scores of q). ``opt_in``, ``prepare``, ``version`` and the catalogue
     facts (``needs`` ... ``stochastic``) and ``text_limit`` are passed to ``textmetric_bench.api.registry.metric``; ``prepare`` receives every text of a run and the parameters.
     The scorer is returned unchanged.
     """
+
     def register(score: Scorer) -> Scorer:
         sig = inspect.signature(score)
         keywords = [p for p in sig.parameters.values() if p.kind is p.KEYWORD_ONLY]
@@ -64,17 +75,36 @@ def per_text_metric(name: str, *, inputs: Inputs = "texts", description: str = "
 
         P = inspect.Parameter
         corpus_metric.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
-            [P("p", P.POSITIONAL_OR_KEYWORD), P("q", P.POSITIONAL_OR_KEYWORD),
-             P("seed", P.KEYWORD_ONLY, default=0), *params])
+            [
+                P("p", P.POSITIONAL_OR_KEYWORD),
+                P("q", P.POSITIONAL_OR_KEYWORD),
+                P("seed", P.KEYWORD_ONLY, default=0),
+                *params,
+            ]
+        )
         corpus_metric.__name__ = corpus_metric.__qualname__ = f"{score.__name__}_w1"
         corpus_metric.__module__ = score.__module__
         # Published in the scorer's module under that name, so worker processes can unpickle it.
         setattr(sys.modules[score.__module__], corpus_metric.__name__, corpus_metric)
-        corpus_metric.__doc__ = f"W1 between the corpora's distributions of ``{score.__name__}`` (textmetric_bench.api.per_text)."
+        corpus_metric.__doc__ = (
+            f"W1 between the corpora's distributions of ``{score.__name__}`` (textmetric_bench.api.per_text)."
+        )
         summary = description or f"W1 between per-text {score.__name__} scores"
-        metric(name, inputs=inputs, symmetric=True, description=summary, opt_in=opt_in,
-               prepare=prepare, version=version, needs=needs, source=source, value_range=value_range,
-               failure_modes=failure_modes, stochastic=stochastic, text_limit=text_limit)(corpus_metric)
+        metric(
+            name,
+            inputs=inputs,
+            symmetric=True,
+            description=summary,
+            opt_in=opt_in,
+            prepare=prepare,
+            version=version,
+            needs=needs,
+            source=source,
+            value_range=value_range,
+            failure_modes=failure_modes,
+            stochastic=stochastic,
+            text_limit=text_limit,
+        )(corpus_metric)
         score.corpus_metric = corpus_metric  # type: ignore[attr-defined]
         return score
 
@@ -84,9 +114,13 @@ def per_text_metric(name: str, *, inputs: Inputs = "texts", description: str = "
 def _scores(name: str, score: Scorer, corpus, options: dict) -> np.ndarray:
     values = np.asarray(score(corpus, **options), dtype=np.float64)
     if values.shape != (len(corpus),):
-        raise MetricError(f"per-text scorer of {name!r} returned shape {values.shape} for {len(corpus)} texts; "
-                          "it must return one number per text")
+        raise MetricError(
+            f"per-text scorer of {name!r} returned shape {values.shape} for {len(corpus)} texts; "
+            "it must return one number per text"
+        )
     if not np.isfinite(values).all():
-        raise MetricError(f"per-text scorer of {name!r} returned NaN/inf for {int((~np.isfinite(values)).sum())} "
-                          f"of {len(corpus)} texts")
+        raise MetricError(
+            f"per-text scorer of {name!r} returned NaN/inf for {int((~np.isfinite(values)).sum())} "
+            f"of {len(corpus)} texts"
+        )
     return values

@@ -60,5 +60,6 @@ def known_position(corpus: Sequence[str], *, role: str = "corpus") -> float:
         raise MetricError(
             f"the {role} has no known position: metric {_readers[-1]!r} works only on collections that "
             "know each corpus's position (KSC, IFC runs), not on a perturbation "
-            "study or a user's own corpora")
+            "study or a user's own corpora"
+        )
     return float(position)

@@ -86,8 +86,7 @@ class MetricInfo:
         unknown = sorted(set(params) - set(self.params))
         if unknown:
             raise ConfigError(
-                f"metric {self.name!r} has no parameter(s) {unknown}; "
-                f"it takes {sorted(self.params) or 'no parameters'}"
+                f"metric {self.name!r} has no parameter(s) {unknown}; it takes {sorted(self.params) or 'no parameters'}"
             )
 
 
@@ -148,15 +147,30 @@ def metric(
     long texts (each run records how many texts it cut, per corpus).
     """
     if callable(name) and not isinstance(name, str):  # a bare `@metric` met the function itself
-        raise TypeError(f"@metric on {_where(name)}: give its arguments, e.g. "
-                        f"@metric({name.__name__!r}, inputs='texts', symmetric=True)")
-    arguments = {"name": name, "inputs": inputs, "symmetric": symmetric, "description": description,
-                 "higher_is_more_different": higher_is_more_different, "opt_in": opt_in, "prepare": prepare,
-                 "version": version, "needs": needs, "source": source, "value_range": value_range,
-                 "failure_modes": failure_modes, "stochastic": stochastic, "text_limit": text_limit}
+        raise TypeError(
+            f"@metric on {_where(name)}: give its arguments, e.g. "
+            f"@metric({name.__name__!r}, inputs='texts', symmetric=True)"
+        )
+    arguments = {
+        "name": name,
+        "inputs": inputs,
+        "symmetric": symmetric,
+        "description": description,
+        "higher_is_more_different": higher_is_more_different,
+        "opt_in": opt_in,
+        "prepare": prepare,
+        "version": version,
+        "needs": needs,
+        "source": source,
+        "value_range": value_range,
+        "failure_modes": failure_modes,
+        "stochastic": stochastic,
+        "text_limit": text_limit,
+    }
     problems = [f"unknown argument {key!r}" + _did_you_mean(key, DECORATOR_ARGUMENTS) for key in unknown]
     problems += [problem for key, value in arguments.items() if (problem := _argument_problem(key, value))]
     if problems:
+
         def refuse(fn: Callable[..., float]) -> Callable[..., float]:
             label = name if isinstance(name, str) else "?"
             raise TypeError(f"@metric({label!r}) on {_where(fn)}: " + "; ".join(problems))
@@ -213,11 +227,19 @@ DECORATOR_ARGUMENTS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "version": (lambda v: isinstance(v, str), "a str, e.g. '2'"),
     "needs": (lambda v: isinstance(v, (tuple, list)) and set(v) <= set(NEEDS), f"a tuple of {NEEDS}"),
     "source": (lambda v: isinstance(v, str), "a str, e.g. '004 §4.1, Eq. 2'"),
-    "value_range": (lambda v: v is None or (isinstance(v, (tuple, list)) and len(v) == 2
-                                            and all(isinstance(x, (int, float)) for x in v) and v[0] <= v[1]),
-                    "None or (low, high) with low <= high"),
-    "failure_modes": (lambda v: isinstance(v, (tuple, list)) and all(isinstance(x, str) for x in v),
-                      "a tuple of str"),
+    "value_range": (
+        lambda v: (
+            v is None
+            or (
+                isinstance(v, (tuple, list))
+                and len(v) == 2
+                and all(isinstance(x, (int, float)) for x in v)
+                and v[0] <= v[1]
+            )
+        ),
+        "None or (low, high) with low <= high",
+    ),
+    "failure_modes": (lambda v: isinstance(v, (tuple, list)) and all(isinstance(x, str) for x in v), "a tuple of str"),
     "stochastic": (lambda v: isinstance(v, bool), "True or False"),
 }
 
@@ -299,8 +321,11 @@ def _imported_names(tree: ast.Module, name: str, is_package: bool, own: Callable
             found.update(alias.name for alias in node.names if own(alias.name))
         elif isinstance(node, ast.ImportFrom):
             try:
-                base = importlib.util.resolve_name("." * node.level + (node.module or ""), here) if node.level \
+                base = (
+                    importlib.util.resolve_name("." * node.level + (node.module or ""), here)
+                    if node.level
                     else node.module or ""
+                )
             except (ImportError, ValueError):
                 continue
             if not own(base):
@@ -341,10 +366,7 @@ def helper_modules(module: str) -> tuple[tuple[str, str], ...]:
 def _keyword_params(name: str, fn: Callable[..., float]) -> dict[str, Any]:
     """Validate the plugin signature and return its tunable parameters with defaults."""
     sig = inspect.signature(fn)
-    positional = [
-        p for p in sig.parameters.values()
-        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
-    ]
+    positional = [p for p in sig.parameters.values() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     if len(positional) != 2:
         raise TypeError(f"metric {name!r}: takes exactly two positional corpora (p, q)")
     params: dict[str, Any] = {}
@@ -379,8 +401,10 @@ def load_builtin_metrics() -> None:
     """Import the built-in metrics through this package's own entry point in the plugin group (pyproject.toml)."""
     builtin = [ep for ep in metadata.entry_points(group=ENTRY_POINT_GROUP) if is_builtin_module(ep.value)]
     if not builtin:
-        raise ImportError(f"no entry point {BUILTIN_PACKAGE!r} in the group {ENTRY_POINT_GROUP!r}: the built-in "
-                          "metrics are not installed; reinstall textmetric-bench (in a checkout: make venv)")
+        raise ImportError(
+            f"no entry point {BUILTIN_PACKAGE!r} in the group {ENTRY_POINT_GROUP!r}: the built-in "
+            "metrics are not installed; reinstall textmetric-bench (in a checkout: make venv)"
+        )
     for ep in builtin:
         ep.load()  # a built-in that fails to import is a broken installation: raise
 
@@ -405,8 +429,13 @@ def import_metric_module(module: str, plugin: str | None = None, load: Callable[
         if (_PLUGIN_FAILURES.get(module) or {}).get("error") != error and multiprocessing.parent_process() is None:
             # said once, by the process the user started (not by each worker); every run reports it again
             log.error("could not load metric plugin %s: %s", plugin if plugin else module, error)
-        _PLUGIN_FAILURES[module] = {"plugin": plugin or module, "module": module, "error": error,
-                                    "withdrawn": withdrawn, "traceback": traceback.format_exc()}
+        _PLUGIN_FAILURES[module] = {
+            "plugin": plugin or module,
+            "module": module,
+            "error": error,
+            "withdrawn": withdrawn,
+            "traceback": traceback.format_exc(),
+        }
         return False
     _PLUGIN_FAILURES.pop(module, None)
     return True
@@ -421,7 +450,7 @@ def plugin_failures() -> dict[str, dict]:
 
 
 def failed_plugins_sentence() -> str:
-    """" Metric plugins that failed to load: <plugin> (<module>: <error>); ..." or "" (for "unknown metric")."""
+    """ " Metric plugins that failed to load: <plugin> (<module>: <error>); ..." or "" (for "unknown metric")."""
     if not _PLUGIN_FAILURES:
         return ""
     items = "; ".join(f"{r['plugin']} ({r['module']}: {r['error']})" for r in _PLUGIN_FAILURES.values())
@@ -473,7 +502,8 @@ def get_metric(name: str) -> MetricInfo:
             if name in record["withdrawn"]:
                 raise ConfigError(
                     f"metric {name!r} is defined in {module}, which failed to import: {record['error']}; fix the "
-                    f"module (its traceback: python -c 'import {module}')") from None
+                    f"module (its traceback: python -c 'import {module}')"
+                ) from None
         close = difflib.get_close_matches(name, list(_REGISTRY), n=3, cutoff=0.4)
         hint = f" Did you mean {', '.join(close)}?" if close else ""
         raise ConfigError(

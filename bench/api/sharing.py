@@ -254,8 +254,13 @@ def per_pair(fn: Callable[..., T]) -> Callable[..., T]:
             return fn(p, q, **params)
         start = time.perf_counter()
         p, q = _reusable(p), _reusable(q)
-        key = (fn.__module__, fn.__qualname__, corpus_fingerprint(p), corpus_fingerprint(q),
-               tuple(sorted(params.items())))
+        key = (
+            fn.__module__,
+            fn.__qualname__,
+            corpus_fingerprint(p),
+            corpus_fingerprint(q),
+            tuple(sorted(params.items())),
+        )
         _bookkeeping(time.perf_counter() - start)
         return _scopes[-1].get_or_compute(key, lambda: fn(p, q, **params))
 

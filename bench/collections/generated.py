@@ -52,6 +52,7 @@ TRAIN_STREAM, PROMPT_STREAM = 5, 6  # seed streams beside KSC's (0, 1) and IFC's
 def corpus_generator(lm_cfg: Mapping[str, Any], *, progress: bool = True) -> Generate:
     """The generator the data layer's loaders take (``generate=``): writes a generated card's texts with the
     language model of ``lm_cfg`` (the run's `lm` config, conf/lm/smollm2.yaml; the card's ``lm`` overrides keys)."""
+
     def generate(card: CorpusCard, human: Source, cache_dir: Path) -> GeneratedTexts:
         return generated_texts(card, human, cache_dir, lm_cfg=lm_cfg, progress=progress)
 
@@ -68,15 +69,25 @@ def generation_settings(card: CorpusCard, human: Source, lm_cfg: Mapping[str, An
     origin = card.generated
     assert origin is not None
     settings = {
-        "generator": GENERATOR, "sampler": SAMPLER, "torch": importlib.metadata.version("torch"),
-        "model": model_id(model_config(origin, lm_cfg)), "options": asdict(origin),
-        "human": {"name": human.name, "texts": len(human.texts), "normalise": asdict(human.normalise),
-                  "texts_sha256": hashlib.sha256(json.dumps(list(human.texts)).encode("utf-8")).hexdigest(),
-                  "files": [f.sha256 for f in human.files]},
+        "generator": GENERATOR,
+        "sampler": SAMPLER,
+        "torch": importlib.metadata.version("torch"),
+        "model": model_id(model_config(origin, lm_cfg)),
+        "options": asdict(origin),
+        "human": {
+            "name": human.name,
+            "texts": len(human.texts),
+            "normalise": asdict(human.normalise),
+            "texts_sha256": hashlib.sha256(json.dumps(list(human.texts)).encode("utf-8")).hexdigest(),
+            "files": [f.sha256 for f in human.files],
+        },
     }
     if origin.fine_tune_steps:
-        settings["fine_tuning"] = {"batching": BATCHING, "embedding_gradient": EMBEDDING_GRADIENT,
-                                   "loss_head": LOSS_HEAD}
+        settings["fine_tuning"] = {
+            "batching": BATCHING,
+            "embedding_gradient": EMBEDDING_GRADIENT,
+            "loss_head": LOSS_HEAD,
+        }
     return settings
 
 
@@ -92,16 +103,19 @@ def generation_key(settings: Mapping[str, Any]) -> str:
     return hashlib.sha256(json.dumps(settings, sort_keys=True).encode("utf-8")).hexdigest()[:16]
 
 
-def generated_texts(card: CorpusCard, human: Source, cache_dir: Path, *, lm_cfg: Mapping[str, Any],
-                    progress: bool = True) -> GeneratedTexts:
+def generated_texts(
+    card: CorpusCard, human: Source, cache_dir: Path, *, lm_cfg: Mapping[str, Any], progress: bool = True
+) -> GeneratedTexts:
     """The texts of generated ``card``: read from the cache, else written once (one job at a time) and cached."""
     origin = card.generated
     assert origin is not None
     pool = prompt_pool(origin, human)
     if len(pool) < origin.texts:
-        raise DataError(f"corpus {card.name!r} asks for {origin.texts} texts but part {origin.select.part} of "
-                        f"{origin.select.parts} of {human.name!r} holds {len(pool)} to prompt with; lower "
-                        f"origin.texts in {card.path}, or select a larger part (fewer parts)")
+        raise DataError(
+            f"corpus {card.name!r} asks for {origin.texts} texts but part {origin.select.part} of "
+            f"{origin.select.parts} of {human.name!r} holds {len(pool)} to prompt with; lower "
+            f"origin.texts in {card.path}, or select a larger part (fewer parts)"
+        )
     settings = generation_settings(card, human, lm_cfg)
     key = generation_key(settings)
     directory = make_dirs(Path(cache_dir) / "generated" / slug(card.name), f"the generated corpus {card.name}")
@@ -118,18 +132,43 @@ def generated_texts(card: CorpusCard, human: Source, cache_dir: Path, *, lm_cfg:
     meta = json.loads(meta_file.read_text(encoding="utf-8"))
     data = texts_file.read_bytes()
     texts = tuple(json.loads(line)["text"] for line in data.decode("utf-8").splitlines() if line.strip())
-    record = {"key": key, "model": settings["model"], "options": settings["options"],
-              "generator": GENERATOR, "sampler": settings["sampler"], "torch": settings["torch"],
-              "human": {"card": human.card, "name": human.name, "texts_sha256": settings["human"]["texts_sha256"],
-                        "files": [{"path": f.path, "sha256": f.sha256} for f in human.files]},
-              "statistics": meta["statistics"]}
-    log.info("corpus %s: %d texts written by %s from %s (%s)", card.name, len(texts), settings["model"],
-             human.name, texts_file)
+    record = {
+        "key": key,
+        "model": settings["model"],
+        "options": settings["options"],
+        "generator": GENERATOR,
+        "sampler": settings["sampler"],
+        "torch": settings["torch"],
+        "human": {
+            "card": human.card,
+            "name": human.name,
+            "texts_sha256": settings["human"]["texts_sha256"],
+            "files": [{"path": f.path, "sha256": f.sha256} for f in human.files],
+        },
+        "statistics": meta["statistics"],
+    }
+    log.info(
+        "corpus %s: %d texts written by %s from %s (%s)",
+        card.name,
+        len(texts),
+        settings["model"],
+        human.name,
+        texts_file,
+    )
     return GeneratedTexts(texts, SourceFile(str(texts_file), hashlib.sha256(data).hexdigest(), len(texts)), record)
 
 
-def write_corpus(card: CorpusCard, human: Source, pool: list[str], settings: dict, lm_cfg: Mapping[str, Any],
-                 cache_dir: Path, texts_file: Path, meta_file: Path, progress: bool) -> None:
+def write_corpus(
+    card: CorpusCard,
+    human: Source,
+    pool: list[str],
+    settings: dict,
+    lm_cfg: Mapping[str, Any],
+    cache_dir: Path,
+    texts_file: Path,
+    meta_file: Path,
+    progress: bool,
+) -> None:
     """Load the model, fine-tune it if the card says so, write the continuations and their statistics."""
     import torch
 
@@ -140,26 +179,48 @@ def write_corpus(card: CorpusCard, human: Source, pool: list[str], settings: dic
     lm = model_config(origin, lm_cfg)
     threads = torch.get_num_threads()
     start = time.perf_counter()
-    model, tokenizer = load_causal_lm({**lm, "threads": generation_threads(lm)}, cache_dir,
-                                      plain=lm.get("generation_model", "auto") == "auto")
+    model, tokenizer = load_causal_lm(
+        {**lm, "threads": generation_threads(lm)}, cache_dir, plain=lm.get("generation_model", "auto") == "auto"
+    )
     try:
         trained = fine_tune(model, tokenizer, origin, pool, progress) if origin.fine_tune_steps else []
-        texts, stats = continuations(model, tokenizer, origin, pool, set(human.texts), human.normalise,
-                                     progress=progress, desc=f"writing corpus {card.name!r}")
+        texts, stats = continuations(
+            model,
+            tokenizer,
+            origin,
+            pool,
+            set(human.texts),
+            human.normalise,
+            progress=progress,
+            desc=f"writing corpus {card.name!r}",
+        )
     finally:
         model = tokenizer = None
         return_freed_memory()
         torch.set_num_threads(threads)
     if len(texts) < origin.texts:
-        log.warning("corpus %s: only %d distinct texts of %d after %d prompts", card.name, len(texts), origin.texts,
-                    stats["prompts"])
+        log.warning(
+            "corpus %s: only %d distinct texts of %d after %d prompts",
+            card.name,
+            len(texts),
+            origin.texts,
+            stats["prompts"],
+        )
     words = [len(t.split()) for t in texts]
-    stats.update(texts=len(texts), seconds=round(time.perf_counter() - start, 1), fine_tuning=trained,
-                 median_words=float(np.median(words)) if words else 0.0)
-    atomic_write(texts_file, "".join(json.dumps({"text": t}) + "\n" for t in texts),
-                 what=f"the generated corpus {card.name}")
-    atomic_write(meta_file, json.dumps({"settings": settings, "statistics": stats}, indent=2),
-                 what=f"the record of the generated corpus {card.name}")
+    stats.update(
+        texts=len(texts),
+        seconds=round(time.perf_counter() - start, 1),
+        fine_tuning=trained,
+        median_words=float(np.median(words)) if words else 0.0,
+    )
+    atomic_write(
+        texts_file, "".join(json.dumps({"text": t}) + "\n" for t in texts), what=f"the generated corpus {card.name}"
+    )
+    atomic_write(
+        meta_file,
+        json.dumps({"settings": settings, "statistics": stats}, indent=2),
+        what=f"the record of the generated corpus {card.name}",
+    )
 
 
 def fine_tune(model, tokenizer, origin: GeneratedOrigin, pool: Sequence[str], progress: bool) -> list[dict]:
@@ -168,16 +229,32 @@ def fine_tune(model, tokenizer, origin: GeneratedOrigin, pool: Sequence[str], pr
     for step in range(1, origin.fine_tune_steps + 1):
         seed = int(repetition_seed(origin.seed, step, TRAIN_STREAM).generate_state(1)[0])
         pick = np.random.default_rng(seed).choice(len(pool), min(origin.train_per_step, len(pool)), replace=False)
-        done = fine_tune_step(model, tokenizer, [pool[i] for i in pick], learning_rate=origin.learning_rate,
-                              batch_size=16, seed=seed, recompute_activations=True, progress=progress,
-                              desc=f"fine-tuning step {step}")
+        done = fine_tune_step(
+            model,
+            tokenizer,
+            [pool[i] for i in pick],
+            learning_rate=origin.learning_rate,
+            batch_size=16,
+            seed=seed,
+            recompute_activations=True,
+            progress=progress,
+            desc=f"fine-tuning step {step}",
+        )
         steps.append({"step": step, "loss": done.loss, "tokens": done.tokens, "seconds": round(done.seconds, 1)})
     return steps
 
 
-def continuations(model, tokenizer, origin: GeneratedOrigin, pool: Sequence[str], human: set[str],
-                  normalisation: Normalisation, *, progress: bool = True,
-                  desc: str = "writing") -> tuple[list[str], dict]:
+def continuations(
+    model,
+    tokenizer,
+    origin: GeneratedOrigin,
+    pool: Sequence[str],
+    human: set[str],
+    normalisation: Normalisation,
+    *,
+    progress: bool = True,
+    desc: str = "writing",
+) -> tuple[list[str], dict]:
     """Up to ``origin.texts`` distinct normalised texts, each a pool text's first ``prompt_tokens`` tokens and their
     continuation (module docstring), in the order of their prompts; and what it took."""
     import torch
@@ -190,9 +267,11 @@ def continuations(model, tokenizer, origin: GeneratedOrigin, pool: Sequence[str]
     ids = [text_token_ids(tokenizer, text, add_eos=False) for text in pool]
     eligible = [i for i, seq in enumerate(ids) if len(seq) - head > size]
     if len(eligible) < origin.texts:
-        raise DataError(f"{desc}: {len(eligible)} texts of the {len(pool)} in its prompt pool are longer than "
-                        f"origin.prompt_tokens={size} tokens, fewer than the {origin.texts} asked for; lower "
-                        f"origin.texts or origin.prompt_tokens, or select a larger part")
+        raise DataError(
+            f"{desc}: {len(eligible)} texts of the {len(pool)} in its prompt pool are longer than "
+            f"origin.prompt_tokens={size} tokens, fewer than the {origin.texts} asked for; lower "
+            f"origin.texts or origin.prompt_tokens, or select a larger part"
+        )
     seed = int(repetition_seed(origin.seed, 0, PROMPT_STREAM).generate_state(1)[0])
     order = [eligible[j] for j in np.random.default_rng(seed).permutation(len(eligible))]
     generator = torch.Generator().manual_seed(seed)
@@ -200,23 +279,32 @@ def continuations(model, tokenizer, origin: GeneratedOrigin, pool: Sequence[str]
     taken = empty = repeated = cut = tokens = computed = 0
     bar = progress_bar(origin.texts, desc=desc, unit="text", enabled=progress, leave=False)
     for _ in range(MAX_ROUNDS):
-        batch = order[taken:taken + origin.texts - len(kept)]
+        batch = order[taken : taken + origin.texts - len(kept)]
         if not batch:
             break
         taken += len(batch)
         limits = {i: min(len(ids[i]) - head - size, origin.max_new_tokens) for i in batch}
         rows = sorted(batch, key=lambda i: -limits[i])  # rows of like length share a batch
-        sampled = sample_rows(model, n=len(rows), end_token=tokenizer.eos_token_id,
-                              max_new_tokens=origin.max_new_tokens, top_p=origin.top_p,
-                              temperature=origin.temperature, batch_size=origin.batch_size, generator=generator,
-                              prompts=[ids[i][:head + size] for i in rows], row_limits=[limits[i] for i in rows])
+        sampled = sample_rows(
+            model,
+            n=len(rows),
+            end_token=tokenizer.eos_token_id,
+            max_new_tokens=origin.max_new_tokens,
+            top_p=origin.top_p,
+            temperature=origin.temperature,
+            batch_size=origin.batch_size,
+            generator=generator,
+            prompts=[ids[i][: head + size] for i in rows],
+            row_limits=[limits[i] for i in rows],
+        )
         computed += sampled.computed_tokens
         before = len(kept)
         for i, new, ended in zip(rows, sampled.tokens, sampled.ended):
             tokens += len(new) + ended
             cut += not ended
-            text = normalise_texts([tokenizer.decode(ids[i][head:head + size] + new, skip_special_tokens=True)],
-                                   normalisation)
+            text = normalise_texts(
+                [tokenizer.decode(ids[i][head : head + size] + new, skip_special_tokens=True)], normalisation
+            )
             if not new or not text:
                 empty += 1
             elif text[0] in human or text[0] in kept.values():
@@ -229,6 +317,13 @@ def continuations(model, tokenizer, origin: GeneratedOrigin, pool: Sequence[str]
     bar.close()
     position = {i: j for j, i in enumerate(order)}
     texts = [kept[i] for i in sorted(kept, key=position.__getitem__)]
-    return texts, {"prompts": taken, "empty": empty, "repeated": repeated, "ended_without_eos": cut,
-                   "sampled_tokens": tokens, "computed_tokens": computed,
-                   "device": str(next(model.parameters()).device), "threads": torch.get_num_threads()}
+    return texts, {
+        "prompts": taken,
+        "empty": empty,
+        "repeated": repeated,
+        "ended_without_eos": cut,
+        "sampled_tokens": tokens,
+        "computed_tokens": computed,
+        "device": str(next(model.parameters()).device),
+        "threads": torch.get_num_threads(),
+    }

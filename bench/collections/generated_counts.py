@@ -44,9 +44,11 @@ def cost_line(statistics: dict) -> str:
     rate = statistics["computed_tokens"] / seconds if seconds else float("nan")
     steps = len(statistics["fine_tuning"])
     tuned = f", {plural(steps, 'fine-tuning step')} included" if steps else ""
-    return (f"# cost: written in {seconds:.0f} s ({statistics['computed_tokens']:,} tokens through the model, "
-            f"{rate:.0f} a second, {plural(statistics['threads'], 'thread')}{tuned}) on {cpu_name()}; "
-            f"by {COMMAND} --write\n")
+    return (
+        f"# cost: written in {seconds:.0f} s ({statistics['computed_tokens']:,} tokens through the model, "
+        f"{rate:.0f} a second, {plural(statistics['threads'], 'thread')}{tuned}) on {cpu_name()}; "
+        f"by {COMMAND} --write\n"
+    )
 
 
 def plural(n: int, noun: str) -> str:
@@ -55,8 +57,9 @@ def plural(n: int, noun: str) -> str:
 
 def cost_numbers(card_text: str) -> tuple[int, int]:
     """(seconds, tokens a second) of a generated card's cost line."""
-    found = re.search(r"^# cost: written in (\d+) s \(([\d,]+) tokens through the model, (\d+) a second", card_text,
-                      re.MULTILINE)
+    found = re.search(
+        r"^# cost: written in (\d+) s \(([\d,]+) tokens through the model, (\d+) a second", card_text, re.MULTILINE
+    )
     if found is None:
         raise ValueError(f"no cost line; write one with {COMMAND} --write")
     return int(found.group(1)), int(found.group(3))
@@ -66,8 +69,10 @@ def docs_row(card: CorpusCard) -> str:
     """The card's row of docs/data.md's table of shipped machine-written corpora, from its counts and cost line."""
     assert card.generated is not None and card.path is not None
     seconds, rate = cost_numbers(card.path.read_text(encoding="utf-8"))
-    return (f"| `{card.name}` | `{card.generated.source}` | {card.counts['texts']:,} | {card.counts['words_median']} "
-            f"| {seconds} | {rate} |")
+    return (
+        f"| `{card.name}` | `{card.generated.source}` | {card.counts['texts']:,} | {card.counts['words_median']} "
+        f"| {seconds} | {rate} |"
+    )
 
 
 def write_cost(path: Path, line: str) -> None:
@@ -92,15 +97,15 @@ def main(argv: list[str] | None = None) -> None:
         for given in args.cards:
             card = read_corpus_card(Path(given).absolute()) if given.endswith(".yaml") else corpus_card(given)
             if card.generated is None:
-                raise SystemExit(f"error: {card.name} is not a generated card; use python -m "
-                                 f"textmetric_bench.data.card_counts")
+                raise SystemExit(
+                    f"error: {card.name} is not a generated card; use python -m textmetric_bench.data.card_counts"
+                )
             source = read_source(card, cache_dir=args.cache_dir, mirror=args.mirror, generate=generate)
             counts = length_counts(source.texts)
             assert source.generated is not None
             line = cost_line(source.generated["statistics"])
             block = counts_block(counts).replace(COUNTS_COMMAND, COMMAND)
-            print(f"{card.name} ({card.path}):\n  " + block.replace("\n", "\n  ").rstrip()
-                  + "\n  " + line.rstrip())
+            print(f"{card.name} ({card.path}):\n  " + block.replace("\n", "\n  ").rstrip() + "\n  " + line.rstrip())
             if args.write:
                 assert card.path is not None
                 write_counts(card.path, counts)

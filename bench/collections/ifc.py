@@ -53,8 +53,11 @@ def ifc_positions(corpora: Mapping[str, Sequence[str]]) -> dict[str, float]:
     return {cid: float(cid[1:]) if cid.startswith("g") else float(last) for cid in corpora}
 
 
-def ifc_pairs(generated: Mapping[int, Sequence[str]], reference_pool: Sequence[str],
-              samples: Sequence[tuple[np.ndarray, np.ndarray]]) -> tuple[dict[str, list[str]], list[tuple]]:
+def ifc_pairs(
+    generated: Mapping[int, Sequence[str]],
+    reference_pool: Sequence[str],
+    samples: Sequence[tuple[np.ndarray, np.ndarray]],
+) -> tuple[dict[str, list[str]], list[tuple]]:
     """(corpora by id, evaluations as (kind, iteration, repetition, p id, q id)); the self-distance has iteration -1."""
     corpora: dict[str, list[str]] = {f"g{i}": list(texts) for i, texts in generated.items()}
     plan = []
@@ -65,6 +68,6 @@ def ifc_pairs(generated: Mapping[int, Sequence[str]], reference_pool: Sequence[s
         plan.append(("self", -1, r, f"ref{r}", f"other{r}"))
         for i, texts in sorted(generated.items()):
             ref = f"ref{r}" if len(texts) >= len(reference) else f"ref{r}[:{len(texts)}]"
-            corpora[ref] = reference[:len(texts)]
+            corpora[ref] = reference[: len(texts)]
             plan.append(("generated", int(i), r, ref, f"g{i}"))
     return corpora, plan

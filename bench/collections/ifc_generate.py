@@ -118,7 +118,7 @@ def length_bucketed_batches(lengths: Sequence[int], batch_size: int, rng: np.ran
     ``batch_size`` texts and the order of updates stays random.
     """
     order = sorted(range(len(lengths)), key=lambda i: lengths[i])
-    batches = [order[b:b + batch_size] for b in range(0, len(order), batch_size)]
+    batches = [order[b : b + batch_size] for b in range(0, len(order), batch_size)]
     return [batches[i] for i in rng.permutation(len(batches))]
 
 
@@ -140,8 +140,15 @@ class FusedAdamW:
     torch's dynamo compiler (about 70 MiB of the fine-tuning process: docs/performance.md). Parameters without a gradient
     are left as they are; the state of a parameter is made at its first update."""
 
-    def __init__(self, params, *, lr: float, betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
-                 weight_decay: float = 0.0):
+    def __init__(
+        self,
+        params,
+        *,
+        lr: float,
+        betas: tuple[float, float] = (0.9, 0.999),
+        eps: float = 1e-8,
+        weight_decay: float = 0.0,
+    ):
         self.params = [p for p in params if p.requires_grad]
         self.lr, self.betas, self.eps, self.weight_decay = lr, betas, eps, weight_decay
         self.state: dict = {}  # parameter -> (step, first moment, second moment)
@@ -157,14 +164,25 @@ class FusedAdamW:
                 if p.grad.is_sparse:
                     raise RuntimeError("fused AdamW takes no sparse gradient")
                 if p not in self.state:
-                    self.state[p] = (torch.zeros((), dtype=torch.float32, device=p.device),
-                                     torch.zeros_like(p, memory_format=torch.preserve_format),
-                                     torch.zeros_like(p, memory_format=torch.preserve_format))
+                    self.state[p] = (
+                        torch.zeros((), dtype=torch.float32, device=p.device),
+                        torch.zeros_like(p, memory_format=torch.preserve_format),
+                        torch.zeros_like(p, memory_format=torch.preserve_format),
+                    )
                 groups.setdefault((p.device, p.dtype), []).append(p)
             for params in groups.values():
                 steps, first, second = (list(t) for t in zip(*(self.state[p] for p in params)))
-                fused_adamw_step(params, [p.grad for p in params], first, second, steps, lr=self.lr,
-                                 betas=self.betas, weight_decay=self.weight_decay, eps=self.eps)
+                fused_adamw_step(
+                    params,
+                    [p.grad for p in params],
+                    first,
+                    second,
+                    steps,
+                    lr=self.lr,
+                    betas=self.betas,
+                    weight_decay=self.weight_decay,
+                    eps=self.eps,
+                )
 
     def zero_grad(self) -> None:
         for p in self.params:
@@ -195,8 +213,13 @@ def sparse_tied_embedding(model):
     import torch
 
     inputs, outputs = model.get_input_embeddings(), model.get_output_embeddings()
-    if (isinstance(inputs, torch.nn.Embedding) and outputs is not None and inputs.weight is outputs.weight
-            and inputs.max_norm is None and not inputs.scale_grad_by_freq):
+    if (
+        isinstance(inputs, torch.nn.Embedding)
+        and outputs is not None
+        and inputs.weight is outputs.weight
+        and inputs.max_norm is None
+        and not inputs.scale_grad_by_freq
+    ):
         return inputs
     return None
 
@@ -276,11 +299,11 @@ def chunked_head_loss(hidden, weight, targets, chunk: int = LOSS_POSITIONS, keep
             kept = torch.empty((n, vocabulary), dtype=hidden.dtype, device=hidden.device) if keep else None
             total = torch.zeros((), dtype=torch.float64, device=hidden.device)
             for s in range(0, n, chunk):
-                logits = hidden[s:s + chunk] @ weight.T
-                picked = logits.gather(1, targets[s:s + chunk, None]).squeeze(1)
+                logits = hidden[s : s + chunk] @ weight.T
+                picked = logits.gather(1, targets[s : s + chunk, None]).squeeze(1)
                 total += (torch.logsumexp(logits, dim=-1) - picked).double().sum()
                 if keep:
-                    kept[s:s + chunk] = torch.softmax(logits, dim=-1)  # (exp(x - lse) would err by lse's rounding)
+                    kept[s : s + chunk] = torch.softmax(logits, dim=-1)  # (exp(x - lse) would err by lse's rounding)
             ctx.save_for_backward(hidden, weight, *([kept] if keep else []))
             return (total / max(n, 1)).float()
 
@@ -293,11 +316,11 @@ def chunked_head_loss(hidden, weight, targets, chunk: int = LOSS_POSITIONS, keep
             into = weight.grad if weight.grad is not None and weight.grad.layout == torch.strided else None
             grad_weight = torch.zeros_like(weight) if into is None else into
             for s in range(0, n, chunk):
-                h = hidden[s:s + chunk]
-                probs = kept[0][s:s + chunk] if kept else torch.softmax(h @ weight.T, dim=-1)
-                probs[torch.arange(len(h), device=h.device), targets[s:s + chunk]] -= 1
+                h = hidden[s : s + chunk]
+                probs = kept[0][s : s + chunk] if kept else torch.softmax(h @ weight.T, dim=-1)
+                probs[torch.arange(len(h), device=h.device), targets[s : s + chunk]] -= 1
                 probs.mul_(scale)
-                grad_hidden[s:s + chunk] = probs @ weight
+                grad_hidden[s : s + chunk] = probs @ weight
                 grad_weight.addmm_(probs.T, h)
             return grad_hidden, (grad_weight if into is None else None)
 
@@ -332,15 +355,29 @@ def head_loss(model, sample: tuple | None = None):
         with torch.no_grad():
             own, ours = float(own_loss(model)(*sample)), float(loss(*sample))
         if not abs(own - ours) <= 1e-4 * abs(own):  # measured on SmolLM2: 2.5e-6 (ours the nearer to float64's)
-            log.warning("fine-tuning uses the model's own loss: its output layer is not a plain linear map of the "
-                        "decoder's states (loss %.6g, not %.6g)", own, ours)
+            log.warning(
+                "fine-tuning uses the model's own loss: its output layer is not a plain linear map of the "
+                "decoder's states (loss %.6g, not %.6g)",
+                own,
+                ours,
+            )
             return own_loss(model)
     return loss
 
 
-def fine_tune_step(model, tokenizer, texts: Sequence[str], *, learning_rate: float, batch_size: int,
-                   seed: int, max_tokens: int = 256, recompute_activations: bool = False, progress: bool = True,
-                   desc: str = "fine-tuning") -> TrainingStep:
+def fine_tune_step(
+    model,
+    tokenizer,
+    texts: Sequence[str],
+    *,
+    learning_rate: float,
+    batch_size: int,
+    seed: int,
+    max_tokens: int = 256,
+    recompute_activations: bool = False,
+    progress: bool = True,
+    desc: str = "fine-tuning",
+) -> TrainingStep:
     """One epoch of causal-LM training over ``texts`` (each ``BOS text EOS``) in length-bucketed batches.
 
     A batch's loss is the mean over its predicted tokens, as one forward pass gives it; a batch of more
@@ -375,8 +412,9 @@ def fine_tune_step(model, tokenizer, texts: Sequence[str], *, learning_rate: flo
     model.train()
     losses, tokens, positions, predicted, summed = [], 0, 0, 0, 0.0
     bar = progress_bar(len(batches), desc=desc, unit="step", enabled=progress, leave=False)
-    device_batch = lambda part: tuple(t.to(device) for t in padded_batch([seqs[i] for i in part],
-                                                                          tokenizer.pad_token_id))
+    device_batch = lambda part: tuple(
+        t.to(device) for t in padded_batch([seqs[i] for i in part], tokenizer.pad_token_id)
+    )
     loss_of = head_loss(model, device_batch(batches[0][:2])) if batches else own_loss(model)
     with sparse_tied_gradient(model):
         for rows in batches:
@@ -400,13 +438,31 @@ def fine_tune_step(model, tokenizer, texts: Sequence[str], *, learning_rate: flo
         getattr(model, f"{name}_checkpointing_disable")()
         model.config.use_cache = use_cache
     model.eval()
-    return TrainingStep(float(np.mean(losses)) if losses else float("nan"), tokens, positions,
-                        time.perf_counter() - start_time, summed / predicted if predicted else float("nan"))
+    return TrainingStep(
+        float(np.mean(losses)) if losses else float("nan"),
+        tokens,
+        positions,
+        time.perf_counter() - start_time,
+        summed / predicted if predicted else float("nan"),
+    )
 
 
-def sample_corpus(model, tokenizer, n: int, *, token_lengths: Sequence[int], top_p: float, temperature: float,
-                  batch_size: int, seed: int, normalisation: Normalisation, length_quantile: float = 0.99,
-                  max_rounds: int = 4, progress: bool = True, desc: str = "sampling") -> tuple[list[str], dict]:
+def sample_corpus(
+    model,
+    tokenizer,
+    n: int,
+    *,
+    token_lengths: Sequence[int],
+    top_p: float,
+    temperature: float,
+    batch_size: int,
+    seed: int,
+    normalisation: Normalisation,
+    length_quantile: float = 0.99,
+    max_rounds: int = 4,
+    progress: bool = True,
+    desc: str = "sampling",
+) -> tuple[list[str], dict]:
     """``n`` distinct normalised texts sampled from BOS by nucleus sampling, lengths like the source's.
 
     Returns (texts, statistics). Stops with fewer texts (and a warning) once ``max_rounds * n``
@@ -426,15 +482,23 @@ def sample_corpus(model, tokenizer, n: int, *, token_lengths: Sequence[int], top
     bar = progress_bar(n, desc=desc, unit="text", enabled=progress, leave=False)
     while len(kept) < n and drawn < max_rounds * n:
         size = min(n - len(kept), max_rounds * n - drawn)
-        sampled = sample_rows(model, n=size, start_token=bos, end_token=tokenizer.eos_token_id,
-                              max_new_tokens=cap + 1, top_p=top_p, temperature=temperature,
-                              batch_size=batch_size, generator=generator)
+        sampled = sample_rows(
+            model,
+            n=size,
+            start_token=bos,
+            end_token=tokenizer.eos_token_id,
+            max_new_tokens=cap + 1,
+            top_p=top_p,
+            temperature=temperature,
+            batch_size=batch_size,
+            generator=generator,
+        )
         computed += sampled.computed_tokens
         raw = []
         for row, ended in zip(sampled.tokens, sampled.ended):
             tokens += len(row) + ended
             if not ended:  # no EOS within the cap: cut to a source-like length
-                row = row[:int(rng.choice(lengths))]
+                row = row[: int(rng.choice(lengths))]
                 cut += 1
             raw.append(tokenizer.decode(row, skip_special_tokens=True))
         drawn += size
@@ -446,9 +510,15 @@ def sample_corpus(model, tokenizer, n: int, *, token_lengths: Sequence[int], top
     bar.close()
     if len(kept) < n:
         log.warning("sampling gave only %d distinct texts of %d after %d draws", len(kept), n, drawn)
-    return list(kept), {"drawn": drawn, "cut_without_eos": cut, "max_new_tokens": cap + 1,
-                        "sampled_tokens": tokens, "computed_tokens": computed,
-                        "device": str(next(model.parameters()).device), "threads": torch.get_num_threads()}
+    return list(kept), {
+        "drawn": drawn,
+        "cut_without_eos": cut,
+        "max_new_tokens": cap + 1,
+        "sampled_tokens": tokens,
+        "computed_tokens": computed,
+        "device": str(next(model.parameters()).device),
+        "threads": torch.get_num_threads(),
+    }
 
 
 # --- the corpora on disk -----------------------------------------------------------------------------
@@ -485,8 +555,9 @@ def finished_iterations(gen_dir: Path, plan: GenerationPlan | None = None) -> li
 
 
 def _save_corpus(gen_dir: Path, i: int, texts: list[str], meta: dict) -> None:
-    atomic_write(corpus_file(gen_dir, i), "".join(json.dumps({"text": t}) + "\n" for t in texts),
-                 what=f"the IFC corpus g_{i}")
+    atomic_write(
+        corpus_file(gen_dir, i), "".join(json.dumps({"text": t}) + "\n" for t in texts), what=f"the IFC corpus g_{i}"
+    )
     atomic_write(gen_dir / f"iter_{i}.json", json.dumps(meta, indent=2), what=f"the metadata of g_{i}")
 
 
@@ -505,9 +576,16 @@ def _checkpoint_state(gen_dir: Path, plan: GenerationPlan) -> dict | None:
     return {"step": int(saved["step"]), "losses": dict(saved.get("losses") or {})}
 
 
-def generate_ifc(plan: GenerationPlan, gen_dir: Path | str, *, training_pool: Sequence[str],
-                 token_lengths: Sequence[int], normalisation: Normalisation,
-                 load_model: Callable[[Path | None], tuple], progress: bool = True) -> list[int]:
+def generate_ifc(
+    plan: GenerationPlan,
+    gen_dir: Path | str,
+    *,
+    training_pool: Sequence[str],
+    token_lengths: Sequence[int],
+    normalisation: Normalisation,
+    load_model: Callable[[Path | None], tuple],
+    progress: bool = True,
+) -> list[int]:
     """Make every missing g_0..g_T in ``gen_dir``; returns the iterations generated now.
 
     ``load_model(path)`` gives (model, tokenizer): the base model for None, else saved weights.
@@ -540,20 +618,38 @@ def generate_ifc(plan: GenerationPlan, gen_dir: Path | str, *, training_pool: Se
             step += 1
             train_seed = _int_seed(plan.seed, step, TRAIN_STREAM)
             pick = np.random.default_rng(train_seed).choice(len(training_pool), plan.train_per_step, replace=False)
-            trained = fine_tune_step(model, tokenizer, [training_pool[j] for j in pick],
-                                     learning_rate=plan.learning_rate, batch_size=plan.train_batch_size,
-                                     seed=train_seed, recompute_activations=plan.recompute_activations,
-                                     progress=progress, desc=f"fine-tuning step {step}")
+            trained = fine_tune_step(
+                model,
+                tokenizer,
+                [training_pool[j] for j in pick],
+                learning_rate=plan.learning_rate,
+                batch_size=plan.train_batch_size,
+                seed=train_seed,
+                recompute_activations=plan.recompute_activations,
+                progress=progress,
+                desc=f"fine-tuning step {step}",
+            )
             losses[str(step)] = trained.loss
-            training[str(step)] = {"token_loss": trained.token_loss, "tokens": trained.tokens,
-                                   "positions": trained.positions,
-                                   "padding_share": round(trained.padding_share, 4)}
+            training[str(step)] = {
+                "token_loss": trained.token_loss,
+                "tokens": trained.tokens,
+                "positions": trained.positions,
+                "padding_share": round(trained.padding_share, 4),
+            }
             train_seconds += trained.seconds
             if saved_step is None or step > saved_step:
-                record = {"step": step, "config": plan.fingerprint(),
-                          "losses": {s: v for s, v in losses.items() if int(s) <= step}}
-                save_causal_lm(model, tokenizer, gen_dir / "checkpoint", what=f"the IFC weights after step {step}",
-                               extra={CHECKPOINT_STATE: json.dumps(record, indent=2)})
+                record = {
+                    "step": step,
+                    "config": plan.fingerprint(),
+                    "losses": {s: v for s, v in losses.items() if int(s) <= step},
+                }
+                save_causal_lm(
+                    model,
+                    tokenizer,
+                    gen_dir / "checkpoint",
+                    what=f"the IFC weights after step {step}",
+                    extra={CHECKPOINT_STATE: json.dumps(record, indent=2)},
+                )
                 saved_step = step
         # g_i comes from the weights after step i: trained now, or saved by an earlier run
         train_seed = _int_seed(plan.seed, i, TRAIN_STREAM) if i > 0 else None
@@ -561,14 +657,31 @@ def generate_ifc(plan: GenerationPlan, gen_dir: Path | str, *, training_pool: Se
         sample_seed = _int_seed(plan.seed, i, SAMPLE_STREAM)
         start = time.perf_counter()
         texts, stats = sample_corpus(
-            model, tokenizer, plan.corpus_size, token_lengths=token_lengths, top_p=plan.top_p,
-            temperature=plan.temperature, batch_size=plan.sample_batch_size, seed=sample_seed,
-            normalisation=normalisation, length_quantile=plan.length_quantile,
-            max_rounds=plan.max_sample_rounds, progress=progress, desc=f"sampling g_{i}")
-        meta = {"iteration": i, "texts": len(texts), "sample_seed": sample_seed, "train_seed": train_seed,
-                "train_loss": loss, "training": training.get(str(i)), "seconds": {"train": round(train_seconds, 2),
-                                                "sample": round(time.perf_counter() - start, 2)},
-                **stats, "config": plan.fingerprint()}
+            model,
+            tokenizer,
+            plan.corpus_size,
+            token_lengths=token_lengths,
+            top_p=plan.top_p,
+            temperature=plan.temperature,
+            batch_size=plan.sample_batch_size,
+            seed=sample_seed,
+            normalisation=normalisation,
+            length_quantile=plan.length_quantile,
+            max_rounds=plan.max_sample_rounds,
+            progress=progress,
+            desc=f"sampling g_{i}",
+        )
+        meta = {
+            "iteration": i,
+            "texts": len(texts),
+            "sample_seed": sample_seed,
+            "train_seed": train_seed,
+            "train_loss": loss,
+            "training": training.get(str(i)),
+            "seconds": {"train": round(train_seconds, 2), "sample": round(time.perf_counter() - start, 2)},
+            **stats,
+            "config": plan.fingerprint(),
+        }
         _save_corpus(gen_dir, i, texts, meta)
         log.info("IFC: g_%d has %d texts (loss %s)", i, len(texts), loss)
         bar.update()

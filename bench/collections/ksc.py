@@ -41,9 +41,7 @@ def validate_ksc_parameters(k: int, n: int) -> None:
     if not isinstance(k, int) or k < 3:
         raise ConfigError(f"KSC needs k >= 3 corpora (ell takes at least two values); got k={k}")
     if not isinstance(n, int) or n < k - 1:
-        raise ConfigError(
-            f"KSC needs n >= k - 1 texts per corpus so that consecutive corpora differ; got n={n}, k={k}"
-        )
+        raise ConfigError(f"KSC needs n >= k - 1 texts per corpus so that consecutive corpora differ; got n={n}, k={k}")
 
 
 def mixture_counts(k: int, n: int) -> list[tuple[int, int]]:
@@ -84,8 +82,8 @@ def known_similarity_corpora(
     pool_b = rng.permutation(len(b))[:need_b]
     corpora, pos_a, pos_b = [], 0, 0
     for i, (from_a, from_b) in enumerate(mixture_counts(k, n), start=1):
-        texts = [a[j] for j in pool_a[pos_a:pos_a + from_a]]
-        texts += [b[j] for j in pool_b[pos_b:pos_b + from_b]]
+        texts = [a[j] for j in pool_a[pos_a : pos_a + from_a]]
+        texts += [b[j] for j in pool_b[pos_b : pos_b + from_b]]
         pos_a, pos_b = pos_a + from_a, pos_b + from_b
         order = rng.permutation(len(texts))
         corpora.append(KSCCorpus(index=i, texts=tuple(texts[o] for o in order), from_a=from_a))

@@ -24,8 +24,9 @@ def validate_perturb_parameters(n, repetitions, perturbations) -> tuple[int, int
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"n and repetitions must be integers: {exc}") from exc
     if n < 2 or repetitions < 1:
-        raise ConfigError(f"task=perturb needs n >= 2 texts per sample and repetitions >= 1, got n={n}, "
-                          f"repetitions={repetitions}")
+        raise ConfigError(
+            f"task=perturb needs n >= 2 texts per sample and repetitions >= 1, got n={n}, repetitions={repetitions}"
+        )
     if isinstance(perturbations, str):
         perturbations = [p.strip() for p in perturbations.split(",")]
     if not isinstance(perturbations, (list, tuple, ListConfig)) or not perturbations:
@@ -36,12 +37,15 @@ def validate_perturb_parameters(n, repetitions, perturbations) -> tuple[int, int
     return n, repetitions, names
 
 
-def draw_samples(n_a: int, n_b: int, n: int, seed: int, repetition: int,
-                 names: tuple[str, str] = ("A", "B")) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def draw_samples(
+    n_a: int, n_b: int, n: int, seed: int, repetition: int, names: tuple[str, str] = ("A", "B")
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(R, S, O) row indices of one repetition: R and S disjoint in source A, O in source B."""
     if 2 * n > n_a or n > n_b:
-        raise DataError(f"task=perturb with n={n} needs {2 * n} texts of {names[0]} (has {n_a}) and {n} of "
-                        f"{names[1]} (has {n_b}); lower n")
+        raise DataError(
+            f"task=perturb with n={n} needs {2 * n} texts of {names[0]} (has {n_a}) and {n} of "
+            f"{names[1]} (has {n_b}); lower n"
+        )
     rng = np.random.default_rng(repetition_seed(seed, repetition, 0))
     both = rng.choice(n_a, size=2 * n, replace=False)
     return both[:n], both[n:], rng.choice(n_b, size=n, replace=False)
@@ -55,12 +59,15 @@ def perturbation_rng(seed: int, repetition: int, name: str) -> np.random.Generat
 def perturbation_stats(original: list[str], perturbed: list[str]) -> dict[str, float]:
     """How much a perturbation changed a sample: share of texts changed, words kept per word."""
     before = sum(len(t.split()) for t in original)
-    return {"changed": float(np.mean([a != b for a, b in zip(original, perturbed)])),
-            "words_ratio": sum(len(t.split()) for t in perturbed) / before if before else math.nan}
+    return {
+        "changed": float(np.mean([a != b for a, b in zip(original, perturbed)])),
+        "words_ratio": sum(len(t.split()) for t in perturbed) / before if before else math.nan,
+    }
 
 
-def perturbation_corpora(a_texts, b_texts, n: int, repetitions: int, seed: int, perturbations: list[str],
-                         names: tuple[str, str] = ("A", "B")) -> tuple[dict[str, list[str]], dict[str, list[dict]]]:
+def perturbation_corpora(
+    a_texts, b_texts, n: int, repetitions: int, seed: int, perturbations: list[str], names: tuple[str, str] = ("A", "B")
+) -> tuple[dict[str, list[str]], dict[str, list[dict]]]:
     """Corpora ``r{r}/reference``, ``r{r}/same``, ``r{r}/other`` and ``r{r}/<perturbation>`` of every
     repetition, and per perturbation the ``perturbation_stats`` of each repetition."""
     corpora: dict[str, list[str]] = {}

@@ -58,7 +58,7 @@ def truncate(text: str) -> str:
     if not spans:
         return text
     keep = max(1, (len(spans) + 1) // 3)
-    return text[spans[0].start():spans[keep - 1].end()]
+    return text[spans[0].start() : spans[keep - 1].end()]
 
 
 def remove_words(text: str, vocabulary: frozenset[str]) -> str:
@@ -129,7 +129,7 @@ def swap_first_halves(texts: Sequence[str], rng: np.random.Generator) -> list[st
     single sentences. A corpus of one text is returned unchanged.
     """
     words = [t.split() for t in texts]
-    heads = [w[:first_half_length(len(w))] for w in words]
+    heads = [w[: first_half_length(len(w))] for w in words]
     donor = list(range(len(texts)))  # donor[i]: whose first half text i receives
     order = [int(i) for i in rng.permutation(len(texts))]
     paired = len(order) - 3 if len(order) % 2 and len(order) >= 3 else len(order) - len(order) % 2
@@ -141,7 +141,7 @@ def swap_first_halves(texts: Sequence[str], rng: np.random.Generator) -> list[st
         donor[i], donor[j], donor[k] = j, k, i
     out = []
     for i, w in enumerate(words):
-        merged = heads[donor[i]] + w[first_half_length(len(w)):]
+        merged = heads[donor[i]] + w[first_half_length(len(w)) :]
         out.append(" ".join(merged) if merged else texts[i])
     return out
 
@@ -161,16 +161,30 @@ def _per_text(fn: Callable[[str], str]):
     return lambda texts, rng: [fn(t) for t in texts]
 
 
-PERTURBATIONS: dict[str, Perturbation] = {p.name: p for p in [
-    Perturbation("truncate", "p_short", "first third of the words", _per_text(truncate), False),
-    Perturbation("remove_articles", "p_no art", "articles a, an, the removed", _per_text(remove_articles), False),
-    Perturbation("remove_stopwords", "p_no stop", "scikit-learn English stopwords removed",
-                 _per_text(remove_stopwords), False),
-    Perturbation("swap_halves", "p_swap", "first halves swapped between random pairs of texts",
-                 swap_first_halves, True),
-    Perturbation("shuffle_words", "p_rand", "words of each text in random order",
-                 lambda texts, rng: [shuffle_words(t, rng) for t in texts], True),
-]}
+PERTURBATIONS: dict[str, Perturbation] = {
+    p.name: p
+    for p in [
+        Perturbation("truncate", "p_short", "first third of the words", _per_text(truncate), False),
+        Perturbation("remove_articles", "p_no art", "articles a, an, the removed", _per_text(remove_articles), False),
+        Perturbation(
+            "remove_stopwords",
+            "p_no stop",
+            "scikit-learn English stopwords removed",
+            _per_text(remove_stopwords),
+            False,
+        ),
+        Perturbation(
+            "swap_halves", "p_swap", "first halves swapped between random pairs of texts", swap_first_halves, True
+        ),
+        Perturbation(
+            "shuffle_words",
+            "p_rand",
+            "words of each text in random order",
+            lambda texts, rng: [shuffle_words(t, rng) for t in texts],
+            True,
+        ),
+    ]
+}
 
 
 def get_perturbation(name: str) -> Perturbation:

@@ -52,7 +52,9 @@ def validate_robustness_parameters(n_ref, sizes, imbalance_total, repetitions) -
         n_ref, total, reps = int(n_ref), int(imbalance_total), int(repetitions)
         grid = sorted({int(s) for s in sizes})
     except (TypeError, ValueError) as exc:
-        raise ConfigError(f"n_ref, imbalance_total, repetitions and every entry of sizes must be integers: {exc}") from exc
+        raise ConfigError(
+            f"n_ref, imbalance_total, repetitions and every entry of sizes must be integers: {exc}"
+        ) from exc
     if not grid:
         raise ConfigError("`sizes` is empty; give the sample sizes s of the curves, e.g. sizes=[50,250,450]")
     if grid[0] < 1:
@@ -62,12 +64,14 @@ def validate_robustness_parameters(n_ref, sizes, imbalance_total, repetitions) -
     if grid[-1] >= total:
         raise ConfigError(
             f"imbalance_total N={total} must exceed every size s (b_(N-s) needs >= 1 text); "
-            f"the largest size is {grid[-1]}: raise imbalance_total or drop that size")
+            f"the largest size is {grid[-1]}: raise imbalance_total or drop that size"
+        )
     return n_ref, grid, total, reps
 
 
-def feasible_grid(n_ref: int, sizes: Sequence[int], imbalance_total: int, n_a: int, n_b: int,
-                  names: tuple[str, str] = ("A", "B")) -> RobustnessGrid:
+def feasible_grid(
+    n_ref: int, sizes: Sequence[int], imbalance_total: int, n_a: int, n_b: int, names: tuple[str, str] = ("A", "B")
+) -> RobustnessGrid:
     """The grid truncated to what sources of n_a and n_b texts allow (samples draw without replacement).
 
     n_ref is capped by the smaller source; sizes larger than a source are dropped from a curve.
@@ -82,11 +86,15 @@ def feasible_grid(n_ref: int, sizes: Sequence[int], imbalance_total: int, n_a: i
     for curve, kept in (("size", size), ("imbalance", imbalance)):
         dropped = sorted(set(sizes) - set(kept))
         if dropped:
-            notes.append(f"{curve} curve: s = {dropped} dropped; sources {names[0]} ({n_a} texts) and "
-                         f"{names[1]} ({n_b} texts) are too small for them")
+            notes.append(
+                f"{curve} curve: s = {dropped} dropped; sources {names[0]} ({n_a} texts) and "
+                f"{names[1]} ({n_b} texts) are too small for them"
+            )
         if not kept:
-            raise DataError(f"no point of the {curve} curve fits sources {names[0]} ({n_a} texts) and "
-                            f"{names[1]} ({n_b} texts); lower `sizes` or `imbalance_total`")
+            raise DataError(
+                f"no point of the {curve} curve fits sources {names[0]} ({n_a} texts) and "
+                f"{names[1]} ({n_b} texts); lower `sizes` or `imbalance_total`"
+            )
     return RobustnessGrid(ref, size, imbalance, imbalance_total, notes)
 
 
@@ -97,8 +105,9 @@ def sample_seed(seed: int, repetition: int, curve: str, s: int) -> np.random.See
     return np.random.SeedSequence(base.entropy, spawn_key=(*base.spawn_key, int(s)))
 
 
-def draw_sample_pair(n_a: int, n_b: int, size_a: int, size_b: int,
-                     seed: np.random.SeedSequence) -> tuple[np.ndarray, np.ndarray]:
+def draw_sample_pair(
+    n_a: int, n_b: int, size_a: int, size_b: int, seed: np.random.SeedSequence
+) -> tuple[np.ndarray, np.ndarray]:
     """Indices of a_s (size_a texts of A) and b (size_b texts of B), each drawn without replacement."""
     rng = np.random.default_rng(seed)
     return rng.choice(n_a, size_a, replace=False), rng.choice(n_b, size_b, replace=False)

@@ -31,16 +31,19 @@ def directory_manifests(card: CorpusCard) -> list[str]:
         if spec.glob is not None:
             directory = file_sets.directory_path(card, spec)
             found = [(name, path.read_bytes()) for name, path in file_sets.matching_files(directory, spec.glob)]
-            lines.append(f"  path: {spec.path}  glob: {spec.glob!r}  file_count: {len(found)}  "
-                         f"sha256: {file_sets.manifest_sha256(found)}")
+            lines.append(
+                f"  path: {spec.path}  glob: {spec.glob!r}  file_count: {len(found)}  "
+                f"sha256: {file_sets.manifest_sha256(found)}"
+            )
     return lines
 
 
 def counts_block(counts: dict[str, int]) -> str:
     """The YAML of a `counts:` block, with the regime its median puts the corpus in."""
-    return (f"counts:                  # written by {file_sets.COUNTS_COMMAND} --write; regime: "
-            f"{length_regime(counts['words_median'])}\n"
-            + "".join(f"  {key}: {counts[key]}\n" for key in COUNT_KEYS))
+    return (
+        f"counts:                  # written by {file_sets.COUNTS_COMMAND} --write; regime: "
+        f"{length_regime(counts['words_median'])}\n" + "".join(f"  {key}: {counts[key]}\n" for key in COUNT_KEYS)
+    )
 
 
 def write_counts(path: Path, counts: dict[str, int]) -> None:

@@ -23,8 +23,10 @@ PARSER_OPTIONS: dict[str, tuple[frozenset[str], dict[str, Any]]] = {
     "txt": (frozenset(), {"encoding": "utf-8"}),
     "parquet": (frozenset({"text_column"}), {}),
     # One document a file (split: document), or its paragraphs (split: paragraphs, on blank lines).
-    "document": (frozenset(), {"split": "document", "join_words": None, "encoding": "utf-8",
-                               "fallback_encoding": None}),
+    "document": (
+        frozenset(),
+        {"split": "document", "join_words": None, "encoding": "utf-8", "fallback_encoding": None},
+    ),
     # A play in markdown (`**SPEAKER**` lines, `_stage directions_`): one text a speech, or speeches joined.
     "play_speeches": (frozenset(), {"join_words": None, "encoding": "utf-8"}),
 }
@@ -37,9 +39,18 @@ TEXT_OPTION = {"json_splits": "text_field", "jsonl": "text_field", "csv": "text_
 
 #: The type each parser option must have (None allowed where its default is None).
 OPTION_TYPES: dict[str, type | tuple[type, ...]] = {
-    "splits": list, "text_index": int, "text_field": str, "encoding": str, "fallback_encoding": str,
-    "text_column": (str, int), "header": bool, "delimiter": str, "skip_initial_space": bool, "separator": str,
-    "split": str, "join_words": int,
+    "splits": list,
+    "text_index": int,
+    "text_field": str,
+    "encoding": str,
+    "fallback_encoding": str,
+    "text_column": (str, int),
+    "header": bool,
+    "delimiter": str,
+    "skip_initial_space": bool,
+    "separator": str,
+    "split": str,
+    "join_words": int,
 }
 
 #: Where a card's texts come from: files downloaded (url, sha256), of an installed package or on the user's disk;
@@ -203,19 +214,26 @@ def read_parser(p: CardReader) -> Parser:
         if len(options["delimiter"]) != 1:
             raise p.fail("delimiter", f"{options['delimiter']!r} (one character, e.g. ',' or '\\t')")
         if not options["header"] and not isinstance(options["text_column"], int):
-            raise p.fail("text_column", f"{options['text_column']!r} is a column name but 'header' is false; "
-                                        f"give a 0-based index, or header: true")
+            raise p.fail(
+                "text_column",
+                f"{options['text_column']!r} is a column name but 'header' is false; "
+                f"give a 0-based index, or header: true",
+            )
     if fmt == "document" and options["split"] not in DOCUMENT_SPLITS:
         raise p.fail("split", f"{options['split']!r}; expected one of {list(DOCUMENT_SPLITS)}")
     if options.get("join_words") is not None:
         if options["join_words"] < 1:
             raise p.fail("join_words", f"{options['join_words']!r} (a number of words, at least 1)")
         if fmt == "document" and options["split"] == "document":
-            raise p.fail("join_words", "joins paragraphs, so it needs split: paragraphs (a file is one text "
-                                       "with split: document)")
+            raise p.fail(
+                "join_words",
+                "joins paragraphs, so it needs split: paragraphs (a file is one text with split: document)",
+            )
     if fmt == "json_splits" and options["text_index"] is None and options["text_field"] is None:
-        raise ConfigError(f"card {p.path}: missing field 'parser.text_index' or 'parser.text_field' "
-                          f"(where the text is in each record)")
+        raise ConfigError(
+            f"card {p.path}: missing field 'parser.text_index' or 'parser.text_field' "
+            f"(where the text is in each record)"
+        )
     return Parser(fmt, options)
 
 

@@ -19,8 +19,17 @@ from typing import Sequence
 import yaml
 
 from textmetric_bench import shipped_path
-from textmetric_bench.data.card_schema import (LICENCE_PLACEHOLDER, ORIGINS, CardFile, CardReader, CorpusCard,
-                                    Normalisation, PackageOrigin, PairCard, read_parser)
+from textmetric_bench.data.card_schema import (
+    LICENCE_PLACEHOLDER,
+    ORIGINS,
+    CardFile,
+    CardReader,
+    CorpusCard,
+    Normalisation,
+    PackageOrigin,
+    PairCard,
+    read_parser,
+)
 from textmetric_bench.data.generated_origin import prompts_held_out, read_generated_card, read_pair_side
 from textmetric_bench.data.lengths import REGIMES
 from textmetric_bench.errors import ConfigError
@@ -43,11 +52,15 @@ def card_dirs(extra: Sequence[str | Path] = ()) -> tuple[Path, ...]:
     for value, origin in [(d, "data.cards") for d in extra] + env:
         path = Path(value).expanduser().absolute()
         if not path.is_dir():
-            raise ConfigError(f"cards directory {path} (from {origin}) does not exist; give a directory holding "
-                              f"corpora/<name>.yaml and pairs/<name>.yaml, or remove it from {origin}")
+            raise ConfigError(
+                f"cards directory {path} (from {origin}) does not exist; give a directory holding "
+                f"corpora/<name>.yaml and pairs/<name>.yaml, or remove it from {origin}"
+            )
         if not any((path / sub).is_dir() for sub in KINDS.values()):
-            raise ConfigError(f"cards directory {path} (from {origin}) has no corpora/ or pairs/ folder; put corpus "
-                              f"cards in {path}/corpora/<name>.yaml and pair cards in {path}/pairs/<name>.yaml")
+            raise ConfigError(
+                f"cards directory {path} (from {origin}) has no corpora/ or pairs/ folder; put corpus "
+                f"cards in {path}/corpora/<name>.yaml and pair cards in {path}/pairs/<name>.yaml"
+            )
         dirs.append(path)
     return (*dict.fromkeys(dirs), DATASETS_DIR)
 
@@ -119,8 +132,9 @@ def read_corpus_card(path: Path) -> CorpusCard:
     top = _load_yaml(path)
     if isinstance(top.data.get("origin"), dict) and top.data["origin"].get("kind") == "generated":
         return read_generated_card(top)
-    top.reject_unknown({"name", "description", "licence", "homepage", "origin", "files", "parser", "normalise",
-                        "language", "counts"})
+    top.reject_unknown(
+        {"name", "description", "licence", "homepage", "origin", "files", "parser", "normalise", "language", "counts"}
+    )
     files_raw = top.get("files", list)
     if not files_raw:
         raise top.fail("files", "it lists no file")
@@ -130,17 +144,18 @@ def read_corpus_card(path: Path) -> CorpusCard:
     package = None
     if kind == "package":
         origin.reject_unknown({"kind", "package", "version", "directory"})
-        package = PackageOrigin(origin.get("package", str), str(origin.get("version", (str, int, float))),
-                                origin.get("directory", str))
+        package = PackageOrigin(
+            origin.get("package", str), str(origin.get("version", (str, int, float))), origin.get("directory", str)
+        )
     else:
         origin.reject_unknown({"kind"})
     files = tuple(_card_file_entry(top.sub(f"files[{i}]", raw), kind) for i, raw in enumerate(files_raw))
 
     n = top.sub("normalise", top.get("normalise", dict, {}))
     n.reject_unknown({f.name for f in fields(Normalisation)})
-    normalise = Normalisation(**{
-        f.name: n.get(f.name, int if f.name.endswith("_words") else bool, f.default) for f in fields(Normalisation)
-    })
+    normalise = Normalisation(
+        **{f.name: n.get(f.name, int if f.name.endswith("_words") else bool, f.default) for f in fields(Normalisation)}
+    )
     top.get("language", str, None)
     counts = top.sub("counts", top.get("counts", dict, {}))
     for key in counts.data:
@@ -166,8 +181,9 @@ def read_corpus_card(path: Path) -> CorpusCard:
 def _card_file_entry(f: CardReader, origin: str) -> CardFile:
     """One entry of a card's `files`: a url and a sha256 unless the file is local; or, with `glob`, a directory
     of an installed package or of the user's disk, its `file_count` files checked by their manifest's sha256."""
-    f.reject_unknown({"path", "url", "sha256", "checksum_scope", "glob", "file_count"}
-                     - ({"url"} if origin == "local" else set()))
+    f.reject_unknown(
+        {"path", "url", "sha256", "checksum_scope", "glob", "file_count"} - ({"url"} if origin == "local" else set())
+    )
     pattern = f.get("glob", str, None)
     if pattern is not None:
         return _directory_entry(f, origin, pattern)
@@ -176,8 +192,10 @@ def _card_file_entry(f: CardReader, origin: str) -> CardFile:
         raise f.fail("sha256", f"{sha!r} (64 lower-case hex digits)")
     url = f.get("url", str, None)
     if origin == "download" and url is None:
-        raise ConfigError(f"card {f.path}: missing field '{f.where}.url' (needed for origin kind 'download'; "
-                          f"a file on your disk needs origin kind 'local' and no url)")
+        raise ConfigError(
+            f"card {f.path}: missing field '{f.where}.url' (needed for origin kind 'download'; "
+            f"a file on your disk needs origin kind 'local' and no url)"
+        )
     scope = f.sub("checksum_scope", f.get("checksum_scope", dict, {}))
     scope.reject_unknown({"lines"})
     lines = scope.get("lines", int, None)
@@ -190,9 +208,12 @@ def _directory_entry(f: CardReader, origin: str, pattern: str) -> CardFile:
     """A `files` entry naming a directory: files matching `glob` (`*.txt`, `**/*.md`), their count and the
     sha256 of their manifest, so hundreds of files need three lines, not one checksum each."""
     if origin not in ("package", "local"):
-        raise f.fail("glob", f"a directory of files is read in place, from an installed package (origin kind "
-                             f"'package') or your disk ('local'), not with origin kind {origin!r}; list its files "
-                             f"one by one with a url and sha256 each")
+        raise f.fail(
+            "glob",
+            f"a directory of files is read in place, from an installed package (origin kind "
+            f"'package') or your disk ('local'), not with origin kind {origin!r}; list its files "
+            f"one by one with a url and sha256 each",
+        )
     extra = sorted({"url", "checksum_scope"} & set(f.data))
     if extra:
         raise f.fail(extra[0], "does not apply to a directory entry (one with 'glob')")
@@ -225,5 +246,12 @@ def _read_pair_card(path: Path, cards: tuple[Path, ...]) -> PairCard:
         raise top.fail("b", f"both sides are {a!r}")
     prompts_held_out(top, {"a": (a, a_select), "b": (b, b_select)}, lambda name: corpus_card(name, cards))
     regime = top.get("regime", str, None, choices={name for name, _ in REGIMES})
-    return PairCard(a=a, b=b, name=top.get("name", str), description=top.get("description", str).strip(),
-                    regime=regime, a_select=a_select, b_select=b_select)
+    return PairCard(
+        a=a,
+        b=b,
+        name=top.get("name", str),
+        description=top.get("description", str).strip(),
+        regime=regime,
+        a_select=a_select,
+        b_select=b_select,
+    )

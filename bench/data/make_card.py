@@ -37,8 +37,9 @@ def card_name(path: Path) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", path.stem).strip("_.-") or "corpus"
 
 
-def card_text(path: Path, *, name: str, field: str | None, card_dir: Path | None,
-              field_setting: str = "--field") -> tuple[str, int]:
+def card_text(
+    path: Path, *, name: str, field: str | None, card_dir: Path | None, field_setting: str = "--field"
+) -> tuple[str, int]:
     """The YAML of a local card for ``path`` (its path relative to ``card_dir`` when given, else absolute),
     and the number of texts it yields."""
     card = file_card(path, name=name, field=field, field_setting=field_setting, what="FILE")
@@ -77,8 +78,15 @@ def _parser_section(card: CorpusCard) -> dict:
     return {"format": card.parser.format, **card.parser.options}
 
 
-def write_cards(files: list[Path], *, name: str | None, field: str | list[str] | None, out: Path | None,
-                pair: str | None, force: bool) -> list[str]:
+def write_cards(
+    files: list[Path],
+    *,
+    name: str | None,
+    field: str | list[str] | None,
+    out: Path | None,
+    pair: str | None,
+    force: bool,
+) -> list[str]:
     """Write (or, without ``out``, return for printing) the cards; returns what to print.
 
     ``field``: one field for every file, or a list of one per file (a pair of files that name their texts
@@ -92,22 +100,34 @@ def write_cards(files: list[Path], *, name: str | None, field: str | list[str] |
     names = [name or card_name(f) for f in files]
     for given in names + ([pair] if pair else []):
         if not _NAME.fullmatch(given):
-            raise ConfigError(f"card name {given!r} is not valid: use letters, digits, '_', '-' and '.', "
-                             f"starting with a letter or digit")
+            raise ConfigError(
+                f"card name {given!r} is not valid: use letters, digits, '_', '-' and '.', "
+                f"starting with a letter or digit"
+            )
     if len(set(names)) != len(names):
         raise ConfigError(f"two files give the card name {names[0]!r}; name one with --name (one FILE at a time)")
     setting = "--field" if len(files) == 1 else "--field (once per FILE, in their order, if the files differ)"
     cards = []  # (target or None, text, count): every file read and its card made before anything is written
     for path, card, text_field in zip(files, names, fields_):
         target = out / "corpora" / f"{card}.yaml" if out is not None else None
-        cards.append((target, *card_text(path, name=card, field=text_field, card_dir=target.parent if target else None,
-                                         field_setting=setting)))
+        cards.append(
+            (
+                target,
+                *card_text(
+                    path, name=card, field=text_field, card_dir=target.parent if target else None, field_setting=setting
+                ),
+            )
+        )
     if out is None:
         return [text for _, text, _ in cards]
     writes = [(target, text) for target, text, _ in cards]
     if pair is not None:
-        writes.append((out / "pairs" / f"{pair}.yaml", f"name: {pair}\ndescription: "
-                       f"{json.dumps(f'{names[0]} vs {names[1]}')}\na: {names[0]}\nb: {names[1]}\n"))
+        writes.append(
+            (
+                out / "pairs" / f"{pair}.yaml",
+                f"name: {pair}\ndescription: {json.dumps(f'{names[0]} vs {names[1]}')}\na: {names[0]}\nb: {names[1]}\n",
+            )
+        )
     _write_all(writes, force)
     output = [f"wrote {target}: {count} texts" for target, _, count in cards]
     run = command("textmetric-bench")
@@ -115,8 +135,9 @@ def write_cards(files: list[Path], *, name: str | None, field: str | list[str] |
         read_pair_card(out / "pairs" / f"{pair}.yaml", (out.absolute(),))
         output.append(f"wrote {out / 'pairs' / f'{pair}.yaml'}\nrun it: {run} data.cards=[{out}] pair.name={pair}")
     else:
-        output.append(f"use them: {run} data.cards=[{out}] with a pair card in {out / 'pairs'}, "
-                      f"or ifc.source={names[0]}")
+        output.append(
+            f"use them: {run} data.cards=[{out}] with a pair card in {out / 'pairs'}, or ifc.source={names[0]}"
+        )
     return output
 
 
@@ -127,9 +148,11 @@ def per_file_fields(files: list[Path], field: str | list[str] | None) -> list[st
     if len(field) == 1:
         return list(field) * len(files)
     if len(field) != len(files):
-        example = " ".join(f"--field {f}" for f in ("text", "body", "content")[:len(files)] or ["text"])
-        raise ConfigError(f"--field is given {len(field)} times for {len(files)} FILEs: give it once (every file) or "
-                          f"once per FILE in their order, e.g. {' '.join(p.name for p in files)} {example}")
+        example = " ".join(f"--field {f}" for f in ("text", "body", "content")[: len(files)] or ["text"])
+        raise ConfigError(
+            f"--field is given {len(field)} times for {len(files)} FILEs: give it once (every file) or "
+            f"once per FILE in their order, e.g. {' '.join(p.name for p in files)} {example}"
+        )
     return list(field)
 
 
@@ -140,8 +163,10 @@ def _write_all(writes: list[tuple[Path, str]], force: bool) -> None:
     existing = [str(target) for target, _ in writes if target.exists()]
     if existing and not force:
         one = len(existing) == 1
-        raise ConfigError(f"{', '.join(existing)} exist{'s' if one else ''}; remove {'it' if one else 'them'}, or pass "
-                          f"--force to replace {'it' if one else 'them'} (nothing was written)")
+        raise ConfigError(
+            f"{', '.join(existing)} exist{'s' if one else ''}; remove {'it' if one else 'them'}, or pass "
+            f"--force to replace {'it' if one else 'them'} (nothing was written)"
+        )
     out = writes[0][0].parent.parent
     out.mkdir(parents=True, exist_ok=True)
     staging = temporary_name(out / "cards")
@@ -177,19 +202,29 @@ def _quiet(logger: str):
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog=command("textmetric-bench-card"), description=__doc__.split("\n\n")[0])
-    parser.add_argument("files", nargs="+", type=Path, metavar="FILE",
-                        help=".jsonl, .csv, .tsv, .txt (one text a line) or .parquet")
+    parser.add_argument(
+        "files", nargs="+", type=Path, metavar="FILE", help=".jsonl, .csv, .tsv, .txt (one text a line) or .parquet"
+    )
     parser.add_argument("--name", help="the card's name (default: the file's name without extension)")
-    parser.add_argument("--field", action="append",
-                        help="the JSON field or CSV/TSV/Parquet column of the texts (default: text); once for every "
-                             "FILE, or once per FILE in their order (a.jsonl b.csv --field text --field body)")
+    parser.add_argument(
+        "--field",
+        action="append",
+        help="the JSON field or CSV/TSV/Parquet column of the texts (default: text); once for every "
+        "FILE, or once per FILE in their order (a.jsonl b.csv --field text --field body)",
+    )
     parser.add_argument("--out", type=Path, help="a cards directory: writes OUT/corpora/NAME.yaml (default: print)")
     parser.add_argument("--pair", help="with two FILEs and --out: also write the pair card OUT/pairs/PAIR.yaml")
     parser.add_argument("--force", action="store_true", help="replace cards that exist")
     args = parser.parse_args(argv)
     try:
-        output = write_cards([f.expanduser().absolute() for f in args.files], name=args.name, field=args.field,
-                             out=args.out, pair=args.pair, force=args.force)
+        output = write_cards(
+            [f.expanduser().absolute() for f in args.files],
+            name=args.name,
+            field=args.field,
+            out=args.out,
+            pair=args.pair,
+            force=args.force,
+        )
     except BenchError as exc:
         raise SystemExit(f"error: {exc}") from None
     print("---\n".join(output) if args.out is None else "\n".join(output))

@@ -50,8 +50,10 @@ def parse_file(card: CorpusCard, spec: CardFile, data: bytes, where: Path) -> li
             f"with {card.parser.options}: {type(err).__name__}: {err}. Check {card.setting('format')} and its options."
         ) from err
     if not texts:
-        raise DataError(f"corpus {card.name!r}: file {where} holds no record for parser {fmt!r} "
-                        f"(only a header, blank lines or separators); put texts in it or {remove}.")
+        raise DataError(
+            f"corpus {card.name!r}: file {where} holds no record for parser {fmt!r} "
+            f"(only a header, blank lines or separators); put texts in it or {remove}."
+        )
     return texts
 
 
@@ -60,9 +62,11 @@ def _decode(data: bytes, encoding: str, fallback_encoding: str | None = None) ->
         text = data.decode(encoding)
     except UnicodeDecodeError as err:
         if fallback_encoding is None:
-            line = data[:err.start].count(b"\n") + 1
-            raise ParseError(f"line {line} is not valid {encoding} (byte {err.start}: {err.reason})",
-                             lambda s: f"save the file as {encoding}, or set {s('encoding')} (e.g. latin-1)") from err
+            line = data[: err.start].count(b"\n") + 1
+            raise ParseError(
+                f"line {line} is not valid {encoding} (byte {err.start}: {err.reason})",
+                lambda s: f"save the file as {encoding}, or set {s('encoding')} (e.g. latin-1)",
+            ) from err
         text = data.decode(fallback_encoding)
     return text.removeprefix("\ufeff")  # a byte-order mark is not part of the first header or text
 
@@ -76,15 +80,20 @@ def parse_json_splits(
     if key is None:
         raise ValueError("json_splits needs text_index or text_field")
     if not isinstance(doc, dict):
-        raise ParseError(f"holds a JSON {type(doc).__name__}, not an object of splits",
-                         lambda s: f"check {s('format')}")
+        raise ParseError(
+            f"holds a JSON {type(doc).__name__}, not an object of splits", lambda s: f"check {s('format')}"
+        )
     missing = [split for split in splits if split not in doc]
     if missing:
-        raise ParseError(f"has no split {missing[0]!r} (it has {sorted(doc)[:10]})",
-                         lambda s: f"list existing ones in {s('splits')}")
+        raise ParseError(
+            f"has no split {missing[0]!r} (it has {sorted(doc)[:10]})", lambda s: f"list existing ones in {s('splits')}"
+        )
     option = "text_index" if text_index is not None else "text_field"
-    return [_text(record[key], f"split {split!r} record {i} [{key!r}]", option)
-            for split in splits for i, record in enumerate(doc[split])]
+    return [
+        _text(record[key], f"split {split!r} record {i} [{key!r}]", option)
+        for split in splits
+        for i, record in enumerate(doc[split])
+    ]
 
 
 def parse_jsonl(data: bytes, *, text_field: str, encoding: str) -> list[str]:
@@ -95,11 +104,15 @@ def parse_jsonl(data: bytes, *, text_field: str, encoding: str) -> list[str]:
             continue
         record = _json(line, f"line {n}")
         if not isinstance(record, dict):
-            raise ParseError(f"line {n} holds a JSON {type(record).__name__}, not an object; each line must be "
-                             f"one object with a {text_field!r} field")
+            raise ParseError(
+                f"line {n} holds a JSON {type(record).__name__}, not an object; each line must be "
+                f"one object with a {text_field!r} field"
+            )
         if text_field not in record:
-            raise ParseError(f"line {n} has no field {text_field!r} (its fields: {sorted(record)[:10]})",
-                             lambda s: f"name the text field in {s('text_field')}")
+            raise ParseError(
+                f"line {n} has no field {text_field!r} (its fields: {sorted(record)[:10]})",
+                lambda s: f"name the text field in {s('text_field')}",
+            )
         texts.append(_text(record[text_field], f"line {n} [{text_field!r}]", "text_field"))
     return texts
 
@@ -108,15 +121,19 @@ def _json(text: str, where: str) -> Any:
     try:
         return json.loads(text)
     except json.JSONDecodeError as err:
-        raise ParseError(f"{where} is not valid JSON ({err.msg} at column {err.colno})",
-                         lambda s: f"fix the file, or check {s('format')}") from err
+        raise ParseError(
+            f"{where} is not valid JSON ({err.msg} at column {err.colno})",
+            lambda s: f"fix the file, or check {s('format')}",
+        ) from err
 
 
 def _text(value: Any, where: str, option: str) -> str:
     """A parsed text, which must be a string: numbers or null there mean the wrong field or column is named."""
     if not isinstance(value, str):
-        raise ParseError(f"{where} holds {type(value).__name__} {value!r:.40}, not a text",
-                         lambda s: f"check that {s(option)} names the field or column of the texts")
+        raise ParseError(
+            f"{where} holds {type(value).__name__} {value!r:.40}, not a text",
+            lambda s: f"check that {s(option)} names the field or column of the texts",
+        )
     return value
 
 
@@ -131,20 +148,27 @@ def parse_csv(
         if header:
             names = next(rows, [])
             if text_column not in names:
-                raise ParseError(f"line {rows.line_num} (the header) has columns {names[:10]} but no {text_column!r}",
-                                 lambda s: f"name the text column in {s('text_column')}, or, if the file has no "
-                                           f"header, set {s('header')} to false and give the column's 0-based index")
+                raise ParseError(
+                    f"line {rows.line_num} (the header) has columns {names[:10]} but no {text_column!r}",
+                    lambda s: (
+                        f"name the text column in {s('text_column')}, or, if the file has no "
+                        f"header, set {s('header')} to false and give the column's 0-based index"
+                    ),
+                )
             text_column = names.index(text_column)
         elif not isinstance(text_column, int):
-            raise ParseError(f"the text column {text_column!r} is a name but the file has no header",
-                             lambda s: f"give the column's 0-based index in {s('text_column')}, or set "
-                                       f"{s('header')}: true")
+            raise ParseError(
+                f"the text column {text_column!r} is a name but the file has no header",
+                lambda s: f"give the column's 0-based index in {s('text_column')}, or set {s('header')}: true",
+            )
         for row in rows:
             if not row:
                 continue
             if text_column >= len(row):
-                raise ParseError(f"line {rows.line_num} has {len(row)} column(s), no column {text_column} (0-based)",
-                                 lambda s: f"check {s('text_column')} and {s('delimiter')} ({delimiter!r})")
+                raise ParseError(
+                    f"line {rows.line_num} has {len(row)} column(s), no column {text_column} (0-based)",
+                    lambda s: f"check {s('text_column')} and {s('delimiter')} ({delimiter!r})",
+                )
             texts.append(row[text_column])
     except csv.Error as err:
         raise ParseError(f"line {rows.line_num} is not valid CSV ({err})", lambda s: "fix the file") from err
@@ -182,15 +206,17 @@ def parse_parquet(data: bytes, *, text_column: str | int) -> list[str]:
         raise ParseError(f"is not a Parquet file ({err})", lambda s: f"check {s('format')}") from err
     names = list(schema.names)
     if (text_column not in names) if isinstance(text_column, str) else not 0 <= text_column < len(names):
-        raise ParseError(f"has columns {names[:10]} but no {text_column!r}",
-                         lambda s: f"name the text column in {s('text_column')}")
+        raise ParseError(
+            f"has columns {names[:10]} but no {text_column!r}", lambda s: f"name the text column in {s('text_column')}"
+        )
     name = text_column if isinstance(text_column, str) else names[text_column]
     values = pq.read_table(pa.BufferReader(data), columns=[name]).column(name).to_pylist()
     return [_text(value, f"row {i} [{name!r}]", "text_column") for i, value in enumerate(values, 1)]
 
 
-def parse_document(data: bytes, *, split: str, join_words: int | None, encoding: str,
-                   fallback_encoding: str | None) -> list[str]:
+def parse_document(
+    data: bytes, *, split: str, join_words: int | None, encoding: str, fallback_encoding: str | None
+) -> list[str]:
     """A file holding one document: the whole file (split `document`), or its paragraphs, which blank lines
     separate (split `paragraphs`), joined in order up to `join_words` words when that is set."""
     text = _decode(data, encoding, fallback_encoding)
@@ -231,8 +257,12 @@ def join_to_budget(texts: list[str], join_words: int | None, glue: str) -> list[
 _SPEAKER = re.compile(r"\*\*[^*]+\*\*\s*")
 #: Stage directions inside a speech, removed in this order: `[Aside]` (escaped or not, in underscores or not),
 #: `_Exit_` and `*Exeunt.*` (over line breaks, not over a blank line), then a stray `_` or `*` left unpaired.
-_DIRECTIONS = (re.compile(r"_*\\?\[[^\]\n]*\]_*"), re.compile(r"_(?:[^_\n]|\n(?![ \t]*\n))*_"),
-               re.compile(r"\*(?:[^*\n]|\n(?![ \t]*\n))*\*"), re.compile(r"[_*]"))
+_DIRECTIONS = (
+    re.compile(r"_*\\?\[[^\]\n]*\]_*"),
+    re.compile(r"_(?:[^_\n]|\n(?![ \t]*\n))*_"),
+    re.compile(r"\*(?:[^*\n]|\n(?![ \t]*\n))*\*"),
+    re.compile(r"[_*]"),
+)
 #: A markdown backslash escape of an ASCII punctuation character (`\--`, `1\.`).
 _ESCAPE = re.compile(r"\\([!-/:-@\[-`{-~])")
 
@@ -272,6 +302,12 @@ def parse_play_speeches(data: bytes, *, join_words: int | None, encoding: str) -
 
 #: Card `parser.format` -> parser; their options are declared in `textmetric_bench.data.card_schema.PARSER_OPTIONS`.
 PARSERS: dict[str, Any] = {
-    "json_splits": parse_json_splits, "jsonl": parse_jsonl, "csv": parse_csv, "fortune": parse_fortune,
-    "txt": parse_txt, "parquet": parse_parquet, "document": parse_document, "play_speeches": parse_play_speeches,
+    "json_splits": parse_json_splits,
+    "jsonl": parse_jsonl,
+    "csv": parse_csv,
+    "fortune": parse_fortune,
+    "txt": parse_txt,
+    "parquet": parse_parquet,
+    "document": parse_document,
+    "play_speeches": parse_play_speeches,
 }

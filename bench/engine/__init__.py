@@ -19,11 +19,32 @@ Every task reduces to a list of ``Job``s over corpora held in one ``CorpusStore`
 
 from textmetric_bench.engine.jobs import CRASH, ERROR, OK, SKIPPED, TIMEOUT, Job, Outcome, evaluate, params_digest
 from textmetric_bench.engine.result_log import ResultLog
-from textmetric_bench.engine.run import (DEFAULT_MAX_TIMEOUTS, DEFAULT_START_TIMEOUT, DEFAULT_TIMEOUT, engine_options,
-                                         result_log_for, run_jobs)
+from textmetric_bench.engine.run import (
+    DEFAULT_MAX_TIMEOUTS,
+    DEFAULT_START_TIMEOUT,
+    DEFAULT_TIMEOUT,
+    engine_options,
+    result_log_for,
+    run_jobs,
+)
 from textmetric_bench.engine.store import CorpusStore
 
-__all__ = ["CRASH", "ERROR", "OK", "SKIPPED", "TIMEOUT", "CorpusStore", "DEFAULT_MAX_TIMEOUTS", "DEFAULT_START_TIMEOUT",
-           "DEFAULT_TIMEOUT", "Job",
-           "Outcome", "ResultLog", "engine_options", "evaluate", "params_digest", "result_log_for",
-           "run_jobs"]
+__all__ = [
+    "CRASH",
+    "ERROR",
+    "OK",
+    "SKIPPED",
+    "TIMEOUT",
+    "CorpusStore",
+    "DEFAULT_MAX_TIMEOUTS",
+    "DEFAULT_START_TIMEOUT",
+    "DEFAULT_TIMEOUT",
+    "Job",
+    "Outcome",
+    "ResultLog",
+    "engine_options",
+    "evaluate",
+    "params_digest",
+    "result_log_for",
+    "run_jobs",
+]

@@ -85,13 +85,25 @@ def worker_context() -> mp.context.BaseContext:
 class EvaluationPool:
     """``size`` worker processes holding the store at ``store_dir`` and the run's metrics."""
 
-    def __init__(self, size: int, store_dir, metrics: Mapping, *, blas_threads: int, timeout: float | None,
-                 start_timeout: float):
+    def __init__(
+        self, size: int, store_dir, metrics: Mapping, *, blas_threads: int, timeout: float | None, start_timeout: float
+    ):
         self.timeout = timeout
         self._restore_start_method = _standard_start_method()
-        self.pool = ProcessPool(max_workers=size, initializer=worker.initialize, context=worker_context(),
-                                initargs=(str(store_dir) if store_dir else None, _pickled(metrics), blas_threads,
-                                          current_context(), timeout, _log_path(), dict(os.environ)))
+        self.pool = ProcessPool(
+            max_workers=size,
+            initializer=worker.initialize,
+            context=worker_context(),
+            initargs=(
+                str(store_dir) if store_dir else None,
+                _pickled(metrics),
+                blas_threads,
+                current_context(),
+                timeout,
+                _log_path(),
+                dict(os.environ),
+            ),
+        )
         pings = [self.pool.schedule(worker.ping) for _ in range(size)]
         done, waiting = cf.wait(pings, timeout=start_timeout)
         if waiting:
@@ -99,7 +111,8 @@ class EvaluationPool:
             raise WorkerStartError(
                 f"{len(waiting)} of {size} evaluation worker processes did not start within {start_timeout:g} s "
                 "(engine.start_timeout); a metric plugin that hangs on import, or a machine out of memory, "
-                "can cause this: raise engine.start_timeout or check the plugins")
+                "can cause this: raise engine.start_timeout or check the plugins"
+            )
         for future in done:
             try:
                 _, error = future.result()
@@ -151,8 +164,9 @@ def outcome_of(future: cf.Future, timeout: float | None):
     try:
         result = future.result()
     except TimeoutError:
-        return failure(TIMEOUT, f"timed out after {timeout:g} s; its worker process was killed and replaced",
-                       float(timeout or 0.0))
+        return failure(
+            TIMEOUT, f"timed out after {timeout:g} s; its worker process was killed and replaced", float(timeout or 0.0)
+        )
     except ProcessExpired as exc:
         return failure(CRASH, f"worker process died ({describe_exit(exc.exitcode)}); it was replaced")
     except Exception as exc:

@@ -47,8 +47,13 @@ class ResultLog:
             attempts[key] += row.get("status") != SKIPPED  # a skipped evaluation was never tried
             latest[key] = _outcome(row, attempts[key])
         for (metric, old), count in stale.items():
-            log.warning("metric %s changed (version %s, now %s): its %d logged evaluations are recomputed",
-                        metric, old, (versions or {}).get(metric), count)
+            log.warning(
+                "metric %s changed (version %s, now %s): its %d logged evaluations are recomputed",
+                metric,
+                old,
+                (versions or {}).get(metric),
+                count,
+            )
         return latest
 
     def latest_per_metric(self) -> dict[tuple, Outcome]:
@@ -75,11 +80,15 @@ class ResultLog:
             return
         header = json.loads(lines[0]).get("fingerprint")
         if header != self.fingerprint:
-            changed = {k: (header.get(k) if header else None, v) for k, v in self.fingerprint.items()
-                       if not header or header.get(k) != v}
+            changed = {
+                k: (header.get(k) if header else None, v)
+                for k, v in self.fingerprint.items()
+                if not header or header.get(k) != v
+            }
             raise ConfigError(
                 f"{self.path} holds evaluations of another configuration ({changed}); resume only "
-                "with the same settings, or use a new run directory (hydra.run.dir=...)")
+                "with the same settings, or use a new run directory (hydra.run.dir=...)"
+            )
         for line in lines[1:]:
             try:
                 row = json.loads(line)
@@ -106,9 +115,17 @@ class ResultLog:
 
     def append(self, key: tuple, outcome: Outcome, metric_version: str = "") -> None:
         distance = outcome.distance if math.isfinite(outcome.distance) else None
-        self._write({"key": list(key), "distance": distance, "seconds": outcome.seconds, "error": outcome.error,
-                     "status": outcome.status, "metric_version": metric_version,
-                     **({"traceback": outcome.traceback} if outcome.traceback else {})})
+        self._write(
+            {
+                "key": list(key),
+                "distance": distance,
+                "seconds": outcome.seconds,
+                "error": outcome.error,
+                "status": outcome.status,
+                "metric_version": metric_version,
+                **({"traceback": outcome.traceback} if outcome.traceback else {}),
+            }
+        )
 
     def _write(self, row: dict) -> None:
         if self._fh is None:

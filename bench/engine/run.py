@@ -47,12 +47,16 @@ def engine_options(cfg) -> dict:
         return float(value) if value is not None else None
 
     max_timeouts = engine.get("max_timeouts", DEFAULT_MAX_TIMEOUTS)
-    return {"workers": workers, "timeout": seconds("timeout", DEFAULT_TIMEOUT),
-            "start_timeout": seconds("start_timeout", DEFAULT_START_TIMEOUT),
-            "prepare_timeout": seconds("prepare_timeout", DEFAULT_PREPARE_TIMEOUT),
-            "max_timeouts": int(max_timeouts) if max_timeouts else None,
-            "retry_failed": bool(engine.get("retry_failed", True)),
-            "blas_threads": int(engine.get("blas_threads", 1)), "progress": bool(cfg.get("progress", True))}
+    return {
+        "workers": workers,
+        "timeout": seconds("timeout", DEFAULT_TIMEOUT),
+        "start_timeout": seconds("start_timeout", DEFAULT_START_TIMEOUT),
+        "prepare_timeout": seconds("prepare_timeout", DEFAULT_PREPARE_TIMEOUT),
+        "max_timeouts": int(max_timeouts) if max_timeouts else None,
+        "retry_failed": bool(engine.get("retry_failed", True)),
+        "blas_threads": int(engine.get("blas_threads", 1)),
+        "progress": bool(cfg.get("progress", True)),
+    }
 
 
 def result_log_for(cfg, out_dir: Path | str, fingerprint: Mapping) -> "ResultLog | None":
@@ -89,14 +93,20 @@ def run_jobs(
     ``retry_failed`` is false. A metric's logged attempts count only for its current version (``MetricInfo.version``, plus ``embedder_id`` for metrics of embeddings).
     """
     jobs = list(jobs)
-    versions = {name: info.version + (f"|{embedder_id}" if info.inputs == "embeddings" and embedder_id else "")
-                for name, (info, _) in metrics.items()}
+    versions = {
+        name: info.version + (f"|{embedder_id}" if info.inputs == "embeddings" and embedder_id else "")
+        for name, (info, _) in metrics.items()
+    }
     done = result_log.load(versions) if result_log is not None else {}
     todo = [j for j in jobs if j.key not in done or retry_wanted(done[j.key], retry_failed)]
     retried = sum(j.key in done for j in todo)
     if len(jobs) > len(todo) or retried:
-        log.info("resuming: %d of %d evaluations already done%s", len(jobs) - len(todo), len(jobs),
-                 f"; retrying {retried} that failed" if retried else "")
+        log.info(
+            "resuming: %d of %d evaluations already done%s",
+            len(jobs) - len(todo),
+            len(jobs),
+            f"; retrying {retried} that failed" if retried else "",
+        )
     bar = progress_bar(len(jobs), initial=len(jobs) - len(todo), desc=desc, unit="evaluation", enabled=progress)
     if result_log is not None and todo:
         result_log.open()
@@ -113,14 +123,31 @@ def run_jobs(
             if outcome.traceback:
                 where = " (traceback above)" if (job.metric, outcome.error) in traced else f"\n{outcome.traceback}"
                 traced.add((job.metric, outcome.error))
-            log.warning("metric %s failed on %s (attempt %d): %s%s", job.metric, job.key, outcome.attempts,
-                        outcome.error, where, extra=FILE_ONLY)
+            log.warning(
+                "metric %s failed on %s (attempt %d): %s%s",
+                job.metric,
+                job.key,
+                outcome.attempts,
+                outcome.error,
+                where,
+                extra=FILE_ONLY,
+            )
         bar.update()
 
     try:
         if todo:
-            _evaluate(todo, store, metrics, record, workers=workers, timeout=timeout, start_timeout=start_timeout,
-                      prepare_timeout=prepare_timeout, max_timeouts=max_timeouts, blas_threads=blas_threads)
+            _evaluate(
+                todo,
+                store,
+                metrics,
+                record,
+                workers=workers,
+                timeout=timeout,
+                start_timeout=start_timeout,
+                prepare_timeout=prepare_timeout,
+                max_timeouts=max_timeouts,
+                blas_threads=blas_threads,
+            )
     finally:
         bar.close()
         if result_log is not None:
@@ -128,16 +155,33 @@ def run_jobs(
     return {j.key: done[j.key] for j in jobs}
 
 
-def _evaluate(todo: Sequence[Job], store, metrics, record, *, workers, timeout, start_timeout, prepare_timeout,
-              max_timeouts, blas_threads) -> None:
+def _evaluate(
+    todo: Sequence[Job],
+    store,
+    metrics,
+    record,
+    *,
+    workers,
+    timeout,
+    start_timeout,
+    prepare_timeout,
+    max_timeouts,
+    blas_threads,
+) -> None:
     """Save the store for the workers, run the metrics' prepare steps, then every job."""
     used = {name: metrics[name] for name in dict.fromkeys(j.metric for j in todo)}
     store_dir = Path(tempfile.mkdtemp(prefix="textmetric-store-"))
     pool = None
     try:
         store.save(store_dir)
-        pool = EvaluationPool(max(1, min(workers, len(todo))), store_dir, used, blas_threads=blas_threads,
-                              timeout=timeout, start_timeout=start_timeout)
+        pool = EvaluationPool(
+            max(1, min(workers, len(todo))),
+            store_dir,
+            used,
+            blas_threads=blas_threads,
+            timeout=timeout,
+            start_timeout=start_timeout,
+        )
         unprepared = _prepare(pool, todo, used, prepare_timeout)
         ready = []
         for job in todo:
@@ -154,8 +198,15 @@ def _evaluate(todo: Sequence[Job], store, metrics, record, *, workers, timeout, 
         shutil.rmtree(store_dir, ignore_errors=True)
 
 
-def _dispatch(pool: EvaluationPool, jobs: Sequence[Job], record, *, timeout: float | None, in_flight: int,
-              max_timeouts: int | None = None) -> None:
+def _dispatch(
+    pool: EvaluationPool,
+    jobs: Sequence[Job],
+    record,
+    *,
+    timeout: float | None,
+    in_flight: int,
+    max_timeouts: int | None = None,
+) -> None:
     """Evaluate ``jobs`` in the pool's workers, in their order, ``in_flight`` tasks at a time, each
     task a chunk of consecutive jobs (``CHUNK_SECONDS``); ``record(job, outcome)`` as each chunk ends.
 
@@ -202,8 +253,9 @@ def _dispatch(pool: EvaluationPool, jobs: Sequence[Job], record, *, timeout: flo
             outcomes = outcome_of(future, timeout)
             if isinstance(outcomes, Outcome):  # the task as a whole failed (time limit, dead worker)
                 if len(chunk) > 1:
-                    log.info("a chunk of %d evaluations failed (%s); running them one at a time",
-                             len(chunk), outcomes.error)
+                    log.info(
+                        "a chunk of %d evaluations failed (%s); running them one at a time", len(chunk), outcomes.error
+                    )
                     pending.extendleft((job, True) for job in reversed(chunk))
                     continue
                 if outcomes.status in (TIMEOUT, CRASH):  # failed on its own: never chunked again
@@ -216,8 +268,12 @@ def _dispatch(pool: EvaluationPool, jobs: Sequence[Job], record, *, timeout: flo
                 if outcome.status == TIMEOUT:  # only a task of one job times out here, never a chunk
                     timeouts[job.metric] += 1
                     if timeouts[job.metric] == max_timeouts:
-                        log.warning("metric %s timed out %d times (engine.max_timeouts): its evaluations not "
-                                    "yet started are skipped", job.metric, max_timeouts)
+                        log.warning(
+                            "metric %s timed out %d times (engine.max_timeouts): its evaluations not "
+                            "yet started are skipped",
+                            job.metric,
+                            max_timeouts,
+                        )
     log.debug("%d evaluations sent to workers in %d tasks", len(jobs), tasks)
 
 
@@ -225,9 +281,12 @@ def skipped_after_timeouts(metric: str, count: int | None, timeout: float | None
     """The outcome of a job not started because its metric timed out ``count`` times (``_dispatch``)."""
     limit = f" at engine.timeout={timeout:g} s" if timeout else ""
     times = "once" if count == 1 else f"{count} times"
-    return failure(SKIPPED, f"skipped: metric {metric} timed out {times} in this run{limit} "
-                            f"(engine.max_timeouts={count}); rerun in the same run directory to try it again, "
-                            "after raising engine.timeout or engine.max_timeouts (0 or null: never skip)")
+    return failure(
+        SKIPPED,
+        f"skipped: metric {metric} timed out {times} in this run{limit} "
+        f"(engine.max_timeouts={count}); rerun in the same run directory to try it again, "
+        "after raising engine.timeout or engine.max_timeouts (0 or null: never skip)",
+    )
 
 
 def _prepare(pool: EvaluationPool, todo: Sequence[Job], metrics, prepare_timeout) -> dict[str, Outcome]:
@@ -240,10 +299,19 @@ def _prepare(pool: EvaluationPool, todo: Sequence[Job], metrics, prepare_timeout
     failed = {}
     for name, outcome in pool.outcomes(futures):
         if outcome.failed:
-            log.warning("metric %s: its prepare step failed (%s); its evaluations are recorded as failed",
-                        name, outcome.error, extra=FILE_ONLY)
-            failed[name] = Outcome(outcome.distance, 0.0, f"prepare step failed: {outcome.error}", outcome.status,
-                                   traceback=outcome.traceback)
+            log.warning(
+                "metric %s: its prepare step failed (%s); its evaluations are recorded as failed",
+                name,
+                outcome.error,
+                extra=FILE_ONLY,
+            )
+            failed[name] = Outcome(
+                outcome.distance,
+                0.0,
+                f"prepare step failed: {outcome.error}",
+                outcome.status,
+                traceback=outcome.traceback,
+            )
         else:
             log.info("metric %s: prepared its texts in %.1f s", name, outcome.seconds)
     return failed

@@ -42,8 +42,15 @@ TRIM_THRESHOLD_MB = 1024
 _state: dict = {}
 
 
-def initialize(store_dir, pickled_metrics: dict, blas_threads: int, context, timeout, log_path=None,
-               environment: dict | None = None) -> None:
+def initialize(
+    store_dir,
+    pickled_metrics: dict,
+    blas_threads: int,
+    context,
+    timeout,
+    log_path=None,
+    environment: dict | None = None,
+) -> None:
     """Pool initializer: never raises (a raising initializer would make the pool respawn forever).
 
     With ``log_path`` (the run's log file), the worker's output and warnings go there, not to the console.
@@ -91,7 +98,8 @@ def keep_freed_memory() -> bool:
         return False
     mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
     return bool(mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD_MB << 20)) and bool(
-        mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD_MB << 20))
+        mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD_MB << 20)
+    )
 
 
 def ping() -> tuple[int, str]:

@@ -28,8 +28,15 @@ from textmetric_bench.numerics import EXACT_PRODUCTS, PINNED_LABEL, numerics_lab
 from textmetric_bench.features.embedding_process import ModelSpec
 from textmetric_bench.features.embedding_process import encode as encode_with_spec
 from textmetric_bench.features.embedding_process import start_loading as start_loading_with_spec
-from textmetric_bench.features.long_texts import (LONG_TEXT_MODES, LengthLimit, read_window, token_counter,
-                                                  window_limit, windows_tag, word_piece_tokenizer)
+from textmetric_bench.features.long_texts import (
+    LONG_TEXT_MODES,
+    LengthLimit,
+    read_window,
+    token_counter,
+    window_limit,
+    windows_tag,
+    word_piece_tokenizer,
+)
 from textmetric_bench.features.shard_cache import VectorCache, slug, text_key
 
 log = logging.getLogger(__name__)
@@ -62,8 +69,9 @@ class Embedder:
 
     def __post_init__(self) -> None:
         if self.long_texts not in LONG_TEXT_MODES:
-            raise EmbeddingError(f"embedder.long_texts={self.long_texts!r} is not valid: give "
-                                 f"{' or '.join(LONG_TEXT_MODES)}")
+            raise EmbeddingError(
+                f"embedder.long_texts={self.long_texts!r} is not valid: give {' or '.join(LONG_TEXT_MODES)}"
+            )
 
     @property
     def limit(self) -> LengthLimit:
@@ -106,8 +114,9 @@ class Embedder:
         distinct = dict(zip(keys, texts))
         cached = len(self.cache.get(list(distinct))) if self.cache is not None else 0
         encoded = 0
-        bar = progress_bar(len(distinct) - cached, desc="embedding", unit="text",
-                           enabled=self.progress and len(distinct) > cached)
+        bar = progress_bar(
+            len(distinct) - cached, desc="embedding", unit="text", enabled=self.progress and len(distinct) > cached
+        )
 
         def encode_counted(batch: list[str]) -> np.ndarray:
             nonlocal encoded
@@ -118,8 +127,9 @@ class Embedder:
 
         with bar:
             if self.cache is not None:
-                found = self.cache.get_or_compute(keys, texts, encode_counted, chunk=CHUNK,
-                                                  label=f"embedding with {self.model_id}")
+                found = self.cache.get_or_compute(
+                    keys, texts, encode_counted, chunk=CHUNK, label=f"embedding with {self.model_id}"
+                )
             else:
                 found = dict(zip(distinct, encode_counted(list(distinct.values())))) if distinct else {}
         self.stats["encoded"] += encoded
@@ -138,8 +148,10 @@ def check_vectors(model_id: str, texts: Sequence[str], vectors) -> np.ndarray:
     try:
         vectors = np.asarray(vectors, dtype=np.float64)
     except (TypeError, ValueError) as exc:
-        raise EmbeddingError(f"embedder {model_id!r} returned something that is not an array of numbers "
-                             f"({exc}); it must return one float vector per text: {fix}") from exc
+        raise EmbeddingError(
+            f"embedder {model_id!r} returned something that is not an array of numbers "
+            f"({exc}); it must return one float vector per text: {fix}"
+        ) from exc
     if vectors.ndim != 2 or vectors.shape[0] != len(texts) or vectors.shape[1] == 0:
         raise EmbeddingError(
             f"embedder {model_id!r} returned shape {vectors.shape} for {len(texts)} texts; "
@@ -148,8 +160,10 @@ def check_vectors(model_id: str, texts: Sequence[str], vectors) -> np.ndarray:
     finite = np.isfinite(vectors).all(axis=1)
     if not finite.all():
         first = texts[int(np.argmin(finite))]
-        raise EmbeddingError(f"embedder {model_id!r} returned NaN/inf for {int((~finite).sum())} of {len(texts)} "
-                             f"texts, e.g. {first[:60]!r}: {fix}")
+        raise EmbeddingError(
+            f"embedder {model_id!r} returned NaN/inf for {int((~finite).sum())} of {len(texts)} "
+            f"texts, e.g. {first[:60]!r}: {fix}"
+        )
     return vectors.astype(np.float32)
 
 
@@ -228,13 +242,23 @@ def sentence_transformer(
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     window = read_window(path)
     if window is None and long_texts == "windows":
-        raise EmbeddingError(f"embedder {model!r}: {path} has no sentence_bert_config.json stating max_seq_length, "
-                             "so windows cannot be cut; use embedder.long_texts=truncate")
+        raise EmbeddingError(
+            f"embedder {model!r}: {path} has no sentence_bert_config.json stating max_seq_length, "
+            "so windows cannot be cut; use embedder.long_texts=truncate"
+        )
     count = token_counter(word_piece_tokenizer(path))
     # loaded lazily (a fully cached run never loads the model), in a helper process where MKL's branch is pinned
     # for the language model's sake and the exact products do not need it (features/embedding_process.py)
-    spec = ModelSpec(model=model, path=str(path), device=device, batch_size=batch_size, exact=exact, window=window,
-                     long_texts=long_texts, show_progress=show_progress)
+    spec = ModelSpec(
+        model=model,
+        path=str(path),
+        device=device,
+        batch_size=batch_size,
+        exact=exact,
+        window=window,
+        long_texts=long_texts,
+        show_progress=show_progress,
+    )
 
     def encode(texts: list[str]) -> np.ndarray:
         return encode_with_spec(spec, texts)
@@ -243,8 +267,15 @@ def sentence_transformer(
         start_loading_with_spec(spec)
 
     cache = EmbeddingCache(cache_dir, model_id) if cache_dir is not None else None
-    return Embedder(model_id=model_id, encode=encode, cache=cache, window=window, long_texts=long_texts,
-                    count_tokens=count, warm_up=warm_up)
+    return Embedder(
+        model_id=model_id,
+        encode=encode,
+        cache=cache,
+        window=window,
+        long_texts=long_texts,
+        count_tokens=count,
+        warm_up=warm_up,
+    )
 
 
 PROBE_TEXTS = 8  # a custom embedder encodes this many texts first, so a broken one fails in seconds
@@ -265,16 +296,20 @@ def custom_embedder(factory: str, *, options: dict | None = None, cache_dir: Pat
     try:
         make = getattr(import_module(module_name), attr)
     except ImportError as exc:
-        raise EmbeddingError(f"embedder.factory {factory!r}: cannot import {module_name!r} ({exc}); "
-                             "install its package or add it to PYTHONPATH") from exc
+        raise EmbeddingError(
+            f"embedder.factory {factory!r}: cannot import {module_name!r} ({exc}); "
+            "install its package or add it to PYTHONPATH"
+        ) from exc
     except AttributeError as exc:
         raise EmbeddingError(f"embedder.factory {factory!r}: module {module_name!r} has no {attr!r}") from exc
     options = dict(options or {})
     made = make(**options)
     encode = getattr(made, "encode", made)
     if not callable(encode):
-        raise EmbeddingError(f"embedder.factory {factory!r} returned a {type(made).__name__}, which is neither "
-                             "callable nor has an encode(texts) method")
+        raise EmbeddingError(
+            f"embedder.factory {factory!r} returned a {type(made).__name__}, which is neither "
+            "callable nor has an encode(texts) method"
+        )
     model_id = f"{factory}{sorted(options.items())}" if options else str(factory)
 
     def probed(texts: list[str]) -> np.ndarray:

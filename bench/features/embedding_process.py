@@ -75,11 +75,15 @@ def loaded(spec: ModelSpec) -> tuple[Any, Any]:
             try:
                 make_exact(model)
             except TypeError as exc:
-                raise EmbeddingError(f"embedder {spec.model!r}: its products cannot be made exact ({exc}); set "
-                                     "BENCH_CPU_NUMERICS=native to embed with the BLAS's own") from exc
+                raise EmbeddingError(
+                    f"embedder {spec.model!r}: its products cannot be made exact ({exc}); set "
+                    "BENCH_CPU_NUMERICS=native to embed with the BLAS's own"
+                ) from exc
         if spec.window is not None and model.max_seq_length != spec.window:
-            raise EmbeddingError(f"embedder {spec.model!r}: the model reads {model.max_seq_length} word pieces, its "
-                                 f"sentence_bert_config.json says {spec.window}; make them agree")
+            raise EmbeddingError(
+                f"embedder {spec.model!r}: the model reads {model.max_seq_length} word pieces, its "
+                f"sentence_bert_config.json says {spec.window}; make them agree"
+            )
         _LOADED[spec] = (model, word_piece_tokenizer(spec.path))
         adopt_library_loggers()  # transformers, imported just now, prints through its own handler
     return _LOADED[spec]
@@ -101,9 +105,10 @@ def encode_by_length(model, texts: list[str], *, batch_size: int, show_progress:
     vectors: np.ndarray | None = None
     for indices in by_length.values():
         for start in range(0, len(indices), batch_size):
-            chunk = indices[start:start + batch_size]
-            batch = model.encode([texts[i] for i in chunk], batch_size=len(chunk), show_progress_bar=show_progress,
-                                 convert_to_numpy=True)
+            chunk = indices[start : start + batch_size]
+            batch = model.encode(
+                [texts[i] for i in chunk], batch_size=len(chunk), show_progress_bar=show_progress, convert_to_numpy=True
+            )
             if vectors is None:
                 vectors = np.empty((len(texts), batch.shape[1]), dtype=batch.dtype)
             vectors[chunk] = batch
@@ -121,16 +126,21 @@ def encode_texts(spec: ModelSpec, texts: list[str]) -> np.ndarray:
 
     if spec.long_texts != "windows":
         return whole(texts)
-    return encode_windowing_long(model, tokenizer, texts, window=spec.window, batch_size=spec.batch_size,
-                                 encode_whole=whole)
+    return encode_windowing_long(
+        model, tokenizer, texts, window=spec.window, batch_size=spec.batch_size, encode_whole=whole
+    )
 
 
 def numerics_here() -> dict[str, str | None]:
     """What this process computes with: torch's kernel capability and MKL's branch switch (for tests and logs)."""
     import torch
 
-    return {"capability": torch.backends.cpu.get_cpu_capability(), "MKL_CBWR": os.environ.get("MKL_CBWR"),
-            "threads": str(torch.get_num_threads()), "pid": str(os.getpid())}
+    return {
+        "capability": torch.backends.cpu.get_cpu_capability(),
+        "MKL_CBWR": os.environ.get("MKL_CBWR"),
+        "threads": str(torch.get_num_threads()),
+        "pid": str(os.getpid()),
+    }
 
 
 def gains_from_a_helper(spec: ModelSpec) -> bool:
@@ -198,7 +208,9 @@ class EmbeddingHelper:
     def __init__(self) -> None:
         self.process = subprocess.Popen(
             [sys.executable, "-c", "from textmetric_bench.features.embedding_process import serve; serve()"],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+        )
         self.lock = threading.Lock()
         self.broken = False
         self.unanswered = 0  # calls sent by ``start_loading`` whose answers are not read yet
@@ -214,8 +226,10 @@ class EmbeddingHelper:
             except (EOFError, BrokenPipeError, OSError) as exc:
                 self.broken = True
                 code = self.process.wait()
-                raise EmbeddingError(f"the embedding process ended abruptly (exit code {code}: {exc}); was it "
-                                     "killed, for example out of memory?") from exc
+                raise EmbeddingError(
+                    f"the embedding process ended abruptly (exit code {code}: {exc}); was it "
+                    "killed, for example out of memory?"
+                ) from exc
         if not answer[0]:
             error = answer[1]
             error.add_note(f"in the embedding helper process (pid {self.process.pid}):\n{answer[2]}")

@@ -39,8 +39,10 @@ def unsupported(config: Mapping[str, Any]) -> str | None:
     """Why this module cannot run the model of ``config`` (a parsed config.json), or None when it can."""
     kind, theta = _rope(config)
     checks = (
-        (config.get("architectures") == [ARCHITECTURE] and config.get("model_type") == "llama",
-         f"its architecture is {config.get('architectures')}, not [{ARCHITECTURE!r}]"),
+        (
+            config.get("architectures") == [ARCHITECTURE] and config.get("model_type") == "llama",
+            f"its architecture is {config.get('architectures')}, not [{ARCHITECTURE!r}]",
+        ),
         (config.get("hidden_act", "silu") == "silu", f"its activation is {config.get('hidden_act')!r}"),
         (not config.get("attention_bias") and not config.get("mlp_bias"), "it has biases"),
         (kind == "default" and theta is not None, f"its rotary embedding is {kind!r}"),
@@ -123,7 +125,7 @@ class Attention(nn.Module):
         super().__init__()
         self.layer, self.head_dim = layer, c.head_dim
         self.groups = c.num_attention_heads // c.num_key_value_heads
-        self.scaling = self.head_dim ** -0.5
+        self.scaling = self.head_dim**-0.5
         self.q_proj = Linear(c.hidden_size, c.num_attention_heads * c.head_dim, bias=False)
         self.k_proj = Linear(c.hidden_size, c.num_key_value_heads * c.head_dim, bias=False)
         self.v_proj = Linear(c.hidden_size, c.num_key_value_heads * c.head_dim, bias=False)
@@ -152,8 +154,9 @@ class Attention(nn.Module):
         is_causal = q_len > 1 and mask is None
         if is_causal and k.shape[2] > q_len:
             k, v = k[:, :, :q_len], v[:, :, :q_len]
-        out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=0.0, scale=self.scaling,
-                                             is_causal=is_causal, **extra)
+        out = F.scaled_dot_product_attention(
+            q, k, v, attn_mask=mask, dropout_p=0.0, scale=self.scaling, is_causal=is_causal, **extra
+        )
         out = out.reshape(out.shape[0], -1, q_len, v.shape[-1]).transpose(1, 2).contiguous()
         return self.o_proj(out.reshape(*x.shape[:-1], -1).contiguous())
 
@@ -196,7 +199,8 @@ def sdpa_mask(padding, q_len: int, offset: int):
     causal = keys[None, None, None, :] <= queries[None, None, :, None]
     rows = torch.arange(padding.shape[0], device=padding.device)[:, None, None, None]
     return (causal.new_ones(()) & causal & padding[rows, keys[None, None, None, :]]).expand(
-        padding.shape[0], -1, q_len, kv_len)
+        padding.shape[0], -1, q_len, kv_len
+    )
 
 
 class Recomputed(torch.autograd.Function):
@@ -302,15 +306,23 @@ class LlamaLM(nn.Module):
     def gradient_checkpointing_disable(self):
         self.model.checkpointing = False
 
-    def forward(self, input_ids, attention_mask=None, labels=None, cache: KVCache | None = None,
-                use_cache: bool | None = None, logits_to_keep: int = 0):
+    def forward(
+        self,
+        input_ids,
+        attention_mask=None,
+        labels=None,
+        cache: KVCache | None = None,
+        use_cache: bool | None = None,
+        logits_to_keep: int = 0,
+    ):
         hidden = self.model(input_ids, attention_mask, cache=cache).last_hidden_state
         logits = self.lm_head(hidden[:, -logits_to_keep:, :] if logits_to_keep else hidden)
         loss = None
         if labels is not None:  # the mean cross-entropy of every labelled next token, as transformers computes it
             targets = F.pad(labels, (0, 1), value=-100)[:, 1:]
-            loss = F.cross_entropy(logits.float().reshape(-1, logits.shape[-1]), targets.reshape(-1).to(logits.device),
-                                   ignore_index=-100)
+            loss = F.cross_entropy(
+                logits.float().reshape(-1, logits.shape[-1]), targets.reshape(-1).to(logits.device), ignore_index=-100
+            )
         return SimpleNamespace(logits=logits, loss=loss, cache=cache)
 
     def save_pretrained(self, directory: Path | str) -> None:
@@ -319,11 +331,15 @@ class LlamaLM(nn.Module):
         from safetensors.torch import save_file
 
         directory = Path(directory)
-        state = {name: tensor.detach().contiguous() for name, tensor in self.state_dict().items()
-                 if not (name == "lm_head.weight" and self.config.tie_word_embeddings)}
+        state = {
+            name: tensor.detach().contiguous()
+            for name, tensor in self.state_dict().items()
+            if not (name == "lm_head.weight" and self.config.tie_word_embeddings)
+        }
         save_file(state, str(directory / "model.safetensors"), metadata={"format": "pt"})
-        (directory / "config.json").write_text(json.dumps(self.raw_config, indent=2, sort_keys=True) + "\n",
-                                               encoding="utf-8")
+        (directory / "config.json").write_text(
+            json.dumps(self.raw_config, indent=2, sort_keys=True) + "\n", encoding="utf-8"
+        )
 
 
 def read_config(directory: Path | str) -> dict:
@@ -338,13 +354,17 @@ def load_llama(directory: Path | str, device: str | torch.device = "cpu") -> Lla
     directory = Path(directory)
     config = read_config(directory)
     model = LlamaLM(config)
-    state = {name: tensor if tensor.dtype == torch.float32 else tensor.float()
-             for name, tensor in load_file(str(directory / "model.safetensors")).items()}
+    state = {
+        name: tensor if tensor.dtype == torch.float32 else tensor.float()
+        for name, tensor in load_file(str(directory / "model.safetensors")).items()
+    }
     missing, unexpected = model.load_state_dict(state, strict=False, assign=True)
     tied = {"lm_head.weight"} if model.config.tie_word_embeddings else set()
     if set(missing) - tied or unexpected:
-        raise ValueError(f"{directory / 'model.safetensors'} does not hold this model's weights: "
-                         f"missing {sorted(set(missing) - tied)[:5]}, unexpected {sorted(unexpected)[:5]}")
+        raise ValueError(
+            f"{directory / 'model.safetensors'} does not hold this model's weights: "
+            f"missing {sorted(set(missing) - tied)[:5]}, unexpected {sorted(unexpected)[:5]}"
+        )
     if model.config.tie_word_embeddings:
         model.lm_head.weight = model.model.embed_tokens.weight
     model.to(device)

@@ -96,10 +96,14 @@ def converted_checkpoint(cfg_lm: Mapping[str, Any], cache_dir: Path | str) -> Pa
 
         log.info("converting %s to a float32 checkpoint in %s (once, ~40 s)", gguf.name, target)
         # transformers >= 5 keeps GGUF weights packed unless told to dequantise; 4.x always dequantises.
-        unpack = ({"quantization_config": transformers.GgufConfig(dequantize=True)}
-                  if hasattr(transformers, "GgufConfig") else {})
+        unpack = (
+            {"quantization_config": transformers.GgufConfig(dequantize=True)}
+            if hasattr(transformers, "GgufConfig")
+            else {}
+        )
         model = transformers.AutoModelForCausalLM.from_pretrained(
-            str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32, **unpack)
+            str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32, **unpack
+        )
         tokenizer = transformers.AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
         save_causal_lm(model, tokenizer, target, what="the converted language model")
     return target
@@ -117,8 +121,9 @@ def checkpoint_path(cfg_lm: Mapping[str, Any], cache_dir: Path | str) -> Path:
     return converted_checkpoint(cfg_lm, cache_dir)
 
 
-def load_causal_lm(cfg_lm: Mapping[str, Any], cache_dir: Path | str, *, path: Path | str | None = None,
-                   plain: bool = False):
+def load_causal_lm(
+    cfg_lm: Mapping[str, Any], cache_dir: Path | str, *, path: Path | str | None = None, plain: bool = False
+):
     """(model, tokenizer) of the configured causal LM in float32 on ``lm.device``, in eval mode.
 
     ``path`` loads other weights of the same model instead (e.g. a fine-tuned checkpoint).
@@ -156,6 +161,7 @@ PROBE_SECONDS = 0.3
 def busy_cores(seconds: float = PROBE_SECONDS) -> tuple[float, float] | None:
     """(cores the machine kept busy, cores this process kept busy) over the next ``seconds``, from /proc/stat and
     ``os.times``; None where /proc/stat is not readable (not Linux)."""
+
     def busy_and_total() -> tuple[int, int] | None:
         try:
             fields = [int(v) for v in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
@@ -219,8 +225,13 @@ def generation_threads(cfg_lm: Mapping[str, Any]) -> int | None:
     """The threads of ``thread_choice`` (logged with the reason)."""
     chosen, record = thread_choice(cfg_lm)
     if record["rule"] == "auto":
-        log.info("generation threads: %s (%s: %.2f of %d cores)", chosen or "torch's default", record["measured"],
-                 record["busy"], record["cores"])
+        log.info(
+            "generation threads: %s (%s: %.2f of %d cores)",
+            chosen or "torch's default",
+            record["measured"],
+            record["busy"],
+            record["cores"],
+        )
     return chosen
 
 
@@ -266,8 +277,9 @@ def load_tokenizer(cfg_lm: Mapping[str, Any], cache_dir: Path | str, *, path: Pa
     return tokenizer
 
 
-def save_causal_lm(model, tokenizer, target: Path | str, *, what: str = "a model checkpoint",
-                   extra: Mapping[str, str] | None = None) -> Path:
+def save_causal_lm(
+    model, tokenizer, target: Path | str, *, what: str = "a model checkpoint", extra: Mapping[str, str] | None = None
+) -> Path:
     """Write ``model``, ``tokenizer`` and the small text files ``extra`` (name: content) to ``target``
     atomically: into a temporary directory, then renamed into place, so they are replaced together."""
     with atomic_directory(target, what=what, needed=_weight_bytes(model)) as tmp:
@@ -293,8 +305,8 @@ def padded_batch(sequences: Sequence[Sequence[int]], pad_id: int):
     ids = torch.full((len(sequences), width), pad_id, dtype=torch.long)
     mask = torch.zeros((len(sequences), width), dtype=torch.long)
     for row, seq in enumerate(sequences):
-        ids[row, :len(seq)] = torch.tensor(seq, dtype=torch.long)
-        mask[row, :len(seq)] = 1
+        ids[row, : len(seq)] = torch.tensor(seq, dtype=torch.long)
+        mask[row, : len(seq)] = 1
     labels = ids.masked_fill(mask == 0, -100)
     return ids, mask, labels
 
@@ -306,7 +318,7 @@ def length_batches(seqs: Sequence[Sequence[int]], batch_size: int) -> list[list[
     spread over worker processes gives the same numbers (``textmetric_bench.features.lm_workers``).
     """
     order = sorted(range(len(seqs)), key=lambda i: len(seqs[i]))
-    return [order[b:b + batch_size] for b in range(0, len(order), batch_size)]
+    return [order[b : b + batch_size] for b in range(0, len(order), batch_size)]
 
 
 def batch_logprobs(model, tokenizer, seqs: Sequence[Sequence[int]], starts: Sequence[int]) -> list[np.ndarray]:
@@ -323,11 +335,12 @@ def batch_logprobs(model, tokenizer, seqs: Sequence[Sequence[int]], starts: Sequ
         logits = model(input_ids=ids.to(device), attention_mask=mask.to(device)).logits
     logp = torch.log_softmax(logits[:, :-1].float(), dim=-1)
     picked = logp.gather(-1, ids[:, 1:, None].to(device)).squeeze(-1).double().cpu().numpy()
-    return [picked[r, max(int(start), 1) - 1:len(seq) - 1] for r, (seq, start) in enumerate(zip(seqs, starts))]
+    return [picked[r, max(int(start), 1) - 1 : len(seq) - 1] for r, (seq, start) in enumerate(zip(seqs, starts))]
 
 
-def sequence_logprobs(model, tokenizer, seqs: Sequence[Sequence[int]], starts: Sequence[int],
-                      batch_size: int = 16) -> list[np.ndarray]:
+def sequence_logprobs(
+    model, tokenizer, seqs: Sequence[Sequence[int]], starts: Sequence[int], batch_size: int = 16
+) -> list[np.ndarray]:
     """log p(token | preceding tokens) of the tokens ``seq[start:]`` of each sequence (start >= 1).
 
     Sequences are batched in order of length (``length_batches``); one float64 array per
@@ -335,21 +348,25 @@ def sequence_logprobs(model, tokenizer, seqs: Sequence[Sequence[int]], starts: S
     """
     out: list[np.ndarray | None] = [None] * len(seqs)
     for rows in length_batches(seqs, batch_size):
-        for i, values in zip(rows, batch_logprobs(model, tokenizer, [seqs[i] for i in rows], [starts[i] for i in rows])):
+        for i, values in zip(
+            rows, batch_logprobs(model, tokenizer, [seqs[i] for i in rows], [starts[i] for i in rows])
+        ):
             out[i] = values
     return out  # type: ignore[return-value]
 
 
-def text_sequences(tokenizer, texts: Sequence[str], *, add_eos: bool = False,
-                   max_tokens: int | None = None) -> list[list[int]]:
+def text_sequences(
+    tokenizer, texts: Sequence[str], *, add_eos: bool = False, max_tokens: int | None = None
+) -> list[list[int]]:
     """The token sequences ``token_logprobs`` scores: BOS, each text's first ``max_tokens`` tokens (and EOS)."""
     head = 1 if tokenizer.bos_token_id is not None else 0
     seqs = [text_token_ids(tokenizer, text, add_eos=add_eos) for text in texts]
-    return seqs if max_tokens is None else [ids[:head + max_tokens] for ids in seqs]
+    return seqs if max_tokens is None else [ids[: head + max_tokens] for ids in seqs]
 
 
-def continuation_sequences(tokenizer, prompts: Sequence[str],
-                           continuations: Sequence[str]) -> tuple[list[list[int]], list[int]]:
+def continuation_sequences(
+    tokenizer, prompts: Sequence[str], continuations: Sequence[str]
+) -> tuple[list[list[int]], list[int]]:
     """(sequences, starts): BOS, prompt and continuation tokens, and where the continuation starts."""
     head = [tokenizer.bos_token_id] if tokenizer.bos_token_id is not None else []
     seqs, starts = [], []
@@ -360,8 +377,15 @@ def continuation_sequences(tokenizer, prompts: Sequence[str],
     return seqs, starts
 
 
-def token_logprobs(model, tokenizer, texts: Sequence[str], batch_size: int = 16, *,
-                   add_eos: bool = False, max_tokens: int | None = None) -> list[np.ndarray]:
+def token_logprobs(
+    model,
+    tokenizer,
+    texts: Sequence[str],
+    batch_size: int = 16,
+    *,
+    add_eos: bool = False,
+    max_tokens: int | None = None,
+) -> list[np.ndarray]:
     """log p(token_t | BOS, tokens_<t) of every token of every text (and of EOS when ``add_eos``).
 
     One float64 array per text, in order; the sum of an array is the text's log-likelihood.

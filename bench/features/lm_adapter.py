@@ -14,16 +14,40 @@ from typing import Any
 PINNED = {"torch": "2.13.0", "transformers": "5.24"}
 
 
-def fused_adamw_step(params: list, grads: list, first: list, second: list, steps: list, *, lr: float,
-                     betas: tuple[float, float], weight_decay: float, eps: float) -> None:
+def fused_adamw_step(
+    params: list,
+    grads: list,
+    first: list,
+    second: list,
+    steps: list,
+    *,
+    lr: float,
+    betas: tuple[float, float],
+    weight_decay: float,
+    eps: float,
+) -> None:
     """One AdamW step on ``params`` in place with torch's fused kernel, as ``torch.optim.AdamW(fused=True)`` runs
     it (``torch._foreach_add_`` counts the step, ``torch._fused_adamw_`` updates), without its per-step overhead."""
     import torch
 
     torch._foreach_add_(steps, 1)
-    torch._fused_adamw_(params, grads, first, second, [], steps, amsgrad=False, lr=lr, beta1=betas[0],
-                        beta2=betas[1], weight_decay=weight_decay, eps=eps, maximize=False, grad_scale=None,
-                        found_inf=None)
+    torch._fused_adamw_(
+        params,
+        grads,
+        first,
+        second,
+        [],
+        steps,
+        amsgrad=False,
+        lr=lr,
+        beta1=betas[0],
+        beta2=betas[1],
+        weight_decay=weight_decay,
+        eps=eps,
+        maximize=False,
+        grad_scale=None,
+        found_inf=None,
+    )
 
 
 def attention_configs(model) -> list:

@@ -59,8 +59,10 @@ def ctranslate2_version() -> str:
     try:
         return importlib.metadata.version("ctranslate2")
     except importlib.metadata.PackageNotFoundError:
-        raise ConfigError(f"lm.engine=ctranslate2 needs the ctranslate2 package, which is not installed: {INSTALL} "
-                          "(a dependency of textmetric-bench: reinstall it), or set lm.engine=torch") from None
+        raise ConfigError(
+            f"lm.engine=ctranslate2 needs the ctranslate2 package, which is not installed: {INSTALL} "
+            "(a dependency of textmetric-bench: reinstall it), or set lm.engine=torch"
+        ) from None
 
 
 def engine_id(cfg_lm: Mapping[str, Any]) -> str:
@@ -75,8 +77,10 @@ def _ctranslate2():
     try:
         import ctranslate2
     except ImportError as exc:
-        raise ConfigError(f"lm.engine=ctranslate2: the ctranslate2 package does not import ({exc}); "
-                          f"reinstall it ({INSTALL}) or set lm.engine=torch") from exc
+        raise ConfigError(
+            f"lm.engine=ctranslate2: the ctranslate2 package does not import ({exc}); "
+            f"reinstall it ({INSTALL}) or set lm.engine=torch"
+        ) from exc
     return ctranslate2
 
 
@@ -119,7 +123,7 @@ class CTranslate2LM:
                 values = np.asarray(result.log_probs, dtype=np.float64)
                 if len(values) != len(seqs[i]) - 1:
                     raise RuntimeError(f"CTranslate2 scored {len(values)} tokens of a sequence of {len(seqs[i])}")
-                out[i] = values[max(int(starts[i]), 1) - 1:]
+                out[i] = values[max(int(starts[i]), 1) - 1 :]
         return out
 
 
@@ -137,11 +141,15 @@ def scoring_device(cfg_lm: Mapping[str, Any]) -> str:
         return device
     if device == "cuda" and _ctranslate2().get_cuda_device_count() < 1:
         if requested == "auto":
-            log.warning("lm.device=auto: torch sees a GPU but CTranslate2 does not (its wheel needs CUDA 12 and "
-                        "cuDNN 9), so the LM metrics score on the CPU; lm.engine=torch scores on the GPU")
+            log.warning(
+                "lm.device=auto: torch sees a GPU but CTranslate2 does not (its wheel needs CUDA 12 and "
+                "cuDNN 9), so the LM metrics score on the CPU; lm.engine=torch scores on the GPU"
+            )
             return "cpu"
-        raise ConfigError("lm.engine=ctranslate2 with lm.device=cuda, but this CTranslate2 sees no CUDA device "
-                          "(its PyPI wheel needs CUDA 12 and cuDNN 9); set lm.device=cpu or lm.engine=torch")
+        raise ConfigError(
+            "lm.engine=ctranslate2 with lm.device=cuda, but this CTranslate2 sees no CUDA device "
+            "(its PyPI wheel needs CUDA 12 and cuDNN 9); set lm.device=cpu or lm.engine=torch"
+        )
     if device not in ("cpu", "cuda"):
         if requested == "auto":
             return "cpu"
@@ -153,11 +161,13 @@ def load_ctranslate2_lm(cfg_lm: Mapping[str, Any], cache_dir: Path | str) -> tup
     """(model, tokenizer) scoring with CTranslate2 on ``scoring_device``, ``lm.threads`` threads, float32."""
     device = scoring_device({**cfg_lm, "engine": "ctranslate2"})
     ctranslate2 = _ctranslate2()
-    threads = cfg_lm.get("threads") or (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
-                                       else os.cpu_count() or 1)
+    threads = cfg_lm.get("threads") or (
+        len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    )
     model_dir = converted_ctranslate2(cfg_lm, cache_dir)
-    generator = ctranslate2.Generator(str(model_dir), device=device, compute_type="float32",
-                                      inter_threads=1, intra_threads=int(threads))
+    generator = ctranslate2.Generator(
+        str(model_dir), device=device, compute_type="float32", inter_threads=1, intra_threads=int(threads)
+    )
     tokenizer = load_tokenizer(cfg_lm, cache_dir)
     return CTranslate2LM(generator, tokenizer), tokenizer
 

@@ -91,9 +91,9 @@ def in_nucleus(probs, x, top_p: float, scratch=None):
 
     vocab = probs.shape[-1]
     p_x = probs.gather(1, x.unsqueeze(-1))
-    out = None if scratch is None else scratch.view(-1)[:probs.numel()].view_as(probs)
+    out = None if scratch is None else scratch.view(-1)[: probs.numel()].view_as(probs)
     ahead = torch.mul(probs, probs > p_x, out=out).sum(dim=-1).double()
-    bound = vocab * 2.0 ** -23  # twice the error bound of a float32 sum of non-negative terms adding up to 1
+    bound = vocab * 2.0**-23  # twice the error bound of a float32 sum of non-negative terms adding up to 1
     check = ((ahead - top_p).abs() < bound) | ((probs == p_x).sum(dim=-1) > 1)
     if check.any():
         rows = check.nonzero().squeeze(-1)
@@ -117,8 +117,10 @@ def sample_nucleus(logits, *, top_p: float, temperature: float, generator, scrat
     probs = torch.softmax(logits if temperature == 1 else logits / temperature, dim=-1)
     broken = ~torch.isfinite(probs.sum(dim=-1))
     if broken.any():
-        raise ValueError(f"the language model's probabilities of row {int(broken.nonzero()[0])} are not finite "
-                         "(NaN or inf in its logits): the model's weights or its input are broken")
+        raise ValueError(
+            f"the language model's probabilities of row {int(broken.nonzero()[0])} are not finite "
+            "(NaN or inf in its logits): the model's weights or its input are broken"
+        )
     chosen = torch.empty(probs.shape[0], dtype=torch.long, device=probs.device)
     pending = torch.arange(probs.shape[0], device=probs.device)
     rows = probs
@@ -146,10 +148,21 @@ def new_cache(model):
     return DynamicCache()
 
 
-def sample_rows(model, *, n: int, start_token: int | None = None, end_token: int, max_new_tokens: int,
-                top_p: float, temperature: float, batch_size: int, generator,
-                prompts: Sequence[Sequence[int]] | None = None, row_limits: Sequence[int] | None = None,
-                on_batch: Callable[[int], None] = lambda rows: None) -> SampledRows:
+def sample_rows(
+    model,
+    *,
+    n: int,
+    start_token: int | None = None,
+    end_token: int,
+    max_new_tokens: int,
+    top_p: float,
+    temperature: float,
+    batch_size: int,
+    generator,
+    prompts: Sequence[Sequence[int]] | None = None,
+    row_limits: Sequence[int] | None = None,
+    on_batch: Callable[[int], None] = lambda rows: None,
+) -> SampledRows:
     """``n`` token sequences sampled from ``start_token`` alone, or continuing ``prompts`` (``n`` rows of token ids,
     all of one length, so a batch needs no padding: each batch passes its prompts at once, then samples a token a
     step), in batches of ``batch_size`` rows; the tokens returned are the new ones.
@@ -165,8 +178,10 @@ def sample_rows(model, *, n: int, start_token: int | None = None, end_token: int
             raise ValueError("sample_rows needs start_token or prompts")
         prompts = [[start_token]] * n
     if len(prompts) != n or len({len(p) for p in prompts}) > 1 or not all(prompts):
-        raise ValueError(f"sample_rows needs {n} prompts of one length (at least one token), got "
-                         f"{len(prompts)} of lengths {sorted({len(p) for p in prompts})[:5]}")
+        raise ValueError(
+            f"sample_rows needs {n} prompts of one length (at least one token), got "
+            f"{len(prompts)} of lengths {sorted({len(p) for p in prompts})[:5]}"
+        )
     limits = [max_new_tokens] * n if row_limits is None else [min(int(x), max_new_tokens) for x in row_limits]
     if len(limits) != n or min(limits, default=1) < 1:
         raise ValueError(f"sample_rows needs {n} row limits of at least one token")
@@ -182,8 +197,8 @@ def sample_rows(model, *, n: int, start_token: int | None = None, end_token: int
             rows = [[] for _ in range(size)]
             done = [False] * size
             alive = torch.arange(size)
-            batch_limits = torch.tensor(limits[first:first + size])
-            step_ids = torch.tensor(prompts[first:first + size], dtype=torch.long, device=device)
+            batch_limits = torch.tensor(limits[first : first + size])
+            step_ids = torch.tensor(prompts[first : first + size], dtype=torch.long, device=device)
             cache = new_cache(model)
             scratch = None
             for step in range(int(batch_limits.max())):
@@ -191,8 +206,9 @@ def sample_rows(model, *, n: int, start_token: int | None = None, end_token: int
                 logits = model(input_ids=step_ids, **{cache_arg: cache}, use_cache=True, logits_to_keep=1).logits
                 if scratch is None:  # one buffer for the batch's steps: a fresh 40 MB a step costs its page faults
                     scratch = torch.empty(logits[:, -1].shape, dtype=torch.float32, device=logits.device)
-                nxt = sample_nucleus(logits[:, -1], top_p=top_p, temperature=temperature, generator=generator,
-                                     scratch=scratch)
+                nxt = sample_nucleus(
+                    logits[:, -1], top_p=top_p, temperature=temperature, generator=generator, scratch=scratch
+                )
                 finished = nxt == end_token
                 for row, token, stop in zip(alive.tolist(), nxt.tolist(), finished.tolist()):
                     if stop:

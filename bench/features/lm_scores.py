@@ -33,10 +33,21 @@ from textmetric_bench.console import adopt_library_loggers, progress_bar
 from textmetric_bench.api.context import RunContext, current_context
 from textmetric_bench.api.sharing import charge
 from textmetric_bench.features.embedding import model_files_digest
-from textmetric_bench.features.lm import (checkpoint_path, continuation_sequences, length_batches, load_tokenizer,
-                               model_id, text_sequences)
-from textmetric_bench.features.lm_ct2 import (converted_ctranslate2, engine_id, lm_engine, load_scoring_lm,
-                                               scoring_device)
+from textmetric_bench.features.lm import (
+    checkpoint_path,
+    continuation_sequences,
+    length_batches,
+    load_tokenizer,
+    model_id,
+    text_sequences,
+)
+from textmetric_bench.features.lm_ct2 import (
+    converted_ctranslate2,
+    engine_id,
+    lm_engine,
+    load_scoring_lm,
+    scoring_device,
+)
 from textmetric_bench.features.lm_workers import Batch, LMWorkers, resolve_workers, score_batch
 from textmetric_bench.features.shard_cache import RaggedCache, slug, text_key
 
@@ -90,7 +101,9 @@ class LMScorer:
         self.batch_size = int(context.lm.get("batch_size") or 16)
         self.workers = resolve_workers(context.lm)
         progress = context.lm.get("progress", True)
-        self.progress = progress is not False and str(progress).lower() != "false"  # textmetric_bench.console decides "auto"
+        self.progress = (
+            progress is not False and str(progress).lower() != "false"
+        )  # textmetric_bench.console decides "auto"
         self._model = None
         self._tokenizer = None
         self._pool: LMWorkers | None = None
@@ -144,8 +157,9 @@ class LMScorer:
             self._caches[kind] = RaggedCache(folder)
         return self._caches[kind]
 
-    def cached(self, kind: str, texts: Sequence[str],
-               compute: Callable[[list[str]], list[np.ndarray]]) -> list[np.ndarray]:
+    def cached(
+        self, kind: str, texts: Sequence[str], compute: Callable[[list[str]], list[np.ndarray]]
+    ) -> list[np.ndarray]:
         """``compute(texts)`` per text, cached under ``kind`` (which must name every setting of it).
 
         Missing texts are scored shortest first, a shard per chunk (``textmetric_bench.features.shard_cache``): an
@@ -169,11 +183,19 @@ class LMScorer:
         cache = self.cache(kind)
         label = f"LM scores {kind.split('|')[0]}"
         missing = len(by_length) - len(cache.get([k for k, _ in by_length]))
-        with progress_bar(missing, desc=label, unit="text", enabled=bool(self.progress and missing), leave=False) as bar:
+        with progress_bar(
+            missing, desc=label, unit="text", enabled=bool(self.progress and missing), leave=False
+        ) as bar:
             self._tracker = TextProgress(bar)
             try:
-                found = cache.get_or_compute([k for k, _ in by_length], [t for _, t in by_length],
-                                             compute_counted, chunk=CHUNK, label=label, clock=self._scoring_clock)
+                found = cache.get_or_compute(
+                    [k for k, _ in by_length],
+                    [t for _, t in by_length],
+                    compute_counted,
+                    chunk=CHUNK,
+                    label=label,
+                    clock=self._scoring_clock,
+                )
                 self._tracker.chunk(0)  # the last chunk, all done
             finally:
                 self._tracker = TextProgress()
@@ -212,6 +234,7 @@ class LMScorer:
 
     def token_logprobs(self, texts: Sequence[str], *, max_tokens: int = 256) -> list[np.ndarray]:
         """log p(token_t | BOS, tokens_<t) of each text's first ``max_tokens`` tokens (cached)."""
+
         def compute(batch: list[str]) -> list[np.ndarray]:
             seqs = text_sequences(self.tokenizer(), batch, max_tokens=max_tokens)
             return self.sequence_logprobs(seqs, [1] * len(seqs))

@@ -104,8 +104,10 @@ class LMWorkers:
         from pebble import ProcessExpired
 
         # longest batches first (they come sorted by length), so the last one to finish is a short one
-        futures = {self.pool.schedule(_worker_batch, args=(*self._task, *batches[i])): i
-                   for i in sorted(range(len(batches)), key=lambda i: -max(map(len, batches[i][0])))}
+        futures = {
+            self.pool.schedule(_worker_batch, args=(*self._task, *batches[i])): i
+            for i in sorted(range(len(batches)), key=lambda i: -max(map(len, batches[i][0])))
+        }
         results: list[Scored | None] = [None] * len(batches)
         try:
             for future in cf.as_completed(futures):
@@ -113,12 +115,16 @@ class LMWorkers:
                 try:
                     results[i] = future.result()
                 except (ProcessExpired, BrokenProcessPool) as exc:
-                    how = (f"(pid {exc.pid}) died with exit code {exc.exitcode}" if isinstance(exc, ProcessExpired)
-                           else f"died ({exc})")
+                    how = (
+                        f"(pid {exc.pid}) died with exit code {exc.exitcode}"
+                        if isinstance(exc, ProcessExpired)
+                        else f"died ({exc})"
+                    )
                     raise LMWorkerError(
                         f"an LM scoring worker process {how} while scoring a batch of {len(batches[i][0])} "
                         "sequences (killed, or out of memory?); the texts scored before are cached, so running "
-                        "again continues; lm.workers=1 scores in this process") from exc
+                        "again continues; lm.workers=1 scores in this process"
+                    ) from exc
                 done(len(batches[i][0]))
         except BaseException:
             self.close()

@@ -33,9 +33,12 @@ class LengthLimit:
     def record(self, lengths: Sequence[int]) -> dict:
         """How many of the texts of ``lengths`` (in ``unit``s) exceed the limit, their share and the longest."""
         over = sum(n > self.limit for n in lengths) if self.limit is not None else None
-        return {"texts": len(lengths), "over_limit": over,
-                "share": round(over / len(lengths), 4) if over is not None and lengths else None,
-                "longest": max(lengths, default=0) if self.limit is not None else None}
+        return {
+            "texts": len(lengths),
+            "over_limit": over,
+            "share": round(over / len(lengths), 4) if over is not None and lengths else None,
+            "longest": max(lengths, default=0) if self.limit is not None else None,
+        }
 
 
 def window_limit(window: int | None, mode: str) -> LengthLimit:
@@ -44,10 +47,19 @@ def window_limit(window: int | None, mode: str) -> LengthLimit:
     if window is None:
         return LengthLimit(None, unit, "not known: this embedder states no window", cuts=False)
     if mode == "windows":
-        return LengthLimit(window, unit, f"embedded whole as consecutive windows of {window} word pieces, mean-pooled "
-                           "over all their tokens and normalised (embedder.long_texts=windows)", cuts=False)
-    return LengthLimit(window, unit, f"cut to its first {window} word pieces; the rest is not embedded "
-                       "(embedder.long_texts=truncate; `windows` embeds it whole)")
+        return LengthLimit(
+            window,
+            unit,
+            f"embedded whole as consecutive windows of {window} word pieces, mean-pooled "
+            "over all their tokens and normalised (embedder.long_texts=windows)",
+            cuts=False,
+        )
+    return LengthLimit(
+        window,
+        unit,
+        f"cut to its first {window} word pieces; the rest is not embedded "
+        "(embedder.long_texts=truncate; `windows` embeds it whole)",
+    )
 
 
 def windows_tag(window: int | None) -> str:
@@ -86,8 +98,10 @@ def word_piece_tokenizer(model_dir: Path | str):
 
 def token_counter(tokenizer) -> Callable[[Sequence[str]], list[int]]:
     """``count(texts)``: each text's number of word pieces, special tokens included."""
+
     def count(texts: Sequence[str]) -> list[int]:
         return [len(e.ids) for e in tokenizer.encode_batch(list(texts))] if texts else []
+
     return count
 
 
@@ -98,7 +112,7 @@ def split_windows(ids: Sequence[int], window: int) -> list[list[int]]:
         return [list(ids)]
     first, body, last = ids[0], ids[1:-1], ids[-1]
     step = window - 2
-    return [[first, *body[start:start + step], last] for start in range(0, len(body), step)]
+    return [[first, *body[start : start + step], last] for start in range(0, len(body), step)]
 
 
 def pool_windows(pooled: np.ndarray, counts: Sequence[int]) -> np.ndarray:
@@ -118,21 +132,31 @@ def pooling_split(model) -> tuple[list, list]:
     modules = list(model)
     names = [type(m).__name__ for m in modules]
     if "Pooling" not in names:
-        raise TypeError(f"no Pooling module among {names}: embedder.long_texts=windows pools windows as the "
-                        "model's Pooling does")
+        raise TypeError(
+            f"no Pooling module among {names}: embedder.long_texts=windows pools windows as the model's Pooling does"
+        )
     cut = names.index("Pooling") + 1
     return modules[:cut], modules[cut:]
 
 
-def encode_windowing_long(model, tokenizer, texts: Sequence[str], *, window: int, batch_size: int,
-                          encode_whole: Callable[[list[str]], np.ndarray]) -> np.ndarray:
+def encode_windowing_long(
+    model,
+    tokenizer,
+    texts: Sequence[str],
+    *,
+    window: int,
+    batch_size: int,
+    encode_whole: Callable[[list[str]], np.ndarray],
+) -> np.ndarray:
     """Vectors of ``texts``: those within the window by ``encode_whole`` (the model's own path), the longer ones
     by ``encode_windows``."""
     lengths = [len(e.ids) for e in tokenizer.encode_batch(list(texts))]
     short = [i for i, n in enumerate(lengths) if n <= window]
     long = [i for i, n in enumerate(lengths) if n > window]
-    parts = [(short, encode_whole([texts[i] for i in short])),
-             (long, encode_windows(model, tokenizer, [texts[i] for i in long], window=window, batch_size=batch_size))]
+    parts = [
+        (short, encode_whole([texts[i] for i in short])),
+        (long, encode_windows(model, tokenizer, [texts[i] for i in long], window=window, batch_size=batch_size)),
+    ]
     vectors = np.empty((len(texts), max(v.shape[1] for _, v in parts)), dtype=np.float32)
     for rows, part in parts:
         if rows:
@@ -161,7 +185,7 @@ def encode_windows(model, tokenizer, texts: Sequence[str], *, window: int, batch
     with torch.inference_mode():
         for indices in by_length.values():
             for start in range(0, len(indices), batch_size):
-                chunk = indices[start:start + batch_size]
+                chunk = indices[start : start + batch_size]
                 features = window_features(template, [windows[i] for i in chunk], device)
                 for module in head:
                     features = module(features)

@@ -116,16 +116,24 @@ class _ShardCache:
             arrays["seconds"] = np.float64(seconds)
         buffer = io.BytesIO()
         np.savez(buffer, keys=keys, **arrays)
-        final = atomic_write(self.dir / f"{uuid.uuid4().hex}.npz", buffer.getbuffer(),
-                             what=f"a cache shard of {len(keys)} texts")
+        final = atomic_write(
+            self.dir / f"{uuid.uuid4().hex}.npz", buffer.getbuffer(), what=f"a cache shard of {len(keys)} texts"
+        )
         self._seen.add(final.name)
         self._index.update(zip(keys.tolist(), decoded))
         self._count_cost(seconds, len(keys))
         return final
 
-    def get_or_compute(self, keys: Sequence[str], items: Sequence, compute: Callable[[list], Sequence],
-                       *, chunk: int, label: str = "values",
-                       clock: Callable[[], float] = time.perf_counter) -> dict[str, np.ndarray]:
+    def get_or_compute(
+        self,
+        keys: Sequence[str],
+        items: Sequence,
+        compute: Callable[[list], Sequence],
+        *,
+        chunk: int,
+        label: str = "values",
+        clock: Callable[[], float] = time.perf_counter,
+    ) -> dict[str, np.ndarray]:
         """The values of ``keys``; missing ones are ``compute(items)``d one chunk at a time, in the given order.
 
         Each chunk is computed and written while holding the directory's lock, after looking at the
@@ -153,7 +161,7 @@ class _ShardCache:
                     if len(values) != len(batch):
                         raise RuntimeError(f"computing {label} gave {len(values)} values for {len(batch)} texts")
                     self.put(batch, values, seconds=seconds)
-            missing = missing[len(batch):]
+            missing = missing[len(batch) :]
             if batch and total > chunk:
                 log.info("%s: %d of %d texts done", label, total - len(missing), total)
         found.update((k, self._index[k]) for k in wanted if k not in found)
@@ -182,8 +190,14 @@ class RaggedCache(_ShardCache):
 
     def _decode(self, shard):
         keys, flat, offsets = shard["keys"], shard["values"], shard["offsets"]
-        if (offsets.ndim != 1 or len(offsets) != len(keys) + 1 or offsets[0] != 0
-                or offsets[-1] != len(flat) or np.any(np.diff(offsets) < 0) or not np.isfinite(flat).all()):
+        if (
+            offsets.ndim != 1
+            or len(offsets) != len(keys) + 1
+            or offsets[0] != 0
+            or offsets[-1] != len(flat)
+            or np.any(np.diff(offsets) < 0)
+            or not np.isfinite(flat).all()
+        ):
             raise ValueError("keys, offsets and values disagree or values are not finite")
         return keys.tolist(), [flat[a:b] for a, b in zip(offsets[:-1], offsets[1:])]
 

@@ -27,8 +27,10 @@ from textmetric_bench.measures.intervals import FEW_REPETITIONS
 #: What a constant metric scores on each judgement-accuracy measure.
 CHANCE = {"A": 0.5, "Aw": 0.5}
 ALPHA = 0.05
-TEST_NAME = (f"one-sided one-sample t test over repetitions of mean < .5, Holm-corrected over the metrics of each "
-             f"measure, α = {ALPHA:g}")
+TEST_NAME = (
+    f"one-sided one-sample t test over repetitions of mean < .5, Holm-corrected over the metrics of each "
+    f"measure, α = {ALPHA:g}"
+)
 #: What a reader can do about a metric judged below chance.
 BELOW_CHANCE_ADVICE = "inverted at this size: more texts or another setting"
 
@@ -62,10 +64,13 @@ def below_chance(summary: pd.DataFrame, excluded=(), min_repetitions: int = FEW_
     excluded = set(excluded)
     found = []
     for measure, chance in CHANCE.items():
-        rows = summary[(summary["measure"] == measure) & ~summary["metric"].isin(excluded)
-                       & (summary["n"] >= min_repetitions)].copy()
-        rows["p"] = [below_chance_p(m, s, int(n) if np.isfinite(n) else 0, chance)
-                     for m, s, n in zip(rows["mean"], rows["std"], rows["n"])]
+        rows = summary[
+            (summary["measure"] == measure) & ~summary["metric"].isin(excluded) & (summary["n"] >= min_repetitions)
+        ].copy()
+        rows["p"] = [
+            below_chance_p(m, s, int(n) if np.isfinite(n) else 0, chance)
+            for m, s, n in zip(rows["mean"], rows["std"], rows["n"])
+        ]
         rows = rows[rows["p"].notna()]
         if rows.empty:
             continue

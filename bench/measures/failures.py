@@ -35,8 +35,10 @@ def failure_summary(evaluations: pd.DataFrame, by: str = "repetition") -> dict[s
         if "attempts" in grp.columns and grp["attempts"].max() > 1:
             tries = f" (latest of up to {int(grp['attempts'].max())} attempts)"
         groups = grp[by].nunique()
-        out[str(metric)] = (f"{len(grp)} of {int(totals[metric])} evaluations failed{tries} in "
-                            f"{groups} {by}{'s' if groups != 1 else ''}: " + " | ".join(parts))
+        out[str(metric)] = (
+            f"{len(grp)} of {int(totals[metric])} evaluations failed{tries} in "
+            f"{groups} {by}{'s' if groups != 1 else ''}: " + " | ".join(parts)
+        )
     return out
 
 
@@ -53,8 +55,10 @@ def failure_counts(evaluations: pd.DataFrame) -> dict[str, tuple[int, int, str]]
         return {}
     failed = evaluations[evaluations["error"].fillna("").astype(str) != ""]
     totals = evaluations.groupby("metric").size()
-    return {str(metric): (len(grp), int(totals[metric]), _reason(grp["error"].iloc[0]))
-            for metric, grp in failed.groupby("metric", sort=True)}
+    return {
+        str(metric): (len(grp), int(totals[metric]), _reason(grp["error"].iloc[0]))
+        for metric, grp in failed.groupby("metric", sort=True)
+    }
 
 
 def write_failures_csv(evaluations: pd.DataFrame, out_dir, tracebacks: pd.DataFrame | None = None) -> "Path | None":

@@ -54,7 +54,8 @@ def ifc_measures(distances: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, str]]
     """IFC per (metric, repetition); a repetition with a failed evaluation gets none and is reported."""
     gen = distances[distances["kind"] == "generated"]
     measures, failures = per_repetition(
-        gen, lambda g: {"IFC": ifc_score(g["iteration"], g["distance"])}, MEASURE_COLUMNS)
+        gen, lambda g: {"IFC": ifc_score(g["iteration"], g["distance"])}, MEASURE_COLUMNS
+    )
     for name, grp in distances[distances["kind"] == "self"].groupby("metric"):
         errors = grp.loc[grp["error"] != "", "error"]
         if len(errors):

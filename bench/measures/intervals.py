@@ -32,8 +32,14 @@ def bootstrap_interval(values, confidence: float = CONFIDENCE) -> tuple[float, f
         return float(x[0]), float(x[0])
     from scipy import stats
 
-    result = stats.bootstrap((x,), np.mean, method="percentile", n_resamples=RESAMPLES,
-                             confidence_level=confidence, rng=np.random.default_rng(SEED))
+    result = stats.bootstrap(
+        (x,),
+        np.mean,
+        method="percentile",
+        n_resamples=RESAMPLES,
+        confidence_level=confidence,
+        rng=np.random.default_rng(SEED),
+    )
     low, high = result.confidence_interval
     return float(low), float(high)
 
@@ -52,8 +58,10 @@ def few_repetitions_warning(n: int) -> str:
     """The warning shown wherever a table rests on fewer than FEW_REPETITIONS repetitions, else ""."""
     if n >= FEW_REPETITIONS:
         return ""
-    return (f"only {n} repetition{'s' if n != 1 else ''} (fewer than {FEW_REPETITIONS}): intervals are "
-            "rough and the paired tests between metrics optimistic; run more repetitions")
+    return (
+        f"only {n} repetition{'s' if n != 1 else ''} (fewer than {FEW_REPETITIONS}): intervals are "
+        "rough and the paired tests between metrics optimistic; run more repetitions"
+    )
 
 
 def mean_ci(values: np.ndarray, confidence: float = 0.95) -> tuple[float, float, int, float, float]:

@@ -79,8 +79,7 @@ def judgement_accuracy(i, j, distance, k: int, *, weighted: bool = False) -> flo
     metric scores 0.5. A^w weights each judgement by 1 / (ell_outer - ell_inner),
     normalised by the sum of weights.
     """
-    index = {(a, b): n for n, (a, b) in enumerate(
-        (a, b) for a in range(1, k + 1) for b in range(a + 1, k + 1))}
+    index = {(a, b): n for n, (a, b) in enumerate((a, b) for a in range(1, k + 1) for b in range(a + 1, k + 1))}
     d = np.full(len(index), np.nan)
     for a, b, v in zip(np.asarray(i, int), np.asarray(j, int), np.asarray(distance, float)):
         d[index[(a, b)]] = v

@@ -55,8 +55,11 @@ def oriented(table: pd.DataFrame, orientation: Mapping[str, str]) -> pd.DataFram
 def with_orientation(table: pd.DataFrame, orientation: Mapping[str, str]) -> pd.DataFrame:
     """``table`` with the column ``orientation`` after ``metric`` (replaced if present)."""
     table = table.drop(columns="orientation", errors="ignore")
-    table.insert(list(table.columns).index("metric") + 1, "orientation",
-                 table["metric"].map(lambda m: orientation.get(m, DISTANCE)))
+    table.insert(
+        list(table.columns).index("metric") + 1,
+        "orientation",
+        table["metric"].map(lambda m: orientation.get(m, DISTANCE)),
+    )
     return table
 
 
@@ -77,11 +80,15 @@ def orientation_warnings(measures: pd.DataFrame, orientation: Mapping[str, str])
             continue
         seen = f"mean ρ = {mean:.2f} over {values.size} repetition{'s' if values.size != 1 else ''}"
         if orientation.get(name, DISTANCE) == DISTANCE:
-            out[name] = (f"metric {name!r} is declared a distance but its values fall as the mixing gap "
-                         f"grows ({seen}); if larger values mean more alike, register it with "
-                         "higher_is_more_different=False")
+            out[name] = (
+                f"metric {name!r} is declared a distance but its values fall as the mixing gap "
+                f"grows ({seen}); if larger values mean more alike, register it with "
+                "higher_is_more_different=False"
+            )
         else:
-            out[name] = (f"metric {name!r} is declared a similarity (higher_is_more_different=False) but its "
-                         f"values rise as the mixing gap grows (negated: {seen}); if larger values mean more "
-                         "different, drop higher_is_more_different=False")
+            out[name] = (
+                f"metric {name!r} is declared a similarity (higher_is_more_different=False) but its "
+                f"values rise as the mixing gap grows (negated: {seen}); if larger values mean more "
+                "different, drop higher_is_more_different=False"
+            )
     return out

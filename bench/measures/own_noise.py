@@ -36,10 +36,14 @@ def own_noise_table(own: pd.DataFrame, data: pd.DataFrame) -> pd.DataFrame:
     pairs = own[["metric", "i", "j"]].drop_duplicates()
     data = data.merge(pairs, on=["metric", "i", "j"])
     own_sd, data_sd = mean_pair_sd(own, "seed"), mean_pair_sd(data, "repetition")
-    out = pd.DataFrame({"metric": metrics,
-                        "seeds": [int(own.loc[own["metric"] == m, "seed"].nunique()) for m in metrics],
-                        "own_sd": [own_sd.get(m, np.nan) for m in metrics],
-                        "data_sd": [data_sd.get(m, np.nan) for m in metrics]})
+    out = pd.DataFrame(
+        {
+            "metric": metrics,
+            "seeds": [int(own.loc[own["metric"] == m, "seed"].nunique()) for m in metrics],
+            "own_sd": [own_sd.get(m, np.nan) for m in metrics],
+            "data_sd": [data_sd.get(m, np.nan) for m in metrics],
+        }
+    )
     with np.errstate(divide="ignore", invalid="ignore"):
         out["ratio"] = np.where(out["data_sd"] > 0, out["own_sd"] / out["data_sd"], np.nan)
     return out[COLUMNS]

@@ -28,8 +28,10 @@ ALPHA = 0.05
 RESAMPLES = 9999
 SEED = 0
 COLUMNS = ["metric_a", "metric_b", "n", "mean_a", "mean_b", "mean_diff", "p", "p_holm", "better", "caution"]
-TEST_NAME = ("paired bootstrap of the mean difference over repetitions (9999 resamples), "
-             f"Holm-corrected within each measure, α = {ALPHA:g}")
+TEST_NAME = (
+    "paired bootstrap of the mean difference over repetitions (9999 resamples), "
+    f"Holm-corrected within each measure, α = {ALPHA:g}"
+)
 
 
 def paired_bootstrap_p(differences) -> float:
@@ -63,8 +65,17 @@ def paired_comparisons(measures: pd.DataFrame, measure: str) -> pd.DataFrame:
         both = ~(np.isnan(values[a]) | np.isnan(values[b]))  # the repetitions where both have a value
         va, vb = values[a][both], values[b][both]
         d = va - vb
-        rows.append([a, b, len(d), va.mean() if len(d) else np.nan, vb.mean() if len(d) else np.nan,
-                     d.mean() if len(d) else np.nan, paired_bootstrap_p(d)])
+        rows.append(
+            [
+                a,
+                b,
+                len(d),
+                va.mean() if len(d) else np.nan,
+                vb.mean() if len(d) else np.nan,
+                d.mean() if len(d) else np.nan,
+                paired_bootstrap_p(d),
+            ]
+        )
     frame = pd.DataFrame(rows, columns=COLUMNS[:7])
     frame["p_holm"] = np.nan
     tested = frame["p"].notna()
@@ -81,16 +92,21 @@ def caution(n: int) -> str:
     optimistic, so ``better`` is a hint, not a finding (the tables then draw no ▲); "" from FEW_REPETITIONS on."""
     if n >= FEW_REPETITIONS:
         return ""
-    return (f"only {n} paired repetition{'s' if n != 1 else ''} (fewer than {FEW_REPETITIONS}): p is optimistic "
-            "and `better` a hint, not a finding")
+    return (
+        f"only {n} paired repetition{'s' if n != 1 else ''} (fewer than {FEW_REPETITIONS}): p is optimistic "
+        "and `better` a hint, not a finding"
+    )
 
 
 def all_comparisons(measures: pd.DataFrame, measure_names) -> dict[str, pd.DataFrame]:
     """Paired comparisons per measure, for the measures of ``measure_names`` present in ``measures``."""
     if "repetition" not in measures.columns or measures["metric"].nunique() < 2:
         return {}
-    return {m: paired_comparisons(measures, m) for m in measure_names
-            if m in measures.columns and pd.to_numeric(measures[m], errors="coerce").notna().any()}
+    return {
+        m: paired_comparisons(measures, m)
+        for m in measure_names
+        if m in measures.columns and pd.to_numeric(measures[m], errors="coerce").notna().any()
+    }
 
 
 def separated(comparisons: pd.DataFrame) -> set[frozenset]:

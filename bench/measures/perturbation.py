@@ -25,8 +25,7 @@ def relative_shift(d_same: float, d_perturbed: float, d_other: float) -> float:
     return (d_perturbed - d_same) / gap
 
 
-def perturbation_measures(distances: pd.DataFrame,
-                          perturbations: list[str]) -> tuple[pd.DataFrame, dict[str, str]]:
+def perturbation_measures(distances: pd.DataFrame, perturbations: list[str]) -> tuple[pd.DataFrame, dict[str, str]]:
     """One row per (metric, perturbation, repetition) with the three distances, the gap and the shift."""
     rows, failures = [], failure_summary(distances)
     for name, grp in distances.groupby("metric", sort=False):
@@ -35,6 +34,16 @@ def perturbation_measures(distances: pd.DataFrame,
             a, c = float(d.get(SAME, math.nan)), float(d.get(OTHER, math.nan))
             for p in perturbations:
                 b = float(d.get(p, math.nan))
-                rows.append({"metric": name, "perturbation": p, "repetition": int(rep["repetition"].iloc[0]), "d_same": a,
-                             "d_perturbed": b, "d_other": c, "gap": c - a, "shift": relative_shift(a, b, c)})
+                rows.append(
+                    {
+                        "metric": name,
+                        "perturbation": p,
+                        "repetition": int(rep["repetition"].iloc[0]),
+                        "d_same": a,
+                        "d_perturbed": b,
+                        "d_other": c,
+                        "gap": c - a,
+                        "shift": relative_shift(a, b, c),
+                    }
+                )
     return pd.DataFrame(rows, columns=MEASURE_COLUMNS), failures

@@ -36,8 +36,10 @@ def run_warnings(info: Mapping, repetitions: int | None = None) -> list[str]:
     if reference.get("not_used"):
         out.append(f"Reference rows {reference.get('file')} not used: {reference['not_used']}")
     if earlier := info.get("earlier_metrics"):
-        out.append(f"Merged from an earlier run in this directory: {', '.join(earlier)} (this run computed "
-                   f"{', '.join(info.get('metrics_this_run') or [])}); a new directory keeps a run's metrics alone")
-    for note in ((info.get("grid") or {}).get("truncated") or []):
+        out.append(
+            f"Merged from an earlier run in this directory: {', '.join(earlier)} (this run computed "
+            f"{', '.join(info.get('metrics_this_run') or [])}); a new directory keeps a run's metrics alone"
+        )
+    for note in (info.get("grid") or {}).get("truncated") or []:
         out.append(f"Grid truncated: {note}")
     return out

@@ -17,7 +17,10 @@ def over_limit_sentence(reader: str, record: Mapping) -> str | None:
     over = {name: c for name, c in record["corpora"].items() if c.get("over_limit")}
     if record.get("limit") is None or not over:
         return None
-    counts = "; ".join(f"{name}: {c['over_limit']} of {c['texts']} texts ({c['share']:.1%}), longest {c['longest']}"
-                       for name, c in over.items())
-    return (f"{reader} reads at most {record['limit']} {record['unit']}. Longer texts: {counts}. "
-            f"Each is {record['done']}")
+    counts = "; ".join(
+        f"{name}: {c['over_limit']} of {c['texts']} texts ({c['share']:.1%}), longest {c['longest']}"
+        for name, c in over.items()
+    )
+    return (
+        f"{reader} reads at most {record['limit']} {record['unit']}. Longer texts: {counts}. Each is {record['done']}"
+    )

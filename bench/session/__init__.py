@@ -22,9 +22,17 @@ __all__ = ["evaluate", "score", "check", "load_run", "reference_rows", "Result"]
 show_figures_inline()
 
 
-def evaluate(metrics: Any = "default", *, pair: str | tuple[str | Path, str | Path] | None = None, task: str = "ksc",
-             out_dir: str | Path | None = None, progress: bool | str = "auto", report: bool = True,
-             config: Mapping[str, Any] | Sequence[str] | None = None, **settings: Any) -> Result:
+def evaluate(
+    metrics: Any = "default",
+    *,
+    pair: str | tuple[str | Path, str | Path] | None = None,
+    task: str = "ksc",
+    out_dir: str | Path | None = None,
+    progress: bool | str = "auto",
+    report: bool = True,
+    config: Mapping[str, Any] | Sequence[str] | None = None,
+    **settings: Any,
+) -> Result:
     """Evaluate ``metrics`` with ``task`` (KSC by default) and return the run's results.
 
     Args:
@@ -52,13 +60,18 @@ def evaluate(metrics: Any = "default", *, pair: str | tuple[str | Path, str | Pa
     return load_run(run(overrides, out_dir=out_dir, progress=progress, report=report))
 
 
-def check(metrics: Any = None, *, out_dir: str | Path | None = None, progress: bool | str = "auto",
-          config: Mapping[str, Any] | Sequence[str] | None = None, **settings: Any) -> Result:
+def check(
+    metrics: Any = None,
+    *,
+    out_dir: str | Path | None = None,
+    progress: bool | str = "auto",
+    config: Mapping[str, Any] | Sequence[str] | None = None,
+    **settings: Any,
+) -> Result:
     """Run the regression gate (``task=check``, docs/regression-gate.md): a small fixed KSC study compared with the
     committed baseline. ``Result.passed`` says whether it held; ``Result.check`` is the comparison table.
 
     ``metrics``: None compares the config's metrics (every default one); ``settings`` as ``evaluate``'s
     (e.g. ``update=True`` writes a baseline instead, to ``config={"check.baseline": "mine.json"}``).
     """
-    return evaluate(metrics, task="check", out_dir=out_dir, progress=progress, report=True, config=config,
-                    **settings)
+    return evaluate(metrics, task="check", out_dir=out_dir, progress=progress, report=True, config=config, **settings)

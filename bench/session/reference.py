@@ -11,18 +11,23 @@ from textmetric_bench.errors import ConfigError
 from textmetric_bench.tasks.reference import REFERENCE, REFERENCE_DIR, RUN, reference_name
 
 
-def reference_rows(pair: str = "fortune_computing_people", *, k: int = 7, n: int = 100, repetitions: int = 5,
-                   seed: int = 0) -> pd.DataFrame:
+def reference_rows(
+    pair: str = "fortune_computing_people", *, k: int = 7, n: int = 100, repetitions: int = 5, seed: int = 0
+) -> pd.DataFrame:
     """The shipped reference measures of every built-in metric on ``pair`` at these KSC settings: one row per
     (metric, repetition), ``source`` = reference; ConfigError naming the shipped settings if there is no such file."""
     settings = {"pair": pair, "k": k, "n": n, "repetitions": repetitions, "seed": seed}
     path = REFERENCE_DIR / reference_name(settings)
     if not path.is_file():
         shipped = ", ".join(sorted(p.stem for p in REFERENCE_DIR.glob("*.json"))) or "none"
-        raise ConfigError(f"no reference rows for {pair} at k={k}, n={n}, repetitions={repetitions}, seed={seed} "
-                          f"({path.name}); shipped: {shipped} (<pair>_k<k>_n<n>_r<repetitions>_s<seed>)")
+        raise ConfigError(
+            f"no reference rows for {pair} at k={k}, n={n}, repetitions={repetitions}, seed={seed} "
+            f"({path.name}); shipped: {shipped} (<pair>_k<k>_n<n>_r<repetitions>_s<seed>)"
+        )
     metrics = json.loads(path.read_text(encoding="utf-8"))["metrics"]
-    rows = [{"metric": name, **row, "source": REFERENCE} for name, entry in metrics.items() for row in entry["measures"]]
+    rows = [
+        {"metric": name, **row, "source": REFERENCE} for name, entry in metrics.items() for row in entry["measures"]
+    ]
     return pd.DataFrame(rows)
 
 

@@ -161,8 +161,7 @@ class Result:
         """Every metric by every measure, shaded by its mean, sorted by ``sort_by``."""
         from textmetric_bench.reports.figures.heatmap import measure_heatmap
 
-        return measure_heatmap(self._summary_for_figures(), sort_by=sort_by, setting=self.title,
-                               warnings=self.warnings)
+        return measure_heatmap(self._summary_for_figures(), sort_by=sort_by, setting=self.title, warnings=self.warnings)
 
     def figure(self, name: str):
         """A figure the task wrote into the run directory (e.g. ``scatter_zipf.png``), as an image a notebook shows."""
@@ -173,7 +172,9 @@ class Result:
         try:
             from IPython.display import Image
         except ImportError:
-            raise ConfigError(f"figure() shows an image in Jupyter (IPython is not installed); the file is {path}") from None
+            raise ConfigError(
+                f"figure() shows an image in Jupyter (IPython is not installed); the file is {path}"
+            ) from None
         return Image(filename=str(path))
 
     def _summary_for_figures(self) -> pd.DataFrame:
@@ -186,14 +187,23 @@ class Result:
     # --- notebook display ------------------------------------------------------------------------------------------
 
     def _repr_html_(self) -> str:
-        state = ("passed" if self.passed else f"exit status {self.exit_status}: {self.status.get('reason', '')}"
-                 if self.status else "no exit status recorded")
-        parts = [f"<h4>{html.escape(self.title)}</h4>",
-                 f"<p>{html.escape(state)} · <code>{html.escape(str(self.run_dir))}</code></p>"]
+        state = (
+            "passed"
+            if self.passed
+            else f"exit status {self.exit_status}: {self.status.get('reason', '')}"
+            if self.status
+            else "no exit status recorded"
+        )
+        parts = [
+            f"<h4>{html.escape(self.title)}</h4>",
+            f"<p>{html.escape(state)} · <code>{html.escape(str(self.run_dir))}</code></p>",
+        ]
         if self.warnings:
             items = "".join(f"<li>{html.escape(w)}</li>" for w in self.warnings)
-            parts.append("<div style='background:#fff6d6;border:1px solid #e0c060;padding:.3em .8em'>"
-                         f"<b>⚠ Warnings</b><ul>{items}</ul></div>")
+            parts.append(
+                "<div style='background:#fff6d6;border:1px solid #e0c060;padding:.3em .8em'>"
+                f"<b>⚠ Warnings</b><ul>{items}</ul></div>"
+            )
         table = self.check if self.check is not None else self.table3
         if table is not None:
             parts.append(table.to_html(na_rep="–", float_format=lambda v: f"{v:.3f}"))
@@ -225,6 +235,8 @@ def load_run(run_dir: Path | str) -> Result:
     """The results of a run directory written by ``evaluate``, ``check`` or the command line."""
     path = Path(run_dir).expanduser().absolute()
     if not (path / "run.json").is_file():
-        raise ConfigError(f"{path} is not a run directory (no run.json): give the directory a run wrote its tables to, "
-                          "e.g. outputs/ksc/fortune_computing_people/<time>")
+        raise ConfigError(
+            f"{path} is not a run directory (no run.json): give the directory a run wrote its tables to, "
+            "e.g. outputs/ksc/fortune_computing_people/<time>"
+        )
     return Result(path)

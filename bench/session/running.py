@@ -44,7 +44,8 @@ def metric_names(metrics: Any) -> list[str]:
             raise ConfigError(
                 f"metric {label!r} is not registered: decorate it first, e.g. "
                 f"@textmetric_bench.api.metric({label!r}, inputs='texts', symmetric=True) above `def {label}(p, q, *, "
-                "seed=0)`, then pass the function or its name")
+                "seed=0)`, then pass the function or its name"
+            )
     if not names:
         raise ConfigError("no metric given: pass a name, a decorated function, a list of them, or 'default'")
     return names
@@ -71,8 +72,9 @@ def _value(value: Any) -> str:
         return "{" + ",".join(f"{k}:{_value(v)}" for k, v in value.items()) + "}"
     if isinstance(value, (list, tuple)):
         return "[" + ",".join(_value(v) for v in value) + "]"
-    raise ConfigError(f"cannot pass {value!r} ({type(value).__name__}) as a setting: give a str, number, bool, "
-                      "None, list or dict")
+    raise ConfigError(
+        f"cannot pass {value!r} ({type(value).__name__}) as a setting: give a str, number, bool, None, list or dict"
+    )
 
 
 def pair_overrides(pair: Any) -> list[str]:
@@ -84,12 +86,15 @@ def pair_overrides(pair: Any) -> list[str]:
     if isinstance(pair, (list, tuple)) and len(pair) == 2:
         a, b = (Path(p).expanduser().absolute() for p in pair)
         return ["pair=files", override("pair.a", a), override("pair.b", b)]
-    raise ConfigError(f"pair={pair!r} is not valid: give a pair's name (e.g. 'fortune_computing_people') or two "
-                      "files (a, b), e.g. pair=('texts_a.jsonl', 'texts_b.csv')")
+    raise ConfigError(
+        f"pair={pair!r} is not valid: give a pair's name (e.g. 'fortune_computing_people') or two "
+        "files (a, b), e.g. pair=('texts_a.jsonl', 'texts_b.csv')"
+    )
 
 
-def overrides_of(task: str, metrics: Any, pair: Any, settings: Mapping[str, Any],
-                 config: Mapping[str, Any] | Sequence[str] | None) -> list[str]:
+def overrides_of(
+    task: str, metrics: Any, pair: Any, settings: Mapping[str, Any], config: Mapping[str, Any] | Sequence[str] | None
+) -> list[str]:
     """The overrides the command line would take: task, metrics, pair, the task's settings, then ``config``
     (a mapping of dotted keys, e.g. ``{"engine.workers": 2}``, or override strings)."""
     out = [override("task", task)]
@@ -112,8 +117,9 @@ def compose(overrides: Sequence[str]):
     from textmetric_bench.tasks.unknown_keys import unknown_key_problems
 
     # The command line's own checks, in its order (textmetric_bench.__main__.main): the same lines, suggestions too.
-    problems = (metric_override_problems(list(overrides)) + suite_override_problems(list(overrides))
-                or unknown_key_problems(list(overrides)))
+    problems = metric_override_problems(list(overrides)) + suite_override_problems(
+        list(overrides)
+    ) or unknown_key_problems(list(overrides))
     if problems:
         raise ConfigError("\n".join(problems))
     try:
@@ -155,8 +161,14 @@ def run_console(out_dir: Path, progress: object) -> Iterator[Path]:
         set_progress("auto")
 
 
-def run(overrides: Sequence[str], *, out_dir: Path | str | None, progress: object, report: bool,
-        allow_metric_failures: bool | None = None) -> Path:
+def run(
+    overrides: Sequence[str],
+    *,
+    out_dir: Path | str | None,
+    progress: object,
+    report: bool,
+    allow_metric_failures: bool | None = None,
+) -> Path:
     """Run the composed config into its run directory as ``python -m textmetric_bench`` does, and return it."""
     from textmetric_bench.tasks.directories import remove_unused_run_dir
     from textmetric_bench.tasks.exit_status import run_exit_status, write_run_status
@@ -174,8 +186,10 @@ def run(overrides: Sequence[str], *, out_dir: Path | str | None, progress: objec
             if not existed:  # refused before anything ran: no run directory, nor the empty folders above it
                 remove_unused_run_dir(out_dir, Path.cwd())
             if type(exc).__name__ == "WorkerStartError" and getattr(sys.modules.get("__main__"), "__file__", None):
-                raise type(exc)(f"{exc}. Called from a script? Worker processes start by importing it: put the call "
-                                "under `if __name__ == \"__main__\":`") from exc
+                raise type(exc)(
+                    f"{exc}. Called from a script? Worker processes start by importing it: put the call "
+                    'under `if __name__ == "__main__":`'
+                ) from exc
             raise
         if report:
             _build_report(out_dir)

@@ -19,8 +19,15 @@ import numpy as np
 from textmetric_bench.errors import ConfigError, MetricError
 
 
-def score(metric: Any, texts_a: Sequence[str], texts_b: Sequence[str], *, seed: int = 0,
-          config: Mapping[str, Any] | Sequence[str] | None = None, **params: Any) -> float:
+def score(
+    metric: Any,
+    texts_a: Sequence[str],
+    texts_b: Sequence[str],
+    *,
+    seed: int = 0,
+    config: Mapping[str, Any] | Sequence[str] | None = None,
+    **params: Any,
+) -> float:
     """The value of ``metric`` for corpora ``texts_a`` and ``texts_b``.
 
     Args:
@@ -66,8 +73,11 @@ def score(metric: Any, texts_a: Sequence[str], texts_b: Sequence[str], *, seed: 
             row = {text: i for i, text in enumerate(distinct)}
             p, q = (np.asarray(vectors[[row[t] for t in side]]) for side in (a, b))
         value = info(p, q, seed=int(seed), **chosen)
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.number)) \
-            or not math.isfinite(float(value)):
+    if (
+        isinstance(value, (bool, np.bool_))
+        or not isinstance(value, (int, float, np.number))
+        or not math.isfinite(float(value))
+    ):
         raise MetricError(f"metric {name!r} returned {value!r}, not a finite number")
     return float(value)
 
@@ -80,6 +90,8 @@ def _texts(texts: Sequence[str], which: str) -> list[str]:
         raise ConfigError(f"{which} is empty: a corpus needs at least one text")
     bad = [i for i, t in enumerate(out) if not isinstance(t, str)]
     if bad:
-        raise ConfigError(f"{which}[{bad[0]}] is a {type(out[bad[0]]).__name__}, not a string "
-                          f"({len(bad)} such item{'s' if len(bad) > 1 else ''})")
+        raise ConfigError(
+            f"{which}[{bad[0]}] is a {type(out[bad[0]]).__name__}, not a string "
+            f"({len(bad)} such item{'s' if len(bad) > 1 else ''})"
+        )
     return out

@@ -54,8 +54,16 @@ def catalogue_row(info: MetricInfo) -> str:
     low_high = NOT_DECLARED if info.value_range is None else " to ".join(map(shown_number, info.value_range))
     needs = ", ".join([info.inputs, *info.needs])
     failures = "; ".join(info.failure_modes) or NOT_DECLARED
-    cells = [f"`{info.name}`", orientation_of(info), low_high, needs, "yes" if info.stochastic else "no",
-             "yes" if info.opt_in else "no", info.source, failures]
+    cells = [
+        f"`{info.name}`",
+        orientation_of(info),
+        low_high,
+        needs,
+        "yes" if info.stochastic else "no",
+        "yes" if info.opt_in else "no",
+        info.source,
+        failures,
+    ]
     return "| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |"
 
 
@@ -65,7 +73,9 @@ def catalogue_markdown(names: Sequence[str] | None = None) -> str:
 
 
 def main(argv: Sequence[str] | None = None, *, path: Path = CATALOGUE) -> int:
-    parser = argparse.ArgumentParser(prog="python -m textmetric_bench.tasks.catalogue", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m textmetric_bench.tasks.catalogue", description=__doc__.split("\n")[0]
+    )
     parser.add_argument("--check", action="store_true", help="exit 1 if the file differs instead of writing it")
     args = parser.parse_args(argv)
     text = catalogue_markdown()

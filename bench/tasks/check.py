@@ -71,28 +71,53 @@ GATED_MEASURES = [m for m in MEASURE_COLUMNS[2:] if m != "T"]
 class CheckSettings(KSCSettings):
     k: int = option(5, "corpora per collection of the gate's KSC study")
     n: int = option(40, "texts per corpus")
-    repetitions: int = option(4, "independent collections; the tolerance is in standard errors across them",
-                              minimum=1)
-    reference: str | bool = option(False, "the gate compares what it computes; no reference rows",
-                                   accepts=reference_accepted,
-                                   advice="auto, false, or a directory of reference files")
-    own_noise_seeds: int = option(0, "the gate computes no own-noise evaluations", key="own_noise.seeds",
-                                  accepts=lambda v: v == 0, advice="0")
-    update: bool = option(False, "true: write the baseline from this run instead of comparing (make regenerate "
-                          "rewrites it with the other shipped results)", example=True)
-    baseline: str = option("${shipped:reports/baselines/ksc_fortune_computing_people.json}",
-                           "the baseline JSON", key="check.baseline", example="my_baseline.json")
-    measures: list[str] = option(["A", "Aw", "rho", "omega2", "L"], "the measures compared",
-                                 key="check.measures", accepts=lambda v: isinstance(v, list) and 0 < len(v)
-                                 and set(v) <= set(GATED_MEASURES),
-                                 advice="a non-empty list of the measures rho, omega2, L, A, Aw", example=["A", "Aw", "rho"])
-    z: float = option(2.0, "tolerance in standard errors of the baseline mean across repetitions", key="check.z",
-                      minimum=0, exclusive=True)
+    repetitions: int = option(4, "independent collections; the tolerance is in standard errors across them", minimum=1)
+    reference: str | bool = option(
+        False,
+        "the gate compares what it computes; no reference rows",
+        accepts=reference_accepted,
+        advice="auto, false, or a directory of reference files",
+    )
+    own_noise_seeds: int = option(
+        0, "the gate computes no own-noise evaluations", key="own_noise.seeds", accepts=lambda v: v == 0, advice="0"
+    )
+    update: bool = option(
+        False,
+        "true: write the baseline from this run instead of comparing (make regenerate "
+        "rewrites it with the other shipped results)",
+        example=True,
+    )
+    baseline: str = option(
+        "${shipped:reports/baselines/ksc_fortune_computing_people.json}",
+        "the baseline JSON",
+        key="check.baseline",
+        example="my_baseline.json",
+    )
+    measures: list[str] = option(
+        ["A", "Aw", "rho", "omega2", "L"],
+        "the measures compared",
+        key="check.measures",
+        accepts=lambda v: isinstance(v, list) and 0 < len(v) and set(v) <= set(GATED_MEASURES),
+        advice="a non-empty list of the measures rho, omega2, L, A, Aw",
+        example=["A", "Aw", "rho"],
+    )
+    z: float = option(
+        2.0,
+        "tolerance in standard errors of the baseline mean across repetitions",
+        key="check.z",
+        minimum=0,
+        exclusive=True,
+    )
     min_tolerance: float = option(0.02, "never flag a move smaller than this", key="check.min_tolerance", minimum=0)
-    exact_tolerance: float = option(1e-9, "built-in metrics, where the run has the baseline's numerics: any larger "
-                                    "change fails", key="check.exact_tolerance", minimum=0)
-    two_sided: bool = option(False, "plugin metrics: fail on a rise too (built-in metrics always do)",
-                             key="check.two_sided", example=True)
+    exact_tolerance: float = option(
+        1e-9,
+        "built-in metrics, where the run has the baseline's numerics: any larger change fails",
+        key="check.exact_tolerance",
+        minimum=0,
+    )
+    two_sided: bool = option(
+        False, "plugin metrics: fail on a rise too (built-in metrics always do)", key="check.two_sided", example=True
+    )
 
 
 def _settings(run: RunInputs) -> dict:
@@ -108,8 +133,10 @@ def baseline_from_measures(measures: pd.DataFrame, settings: dict, gated: list[s
         by_rep = grp.set_index("repetition")
         for measure in gated:
             x = by_rep[measure].dropna()
-            table[metric][measure] = {"mean": float(x.mean()) if len(x) else None,
-                                      "values": {str(r): float(v) for r, v in x.items()}}
+            table[metric][measure] = {
+                "mean": float(x.mean()) if len(x) else None,
+                "values": {str(r): float(v) for r, v in x.items()},
+            }
     return {"settings": settings, **extra, "measures": table}
 
 
@@ -121,8 +148,15 @@ def two_sided(metric: str, plugins_too: bool) -> bool:
         return plugins_too
 
 
-def compare(baseline: dict, measures: pd.DataFrame, *, z: float, min_tolerance: float, exact_tolerance: float = 1e-9,
-            plugins_two_sided: bool = False) -> pd.DataFrame:
+def compare(
+    baseline: dict,
+    measures: pd.DataFrame,
+    *,
+    z: float,
+    min_tolerance: float,
+    exact_tolerance: float = 1e-9,
+    plugins_two_sided: bool = False,
+) -> pd.DataFrame:
     """One row per (metric, measure) of the baseline: old and new mean, tolerance, status.
 
     Statuses that fail the gate: DROPPED, ROSE (a two-sided metric moved up), CHANGED (a built-in metric's values
@@ -139,8 +173,14 @@ def compare(baseline: dict, measures: pd.DataFrame, *, z: float, min_tolerance: 
         except ConfigError:
             declared_now = declared
         if declared is not None and declared_now != declared:
-            rows.append({"metric": metric, "measure": "*", "status": f"version {declared} -> {declared_now}: "
-                         f"not compared; regenerate the baseline: {REGENERATE}"})
+            rows.append(
+                {
+                    "metric": metric,
+                    "measure": "*",
+                    "status": f"version {declared} -> {declared_now}: "
+                    f"not compared; regenerate the baseline: {REGENERATE}",
+                }
+            )
             continue
         for measure, old in by_measure.items():
             new = grp[measure].dropna() if measure in grp else pd.Series(dtype=float)
@@ -150,8 +190,15 @@ def compare(baseline: dict, measures: pd.DataFrame, *, z: float, min_tolerance: 
                 continue
             base = pd.Series(list(old["values"].values()), dtype=float)
             if len(new) < len(base):
-                rows.append({**row, "new": float(new.mean()) if len(new) else math.nan, "change": math.nan,
-                             "tolerance": math.nan, "status": "MISSING"})
+                rows.append(
+                    {
+                        **row,
+                        "new": float(new.mean()) if len(new) else math.nan,
+                        "change": math.nan,
+                        "tolerance": math.nan,
+                        "status": "MISSING",
+                    }
+                )
                 continue
             se = float(base.std(ddof=1)) / math.sqrt(len(base)) if len(base) > 1 else 0.0
             tol = max(min_tolerance, z * se)
@@ -167,7 +214,9 @@ def compare(baseline: dict, measures: pd.DataFrame, *, z: float, min_tolerance: 
     return pd.DataFrame(rows, columns=["metric", "measure", "baseline", "new", "change", "tolerance", "status"])
 
 
-class CheckTask(KSCTask, name="check", settings=CheckSettings, fields=KSCTask.fields, printed=("table3_md", "check_md")):
+class CheckTask(
+    KSCTask, name="check", settings=CheckSettings, fields=KSCTask.fields, printed=("table3_md", "check_md")
+):
     """Regression gate: rerun a small fixed KSC study and compare its measures with a committed baseline; fails
     when a built-in metric's measure moves beyond tolerance either way (or, with the baseline's numerics,
     changes at all), a plugin's drops, or a metric is missing."""
@@ -176,8 +225,10 @@ class CheckTask(KSCTask, name="check", settings=CheckSettings, fields=KSCTask.fi
         super().preflight(run)
         path = Path(run.settings.baseline).expanduser()
         if not run.settings.update and not path.is_file():
-            raise ConfigError(f"check.baseline={shown(str(path))} is not valid: no such file; point it at a "
-                              f"baseline JSON, or write one with `python -m textmetric_bench task=check update=true`")
+            raise ConfigError(
+                f"check.baseline={shown(str(path))} is not valid: no such file; point it at a "
+                f"baseline JSON, or write one with `python -m textmetric_bench task=check update=true`"
+            )
 
     def run(self, run: RunInputs) -> TaskResult:
         return run_gate(run)
@@ -194,31 +245,50 @@ def run_gate(run: RunInputs) -> TaskResult:
     settings = _settings(run)
     if not check.update:
         if not path.exists():
-            raise ConfigError(f"no baseline at {path}; create one with `python -m textmetric_bench task=check update=true`")
+            raise ConfigError(
+                f"no baseline at {path}; create one with `python -m textmetric_bench task=check update=true`"
+            )
         baseline = json.loads(path.read_text())
-        differs = {k: (baseline["settings"].get(k), settings[k]) for k in SETTINGS
-                   if baseline["settings"].get(k) != settings[k]}
+        differs = {
+            k: (baseline["settings"].get(k), settings[k])
+            for k in SETTINGS
+            if baseline["settings"].get(k) != settings[k]
+        }
         if differs:
             raise ConfigError(
                 "the run's settings differ from the baseline's, so they cannot be compared: "
                 + ", ".join(f"{k}: baseline {a!r} vs run {b!r}" for k, (a, b) in differs.items())
-                + f". Use the baseline's settings or write a new baseline ({path}) with update=true")
+                + f". Use the baseline's settings or write a new baseline ({path}) with update=true"
+            )
     result = run_task(KSCTask(), run)
     files = dict(result.files)
     if check.update:
-        extra = {"embedding_model": result.info["embedding"]["model"], "numerics": numerics(),
-                 "written_by": REGENERATE, "versions": metric_versions(sorted(set(result.measures["metric"]))),
-                 "metric_params": OmegaConf.to_container(cfg.get("metric") or {}, resolve=True)}
+        extra = {
+            "embedding_model": result.info["embedding"]["model"],
+            "numerics": numerics(),
+            "written_by": REGENERATE,
+            "versions": metric_versions(sorted(set(result.measures["metric"]))),
+            "metric_params": OmegaConf.to_container(cfg.get("metric") or {}, resolve=True),
+        }
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(baseline_from_measures(result.measures, settings, gated, extra), indent=2) + "\n")
         log.info("wrote baseline %s", path)
         return replace(result, summary=pd.DataFrame(), files={**files, "baseline": path})
 
     if baseline.get("embedding_model") not in (None, result.info["embedding"]["model"]):
-        log.warning("embedding model changed: baseline %s, now %s",
-                    baseline.get("embedding_model"), result.info["embedding"]["model"])
-    table = compare(baseline, result.measures, z=check.z, min_tolerance=check.min_tolerance,
-                    exact_tolerance=check.exact_tolerance, plugins_two_sided=check.two_sided)
+        log.warning(
+            "embedding model changed: baseline %s, now %s",
+            baseline.get("embedding_model"),
+            result.info["embedding"]["model"],
+        )
+    table = compare(
+        baseline,
+        result.measures,
+        z=check.z,
+        min_tolerance=check.min_tolerance,
+        exact_tolerance=check.exact_tolerance,
+        plugins_two_sided=check.two_sided,
+    )
     failed = table[table["status"].isin(FAILING)]
     table.to_csv(out_dir / "check.csv", index=False)
     moved = table[(table["status"] != "ok")]
@@ -228,32 +298,41 @@ def run_gate(run: RunInputs) -> TaskResult:
         shown[col] = shown[col].map(lambda v, pattern=pattern: "" if pd.isna(v) else pattern.format(v))
     verdict = "FAILED" if len(failed) else "passed"
     now = numerics()
-    text = (f"# Regression check {verdict}\n\nBaseline: {path}\nSettings: {settings}\n"
-            f"Tolerance: max({check.min_tolerance}, {check.z} x the baseline's standard error across repetitions); "
-            "built-in metrics both ways"
-            + (f", and to {check.exact_tolerance} per value (this run has the baseline's numerics: "
-               f"{now['label']})" if reproducible(baseline) else
-               f" (to tolerance only: the baseline's numerics {baseline.get('numerics')} are not this run's "
-               f"{now}, so values may differ in their last bits)")
-            + "\n\n"
-            + (markdown_table(shown) if len(moved) else "Nothing moved beyond tolerance.")
-            + "\n")
+    text = (
+        f"# Regression check {verdict}\n\nBaseline: {path}\nSettings: {settings}\n"
+        f"Tolerance: max({check.min_tolerance}, {check.z} x the baseline's standard error across repetitions); "
+        "built-in metrics both ways"
+        + (
+            f", and to {check.exact_tolerance} per value (this run has the baseline's numerics: {now['label']})"
+            if reproducible(baseline)
+            else f" (to tolerance only: the baseline's numerics {baseline.get('numerics')} are not this run's "
+            f"{now}, so values may differ in their last bits)"
+        )
+        + "\n\n"
+        + (markdown_table(shown) if len(moved) else "Nothing moved beyond tolerance.")
+        + "\n"
+    )
     for _, row in failed.iterrows():
         if row["status"] == "MISSING":
             what = "is missing or failed"
         elif row["status"] == "CHANGED":
-            what = (f"changed from {row['baseline']:.6f} to {row['new']:.6f} (mean; values differ beyond "
-                    f"{check.exact_tolerance} where an unchanged metric reproduces them exactly)")
+            what = (
+                f"changed from {row['baseline']:.6f} to {row['new']:.6f} (mean; values differ beyond "
+                f"{check.exact_tolerance} where an unchanged metric reproduces them exactly)"
+            )
         else:
             verb = "dropped" if row["status"] == "DROPPED" else "rose"
             what = f"{verb} from {row['baseline']:.4f} to {row['new']:.4f} (tolerance {row['tolerance']:.4f})"
         text += f"\nREGRESSION: metric {row['metric']} measure {row['measure']} {what}"
     if failed["status"].isin(["DROPPED", "ROSE", "CHANGED"]).any():
-        text += (f"\n\nIf the change is intended, declare it (@metric(version=...)) and regenerate the baseline and the "
-                 f"reference results: {REGENERATE}")
+        text += (
+            f"\n\nIf the change is intended, declare it (@metric(version=...)) and regenerate the baseline and the "
+            f"reference results: {REGENERATE}"
+        )
     (out_dir / "check.md").write_text(text + "\n")
-    return replace(result, task="check", summary=table, files={**files, "check_md": out_dir / "check.md"},
-                   passed=failed.empty)
+    return replace(
+        result, task="check", summary=table, files={**files, "check_md": out_dir / "check.md"}, passed=failed.empty
+    )
 
 
 run_check = task_runner(CheckTask)

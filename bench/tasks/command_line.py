@@ -6,6 +6,7 @@ from typing import Any
 
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
+
 def shown(value: Any) -> str:
     """A config value as a user writes it on the command line."""
     if value is None:

@@ -24,8 +24,9 @@ CONF_DIR = shipped_path("conf")
 if not OmegaConf.has_resolver("shipped"):
     OmegaConf.register_new_resolver("shipped", lambda relative: str(shipped_path(relative)))
 if not OmegaConf.has_resolver("checkout"):
-    OmegaConf.register_new_resolver("checkout", lambda relative: None if checkout_path(relative) is None
-                                    else str(checkout_path(relative)))
+    OmegaConf.register_new_resolver(
+        "checkout", lambda relative: None if checkout_path(relative) is None else str(checkout_path(relative))
+    )
 
 
 def corpus_label(source: Any) -> str:
@@ -112,13 +113,19 @@ def build_embedder(cfg: DictConfig, cache_dir: Path | None = None) -> Embedder:
     e = cfg.embedder
     if e.get("factory"):
         if e.get("long_texts", "truncate") != "truncate":
-            log.warning("embedder.long_texts=%s is not used: a custom embedder (embedder.factory) states no window, "
-                        "so it reads each text whole or cuts it as it does itself", e.get("long_texts"))
+            log.warning(
+                "embedder.long_texts=%s is not used: a custom embedder (embedder.factory) states no window, "
+                "so it reads each text whole or cuts it as it does itself",
+                e.get("long_texts"),
+            )
         options = OmegaConf.to_container(e.options, resolve=True) if e.get("options") is not None else {}
         return custom_embedder(str(e.factory), options=options, cache_dir=cache_dir)  # type: ignore[arg-type]
     return sentence_transformer(
-        model=e.model, package=e.get("package"), path=e.get("path"), device=e.get("device", "auto"),
-        batch_size=int(e.get("batch_size", 64)), cache_dir=cache_dir, long_texts=str(e.get("long_texts", "truncate")),
+        model=e.model,
+        package=e.get("package"),
+        path=e.get("path"),
+        device=e.get("device", "auto"),
+        batch_size=int(e.get("batch_size", 64)),
+        cache_dir=cache_dir,
+        long_texts=str(e.get("long_texts", "truncate")),
     )
-
-

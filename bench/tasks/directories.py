@@ -21,13 +21,24 @@ def directory_problems(cfg: DictConfig, out_dir: Path | str | None) -> list[str]
     except Exception as exc:
         return [f"data.cache_dir cannot be read: {exc}; give a writable directory, e.g. data.cache_dir=/tmp/cache"]
     from_env = os.environ.get("BENCH_CACHE_DIR") and Path(os.environ["BENCH_CACHE_DIR"]).expanduser() == cache_dir
-    problems += filter(None, [directory_problem("data.cache_dir", cache_dir, "~/.cache/textmetric-bench",
-                                                origin=" (set by BENCH_CACHE_DIR)" if from_env else "")])
+    problems += filter(
+        None,
+        [
+            directory_problem(
+                "data.cache_dir",
+                cache_dir,
+                "~/.cache/textmetric-bench",
+                origin=" (set by BENCH_CACHE_DIR)" if from_env else "",
+            )
+        ],
+    )
     if mirror is not None and OmegaConf.select(cfg, "data.mirror") and not mirror.is_dir():
         env = os.environ.get("BENCH_DATA_MIRROR")
         origin = " (set by BENCH_DATA_MIRROR)" if env and Path(env).expanduser() == mirror else ""
-        problems.append(f"data.mirror={shown(str(mirror))}{origin} is not valid: no such directory; give a directory "
-                        f"laid out <corpus>/<file>, e.g. data.mirror=/data/mirror, or unset it to download")
+        problems.append(
+            f"data.mirror={shown(str(mirror))}{origin} is not valid: no such directory; give a directory "
+            f"laid out <corpus>/<file>, e.g. data.mirror=/data/mirror, or unset it to download"
+        )
     if out_dir is not None:
         key = run_dir_key()
         problems += filter(None, [directory_problem(key, Path(out_dir), RUN_DIR_EXAMPLES[key])])
@@ -68,9 +79,15 @@ def directory_problem(key: str, path: Path, example: str, *, origin: str = "") -
 
 def os_problem(exc: OSError) -> str:
     """A short lower-case phrase for an OSError: 'read-only file system', 'no space left on device', ..."""
-    names = {errno.EROFS: "read-only file system", errno.ENOSPC: "no space left on device",
-             errno.EACCES: "permission denied", errno.EPERM: "permission denied", errno.EDQUOT: "disk quota exceeded",
-             errno.ENOTDIR: "a part of the path is a file, not a directory", errno.EEXIST: "a file is in the way"}
+    names = {
+        errno.EROFS: "read-only file system",
+        errno.ENOSPC: "no space left on device",
+        errno.EACCES: "permission denied",
+        errno.EPERM: "permission denied",
+        errno.EDQUOT: "disk quota exceeded",
+        errno.ENOTDIR: "a part of the path is a file, not a directory",
+        errno.EEXIST: "a file is in the way",
+    }
     return names.get(exc.errno, (exc.strerror or type(exc).__name__).lower())
 
 
@@ -85,8 +102,9 @@ def remove_unused_run_dir(out_dir: Path, start_dir: Path) -> bool:
     try:
         entries = list(out_dir.iterdir())
         if start_dir.is_relative_to(out_dir) or any(
-                not (entry.name == ".hydra" and entry.is_dir() or entry.suffix == ".log" and entry.is_file())
-                for entry in entries):
+            not (entry.name == ".hydra" and entry.is_dir() or entry.suffix == ".log" and entry.is_file())
+            for entry in entries
+        ):
             return False
         shutil.rmtree(out_dir)
     except OSError:

@@ -37,9 +37,10 @@ def run_exit_status(result, allow_metric_failures: bool) -> tuple[int, str]:
     if getattr(result, "passed", True) is False:
         return EXIT_REGRESSION, "the regression gate failed (check.md)"
     plugins = [record.get("plugin", module) for module, record in (result.info.get("plugin_failures") or {}).items()]
-    said = "; ".join(([f"metric{'s' if len(failed) > 1 else ''} {', '.join(failed)} failed"] if failed else [])
-                     + ([f"metric plugin{'s' if len(plugins) > 1 else ''} {', '.join(plugins)} failed to import"]
-                        if plugins else []))
+    said = "; ".join(
+        ([f"metric{'s' if len(failed) > 1 else ''} {', '.join(failed)} failed"] if failed else [])
+        + ([f"metric plugin{'s' if len(plugins) > 1 else ''} {', '.join(plugins)} failed to import"] if plugins else [])
+    )
     if said and not allow_metric_failures:
         return EXIT_METRIC_FAILED, said
     return EXIT_OK, f"{said} (allowed by allow_metric_failures)" if said else ""
@@ -87,11 +88,20 @@ def sweep_jobs() -> list[JobStatus] | None:
             if not fresh(status):
                 raise FileNotFoundError(status)
             data = json.loads(status.read_text())
-            jobs.append(JobStatus(directory, int(data["exit_status"]), str(data.get("reason", "")),
-                                  list(data.get("overrides") or [])))
+            jobs.append(
+                JobStatus(
+                    directory, int(data["exit_status"]), str(data.get("reason", "")), list(data.get("overrides") or [])
+                )
+            )
         except (OSError, ValueError, KeyError, TypeError):
-            jobs.append(JobStatus(directory, NO_STATUS, f"no exit status recorded (it crashed or was stopped; see "
-                                  f"its log in {directory})", _overrides_of(directory)))
+            jobs.append(
+                JobStatus(
+                    directory,
+                    NO_STATUS,
+                    f"no exit status recorded (it crashed or was stopped; see its log in {directory})",
+                    _overrides_of(directory),
+                )
+            )
     return sorted(jobs, key=lambda job: _job_order(root, job.directory))
 
 
@@ -122,4 +132,3 @@ def sweep_exit_status(launcher_status: int) -> tuple[int, list[str]]:
         what = " ".join(o for o in job.overrides if o not in shared) or " ".join(job.overrides) or "(no overrides)"
         lines.append(f"  job {what} -> {job.directory}: exit status {job.code}, {job.reason}")
     return code, lines
-

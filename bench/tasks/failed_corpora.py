@@ -83,8 +83,9 @@ def rebuild_collections(run_dir: Path | str):
             return task, task.build(inputs)
 
 
-def write_failed_corpora(run_dir: Path | str, out_dir: Path | str | None = None,
-                         metric: str | None = None) -> list[Path]:
+def write_failed_corpora(
+    run_dir: Path | str, out_dir: Path | str | None = None, metric: str | None = None
+) -> list[Path]:
     """Write the two corpora of every failed evaluation of ``run_dir`` (of ``metric``, or of every metric) under
     ``out_dir`` (default ``<run_dir>/failed_corpora``); returns the directories written, one per evaluation."""
     run_dir = Path(run_dir).expanduser().absolute()
@@ -94,8 +95,10 @@ def write_failed_corpora(run_dir: Path | str, out_dir: Path | str | None = None,
     failures = pd.read_csv(failures_file, keep_default_na=False)
     if metric is not None:
         if metric not in set(failures["metric"]):
-            raise ConfigError(f"no failed evaluation of {metric!r} in {failures_file}; failed: "
-                              f"{', '.join(sorted(set(failures['metric'])))}")
+            raise ConfigError(
+                f"no failed evaluation of {metric!r} in {failures_file}; failed: "
+                f"{', '.join(sorted(set(failures['metric'])))}"
+            )
         failures = failures[failures["metric"] == metric]
     task, collections = rebuild_collections(run_dir)
     fields = list(task.fields)
@@ -106,18 +109,31 @@ def write_failed_corpora(run_dir: Path | str, out_dir: Path | str | None = None,
         values = [str(row[f]) for f in fields]
         evaluation = by_fields.get(tuple(values))
         if evaluation is None:
-            raise ConfigError(f"failed evaluation {evaluation_name(fields, values)} of {row['metric']} is not among "
-                              "the evaluations the saved config builds: was the run's code or data changed since?")
+            raise ConfigError(
+                f"failed evaluation {evaluation_name(fields, values)} of {row['metric']} is not among "
+                "the evaluations the saved config builds: was the run's code or data changed since?"
+            )
         target = out / str(row["metric"]) / evaluation_name(fields, values)
         target.mkdir(parents=True, exist_ok=True)
         for side, corpus in (("p", evaluation.p), ("q", evaluation.q)):
             with (target / f"{side}.jsonl").open("w", encoding="utf-8") as handle:
                 for text in collections.corpora[corpus]:
                     handle.write(json.dumps({"text": text}, ensure_ascii=False) + "\n")
-        (target / "failure.json").write_text(json.dumps(
-            {"metric": row["metric"], **{f: row[f] for f in fields}, "p": evaluation.p, "q": evaluation.q,
-             "seed": int(evaluation.seed) if evaluation.seed is not None else None, "error": row.get("error", "")},
-            indent=1) + "\n", encoding="utf-8")
+        (target / "failure.json").write_text(
+            json.dumps(
+                {
+                    "metric": row["metric"],
+                    **{f: row[f] for f in fields},
+                    "p": evaluation.p,
+                    "q": evaluation.q,
+                    "seed": int(evaluation.seed) if evaluation.seed is not None else None,
+                    "error": row.get("error", ""),
+                },
+                indent=1,
+            )
+            + "\n",
+            encoding="utf-8",
+        )
         written.append(target)
     return written
 
@@ -125,7 +141,8 @@ def write_failed_corpora(run_dir: Path | str, out_dir: Path | str | None = None,
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
         prog="python -m textmetric_bench.tasks.failed_corpora",
-        description="Write the two corpora of each failed evaluation of a run (failures.csv) as JSON lines.")
+        description="Write the two corpora of each failed evaluation of a run (failures.csv) as JSON lines.",
+    )
     parser.add_argument("run_dir", help="the run's directory (outputs/<task>/<pair>/<time>)")
     parser.add_argument("--metric", help="only this metric's failed evaluations")
     parser.add_argument("--out", help="where to write them (default: <run dir>/failed_corpora)")

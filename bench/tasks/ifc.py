@@ -36,40 +36,65 @@ def in_open_unit_interval(value) -> bool:
 
 @dataclass(frozen=True)
 class IFCSettings(TaskSettings):
-    source: str = option("banking77", "a corpus card (datasets/corpora/ or data.cards), e.g. news_category, or a "
-                         "file texts.jsonl", key="ifc.source")
-    text_field: str = option("text", "when source is a file: its JSON field or CSV/Parquet column of the texts",
-                             key="ifc.text_field")
-    iterations: int = option(4, "T fine-tuning steps; corpora g_0 (before fine-tuning) .. g_T", key="ifc.iterations",
-                             minimum=0)
-    train_per_step: int = option(200, "m source texts, one epoch per step (004: 1000)", key="ifc.train_per_step",
-                                 minimum=1)
-    corpus_size: int = option(200, "N texts per generated corpus and per reference sample (004: ~1000)",
-                              key="ifc.corpus_size", minimum=1)
+    source: str = option(
+        "banking77",
+        "a corpus card (datasets/corpora/ or data.cards), e.g. news_category, or a file texts.jsonl",
+        key="ifc.source",
+    )
+    text_field: str = option(
+        "text", "when source is a file: its JSON field or CSV/Parquet column of the texts", key="ifc.text_field"
+    )
+    iterations: int = option(
+        4, "T fine-tuning steps; corpora g_0 (before fine-tuning) .. g_T", key="ifc.iterations", minimum=0
+    )
+    train_per_step: int = option(
+        200, "m source texts, one epoch per step (004: 1000)", key="ifc.train_per_step", minimum=1
+    )
+    corpus_size: int = option(
+        200, "N texts per generated corpus and per reference sample (004: ~1000)", key="ifc.corpus_size", minimum=1
+    )
     repetitions: int = option(5, "reference samples scored against every g_i", key="ifc.repetitions", minimum=1)
-    reference_share: float = option(0.5, "share of the source held out for reference samples (never trained on)",
-                                    key="ifc.reference_share", accepts=in_open_unit_interval,
-                                    advice="a number strictly between 0 and 1")
-    learning_rate: float = option(1.0e-4, "AdamW, constant, fresh optimiser each step", key="ifc.learning_rate",
-                                  minimum=0, exclusive=True)
+    reference_share: float = option(
+        0.5,
+        "share of the source held out for reference samples (never trained on)",
+        key="ifc.reference_share",
+        accepts=in_open_unit_interval,
+        advice="a number strictly between 0 and 1",
+    )
+    learning_rate: float = option(
+        1.0e-4, "AdamW, constant, fresh optimiser each step", key="ifc.learning_rate", minimum=0, exclusive=True
+    )
     batch_size: int = option(16, "texts per optimiser update", key="ifc.batch_size", minimum=1)
-    recompute_activations: bool = option(True, "fine-tuning recomputes each layer's activations in the backward "
-                                         "pass: ~290 MiB less at its peak for 10-40% more fine-tuning time; false "
-                                         "keeps them (faster, more memory); the same texts either way",
-                                         key="ifc.recompute_activations", example=False)
-    generate: bool = option(True, "false: only score the corpora already in <run dir>/generated/",
-                            key="ifc.generate", example=False)
+    recompute_activations: bool = option(
+        True,
+        "fine-tuning recomputes each layer's activations in the backward "
+        "pass: ~290 MiB less at its peak for 10-40% more fine-tuning time; false "
+        "keeps them (faster, more memory); the same texts either way",
+        key="ifc.recompute_activations",
+        example=False,
+    )
+    generate: bool = option(
+        True, "false: only score the corpora already in <run dir>/generated/", key="ifc.generate", example=False
+    )
     top_p: float = option(0.95, "nucleus sampling", key="ifc.sampling.top_p", minimum=0, maximum=1, exclusive=True)
-    temperature: float = option(1.0, "sampling temperature", key="ifc.sampling.temperature", minimum=0,
-                                exclusive=True)
-    sample_batch_size: int = option(256, "sequences sampled at once (rows that end leave the batch)",
-                                    key="ifc.sampling.batch_size", minimum=1)
-    length_quantile: float = option(0.95, "new tokens end at this quantile of the source's token lengths",
-                                    key="ifc.sampling.length_quantile", minimum=0, maximum=1, exclusive=True)
-    max_rounds: int = option(4, "give up after drawing max_rounds x corpus_size samples",
-                             key="ifc.sampling.max_rounds", minimum=1)
-    run_label: str = option("${corpus_label:${ifc.source}}",
-                            "names the output folder outputs/<task>/<run_label>/<time>", example="mine")
+    temperature: float = option(1.0, "sampling temperature", key="ifc.sampling.temperature", minimum=0, exclusive=True)
+    sample_batch_size: int = option(
+        256, "sequences sampled at once (rows that end leave the batch)", key="ifc.sampling.batch_size", minimum=1
+    )
+    length_quantile: float = option(
+        0.95,
+        "new tokens end at this quantile of the source's token lengths",
+        key="ifc.sampling.length_quantile",
+        minimum=0,
+        maximum=1,
+        exclusive=True,
+    )
+    max_rounds: int = option(
+        4, "give up after drawing max_rounds x corpus_size samples", key="ifc.sampling.max_rounds", minimum=1
+    )
+    run_label: str = option(
+        "${corpus_label:${ifc.source}}", "names the output folder outputs/<task>/<run_label>/<time>", example="mine"
+    )
 
 
 def generation_plan(run: RunInputs) -> GenerationPlan:
@@ -78,21 +103,40 @@ def generation_plan(run: RunInputs) -> GenerationPlan:
 
     s: IFCSettings = run.settings  # type: ignore[assignment]
     return GenerationPlan(
-        source=s.source, lm=model_id(run.cfg.lm), seed=run.seed, iterations=s.iterations,
-        train_per_step=s.train_per_step, corpus_size=s.corpus_size, learning_rate=s.learning_rate,
-        train_batch_size=s.batch_size, top_p=s.top_p, temperature=s.temperature,
-        sample_batch_size=s.sample_batch_size, length_quantile=s.length_quantile, max_sample_rounds=s.max_rounds,
+        source=s.source,
+        lm=model_id(run.cfg.lm),
+        seed=run.seed,
+        iterations=s.iterations,
+        train_per_step=s.train_per_step,
+        corpus_size=s.corpus_size,
+        learning_rate=s.learning_rate,
+        train_batch_size=s.batch_size,
+        top_p=s.top_p,
+        temperature=s.temperature,
+        sample_batch_size=s.sample_batch_size,
+        length_quantile=s.length_quantile,
+        max_sample_rounds=s.max_rounds,
         recompute_activations=s.recompute_activations,
     )
 
 
-FIGURE = ("Distance from the source to the corpus sampled after each fine-tuning iteration (004 Figure 5), with the "
-          "regression line and its 95% band; the horizontal line is the source's self-distance. Good: distances "
-          "fall steadily towards the line.")
+FIGURE = (
+    "Distance from the source to the corpus sampled after each fine-tuning iteration (004 Figure 5), with the "
+    "regression line and its 95% band; the horizontal line is the source's self-distance. Good: distances "
+    "fall steadily towards the line."
+)
 
 
-class IFCTask(Task, name="ifc", settings=IFCSettings, fields=("kind", "iteration", "repetition"),
-              distances_file="ifc_distances.csv", figures={"ifc_": FIGURE}, joins_ksc=True, uses_pair=False):
+class IFCTask(
+    Task,
+    name="ifc",
+    settings=IFCSettings,
+    fields=("kind", "iteration", "repetition"),
+    distances_file="ifc_distances.csv",
+    figures={"ifc_": FIGURE},
+    joins_ksc=True,
+    uses_pair=False,
+):
     """Increasingly Fine-tuned Corpora (004 §5, Figure 5): fine-tune the causal LM of ``lm`` on a source corpus
     step by step, sample a corpus g_i after each step, and check that every metric's distance d(reference, g_i)
     falls toward the source's self-distance. Resume: rerun with the same hydra.run.dir; g_i already in
@@ -111,63 +155,92 @@ class IFCTask(Task, name="ifc", settings=IFCSettings, fields=("kind", "iteration
         source = list(loaded.texts)
         training_pool, reference_pool = split_source(source, s.reference_share, seed)
         if plan.train_per_step > len(training_pool):
-            raise DataError(f"ifc.train_per_step={plan.train_per_step} exceeds the training pool of "
-                            f"{len(training_pool)} {plan.source} texts; lower it or ifc.reference_share")
+            raise DataError(
+                f"ifc.train_per_step={plan.train_per_step} exceeds the training pool of "
+                f"{len(training_pool)} {plan.source} texts; lower it or ifc.reference_share"
+            )
         samples = reference_samples(len(reference_pool), plan.corpus_size, reps, seed)
 
         gen_dir = run.out_dir / "generated"
         start = time.perf_counter()
-        generated_now, threads = (_generate(run, plan, gen_dir, training_pool, loaded.normalise) if s.generate
-                                  else ([], None))
+        generated_now, threads = (
+            _generate(run, plan, gen_dir, training_pool, loaded.normalise) if s.generate else ([], None)
+        )
         generation_seconds = time.perf_counter() - start
         on_disk = finished_iterations(gen_dir, plan) if gen_dir.is_dir() else []
         iterations = [i for i in on_disk if i <= plan.iterations] if s.generate else on_disk
         if not iterations:
-            raise DataError(f"no generated corpora in {gen_dir}; run with ifc.generate=true first "
-                            "(or point hydra.run.dir at the directory of an earlier IFC run)")
+            raise DataError(
+                f"no generated corpora in {gen_dir}; run with ifc.generate=true first "
+                "(or point hydra.run.dir at the directory of an earlier IFC run)"
+            )
         generated = {i: read_corpus(gen_dir, i) for i in iterations}
         corpora, pairs = ifc_pairs(generated, reference_pool, samples)
         return Collections(
-            corpora, [Evaluation((kind, i, r), p, q, r) for kind, i, r, p, q in pairs],
-            fingerprint={"task": "ifc", "source": plan.source, "plan": plan.fingerprint(), "seed": seed,
-                         "reference_share": s.reference_share},
-            info={"source": plan.source, "source_texts": len(source), "sources": {loaded.name: loaded.record()},
-                  "training_pool": len(training_pool), "reference_pool": len(reference_pool), "iterations": iterations,
-                  "generated_now": generated_now, "repetitions": reps, "lm": plan.lm, "plan": plan.fingerprint(),
-                  "seconds": {"generation": round(generation_seconds, 1)},
-                  **({"generation_threads": threads} if threads else {})},
+            corpora,
+            [Evaluation((kind, i, r), p, q, r) for kind, i, r, p, q in pairs],
+            fingerprint={
+                "task": "ifc",
+                "source": plan.source,
+                "plan": plan.fingerprint(),
+                "seed": seed,
+                "reference_share": s.reference_share,
+            },
+            info={
+                "source": plan.source,
+                "source_texts": len(source),
+                "sources": {loaded.name: loaded.record()},
+                "training_pool": len(training_pool),
+                "reference_pool": len(reference_pool),
+                "iterations": iterations,
+                "generated_now": generated_now,
+                "repetitions": reps,
+                "lm": plan.lm,
+                "plan": plan.fingerprint(),
+                "seconds": {"generation": round(generation_seconds, 1)},
+                **({"generation_threads": threads} if threads else {}),
+            },
             extra={"ttr": corpus_ttr(source, reference_pool, samples, generated)},
             positions=ifc_positions(corpora),  # for the oracle: iterations
-            sides={loaded.name: loaded.texts})  # generated texts are recorded as `other`
+            sides={loaded.name: loaded.texts},
+        )  # generated texts are recorded as `other`
 
     def score(self, distances: pd.DataFrame, collections: Collections) -> Scores:
         measures, failures = ifc_measures(distances)
-        return Scores(measures, failures, summary=ifc_summary(distances, measures),
-                      info={"ttr": collections.extra["ttr"]})
+        return Scores(
+            measures, failures, summary=ifc_summary(distances, measures), info={"ttr": collections.extra["ttr"]}
+        )
 
     def title(self, run: RunInputs, collections: Collections) -> str:
         info, s = collections.info, run.settings
-        return (f"IFC on {info['source']}: g_0..g_{max(info['iterations'])}, {s.train_per_step} texts a step, "
-                f"{s.corpus_size} per corpus, {plural(info['repetitions'], 'repetition')}, seed {run.seed}")
+        return (
+            f"IFC on {info['source']}: g_0..g_{max(info['iterations'])}, {s.train_per_step} texts a step, "
+            f"{s.corpus_size} per corpus, {plural(info['repetitions'], 'repetition')}, seed {run.seed}"
+        )
 
     def write(self, result: TaskResult, out_dir: Path) -> dict[str, Path]:
         """The summary and TTR tables, the IFC table and the Figure 5 plots."""
         from textmetric_bench.reports.figures.ifc import ifc_figures, ifc_markdown
 
         ttr = result.info.pop("ttr")
-        files = {"ifc_summary": out_dir / "ifc_summary.csv", "ifc_ttr": out_dir / "ifc_ttr.csv",
-                 "table3_md": out_dir / "table3.md"}
+        files = {
+            "ifc_summary": out_dir / "ifc_summary.csv",
+            "ifc_ttr": out_dir / "ifc_ttr.csv",
+            "table3_md": out_dir / "table3.md",
+        }
         result.summary.to_csv(files["ifc_summary"], index=False)
         ttr.to_csv(files["ifc_ttr"], index=False)
-        files["table3_md"].write_text(ifc_markdown(result.summary, ttr, title=result.info["title"],
-                                                   failures=result.failures), encoding="utf-8")
+        files["table3_md"].write_text(
+            ifc_markdown(result.summary, ttr, title=result.info["title"], failures=result.failures), encoding="utf-8"
+        )
         for path in ifc_figures(result.distances, result.summary, out_dir, setting=result.info["title"]):
             files[path.stem] = path
         return files
 
 
-def _generate(run: RunInputs, plan: GenerationPlan, gen_dir: Path, training_pool,
-              normalisation) -> tuple[list[int], dict | None]:
+def _generate(
+    run: RunInputs, plan: GenerationPlan, gen_dir: Path, training_pool, normalisation
+) -> tuple[list[int], dict | None]:
     """Generate what is missing, loading the language model only when something is; the iterations generated now
     and how many threads generated them, and why (``textmetric_bench.features.lm.thread_choice``)."""
     from textmetric_bench.features.lm import load_causal_lm, load_tokenizer, text_token_ids, thread_choice
@@ -180,14 +253,22 @@ def _generate(run: RunInputs, plan: GenerationPlan, gen_dir: Path, training_pool
     lengths = [max(1, len(text_token_ids(tokenizer, t, add_eos=False)) - 1) for t in training_pool]
     lm_cfg = OmegaConf.to_container(cfg.lm, resolve=True)
     threads, record = thread_choice(lm_cfg)
-    log.info("generation threads: %s (%s)", threads or "torch's default",
-             ", ".join(f"{k} {v}" for k, v in record.items() if k != "threads"))
+    log.info(
+        "generation threads: %s (%s)",
+        threads or "torch's default",
+        ", ".join(f"{k} {v}" for k, v in record.items() if k != "threads"),
+    )
     generating = {**lm_cfg, "threads": threads}
     plain = lm_cfg.get("generation_model", "auto") == "auto"
-    return generate_ifc(plan, gen_dir, training_pool=training_pool, token_lengths=lengths,
-                        normalisation=normalisation,
-                        load_model=lambda path: load_causal_lm(generating, cache_dir, path=path, plain=plain),
-                        progress=bool(cfg.get("progress", True))), record
+    return generate_ifc(
+        plan,
+        gen_dir,
+        training_pool=training_pool,
+        token_lengths=lengths,
+        normalisation=normalisation,
+        load_model=lambda path: load_causal_lm(generating, cache_dir, path=path, plain=plain),
+        progress=bool(cfg.get("progress", True)),
+    ), record
 
 
 def corpus_ttr(source, reference_pool, samples, generated) -> pd.DataFrame:
@@ -195,14 +276,35 @@ def corpus_ttr(source, reference_pool, samples, generated) -> pd.DataFrame:
 
     TTR falls with corpus size, so g_i compares with the reference samples (same size), not the source.
     """
-    rows = [{"corpus": "source", "iteration": math.nan, "repetition": math.nan, "texts": len(source),
-             "TTR": type_token_ratio(source)}]
+    rows = [
+        {
+            "corpus": "source",
+            "iteration": math.nan,
+            "repetition": math.nan,
+            "texts": len(source),
+            "TTR": type_token_ratio(source),
+        }
+    ]
     for r, (ref_idx, _) in enumerate(samples):
-        rows.append({"corpus": "reference", "iteration": math.nan, "repetition": r, "texts": len(ref_idx),
-                     "TTR": type_token_ratio([reference_pool[j] for j in ref_idx])})
+        rows.append(
+            {
+                "corpus": "reference",
+                "iteration": math.nan,
+                "repetition": r,
+                "texts": len(ref_idx),
+                "TTR": type_token_ratio([reference_pool[j] for j in ref_idx]),
+            }
+        )
     for i, texts in sorted(generated.items()):
-        rows.append({"corpus": f"g_{i}", "iteration": i, "repetition": math.nan, "texts": len(texts),
-                     "TTR": type_token_ratio(texts)})
+        rows.append(
+            {
+                "corpus": f"g_{i}",
+                "iteration": i,
+                "repetition": math.nan,
+                "texts": len(texts),
+                "TTR": type_token_ratio(texts),
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -217,9 +319,19 @@ def ifc_summary(distances: pd.DataFrame, measures: pd.DataFrame) -> pd.DataFrame
         first = per_iter.iloc[0] if len(per_iter) else math.nan
         last = per_iter.iloc[-1] if len(per_iter) else math.nan
         mean, std, n, low, high = mean_ci(measures.loc[measures["metric"] == name, "IFC"].to_numpy())
-        rows.append({"metric": name, "IFC": mean, "IFC_ci_low": low, "IFC_ci_high": high, "repetitions": n,
-                     "self_distance": self_d, "first_distance": first, "last_distance": last,
-                     "gap_closed": gap_closed(first, last, self_d)})
+        rows.append(
+            {
+                "metric": name,
+                "IFC": mean,
+                "IFC_ci_low": low,
+                "IFC_ci_high": high,
+                "repetitions": n,
+                "self_distance": self_d,
+                "first_distance": first,
+                "last_distance": last,
+                "gap_closed": gap_closed(first, last, self_d),
+            }
+        )
     return pd.DataFrame(rows)
 
 

@@ -43,17 +43,26 @@ class KSCSettings(TaskSettings):
     n: int = option(100, "texts per corpus (>= k - 1)")
     repetitions: int = option(5, "independent collections, each from its own seed", minimum=1)
     reference: str | bool = option(
-        "auto", "reference results of the built-in metrics (reports/reference/) join the table when this run's "
+        "auto",
+        "reference results of the built-in metrics (reports/reference/) join the table when this run's "
         "settings match a file's (only the metrics selected here are computed); false: never; or a directory of "
-        "such files", accepts=reference_accepted,
-        advice="auto, false, or a directory of reference files", example=False)
+        "such files",
+        accepts=reference_accepted,
+        advice="auto, false, or a directory of reference files",
+        example=False,
+    )
     own_noise_seeds: int = option(
-        5, "a stochastic metric's own noise (own_noise.csv): on repetition 0's pairs (c_1, c_k) and (c_1, c_m), "
+        5,
+        "a stochastic metric's own noise (own_noise.csv): on repetition 0's pairs (c_1, c_k) and (c_1, c_m), "
         "m the middle, every stochastic metric again with this many seeds of its own; 0 disables it, otherwise at "
-        "least 2", key="own_noise.seeds", accepts=own_noise_seeds_accepted,
-        advice="0 (off) or a whole number >= 2 (a spread needs two values)")
-    run_label: str = option("${pair_label:}", "names the output folder outputs/<task>/<run_label>/<time>",
-                            example="mine")
+        "least 2",
+        key="own_noise.seeds",
+        accepts=own_noise_seeds_accepted,
+        advice="0 (off) or a whole number >= 2 (a spread needs two values)",
+    )
+    run_label: str = option(
+        "${pair_label:}", "names the output folder outputs/<task>/<run_label>/<time>", example="mine"
+    )
 
     def check(self) -> None:
         validate_ksc_parameters(self.k, self.n)
@@ -70,36 +79,56 @@ class KSCTask(Task, name="ksc", settings=KSCSettings, fields=("repetition", "i",
         sources = pair_sources(run)
         a, b = sources.a, sources.b
         collections = [  # raises, naming the source and the count needed, if a source is too small
-            known_similarity_corpora(a.texts, b.texts, k=s.k, n=s.n, seed=repetition_seed(run.seed, r, 0),
-                                     names=(a.name, b.name))
-            for r in range(s.repetitions)]
+            known_similarity_corpora(
+                a.texts, b.texts, k=s.k, n=s.n, seed=repetition_seed(run.seed, r, 0), names=(a.name, b.name)
+            )
+            for r in range(s.repetitions)
+        ]
         corpora = {f"r{r}c{c.index}": c.texts for r, coll in enumerate(collections) for c in coll}
-        evaluations = [Evaluation((r, i, j), f"r{r}c{i}", f"r{r}c{j}", r) for r in range(s.repetitions)
-                       for i, j in corpus_pairs(s.k)]
+        evaluations = [
+            Evaluation((r, i, j), f"r{r}c{i}", f"r{r}c{j}", r)
+            for r in range(s.repetitions)
+            for i, j in corpus_pairs(s.k)
+        ]
         stochastic = frozenset(m.name for m, _ in run.metrics if m.stochastic)
         evaluations += own_noise_evaluations(s.k, s.own_noise_seeds, run.seed, stochastic)
-        return Collections(corpora, evaluations,
-                           fingerprint={"task": "ksc", "pair": sources.label, "k": s.k, "n": s.n, "seed": run.seed},
-                           info={"pair": sources.label, "k": s.k, "n": s.n, "repetitions": s.repetitions,
-                                 "sources": sources.record(), "regime": pair_regime(a.texts, b.texts)},
-                           extra={"k": s.k}, sides={a.name: a.texts, b.name: b.texts},
-                           positions={f"r{r}c{c.index}": c.known_position  # for the oracle: mixing proportions
-                                      for r, coll in enumerate(collections) for c in coll})
+        return Collections(
+            corpora,
+            evaluations,
+            fingerprint={"task": "ksc", "pair": sources.label, "k": s.k, "n": s.n, "seed": run.seed},
+            info={
+                "pair": sources.label,
+                "k": s.k,
+                "n": s.n,
+                "repetitions": s.repetitions,
+                "sources": sources.record(),
+                "regime": pair_regime(a.texts, b.texts),
+            },
+            extra={"k": s.k},
+            sides={a.name: a.texts, b.name: b.texts},
+            positions={
+                f"r{r}c{c.index}": c.known_position  # for the oracle: mixing proportions
+                for r, coll in enumerate(collections)
+                for c in coll
+            },
+        )
 
     def score(self, distances: pd.DataFrame, collections: Collections) -> Scores:
         k = collections.extra["k"]
         distances = distances.assign(ell=distances["j"] - distances["i"])
         distances["z"] = distances.groupby(["metric", "repetition"])["distance"].transform(zscore)
         measures, failures = per_repetition(
-            distances, lambda g: collection_measures(g["i"], g["j"], g["distance"], g["seconds"], k), MEASURE_COLUMNS)
+            distances, lambda g: collection_measures(g["i"], g["j"], g["distance"], g["seconds"], k), MEASURE_COLUMNS
+        )
         own = collections.aside
         if own is not None and len(own):
             own = own.assign(seed=-1 - own["repetition"])[["metric", "seed", "i", "j", "distance"]]
         info = {"own_noise": own_noise_table(own, distances).to_dict("records")} if own is not None and len(own) else {}
         return Scores(measures, failures, distances=distances[DISTANCE_COLUMNS], info=info)
 
-    def merge_reference(self, run: RunInputs, collections: Collections, measures: pd.DataFrame,
-                        computed: set[str]) -> tuple[pd.DataFrame, dict]:
+    def merge_reference(
+        self, run: RunInputs, collections: Collections, measures: pd.DataFrame, computed: set[str]
+    ) -> tuple[pd.DataFrame, dict]:
         """The shipped reference rows of metrics not computed here (``reference: auto``; textmetric_bench.tasks.reference)."""
         return merge_reference(run, collections, measures, computed)
 
@@ -121,9 +150,12 @@ class KSCTask(Task, name="ksc", settings=KSCSettings, fields=("repetition", "i",
         own_noise = {}
         if result.info.get("own_noise"):
             own_noise["own_noise"] = out_dir / "own_noise.csv"
-            pd.DataFrame(result.info["own_noise"], columns=OWN_NOISE_COLUMNS).to_csv(own_noise["own_noise"], index=False)
-        files = own_noise | write_tables(result.measures, out_dir, title=title, failures=result.failures,
-                             repetitions=result.info.get("repetitions"))
+            pd.DataFrame(result.info["own_noise"], columns=OWN_NOISE_COLUMNS).to_csv(
+                own_noise["own_noise"], index=False
+            )
+        files = own_noise | write_tables(
+            result.measures, out_dir, title=title, failures=result.failures, repetitions=result.info.get("repetitions")
+        )
         try:
             for path in radar_chart(summarise_measures(result.measures), out_dir / "radar", title=title):
                 files[f"radar{path.suffix}"] = path

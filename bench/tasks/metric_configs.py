@@ -86,14 +86,16 @@ def metric_override_problems(overrides: list[str]) -> list[str]:
                 if not lists_metrics and any(value != ALL_OPTION for value in values):
                     problems.append(group_for_list_problem(override.input_line, values))
                 continue
-            name, *path = key[len(GROUP) + 1:].split(".")
+            name, *path = key[len(GROUP) + 1 :].split(".")
             info = get_metric(name)
             for value in values:
                 params = value if not path and isinstance(value, dict) else {path[0]: value} if path else {}
                 info.check_params(params)
                 if override.is_add() and path and path[0] in info.params:  # Hydra: "Could not append"
-                    raise ConfigError(f"+{key}: metric {name!r} has this parameter already; set it without "
-                                      f"the '+': {key}={shown(value)}")
+                    raise ConfigError(
+                        f"+{key}: metric {name!r} has this parameter already; set it without "
+                        f"the '+': {key}={shown(value)}"
+                    )
                 if len(path) < 2:
                     check_values(info, params)
         except ConfigError as exc:
@@ -106,8 +108,10 @@ def group_for_list_problem(given: str, values: list) -> str:
     still runs (``metrics`` chooses which run, ``metric`` holds their parameters)."""
     names = [str(n) for value in values for n in (value if isinstance(value, list) else [value]) if n != ALL_OPTION]
     listed = ",".join(dict.fromkeys(names))
-    return (f"{given} chooses which metrics' parameters are composed, not which metrics run (every default metric "
-            f"would still run): to run only {listed}, write metrics=[{listed}]")
+    return (
+        f"{given} chooses which metrics' parameters are composed, not which metrics run (every default metric "
+        f"would still run): to run only {listed}, write metrics=[{listed}]"
+    )
 
 
 def check_values(info: MetricInfo, params: dict[str, Any]) -> None:
@@ -143,8 +147,14 @@ def metric_dataclass(info: MetricInfo) -> type:
     fields = []
     for param, default in info.params.items():
         if not _storable(default):
-            log.warning("metric %r: parameter %r has a default (%r) a config cannot hold; it is left out of "
-                        "metric.%s and always takes its default", info.name, param, default, info.name)
+            log.warning(
+                "metric %r: parameter %r has a default (%r) a config cannot hold; it is left out of "
+                "metric.%s and always takes its default",
+                info.name,
+                param,
+                default,
+                info.name,
+            )
             continue
         kind = types.get(param, Any)
         if not _fits(kind, default):

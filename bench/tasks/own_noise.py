@@ -32,5 +32,8 @@ def own_noise_evaluations(k: int, seeds: int, run_seed: int, stochastic: frozens
     ``stochastic`` metrics only, with fields (-1 - s, i, j)."""
     if not seeds or not stochastic:
         return []
-    return [Evaluation((-1 - s, i, j), f"r0c{i}", f"r0c{j}", 0, only=stochastic, seed=own_seed(run_seed, s), aside=True)
-            for s in range(seeds) for i, j in own_noise_pairs(k)]
+    return [
+        Evaluation((-1 - s, i, j), f"r0c{i}", f"r0c{j}", 0, only=stochastic, seed=own_seed(run_seed, s), aside=True)
+        for s in range(seeds)
+        for i, j in own_noise_pairs(k)
+    ]

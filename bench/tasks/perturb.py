@@ -24,7 +24,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from textmetric_bench.collections.perturbation_samples import OTHER, SAME, perturbation_corpora, validate_perturb_parameters
+from textmetric_bench.collections.perturbation_samples import (
+    OTHER,
+    SAME,
+    perturbation_corpora,
+    validate_perturb_parameters,
+)
 from textmetric_bench.collections.perturbations import get_perturbation
 from textmetric_bench.measures.perturbation import perturbation_measures
 from textmetric_bench.reports.labels import plural
@@ -34,8 +39,21 @@ from textmetric_bench.tasks.sources import pair_sources
 
 log = logging.getLogger(__name__)
 
-SUMMARY_COLUMNS = ["metric", "perturbation", "mean", "std", "n", "ci_low", "ci_high", "repetitions",
-                   "gap_not_positive", "gap_cv", "d_same", "d_perturbed", "d_other"]
+SUMMARY_COLUMNS = [
+    "metric",
+    "perturbation",
+    "mean",
+    "std",
+    "n",
+    "ci_low",
+    "ci_high",
+    "repetitions",
+    "gap_not_positive",
+    "gap_cv",
+    "d_same",
+    "d_perturbed",
+    "d_other",
+]
 
 
 def summarise_shifts(measures: pd.DataFrame) -> pd.DataFrame:
@@ -48,9 +66,17 @@ def summarise_shifts(measures: pd.DataFrame) -> pd.DataFrame:
     for (name, p), grp in measures.groupby(["metric", "perturbation"], sort=False):
         gap = grp["gap"].to_numpy(float)
         gap_mean, gap_sd = mean_ci(gap)[:2]
-        rows.append((name, p, *mean_ci(grp["shift"].to_numpy(float)), len(grp),
-                     int((np.isfinite(gap) & (gap <= 0)).sum()), gap_sd / gap_mean if gap_mean > 0 else math.nan,
-                     *(grp[c].mean() for c in ("d_same", "d_perturbed", "d_other"))))
+        rows.append(
+            (
+                name,
+                p,
+                *mean_ci(grp["shift"].to_numpy(float)),
+                len(grp),
+                int((np.isfinite(gap) & (gap <= 0)).sum()),
+                gap_sd / gap_mean if gap_mean > 0 else math.nan,
+                *(grp[c].mean() for c in ("d_same", "d_perturbed", "d_other")),
+            )
+        )
     return pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
 
 
@@ -63,23 +89,33 @@ class PerturbSettings(TaskSettings):
         "any of bench/collections/perturbations.py PERTURBATIONS, in table order: truncate (p_short, first third "
         "of the words), remove_articles (p_no art), remove_stopwords (p_no stop, scikit-learn English stopwords), "
         "swap_halves (p_swap, first halves exchanged between random pairs of texts), shuffle_words (p_rand)",
-        example=["truncate", "shuffle_words"])
-    run_label: str = option("${pair_label:}", "names the output folder outputs/<task>/<run_label>/<time>",
-                            example="mine")
+        example=["truncate", "shuffle_words"],
+    )
+    run_label: str = option(
+        "${pair_label:}", "names the output folder outputs/<task>/<run_label>/<time>", example="mine"
+    )
 
     def check(self) -> None:
         validate_perturb_parameters(self.n, self.repetitions, self.perturbations)
 
 
-FIGURE = ("Relative shift of each metric under each perturbation of 000 §6.2: how far the perturbed sample moves "
-          "from the reference, from another sample of the same source (0%) to a sample of the other source "
-          "(100%); grey: no positive gap between the two. A quality metric should move on perturbations that break "
-          "fluency or coherence (stopwords, shuffled words, swapped halves) and not only on length (truncation); a "
-          "bag-of-words metric stays at 0% under shuffling.")
+FIGURE = (
+    "Relative shift of each metric under each perturbation of 000 §6.2: how far the perturbed sample moves "
+    "from the reference, from another sample of the same source (0%) to a sample of the other source "
+    "(100%); grey: no positive gap between the two. A quality metric should move on perturbations that break "
+    "fluency or coherence (stopwords, shuffled words, swapped halves) and not only on length (truncation); a "
+    "bag-of-words metric stays at 0% under shuffling."
+)
 
 
-class PerturbTask(Task, name="perturb", settings=PerturbSettings, fields=("repetition", "condition"),
-                  figures={"perturb": FIGURE}, printed=("perturbation_md",)):
+class PerturbTask(
+    Task,
+    name="perturb",
+    settings=PerturbSettings,
+    fields=("repetition", "condition"),
+    figures={"perturb": FIGURE},
+    printed=("perturbation_md",),
+):
     """Perturbation sensitivity (000 §6.2, Figure 4): per repetition, from source A of the pair a reference sample
     R and a disjoint sample S, from source B a sample O; each metric gives d(R, S), d(R, p(S)) for every
     perturbation p and d(R, O); reported as (d(R, p(S)) - d(R, S)) / (d(R, O) - d(R, S))."""
@@ -91,17 +127,35 @@ class PerturbTask(Task, name="perturb", settings=PerturbSettings, fields=("repet
         sources = pair_sources(run)
         a, b = sources.a, sources.b
         corpora, stats = perturbation_corpora(a.texts, b.texts, n, reps, seed, perturbations, (a.name, b.name))
-        evaluations = [Evaluation((r, c), f"r{r}/reference", f"r{r}/{c}", r)
-                       for r in range(reps) for c in [SAME, *perturbations, OTHER]]
-        described = {p: {"paper": get_perturbation(p).paper, "description": get_perturbation(p).description,
-                         **{k: round(float(np.mean([s[k] for s in stats[p]])), 4) for k in stats[p][0]}}
-                     for p in perturbations}
-        return Collections(corpora, evaluations,
-                           fingerprint={"task": "perturb", "pair": sources.label, "n": n, "seed": seed},
-                           info={"pair": sources.label, "n": n, "repetitions": reps, "perturbations": described,
-                                 "sources": sources.record(),
-                                 "reference_source": a.name, "other_source": b.name},
-                           extra={"perturbations": perturbations}, sides={a.name: a.texts, b.name: b.texts})
+        evaluations = [
+            Evaluation((r, c), f"r{r}/reference", f"r{r}/{c}", r)
+            for r in range(reps)
+            for c in [SAME, *perturbations, OTHER]
+        ]
+        described = {
+            p: {
+                "paper": get_perturbation(p).paper,
+                "description": get_perturbation(p).description,
+                **{k: round(float(np.mean([s[k] for s in stats[p]])), 4) for k in stats[p][0]},
+            }
+            for p in perturbations
+        }
+        return Collections(
+            corpora,
+            evaluations,
+            fingerprint={"task": "perturb", "pair": sources.label, "n": n, "seed": seed},
+            info={
+                "pair": sources.label,
+                "n": n,
+                "repetitions": reps,
+                "perturbations": described,
+                "sources": sources.record(),
+                "reference_source": a.name,
+                "other_source": b.name,
+            },
+            extra={"perturbations": perturbations},
+            sides={a.name: a.texts, b.name: b.texts},
+        )
 
     def score(self, distances: pd.DataFrame, collections: Collections) -> Scores:
         measures, failures = perturbation_measures(distances, collections.extra["perturbations"])
@@ -109,8 +163,10 @@ class PerturbTask(Task, name="perturb", settings=PerturbSettings, fields=("repet
 
     def title(self, run: RunInputs, collections: Collections) -> str:
         info = collections.info
-        return (f"Perturbation sensitivity on {info['pair']}: reference {info['reference_source']}, other "
-                f"{info['other_source']}, n={info['n']}, {plural(info['repetitions'], 'repetition')}, seed {run.seed}")
+        return (
+            f"Perturbation sensitivity on {info['pair']}: reference {info['reference_source']}, other "
+            f"{info['other_source']}, n={info['n']}, {plural(info['repetitions'], 'repetition')}, seed {run.seed}"
+        )
 
     def write(self, result: TaskResult, out_dir: Path) -> dict[str, Path]:
         """perturbation.csv (summary), perturbation.md and the heatmap perturb_heatmap.png."""
@@ -120,8 +176,8 @@ class PerturbTask(Task, name="perturb", settings=PerturbSettings, fields=("repet
         files = {"perturbation": out_dir / "perturbation.csv", "perturbation_md": out_dir / "perturbation.md"}
         result.summary.to_csv(files["perturbation"], index=False)
         files["perturbation_md"].write_text(
-            perturbation_markdown(result.summary, result.info, title=title, failures=result.failures),
-            encoding="utf-8")
+            perturbation_markdown(result.summary, result.info, title=title, failures=result.failures), encoding="utf-8"
+        )
         heatmap = perturbation_heatmap(result.summary, out_dir / "perturb_heatmap.png", title=title)
         if heatmap is not None:
             files["perturb_heatmap"] = heatmap

@@ -48,8 +48,14 @@ MEASURES = ("rho", "omega2", "L", "A", "Aw", "T")
 
 def ksc_settings(run: RunInputs) -> dict:
     s = run.settings
-    return {"task": "ksc", "pair": str(run.cfg.pair.name), "k": s.k, "n": s.n, "repetitions": s.repetitions,
-            "seed": run.seed}
+    return {
+        "task": "ksc",
+        "pair": str(run.cfg.pair.name),
+        "k": s.k,
+        "n": s.n,
+        "repetitions": s.repetitions,
+        "seed": run.seed,
+    }
 
 
 def reference_name(settings: dict) -> str:
@@ -66,8 +72,10 @@ def reference_dir(value: str | bool | None) -> Path | None:
         return REFERENCE_DIR
     if isinstance(value, str) and Path(value).expanduser().is_dir():
         return Path(value).expanduser()
-    raise ConfigError(f"reference={value!r} is not valid: give auto (the shipped reference results), false (none) "
-                      "or a directory of files written by `python -m textmetric_bench.tasks.reference <run dir>`")
+    raise ConfigError(
+        f"reference={value!r} is not valid: give auto (the shipped reference results), false (none) "
+        "or a directory of files written by `python -m textmetric_bench.tasks.reference <run dir>`"
+    )
 
 
 def version_parts(version: str) -> dict:
@@ -80,8 +88,9 @@ def version_parts(version: str) -> dict:
 # --- merging into a run -------------------------------------------------------------------------------------
 
 
-def merge_reference(run: RunInputs, collections: Collections, measures: pd.DataFrame,
-                    computed: set[str]) -> tuple[pd.DataFrame, dict]:
+def merge_reference(
+    run: RunInputs, collections: Collections, measures: pd.DataFrame, computed: set[str]
+) -> tuple[pd.DataFrame, dict]:
     """``measures`` with a ``source`` column, plus the rows of matching reference metrics not ``computed``;
     and what ``run.json`` says of it (the file, the metrics taken, those skipped and why)."""
     measures = measures.assign(source=RUN)
@@ -126,11 +135,16 @@ def merge_reference(run: RunInputs, collections: Collections, measures: pd.DataF
             skipped[name] = reason
         else:
             taken.append(name)
-    rows = [{"metric": name, **row, "source": REFERENCE}
-            for name in taken for row in reference["metrics"][name]["measures"]]
+    rows = [
+        {"metric": name, **row, "source": REFERENCE} for name in taken for row in reference["metrics"][name]["measures"]
+    ]
     if taken:
-        log.info("took %d metrics from the reference results %s (not computed in this run): %s",
-                 len(taken), shown, ", ".join(taken))
+        log.info(
+            "took %d metrics from the reference results %s (not computed in this run): %s",
+            len(taken),
+            shown,
+            ", ".join(taken),
+        )
         added = pd.DataFrame(rows, columns=measures.columns)
         measures = pd.concat([measures, added], ignore_index=True) if len(measures) else added
         measures[["repetition", *MEASURES]] = measures[["repetition", *MEASURES]].apply(pd.to_numeric)
@@ -146,15 +160,18 @@ def file_mismatch(reference: dict, settings: dict, corpora: str) -> str | None:
     if differs:
         return "it was made with " + ", ".join(differs)
     if reference.get("project_version") != __version__:
-        return (f"it was made by textmetric-bench {reference.get('project_version')}, this is {__version__}; "
-                "write it again from a run of this version")
+        return (
+            f"it was made by textmetric-bench {reference.get('project_version')}, this is {__version__}; "
+            "write it again from a run of this version"
+        )
     if reference.get("corpora_digest") != corpora:
         return "its corpora differ from this run's (the data or the KSC construction changed); write it again"
     return None
 
 
-def metric_mismatch(cfg: DictConfig, name: str, entry: dict, reference_embedder: str | None,
-                    embedder_id: Callable[[], str | None]) -> str | None:
+def metric_mismatch(
+    cfg: DictConfig, name: str, entry: dict, reference_embedder: str | None, embedder_id: Callable[[], str | None]
+) -> str | None:
     """Why a reference metric's rows do not stand for the metric registered now, or None."""
     try:
         info = get_metric(name)
@@ -162,16 +179,21 @@ def metric_mismatch(cfg: DictConfig, name: str, entry: dict, reference_embedder:
         return "no metric of that name is registered here"
     declared = version_parts(info.version)["version"]
     if entry["version"] != declared:
-        return (f"the reference was computed by its declared version {entry['version']!r} and the registered "
-                f"metric declares version {declared!r} (@metric(version=...)); compute it in this run")
+        return (
+            f"the reference was computed by its declared version {entry['version']!r} and the registered "
+            f"metric declares version {declared!r} (@metric(version=...)); compute it in this run"
+        )
     params = metric_params(cfg, info)
     if params_digest(params) != entry["params_digest"]:
         return f"its parameters in this run {params} differ from the reference's {entry['params']}"
     if info.inputs == "embeddings" and embedder_id() != reference_embedder:
         return f"the reference embedded the texts with {reference_embedder}, this run with {embedder_id()}"
     if entry["source_digest"] != version_parts(info.version)["source_digest"]:
-        log.info("metric %s: its module changed since the reference was written, its declared version did not: "
-                 "merged (bump version= in @metric if its results changed)", name)
+        log.info(
+            "metric %s: its module changed since the reference was written, its declared version did not: "
+            "merged (bump version= in @metric if its results changed)",
+            name,
+        )
     return None
 
 
@@ -185,14 +207,18 @@ def reference_from_run(run_dir: Path | str) -> dict:
         run = json.loads((run_dir / "run.json").read_text())
         measures = pd.read_csv(run_dir / "measures.csv")
     except (OSError, ValueError) as exc:
-        raise ConfigError(f"{run_dir} is not a finished run directory ({exc}); give the directory of a "
-                          "`python -m textmetric_bench task=ksc` run (with run.json and measures.csv)") from exc
+        raise ConfigError(
+            f"{run_dir} is not a finished run directory ({exc}); give the directory of a "
+            "`python -m textmetric_bench task=ksc` run (with run.json and measures.csv)"
+        ) from exc
     if run.get("task") != "ksc":
         raise ConfigError(f"{run_dir / 'run.json'}: task {run.get('task')!r}; reference results come from a KSC run")
     if run.get("version") != __version__ or "corpora_digest" not in run or "metric_params" not in run:
-        raise ConfigError(f"{run_dir / 'run.json'} was written by textmetric-bench {run.get('version')} (this is "
-                          f"{__version__}) or by an older checkout; run the same command in that directory again "
-                          "(hydra.run.dir=...: it recomputes only what changed), then write the reference")
+        raise ConfigError(
+            f"{run_dir / 'run.json'} was written by textmetric-bench {run.get('version')} (this is "
+            f"{__version__}) or by an older checkout; run the same command in that directory again "
+            "(hydra.run.dir=...: it recomputes only what changed), then write the reference"
+        )
     if "source" in measures.columns:
         measures = measures[measures["source"] != REFERENCE]
     logged = logged_versions(run_dir / "evaluations.jsonl")
@@ -203,30 +229,47 @@ def reference_from_run(run_dir: Path | str) -> dict:
             log.warning("metric %s left out: it failed in the run (%s)", name, run["failures"][name])
             continue
         if name not in run["metric_params"]:
-            raise ConfigError(f"{run_dir}: metric {name} was not computed by the directory's last run (it is an "
-                              f"earlier metric there); run it again with metrics=[...,{name}] before writing")
+            raise ConfigError(
+                f"{run_dir}: metric {name} was not computed by the directory's last run (it is an "
+                f"earlier metric there); run it again with metrics=[...,{name}] before writing"
+            )
         info, params = get_metric(str(name)), run["metric_params"][name]
         expected = info.version + (f"|{embedder}" if info.inputs == "embeddings" else "")
         found = logged.get((name, params_digest(params)), set())
         if found != {expected}:
-            raise ConfigError(f"{run_dir / 'evaluations.jsonl'}: metric {name} with parameters {params} was evaluated "
-                              f"as version(s) {sorted(found) or 'none'}, the registered metric is {expected}; run "
-                              "the same command in that directory again (it recomputes it), then write the reference")
-        metrics[str(name)] = {**version_parts(info.version), "inputs": info.inputs, "params": params,
-                              "params_digest": params_digest(params), "measures": _records(rows)}
+            raise ConfigError(
+                f"{run_dir / 'evaluations.jsonl'}: metric {name} with parameters {params} was evaluated "
+                f"as version(s) {sorted(found) or 'none'}, the registered metric is {expected}; run "
+                "the same command in that directory again (it recomputes it), then write the reference"
+            )
+        metrics[str(name)] = {
+            **version_parts(info.version),
+            "inputs": info.inputs,
+            "params": params,
+            "params_digest": params_digest(params),
+            "measures": _records(rows),
+        }
     if not metrics:
         raise ConfigError(f"{run_dir}: no metric with complete measures to write")
     settings = {key: run[key] for key in SETTINGS if key != "task"}
-    return {"format": FORMAT, "written_by": "python -m textmetric_bench.tasks.reference <run dir>",
-            "settings": {"task": "ksc", **settings}, "corpora_digest": run["corpora_digest"], "embedder": embedder,
-            "project_version": __version__, "metrics": metrics}
+    return {
+        "format": FORMAT,
+        "written_by": "python -m textmetric_bench.tasks.reference <run dir>",
+        "settings": {"task": "ksc", **settings},
+        "corpora_digest": run["corpora_digest"],
+        "embedder": embedder,
+        "project_version": __version__,
+        "metrics": metrics,
+    }
 
 
 def logged_versions(path: Path) -> dict[tuple[str, str], set[str]]:
     """(metric, parameter digest) -> the metric versions of the latest logged attempt of each of its jobs."""
     if not path.is_file():
-        raise ConfigError(f"{path} is missing: reference results are written from a run with its evaluation "
-                          "log (engine.resume=true, the default)")
+        raise ConfigError(
+            f"{path} is missing: reference results are written from a run with its evaluation "
+            "log (engine.resume=true, the default)"
+        )
     latest = {}
     for line in path.read_text().splitlines()[1:]:
         try:
@@ -242,11 +285,14 @@ def logged_versions(path: Path) -> dict[tuple[str, str], set[str]]:
 
 def _records(rows: pd.DataFrame) -> list[dict]:
     """Measures per repetition as plain JSON values (a NaN measure as null)."""
+
     def plain(value) -> float | None:
         return None if pd.isna(value) else float(value)
 
-    return [{"repetition": int(r["repetition"]), **{m: plain(r[m]) for m in MEASURES}}
-            for r in rows.sort_values("repetition").to_dict("records")]
+    return [
+        {"repetition": int(r["repetition"]), **{m: plain(r[m]) for m in MEASURES}}
+        for r in rows.sort_values("repetition").to_dict("records")
+    ]
 
 
 def write_reference(run_dir: Path | str, out_dir: Path | str = REFERENCE_DIR, *, merge: bool = False) -> Path:
@@ -261,8 +307,10 @@ def write_reference(run_dir: Path | str, out_dir: Path | str = REFERENCE_DIR, *,
         old = json.loads(path.read_text())
         for key in ("settings", "corpora_digest", "embedder", "project_version"):
             if old.get(key) != reference[key]:
-                raise ConfigError(f"{path}: its {key} is {old.get(key)!r}, the run's is {reference[key]!r}; "
-                                  "merge only a run of the same settings, or write the file anew without --merge")
+                raise ConfigError(
+                    f"{path}: its {key} is {old.get(key)!r}, the run's is {reference[key]!r}; "
+                    "merge only a run of the same settings, or write the file anew without --merge"
+                )
         reference["metrics"] = dict(sorted({**old["metrics"], **reference["metrics"]}.items()))
     text = json.dumps(reference, indent=1)
     text = re.sub(r'\{\s+"repetition"[^{}]*\}', lambda row: " ".join(row.group().split()), text)  # a row a line
@@ -272,12 +320,19 @@ def write_reference(run_dir: Path | str, out_dir: Path | str = REFERENCE_DIR, *,
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m textmetric_bench.tasks.reference RUN_DIR [--out DIR]``."""
-    parser = argparse.ArgumentParser(prog="python -m textmetric_bench.tasks.reference",
-                                     description="Write the reference results of a finished KSC run directory.")
-    parser.add_argument("run_dirs", type=Path, nargs="+", help="run directories of `python -m textmetric_bench task=ksc`")
+    parser = argparse.ArgumentParser(
+        prog="python -m textmetric_bench.tasks.reference",
+        description="Write the reference results of a finished KSC run directory.",
+    )
+    parser.add_argument(
+        "run_dirs", type=Path, nargs="+", help="run directories of `python -m textmetric_bench task=ksc`"
+    )
     parser.add_argument("--out", type=Path, default=REFERENCE_DIR, help=f"where to write (default {REFERENCE_DIR})")
-    parser.add_argument("--merge", action="store_true",
-                        help="keep the existing file's other metrics; replace only those the run computed")
+    parser.add_argument(
+        "--merge",
+        action="store_true",
+        help="keep the existing file's other metrics; replace only those the run computed",
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     try:

@@ -39,8 +39,15 @@ PAPER_DIR = PROJECT_ROOT / "reports" / "paper_table3"
 
 def bench(*overrides: str, run_dir: Path, workers: str) -> None:
     """One run of the CLI in ``run_dir`` (resumed if it exists); stops the regeneration if it fails."""
-    command = [sys.executable, "-m", "textmetric_bench", *overrides, f"engine.workers={workers}", "progress=false",
-               f"hydra.run.dir={run_dir}"]
+    command = [
+        sys.executable,
+        "-m",
+        "textmetric_bench",
+        *overrides,
+        f"engine.workers={workers}",
+        "progress=false",
+        f"hydra.run.dir={run_dir}",
+    ]
     print("$", " ".join(command[1:]), flush=True)
     subprocess.run(command, check=True, cwd=PROJECT_ROOT)
 
@@ -68,20 +75,32 @@ def regenerate_paper(work: Path, workers: str) -> None:
     folds = []
     for pair, k in PAPER_SETTINGS:  # CLASSIFIER version 1 (5 folds), which the README compares with one split
         run_dir = work / "paper" / f"{pair}_k{k}_classifier_folds5"
-        bench(f"pair={pair}", f"k={k}", *PAPER_RUN, "metrics=[classifier]", "metric.classifier.folds=5",
-              run_dir=run_dir, workers=workers)
+        bench(
+            f"pair={pair}",
+            f"k={k}",
+            *PAPER_RUN,
+            "metrics=[classifier]",
+            "metric.classifier.folds=5",
+            run_dir=run_dir,
+            workers=workers,
+        )
         row = pd.read_csv(run_dir / "table3.csv").set_index("metric").loc["classifier"]
         folds.append({"pair": pair, "k": k, **{m: round(float(row[m]), 6) for m in ("A", "Aw", "rho", "omega2", "L")}})
     pd.DataFrame(folds).to_csv(PAPER_DIR / "classifier_folds5.csv", index=False)
     distances = PAPER_DIR / "distances.csv"
     python = [sys.executable, "-m"]
-    subprocess.run([*python, "textmetric_bench.reports.paper_table3.distances", str(distances), *map(str, runs)], check=True)
+    subprocess.run(
+        [*python, "textmetric_bench.reports.paper_table3.distances", str(distances), *map(str, runs)], check=True
+    )
     compcor = PROJECT_ROOT / "tests" / "benchmarks" / "compcor_classifier_run.py"
     if _has_compcor():
         subprocess.run([sys.executable, str(compcor), str(distances)], check=True, cwd=PROJECT_ROOT)
     else:
-        print("compcor is not installed: distances.csv has no classifier_compcor rows "
-              "(pip install --no-deps compcor==1.0.6, or run `make regenerate`)", flush=True)
+        print(
+            "compcor is not installed: distances.csv has no classifier_compcor rows "
+            "(pip install --no-deps compcor==1.0.6, or run `make regenerate`)",
+            flush=True,
+        )
     subprocess.run([*python, "textmetric_bench.reports.paper_table3.agreement"], check=True)
 
 
@@ -92,10 +111,16 @@ def _has_compcor() -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m textmetric_bench.tasks.regenerate", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m textmetric_bench.tasks.regenerate", description=__doc__.split("\n")[0]
+    )
     parser.add_argument("steps", nargs="*", help=f"what to regenerate: any of {', '.join(STEPS)} (default: all)")
-    parser.add_argument("--work", type=Path, default=PROJECT_ROOT / "outputs" / "regenerate",
-                        help="where the runs go (an interrupted regeneration resumes there)")
+    parser.add_argument(
+        "--work",
+        type=Path,
+        default=PROJECT_ROOT / "outputs" / "regenerate",
+        help="where the runs go (an interrupted regeneration resumes there)",
+    )
     parser.add_argument("--workers", default="auto", help="engine.workers of every run (results do not depend on it)")
     args = parser.parse_args(argv)
     unknown = sorted(set(args.steps) - set(STEPS))

@@ -42,8 +42,12 @@ def task_modules() -> list[str]:
         if spec is None or not spec.origin or not spec.origin.endswith(".py"):
             continue
         tree = ast.parse(Path(spec.origin).read_text(encoding="utf-8"))
-        if any(isinstance(node, ast.ClassDef) and any(k.arg == "name" for k in node.keywords)
-               and any(_base_name(b).endswith("Task") for b in node.bases) for node in tree.body):
+        if any(
+            isinstance(node, ast.ClassDef)
+            and any(k.arg == "name" for k in node.keywords)
+            and any(_base_name(b).endswith("Task") for b in node.bases)
+            for node in tree.body
+        ):
             found.append(f"{PACKAGE}.{module.name}")
     return found
 
@@ -100,8 +104,10 @@ def settings_markdown() -> str:
     for name, task in available_tasks().items():
         doc = " ".join((task.__doc__ or "").split())
         lines += [f"### `task={name}`", "", doc, "", "| setting | default | what it sets |", "|---|---|---|"]
-        lines += [f"| `{key}` | `{default}` | {_escaped(help_)} |"
-                  for key, default, help_ in settings_reference(task.settings)]
+        lines += [
+            f"| `{key}` | `{default}` | {_escaped(help_)} |"
+            for key, default, help_ in settings_reference(task.settings)
+        ]
         lines.append("")
     return "\n".join(lines)
 

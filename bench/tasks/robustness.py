@@ -18,8 +18,15 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from textmetric_bench.collections.size_imbalance import (CURVES, SOURCE_POSITIONS, RobustnessGrid, draw_sample_pair, feasible_grid,
-                                              sample_seed, validate_robustness_parameters)
+from textmetric_bench.collections.size_imbalance import (
+    CURVES,
+    SOURCE_POSITIONS,
+    RobustnessGrid,
+    draw_sample_pair,
+    feasible_grid,
+    sample_seed,
+    validate_robustness_parameters,
+)
 from textmetric_bench.data.lengths import pair_regime
 from textmetric_bench.measures.failures import failure_summary
 from textmetric_bench.measures.robustness import asymptotic_distance, imbalance_robustness, size_robustness
@@ -58,26 +65,40 @@ def sample_plan(grid: RobustnessGrid, n_a: int, n_b: int, repetitions: int, seed
 
 @dataclass(frozen=True)
 class RobustnessSettings(TaskSettings):
-    n_ref: int = option(3000, "texts per side of the samples whose mean distance estimates d(A, B); capped by the "
-                        "smaller source")
-    sizes: list[int] = option([50, 250, 450, 650, 850, 1050, 1250, 1450, 1650, 1850, 2050, 2250, 2450, 2650, 2850],
-                              "s of both curves", example=[50, 250, 450])
+    n_ref: int = option(
+        3000, "texts per side of the samples whose mean distance estimates d(A, B); capped by the smaller source"
+    )
+    sizes: list[int] = option(
+        [50, 250, 450, 650, 850, 1050, 1250, 1450, 1650, 1850, 2050, 2250, 2450, 2650, 2850],
+        "s of both curves",
+        example=[50, 250, 450],
+    )
     imbalance_total: int = option(2900, "N: the imbalance curve compares a_s with b_(N-s); must exceed every size")
     repetitions: int = option(10, "independent samples per point, each from its own seed")
-    run_label: str = option("${pair_label:}", "names the output folder outputs/<task>/<run_label>/<time>",
-                            example="mine")
+    run_label: str = option(
+        "${pair_label:}", "names the output folder outputs/<task>/<run_label>/<time>", example="mine"
+    )
 
     def check(self) -> None:
         validate_robustness_parameters(self.n_ref, self.sizes, self.imbalance_total, self.repetitions)
 
 
-FIGURE = ("Distance against sample size s (004 Figure 2 middle and bottom). Size panel: both corpora have s texts; "
-          "imbalance panel: s and N − s texts. The horizontal line is the asymptotic distance d(A, B). Good: the "
-          "curve reaches the line early and stays on it (S and I near 1).")
+FIGURE = (
+    "Distance against sample size s (004 Figure 2 middle and bottom). Size panel: both corpora have s texts; "
+    "imbalance panel: s and N − s texts. The horizontal line is the asymptotic distance d(A, B). Good: the "
+    "curve reaches the line early and stays on it (S and I near 1)."
+)
 
 
-class RobustnessTask(Task, name="robustness", settings=RobustnessSettings, fields=("curve", "s", "repetition"),
-                     distances_file="curves.csv", figures={"robustness_": FIGURE}, joins_ksc=True):
+class RobustnessTask(
+    Task,
+    name="robustness",
+    settings=RobustnessSettings,
+    fields=("curve", "s", "repetition"),
+    distances_file="curves.csv",
+    figures={"robustness_": FIGURE},
+    joins_ksc=True,
+):
     """Size and imbalance robustness (004 §4.6-4.7, Figure 2 middle and bottom): how fast d(a_s, b_s) reaches
     the asymptotic distance d(A, B), and how far d(a_s, b_(N-s)) drifts from it."""
 
@@ -95,17 +116,36 @@ class RobustnessTask(Task, name="robustness", settings=RobustnessSettings, field
             cid = f"{pair.curve}/{pair.s}/{pair.repetition}"
             corpora[f"{cid}/a"] = [a.texts[i] for i in pair.a]
             corpora[f"{cid}/b"] = [b.texts[i] for i in pair.b]
-            evaluations.append(Evaluation((pair.curve, pair.s, pair.repetition), f"{cid}/a", f"{cid}/b",
-                                          pair.repetition))
-        grid_info = {"n_ref": grid.n_ref, "sizes": list(grid.sizes), "imbalance_sizes": list(grid.imbalance_sizes),
-                     "imbalance_total": grid.imbalance_total, "truncated": grid.truncated}
-        return Collections(corpora, evaluations,
-                           fingerprint={"task": "robustness", "pair": sources.label, "seed": seed,
-                                        "n_ref": grid.n_ref, "imbalance_total": grid.imbalance_total},
-                           info={"pair": sources.label, "repetitions": reps, "grid": grid_info,
-                                 "sources": sources.record(), "regime": pair_regime(a.texts, b.texts)},
-                           positions={cid: SOURCE_POSITIONS[cid[-1]] for cid in corpora},  # for the oracle
-                           sides={a.name: a.texts, b.name: b.texts})
+            evaluations.append(
+                Evaluation((pair.curve, pair.s, pair.repetition), f"{cid}/a", f"{cid}/b", pair.repetition)
+            )
+        grid_info = {
+            "n_ref": grid.n_ref,
+            "sizes": list(grid.sizes),
+            "imbalance_sizes": list(grid.imbalance_sizes),
+            "imbalance_total": grid.imbalance_total,
+            "truncated": grid.truncated,
+        }
+        return Collections(
+            corpora,
+            evaluations,
+            fingerprint={
+                "task": "robustness",
+                "pair": sources.label,
+                "seed": seed,
+                "n_ref": grid.n_ref,
+                "imbalance_total": grid.imbalance_total,
+            },
+            info={
+                "pair": sources.label,
+                "repetitions": reps,
+                "grid": grid_info,
+                "sources": sources.record(),
+                "regime": pair_regime(a.texts, b.texts),
+            },
+            positions={cid: SOURCE_POSITIONS[cid[-1]] for cid in corpora},  # for the oracle
+            sides={a.name: a.texts, b.name: b.texts},
+        )
 
     def score(self, distances: pd.DataFrame, collections: Collections) -> Scores:
         measures, asymptotic, failures = robustness_measures(distances)
@@ -113,9 +153,11 @@ class RobustnessTask(Task, name="robustness", settings=RobustnessSettings, field
 
     def title(self, run: RunInputs, collections: Collections) -> str:
         grid = collections.info["grid"]
-        return (f"Size and imbalance robustness on {collections.info['pair']}: n_ref={grid['n_ref']}, "
-                f"{len(grid['sizes'])} sizes, N={grid['imbalance_total']}, "
-                f"{plural(collections.info['repetitions'], 'repetition')}, seed {run.seed}")
+        return (
+            f"Size and imbalance robustness on {collections.info['pair']}: n_ref={grid['n_ref']}, "
+            f"{len(grid['sizes'])} sizes, N={grid['imbalance_total']}, "
+            f"{plural(collections.info['repetitions'], 'repetition')}, seed {run.seed}"
+        )
 
     def write(self, result: TaskResult, out_dir: Path) -> dict[str, Path]:
         """Table 3 with S and I and one figure per metric.
@@ -127,14 +169,26 @@ class RobustnessTask(Task, name="robustness", settings=RobustnessSettings, field
 
         info, files = result.info, {}
         if not result.measures.empty:
-            files.update(write_tables(result.measures, out_dir, title=info["title"], failures=result.failures,
-                                      repetitions=info["repetitions"]))
+            files.update(
+                write_tables(
+                    result.measures,
+                    out_dir,
+                    title=info["title"],
+                    failures=result.failures,
+                    repetitions=info["repetitions"],
+                )
+            )
             with files["table3_md"].open("a", encoding="utf-8") as md:
                 md.write(_grid_section(info))
         else:
             log.error("no metric produced S or I; see %s", out_dir / self.distances_file)
-        for path in robustness_figures(result.distances, result.measures, out_dir,
-                                       imbalance_total=info["grid"]["imbalance_total"], setting=info["title"]):
+        for path in robustness_figures(
+            result.distances,
+            result.measures,
+            out_dir,
+            imbalance_total=info["grid"]["imbalance_total"],
+            setting=info["title"],
+        ):
             files[path.stem] = path
         return files
 
@@ -157,8 +211,14 @@ def robustness_measures(curves: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, f
         for r, rep in grp.groupby("repetition", sort=True):
             size = rep.loc[rep["curve"] == "size", "distance"]
             imbalance = rep.loc[rep["curve"] == "imbalance", "distance"]
-            rows.append({"metric": name, "repetition": int(r), "S": size_robustness(size, d_inf),
-                         "I": imbalance_robustness(imbalance, d_inf)})
+            rows.append(
+                {
+                    "metric": name,
+                    "repetition": int(r),
+                    "S": size_robustness(size, d_inf),
+                    "I": imbalance_robustness(imbalance, d_inf),
+                }
+            )
     return pd.DataFrame(rows, columns=MEASURE_COLUMNS), asymptotic, failures
 
 
@@ -166,14 +226,19 @@ def _grid_section(info: dict) -> str:
     from textmetric_bench.reports.labels import SIMILARITY_MARK
 
     grid, similar = info["grid"], {m for m, kind in info["orientation"].items() if kind == "similarity"}
-    lines = ["", "## Grid", "",
-             f"- d(A, B): mean over {info['repetitions']} pairs of samples of n_ref = {grid['n_ref']} texts",
-             f"- size curve d(a_s, b_s), s = {grid['sizes']}",
-             f"- imbalance curve d(a_s, b_(N-s)), N = {grid['imbalance_total']}, s = {grid['imbalance_sizes']}"]
+    lines = [
+        "",
+        "## Grid",
+        "",
+        f"- d(A, B): mean over {info['repetitions']} pairs of samples of n_ref = {grid['n_ref']} texts",
+        f"- size curve d(a_s, b_s), s = {grid['sizes']}",
+        f"- imbalance curve d(a_s, b_(N-s)), N = {grid['imbalance_total']}, s = {grid['imbalance_sizes']}",
+    ]
     lines += [f"- truncated: {note}" for note in grid["truncated"]]
     lines += ["", "## Asymptotic distance d(A, B)", ""]
-    lines += [f"- `{m}`{SIMILARITY_MARK if m in similar else ''}: {d:.6g}"
-              for m, d in info["asymptotic_distance"].items()]
+    lines += [
+        f"- `{m}`{SIMILARITY_MARK if m in similar else ''}: {d:.6g}" for m, d in info["asymptotic_distance"].items()
+    ]
     return "\n".join(lines) + "\n"
 
 

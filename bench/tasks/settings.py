@@ -32,13 +32,30 @@ _ABSENT = object()
 _KINDS = {int: "a whole number", float: "a number", bool: "true or false", str: "a string"}
 
 
-def option(default: Any, help: str, *, key: str | None = None, minimum: float | None = None,  # noqa: A002
-           maximum: float | None = None, exclusive: bool = False, accepts: Callable[[Any], bool] | None = None,
-           advice: str | None = None, example: Any = MISSING) -> Any:
+def option(
+    default: Any,
+    help: str,
+    *,
+    key: str | None = None,
+    minimum: float | None = None,  # noqa: A002
+    maximum: float | None = None,
+    exclusive: bool = False,
+    accepts: Callable[[Any], bool] | None = None,
+    advice: str | None = None,
+    example: Any = MISSING,
+) -> Any:
     """A settings field: its default and one line of help; ``minimum``/``maximum`` bound a number (``exclusive``:
     strictly), ``accepts`` replaces the type check (with ``advice`` saying what it takes)."""
-    meta = {"help": help, "key": key, "minimum": minimum, "maximum": maximum, "exclusive": exclusive,
-            "accepts": accepts, "advice": advice, "example": default if example is MISSING else example}
+    meta = {
+        "help": help,
+        "key": key,
+        "minimum": minimum,
+        "maximum": maximum,
+        "exclusive": exclusive,
+        "accepts": accepts,
+        "advice": advice,
+        "example": default if example is MISSING else example,
+    }
     if isinstance(default, (list, dict)):
         return dataclasses.field(default_factory=lambda: copy.deepcopy(default), metadata=meta)
     return dataclasses.field(default=default, metadata=meta)
@@ -152,8 +169,9 @@ def advice(f: dataclasses.Field, kind: Any) -> str:
         return f.metadata["advice"]
     said = described(kind)
     low, high, strict = f.metadata["minimum"], f.metadata["maximum"], f.metadata["exclusive"]
-    bounds = ([f"{'>' if strict else '>='} {low:g}"] if low is not None else []) + \
-             ([f"<= {high:g}"] if high is not None else [])
+    bounds = ([f"{'>' if strict else '>='} {low:g}"] if low is not None else []) + (
+        [f"<= {high:g}"] if high is not None else []
+    )
     return f"{said} {' and '.join(bounds)}" if bounds else said
 
 

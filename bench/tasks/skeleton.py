@@ -49,7 +49,13 @@ from textmetric_bench.console import FILE_ONLY
 from textmetric_bench.collections.seeds import metric_seed
 from textmetric_bench.engine import CorpusStore, Job, Outcome, engine_options, params_digest, result_log_for, run_jobs
 from textmetric_bench.measures.failures import write_failures_csv
-from textmetric_bench.measures.orientation import DISTANCE, orientation_of, orientation_warnings, oriented, with_orientation
+from textmetric_bench.measures.orientation import (
+    DISTANCE,
+    orientation_of,
+    orientation_warnings,
+    oriented,
+    with_orientation,
+)
 from textmetric_bench.errors import ConfigError
 from textmetric_bench.tasks.config import build_embedder, data_locations, selected_metrics
 from textmetric_bench.tasks.settings import TaskSettings, read_settings
@@ -96,8 +102,9 @@ class RunInputs:
     mirror: Path | None
 
     @classmethod
-    def of(cls, cfg: DictConfig, settings: TaskSettings, metrics: list[tuple[MetricInfo, dict]],
-           out_dir: Path | str) -> "RunInputs":
+    def of(
+        cls, cfg: DictConfig, settings: TaskSettings, metrics: list[tuple[MetricInfo, dict]], out_dir: Path | str
+    ) -> "RunInputs":
         """The inputs with the seed and the data locations read from ``cfg``."""
         cache_dir, mirror = data_locations(cfg)
         return cls(cfg, settings, metrics, Path(out_dir), int(cfg.seed), cache_dir, mirror)
@@ -181,15 +188,29 @@ class Task:
     uses_pair: ClassVar[bool]
     printed: ClassVar[tuple[str, ...]]
 
-    def __init_subclass__(cls, *, name: str, settings: type[TaskSettings], fields: tuple[str, ...],
-                          distances_file: str = "distances.csv", figures: Mapping[str, str] | None = None,
-                          joins_ksc: bool = False, uses_pair: bool = True, printed: tuple[str, ...] = ("table3_md",),
-                          **kwargs) -> None:
+    def __init_subclass__(
+        cls,
+        *,
+        name: str,
+        settings: type[TaskSettings],
+        fields: tuple[str, ...],
+        distances_file: str = "distances.csv",
+        figures: Mapping[str, str] | None = None,
+        joins_ksc: bool = False,
+        uses_pair: bool = True,
+        printed: tuple[str, ...] = ("table3_md",),
+        **kwargs,
+    ) -> None:
         super().__init_subclass__(**kwargs)
         if name in TASKS and TASKS[name].__qualname__ != cls.__qualname__:
             raise ValueError(f"task {name!r} is registered twice: {TASKS[name].__module__} and {cls.__module__}")
         cls.name, cls.settings, cls.fields, cls.distances_file = name, settings, tuple(fields), distances_file
-        cls.figures, cls.joins_ksc, cls.uses_pair, cls.printed = dict(figures or {}), joins_ksc, uses_pair, tuple(printed)
+        cls.figures, cls.joins_ksc, cls.uses_pair, cls.printed = (
+            dict(figures or {}),
+            joins_ksc,
+            uses_pair,
+            tuple(printed),
+        )
         TASKS[name] = cls
 
     def preflight(self, run: RunInputs) -> None:
@@ -211,8 +232,9 @@ class Task:
     def title(self, run: RunInputs, collections: Collections) -> str:
         raise NotImplementedError
 
-    def merge_reference(self, run: RunInputs, collections: Collections, measures: pd.DataFrame,
-                        computed: set[str]) -> tuple[pd.DataFrame, dict]:
+    def merge_reference(
+        self, run: RunInputs, collections: Collections, measures: pd.DataFrame, computed: set[str]
+    ) -> tuple[pd.DataFrame, dict]:
         """Measures of metrics not ``computed`` here, taken from reference results (KSC only), and what was taken."""
         return measures, {}
 
@@ -235,17 +257,24 @@ def reported_plugin_failures() -> dict[str, dict]:
     them from the command line's end-of-run lines); for ``run.json``."""
     failures = plugin_failures()
     for module, record in failures.items():
-        log.error("metric plugin %s (%s) failed to import: %s; its metrics are left out of this run%s\n%s",
-                  record["plugin"], module, record["error"],
-                  f" ({', '.join(record['withdrawn'])})" if record["withdrawn"] else "", record["traceback"].rstrip(),
-                  extra=FILE_ONLY)
+        log.error(
+            "metric plugin %s (%s) failed to import: %s; its metrics are left out of this run%s\n%s",
+            record["plugin"],
+            module,
+            record["error"],
+            f" ({', '.join(record['withdrawn'])})" if record["withdrawn"] else "",
+            record["traceback"].rstrip(),
+            extra=FILE_ONLY,
+        )
     return failures
 
 
 def merged_sentence(earlier: list[str], now: list[str], out_dir: Path) -> str:
     """What a run says when its directory held other metrics' results from an earlier run there, which it keeps."""
-    return (f"{out_dir} held results of {', '.join(earlier)} from an earlier run in it: they are merged into these "
-            f"tables beside this run's {', '.join(now)}; give a new run directory for this run's metrics alone")
+    return (
+        f"{out_dir} held results of {', '.join(earlier)} from an earlier run in it: they are merged into these "
+        f"tables beside this run's {', '.join(now)}; give a new run directory for this run's metrics alone"
+    )
 
 
 def run_task(task: Task, run: RunInputs) -> TaskResult:
@@ -265,20 +294,39 @@ def run_task(task: Task, run: RunInputs) -> TaskResult:
 
     result_log = result_log_for(cfg, out_dir, collections.fingerprint)
     content = {ev: pair_digest(collections.corpora[ev.p], collections.corpora[ev.q]) for ev in collections.evaluations}
-    planned = [(Job(key=(m.name, params_digest(params), *ev.fields, content[ev]), metric=m.name, p=ev.p, q=ev.q,
-                    seed=metric_seed(run.seed, ev.repetition) if ev.seed is None else ev.seed), ev)
-               for ev in collections.evaluations for m, params in metrics if ev.only is None or m.name in ev.only]
+    planned = [
+        (
+            Job(
+                key=(m.name, params_digest(params), *ev.fields, content[ev]),
+                metric=m.name,
+                p=ev.p,
+                q=ev.q,
+                seed=metric_seed(run.seed, ev.repetition) if ev.seed is None else ev.seed,
+            ),
+            ev,
+        )
+        for ev in collections.evaluations
+        for m, params in metrics
+        if ev.only is None or m.name in ev.only
+    ]
     jobs = [job for job, _ in planned]
     aside = {job.key for job, ev in planned if ev.aside}
     positions = {corpus_key(collections.corpora[cid]): float(pos) for cid, pos in collections.positions.items()}
     with known_positions(positions):  # the oracle's view of the corpora, in every worker the engine starts
-        outcomes = run_jobs(jobs, store, {m.name: (m, params) for m, params in metrics}, result_log=result_log,
-                            embedder_id=embedder.identity if embedder else None, desc=f"{task.name} evaluations",
-                            **engine_options(cfg))
+        outcomes = run_jobs(
+            jobs,
+            store,
+            {m.name: (m, params) for m, params in metrics},
+            result_log=result_log,
+            embedder_id=embedder.identity if embedder else None,
+            desc=f"{task.name} evaluations",
+            **engine_options(cfg),
+        )
     collections.aside = distance_table(task.fields, [(k, o) for k, o in outcomes.items() if k in aside])
     outcomes = {k: o for k, o in outcomes.items() if k not in aside}
-    earlier = earlier_outcomes(result_log, {ev: d for ev, d in content.items() if not ev.aside},
-                               {m.name for m, _ in metrics})
+    earlier = earlier_outcomes(
+        result_log, {ev: d for ev, d in content.items() if not ev.aside}, {m.name for m, _ in metrics}
+    )
     distances = distance_table(task.fields, [*outcomes.items(), *earlier.items()])
     tracebacks = traceback_table(task.fields, [*outcomes.items(), *earlier.items()])
     names = list(dict.fromkeys(distances["metric"]))
@@ -296,26 +344,47 @@ def run_task(task: Task, run: RunInputs) -> TaskResult:
     orientation.update(metric_orientations(taken, out_dir))
 
     info = {
-        "task": task.name, **collections.info, "seed": run.seed, "metrics": names,
-        "metrics_this_run": [m.name for m, _ in metrics], "earlier_metrics": sorted(set(names) - {m.name for m, _ in metrics}),
+        "task": task.name,
+        **collections.info,
+        "seed": run.seed,
+        "metrics": names,
+        "metrics_this_run": [m.name for m, _ in metrics],
+        "earlier_metrics": sorted(set(names) - {m.name for m, _ in metrics}),
         "metric_params": {m.name: params for m, params in metrics},
         **({"plugin_failures": failed_imports} if (failed_imports := reported_plugin_failures()) else {}),
-        "failures": scores.failures, "orientation": orientation, "orientation_warnings": upside_down, **scores.info,
+        "failures": scores.failures,
+        "orientation": orientation,
+        "orientation_warnings": upside_down,
+        **scores.info,
         **({"reference": reference} if reference else {}),
         "seconds_per_metric": distances.groupby("metric", sort=False)["seconds"].sum().round(3).to_dict(),
-        "embedding": {"model": embedder.identity if embedder else None, "seconds": round(embed_seconds, 3),
-                      **(embedder.stats if embedder else {}),
-                      **({"window": embedder.window, "long_texts": embedder.long_texts} if embedder else {})},
+        "embedding": {
+            "model": embedder.identity if embedder else None,
+            "seconds": round(embed_seconds, 3),
+            **(embedder.stats if embedder else {}),
+            **({"window": embedder.window, "long_texts": embedder.long_texts} if embedder else {}),
+        },
         "long_texts": long_texts,
         "corpora_digest": collections.digest,
-        "mirror": str(run.mirror) if run.mirror else None, "version": __version__, "python": platform.python_version(),
-        "figures": task.figures, "joins_ksc": task.joins_ksc,
+        "mirror": str(run.mirror) if run.mirror else None,
+        "version": __version__,
+        "python": platform.python_version(),
+        "figures": task.figures,
+        "joins_ksc": task.joins_ksc,
     }
     summary = scores.summary
     if summary is not None and "metric" in summary.columns:
         summary = with_orientation(summary, orientation)
-    result = TaskResult(task.name, with_orientation(distances, orientation), with_orientation(measures, orientation),
-                        summary, scores.failures, {}, info, tracebacks=tracebacks)
+    result = TaskResult(
+        task.name,
+        with_orientation(distances, orientation),
+        with_orientation(measures, orientation),
+        summary,
+        scores.failures,
+        {},
+        info,
+        tracebacks=tracebacks,
+    )
     result.files = write_artifacts(task, result, out_dir, title=task.title(run, collections))
     return result
 
@@ -326,8 +395,9 @@ def metric_orientations(names: Sequence[str], out_dir: Path) -> dict[str, str]:
     from textmetric_bench.api.registry import available_metrics, get_metric
 
     registered, recorded = set(available_metrics()), _previous_manifest(out_dir).get("orientation") or {}
-    return {name: orientation_of(get_metric(name)) if name in registered else recorded.get(name, DISTANCE)
-            for name in names}
+    return {
+        name: orientation_of(get_metric(name)) if name in registered else recorded.get(name, DISTANCE) for name in names
+    }
 
 
 def pair_digest(p: Sequence[str], q: Sequence[str]) -> str:
@@ -356,8 +426,11 @@ def earlier_outcomes(result_log, content: Mapping[Evaluation, str], current: set
     if result_log is None:
         return {}
     wanted = {(*ev.fields, digest) for ev, digest in content.items()}
-    return {key: outcome for key, outcome in result_log.latest_per_metric().items()
-            if key[0] not in current and tuple(key[2:]) in wanted}
+    return {
+        key: outcome
+        for key, outcome in result_log.latest_per_metric().items()
+        if key[0] not in current and tuple(key[2:]) in wanted
+    }
 
 
 def distance_table(fields: Sequence[str], outcomes: Sequence[tuple[tuple, Outcome]]) -> pd.DataFrame:
@@ -375,8 +448,11 @@ def traceback_table(fields: Sequence[str], outcomes: Sequence[tuple[tuple, Outco
 def write_artifacts(task: Task, result: TaskResult, out_dir: Path, *, title: str) -> dict[str, Path]:
     """The common files, then the task's own; files an earlier run wrote and this one did not are removed."""
     previous = _previous_files(out_dir)
-    files = {"distances": out_dir / task.distances_file, "measures": out_dir / "measures.csv",
-             "run": out_dir / MANIFEST}
+    files = {
+        "distances": out_dir / task.distances_file,
+        "measures": out_dir / "measures.csv",
+        "run": out_dir / MANIFEST,
+    }
     result.distances.to_csv(files["distances"], index=False)
     result.measures.to_csv(files["measures"], index=False)
     if (failed := write_failures_csv(result.distances, out_dir, result.tracebacks)) is not None:
@@ -413,6 +489,7 @@ def _previous_manifest(out_dir: Path) -> dict:
 
 def task_runner(task: type[Task]) -> Callable[[DictConfig, Path | str], TaskResult]:
     """``fn(cfg, out_dir)`` running ``task`` on a composed config (its settings read and checked first)."""
+
     def run(cfg: DictConfig, out_dir: Path | str) -> TaskResult:
         instance = task()
         return instance.run(read_inputs(instance, cfg, out_dir))

@@ -66,11 +66,14 @@ def pair_sources(run: RunInputs) -> PairSources:
     """Both sources of the run's pair, normalised, de-duplicated and disjoint, with what they were read from."""
     cfg, cache_dir, mirror = run.cfg, run.cache_dir, run.mirror
     if not is_file_pair(cfg):
-        a, b = load_pair(str(cfg.pair.name), cache_dir=cache_dir, mirror=mirror, cards=card_dirs(cfg),
-                         generate=text_generator(run))
+        a, b = load_pair(
+            str(cfg.pair.name), cache_dir=cache_dir, mirror=mirror, cards=card_dirs(cfg), generate=text_generator(run)
+        )
         return PairSources(str(cfg.pair.name), a, b)
-    a, b = (load_file(path, name=given, field=field, field_setting=setting, what=f"pair.{side}")
-            for side, given, path, field, setting in _pair_files(cfg))
+    a, b = (
+        load_file(path, name=given, field=field, field_setting=setting, what=f"pair.{side}")
+        for side, given, path, field, setting in _pair_files(cfg)
+    )
     a, b = disjoint_pair(a, b, f"pair.a={a.name} and pair.b={b.name}")
     return PairSources(f"{a.name} vs {b.name}", a, b)
 
@@ -81,15 +84,21 @@ def _pair_files(cfg: DictConfig) -> list[tuple[str, str, Path, str, str]]:
     for side in ("a", "b"):
         given = OmegaConf.select(cfg, f"pair.{side}", default=None)
         if given is None or OmegaConf.is_missing(cfg.pair, side):
-            raise ConfigError(f"pair.{side} is not set: give the file of source {side.upper()}, e.g. "
-                              f"pair.{side}=texts_{side}.jsonl (.jsonl, .csv, .tsv, .txt or .parquet)")
-        field = OmegaConf.select(cfg, f"pair.{side}_field", default=None) or \
-            OmegaConf.select(cfg, "pair.text_field", default=None)
+            raise ConfigError(
+                f"pair.{side} is not set: give the file of source {side.upper()}, e.g. "
+                f"pair.{side}=texts_{side}.jsonl (.jsonl, .csv, .tsv, .txt or .parquet)"
+            )
+        field = OmegaConf.select(cfg, f"pair.{side}_field", default=None) or OmegaConf.select(
+            cfg, "pair.text_field", default=None
+        )
         if field is not None and not isinstance(field, str):
-            raise ConfigError(f"pair.{side}_field={shown(field)} is not valid: give the name of the JSON field or "
-                              f"CSV/Parquet column of the texts, e.g. pair.{side}_field=body")
-        out.append((side, str(given), user_path(given), field,
-                    f"pair.{side}_field (or pair.text_field for both files)"))
+            raise ConfigError(
+                f"pair.{side}_field={shown(field)} is not valid: give the name of the JSON field or "
+                f"CSV/Parquet column of the texts, e.g. pair.{side}_field=body"
+            )
+        out.append(
+            (side, str(given), user_path(given), field, f"pair.{side}_field (or pair.text_field for both files)")
+        )
     if out[0][2].resolve() == out[1][2].resolve():
         raise ConfigError(f"pair.a and pair.b are the same file ({out[0][2]}); give two different corpora")
     return out
@@ -98,18 +107,22 @@ def _pair_files(cfg: DictConfig) -> list[tuple[str, str, Path, str, str]]:
 def ifc_source(run: RunInputs, source: str, text_field: str | None) -> Source:
     """The IFC source: a file (`ifc.source=texts.jsonl`, its field `ifc.text_field`) or a corpus card."""
     if is_corpus_file(source):
-        return load_file(user_path(source), name=source, field=text_field, field_setting="ifc.text_field",
-                         what="ifc.source")
-    return load_source(source, cache_dir=run.cache_dir, mirror=run.mirror, cards=card_dirs(run.cfg),
-                       generate=text_generator(run))
+        return load_file(
+            user_path(source), name=source, field=text_field, field_setting="ifc.text_field", what="ifc.source"
+        )
+    return load_source(
+        source, cache_dir=run.cache_dir, mirror=run.mirror, cards=card_dirs(run.cfg), generate=text_generator(run)
+    )
 
 
 def text_generator(run: RunInputs) -> Generate:
     """What writes a corpus whose card is generated (docs/data.md, "Machine-written text"): the run's `lm`."""
     from textmetric_bench.collections.generated import corpus_generator
 
-    return corpus_generator(OmegaConf.to_container(run.cfg.lm, resolve=True),  # type: ignore[arg-type]
-                            progress=bool(run.cfg.get("progress", True)))
+    return corpus_generator(
+        OmegaConf.to_container(run.cfg.lm, resolve=True),  # type: ignore[arg-type]
+        progress=bool(run.cfg.get("progress", True)),
+    )
 
 
 def check_corpus_card(name: str, cards: tuple[Path, ...]) -> None:
@@ -148,8 +161,10 @@ def files_under_a_card_problem(cfg: DictConfig, cards: tuple[Path, ...]) -> None
     keys = ["a", "b", *(key for key in given if key not in ("a", "b"))]
     example = {"a": "texts_a.jsonl", "b": "texts_b.csv"}
     settings = " ".join(f"pair.{key}={_given_value(cfg.pair, key, example.get(key, '...'))}" for key in keys)
-    raise ConfigError(f"{' and '.join(f'pair.{k}' for k in given)} given to the pair card {name!r}: the run would "
-                      f"be filed under and compared with {name!r}; for your own files write pair=files {settings}")
+    raise ConfigError(
+        f"{' and '.join(f'pair.{k}' for k in given)} given to the pair card {name!r}: the run would "
+        f"be filed under and compared with {name!r}; for your own files write pair=files {settings}"
+    )
 
 
 def _given_value(pair: DictConfig, key: str, example: str) -> str:

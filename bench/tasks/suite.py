@@ -67,8 +67,10 @@ def setting_not_for_pair(cfg: DictConfig) -> str | None:
     if setting is None or allowed is None or str(setting) in {str(a) for a in allowed}:
         return None
     pair = OmegaConf.select(cfg, "pair.name", default="?")
-    return (f"setting {setting} skipped: pair {pair} takes part in the suite settings {', '.join(map(str, allowed))} "
-            f"only (suite_settings in its pair config)")
+    return (
+        f"setting {setting} skipped: pair {pair} takes part in the suite settings {', '.join(map(str, allowed))} "
+        f"only (suite_settings in its pair config)"
+    )
 
 
 def suite_override_problems(overrides: Sequence[str]) -> list[str]:
@@ -92,15 +94,20 @@ def suite_override_problems(overrides: Sequence[str]) -> list[str]:
         for entry in yaml.safe_load(path.read_text()).get("defaults") or []:
             if isinstance(entry, dict) and "override /task" in entry:
                 tasks.add(entry["override /task"])
-    keys = {t: {key_of(f) for f in dataclasses.fields(available_tasks()[t].settings)}
-            for t in tasks if t in available_tasks()}
+    keys = {
+        t: {key_of(f) for f in dataclasses.fields(available_tasks()[t].settings)}
+        for t in tasks
+        if t in available_tasks()
+    }
     problems = []
     for o in parsed:
         owners = sorted(t for t, k in keys.items() if o.key_or_group in k)
         if o.is_add() or o.is_force_add() or o.is_delete() or not owners or len(owners) == len(keys):
             continue
-        problems.append(f"{o.input_line}: {o.key_or_group} is a setting of the {', '.join(owners)} task only; in a "
-                        f"suite write ++{o.input_line} (set where it exists, added and unused in the other settings)")
+        problems.append(
+            f"{o.input_line}: {o.key_or_group} is a setting of the {', '.join(owners)} task only; in a "
+            f"suite write ++{o.input_line} (set where it exists, added and unused in the other settings)"
+        )
     return problems
 
 
@@ -117,8 +124,16 @@ def metric_facts(names: Iterable[str]) -> pd.DataFrame:
             continue
         info = get_metric(name)
         low_high = NOT_DECLARED if info.value_range is None else " to ".join(map(shown_number, info.value_range))
-        rows.append([name, orientation_of(info), low_high, "yes" if info.stochastic else "no", info.source,
-                     "; ".join(info.failure_modes) or NOT_DECLARED])
+        rows.append(
+            [
+                name,
+                orientation_of(info),
+                low_high,
+                "yes" if info.stochastic else "no",
+                info.source,
+                "; ".join(info.failure_modes) or NOT_DECLARED,
+            ]
+        )
     return pd.DataFrame(rows, columns=CATALOGUE_COLUMNS)
 
 
@@ -160,7 +175,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="textmetric-bench-suite-report",
         description="Rank the metrics of every run below DIR across settings (Friedman, Wilcoxon-Holm, "
-                    "critical-difference diagrams) and write one card per metric, into DIR.")
+        "critical-difference diagrams) and write one card per metric, into DIR.",
+    )
     parser.add_argument("root", type=Path, help="a suite's directory (multirun/suite/<name>) or any directory of runs")
     args = parser.parse_args(argv)
     if not args.root.is_dir():

@@ -16,8 +16,10 @@ from textmetric_bench.console import command
 
 def sweep_end_lines(sweep_dir: Path) -> list[str]:
     """The sweep's directory and how to summarise it, with the program named as the user started this one."""
-    return [f"sweep directory: {sweep_dir}",
-            f"summarise its jobs (sweep_table.md, sweep_summary.csv): {command('textmetric-bench-aggregate')} {sweep_dir}"]
+    return [
+        f"sweep directory: {sweep_dir}",
+        f"summarise its jobs (sweep_table.md, sweep_summary.csv): {command('textmetric-bench-aggregate')} {sweep_dir}",
+    ]
 
 
 class SweepEndNote(Callback):

@@ -36,9 +36,12 @@ def by_side(texts: Sequence[str], sides: Mapping[str, Sequence[str]]) -> dict[st
 
 def reader_record(limit: LengthLimit, groups: Mapping[str, Sequence[str]], lengths: Mapping[str, int] | None) -> dict:
     """The record of one reader: its limit, unit, what a longer text gets, and per side ``LengthLimit.record``."""
-    corpora = {name: limit.record([lengths[t] for t in texts]) if lengths is not None
-               else {"texts": len(texts), "over_limit": None, "share": None, "longest": None}
-               for name, texts in groups.items()}
+    corpora = {
+        name: limit.record([lengths[t] for t in texts])
+        if lengths is not None
+        else {"texts": len(texts), "over_limit": None, "share": None, "longest": None}
+        for name, texts in groups.items()
+    }
     return {"limit": limit.limit, "unit": limit.unit, "done": limit.done, "cuts": limit.cuts, "corpora": corpora}
 
 
@@ -49,14 +52,23 @@ def announce(reader: str, record: Mapping) -> None:
         return
     sentence = over_limit_sentence(reader, record)
     if sentence is None:
-        log.info("%s reads at most %d %s: every text is within it (longest %s)", reader, record["limit"],
-                 record["unit"], ", ".join(f"{n} {c['longest']}" for n, c in record["corpora"].items()))
+        log.info(
+            "%s reads at most %d %s: every text is within it (longest %s)",
+            reader,
+            record["limit"],
+            record["unit"],
+            ", ".join(f"{n} {c['longest']}" for n, c in record["corpora"].items()),
+        )
     else:
         (log.warning if record["cuts"] else log.info)("%s", sentence)
 
 
-def long_text_records(texts: Sequence[str], sides: Mapping[str, Sequence[str]], embedder: Embedder | None,
-                      metrics: Sequence[tuple[MetricInfo, dict]]) -> dict:
+def long_text_records(
+    texts: Sequence[str],
+    sides: Mapping[str, Sequence[str]],
+    embedder: Embedder | None,
+    metrics: Sequence[tuple[MetricInfo, dict]],
+) -> dict:
     """``run.json``'s ``long_texts``: the embedder's record (after it embedded ``texts``) and one per limit of
     the metrics (metrics sharing a limit, as FACE's four do, share a record), each announced in the log."""
     groups = by_side(texts, sides)

@@ -53,8 +53,9 @@ def unknown_key_problems(overrides: Sequence[str]) -> list[str]:
         return []
     files = [o.input_line for o in unknown if is_pair_file_key(o.key_or_group)]
     lines = [files_to_a_card_line(cfg, files)] if files else []
-    return lines + [unknown_key_line(cfg, o.key_or_group, o.input_line) for o in unknown
-                    if not is_pair_file_key(o.key_or_group)]
+    return lines + [
+        unknown_key_line(cfg, o.key_or_group, o.input_line) for o in unknown if not is_pair_file_key(o.key_or_group)
+    ]
 
 
 def first_value(override) -> str | None:
@@ -71,15 +72,17 @@ def first_value(override) -> str | None:
 def is_pair_file_key(key: str) -> bool:
     from textmetric_bench.tasks.sources import FILE_PAIR_KEYS
 
-    return key.startswith("pair.") and key[len("pair."):] in FILE_PAIR_KEYS
+    return key.startswith("pair.") and key[len("pair.") :] in FILE_PAIR_KEYS
 
 
 def files_to_a_card_line(cfg: DictConfig, given: list[str]) -> str:
     """``pair.a=...`` while ``pair`` is a card (the default): the user means ``pair=files``."""
     sides = {line.split("=", 1)[0] for line in given}
     missing = [f"pair.{side}=texts_{side}.jsonl" for side in ("a", "b") if f"pair.{side}" not in sides]
-    return (f"{' '.join(given)}: pair={OmegaConf.select(cfg, 'pair.name')} is a pair card and takes no files; for your "
-            f"own files write pair=files {' '.join([*given, *missing])}")
+    return (
+        f"{' '.join(given)}: pair={OmegaConf.select(cfg, 'pair.name')} is a pair card and takes no files; for your "
+        f"own files write pair=files {' '.join([*given, *missing])}"
+    )
 
 
 def unknown_key_line(cfg: DictConfig, key: str, given: str) -> str:
@@ -93,5 +96,7 @@ def unknown_key_line(cfg: DictConfig, key: str, given: str) -> str:
     if close:
         options = " or ".join(f"{parent + '.' if parent else ''}{c}={value}" for c in close)
         return f"{given}: there is no setting {key!r}; did you mean {options}?"
-    return (f"{given}: there is no setting {key!r}; the settings {where} are {', '.join(sorted(valid))} "
-            f"(to add a key of your own, write +{given})")
+    return (
+        f"{given}: there is no setting {key!r}; the settings {where} are {', '.join(sorted(valid))} "
+        f"(to add a key of your own, write +{given})"
+    )

@@ -51,15 +51,19 @@ def usage_text() -> str:
     lines = [
         "textmetric-bench: how well does a text-similarity metric measure what it claims? It mixes two corpora in",
         "known proportions (KSC), fine-tunes a language model step by step (IFC), runs every metric on them and",
-        "scores each metric (004, \"Measuring the Measuring Tools\").",
+        'scores each metric (004, "Measuring the Measuring Tools").',
         "",
         "Usage: python -m textmetric_bench [key=value ...]    (or the console script textmetric-bench)",
         "  python -m textmetric_bench                               KSC on the default pair, every default metric",
         "  python -m textmetric_bench pair=atis_news metrics=[fid,mauve] k=7",
         "",
         "Tasks (task=<name>):",
-        *_rows([(name, " ".join((task.__doc__ or "").split()).split(": ")[0].split(". ")[0].rstrip(".")) for name, task
-                in tasks.items()]),
+        *_rows(
+            [
+                (name, " ".join((task.__doc__ or "").split()).split(": ")[0].split(". ")[0].rstrip("."))
+                for name, task in tasks.items()
+            ]
+        ),
         "",
         "Common options:",
         *_rows(COMMON),

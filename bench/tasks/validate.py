@@ -36,6 +36,7 @@ def number(minimum: float = 0.0, *, strict: bool = True) -> Callable[[Any], bool
         if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v):
             return False
         return v > minimum if strict else v >= minimum
+
     return accepts
 
 
@@ -84,17 +85,26 @@ COMMON_RULES = (
     Rule("engine.blas_threads", whole(1), "a whole number >= 1", "1"),
     Rule("embedder.device", device, DEVICES, "cpu"),
     Rule("embedder.batch_size", whole(1), "a whole number >= 1", "64"),
-    Rule("embedder.long_texts", lambda v: v in LONG_TEXT_MODES, " or ".join(LONG_TEXT_MODES) +
-         " (what a text longer than the embedder's window gets)", "windows"),
+    Rule(
+        "embedder.long_texts",
+        lambda v: v in LONG_TEXT_MODES,
+        " or ".join(LONG_TEXT_MODES) + " (what a text longer than the embedder's window gets)",
+        "windows",
+    ),
     Rule("lm.device", device, DEVICES, "cpu"),
     Rule("lm.engine", lambda v: v in ("torch", "ctranslate2"), "torch or ctranslate2", "ctranslate2"),
     Rule("lm.batch_size", whole(1), "a whole number >= 1", "16"),
     Rule("lm.workers", either(whole(1), lambda v: v == "auto"), "a whole number >= 1 or 'auto'", "2"),
     Rule("lm.threads", either(whole(1), null), "a whole number >= 1, or null for one per core", "1"),
-    Rule("lm.generation_threads", either(whole(1), null, lambda v: v == "auto"),
-         "a whole number >= 1, auto, or null for one per core", "2"),
+    Rule(
+        "lm.generation_threads",
+        either(whole(1), null, lambda v: v == "auto"),
+        "a whole number >= 1, auto, or null for one per core",
+        "2",
+    ),
     Rule("lm.generation_model", lambda v: v in ("auto", "transformers"), "auto or transformers", "transformers"),
 )
+
 
 def validate_config(cfg: DictConfig, out_dir: Path | str | None = None) -> RunInputs:
     """The typed inputs of the run ``cfg`` describes (``out_dir``: its run directory), or one `ConfigError`
@@ -124,9 +134,11 @@ def validate_config(cfg: DictConfig, out_dir: Path | str | None = None) -> RunIn
             problems.append(str(exc))
         except Exception as exc:  # a key deleted with ~key, or a value of a type the task's check did not expect
             key = getattr(exc, "full_key", None)
-            problems.append(f"{key} is missing: give it a value (see docs/tasks.md)" if key else
-                            f"the {task.name} settings cannot be checked ({type(exc).__name__}: "
-                            f"{' '.join(str(exc).split())})")
+            problems.append(
+                f"{key} is missing: give it a value (see docs/tasks.md)"
+                if key
+                else f"the {task.name} settings cannot be checked ({type(exc).__name__}: {' '.join(str(exc).split())})"
+            )
     problems += directory_problems(cfg, out_dir)
     if problems:
         raise ConfigError("\n".join(dict.fromkeys(problems)))

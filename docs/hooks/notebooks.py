@@ -30,8 +30,9 @@ def executed_copy(source: Path, name: str) -> Path:
     scratch = tempfile.TemporaryDirectory(prefix="docs-notebook-")
     _scratch.append(scratch)  # kept until the build ends: mkdocs-jupyter reads the copy later
     notebook = nbformat.read(source, as_version=4)
-    NotebookClient(notebook, timeout=CELL_TIMEOUT, kernel_name="python3",
-                   resources={"metadata": {"path": scratch.name}}).execute()
+    NotebookClient(
+        notebook, timeout=CELL_TIMEOUT, kernel_name="python3", resources={"metadata": {"path": scratch.name}}
+    ).execute()
     for cell in notebook.cells:
         if cell.cell_type != "code":
             continue

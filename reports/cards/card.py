@@ -39,8 +39,9 @@ class Card:
         return [m for m in SUITE_MEASURES if m in set(self.values["measure"])]
 
 
-def build_card(metric: str, table: pd.DataFrame, ranks: dict[str, MeasureRanks], own_noise: pd.DataFrame,
-               catalogue: pd.DataFrame) -> Card:
+def build_card(
+    metric: str, table: pd.DataFrame, ranks: dict[str, MeasureRanks], own_noise: pd.DataFrame, catalogue: pd.DataFrame
+) -> Card:
     """The card of ``metric`` from the suite's tables."""
     rows = table[table["metric"] == metric].copy()
     rows["rank"], rows["of"] = np.nan, np.nan
@@ -56,8 +57,13 @@ def build_card(metric: str, table: pd.DataFrame, ranks: dict[str, MeasureRanks],
     for measure, result in ranks.items():
         if metric in result.ranks.columns:
             order = list(result.mean_ranks.index)
-            mean_ranks[measure] = (float(result.mean_ranks[metric]), order.index(metric) + 1, len(order),
-                                   result.settings, not_separated(result, metric))
+            mean_ranks[measure] = (
+                float(result.mean_ranks[metric]),
+                order.index(metric) + 1,
+                len(order),
+                result.settings,
+                not_separated(result, metric),
+            )
     orientations = rows["orientation"].dropna().unique()
     noise = own_noise[own_noise["metric"] == metric].drop(columns="metric") if len(own_noise) else own_noise
     facts = catalogue[catalogue["metric"] == metric].to_dict("records") if len(catalogue) else []
@@ -66,8 +72,9 @@ def build_card(metric: str, table: pd.DataFrame, ranks: dict[str, MeasureRanks],
     return Card(metric, rows, mean_ranks, orientation, noise, facts)
 
 
-def build_cards(table: pd.DataFrame, ranks: dict[str, MeasureRanks], own_noise: pd.DataFrame,
-                catalogue: pd.DataFrame) -> list[Card]:
+def build_cards(
+    table: pd.DataFrame, ranks: dict[str, MeasureRanks], own_noise: pd.DataFrame, catalogue: pd.DataFrame
+) -> list[Card]:
     """One card per ranked metric of ``table`` (bounds excluded), in name order."""
     return [build_card(m, table, ranks, own_noise, catalogue) for m in sorted(ranked(table["metric"].unique()))]
 
@@ -84,8 +91,11 @@ def cell(row) -> str:
 
 def orientation_line(card: Card) -> str:
     """The metric's orientation, and the measures' (every measure: higher is better)."""
-    kind = ("a similarity (larger = more alike), scored on its negation" if card.orientation == "similarity"
-            else "a distance (grows as corpora grow apart)")
+    kind = (
+        "a similarity (larger = more alike), scored on its negation"
+        if card.orientation == "similarity"
+        else "a distance (grows as corpora grow apart)"
+    )
     better = ", ".join(f"{m} {'higher' if HIGHER_IS_BETTER.get(m, True) else 'lower'}" for m in card.measures)
     return f"{kind}; better is: {better} (T is a speed, evaluations per second)"
 
@@ -97,25 +107,35 @@ def card_markdown(card: Card, image: str | None = None) -> str:
         lines += [f"![card of {card.metric}]({image})", ""]
     lines += [f"- **Orientation**: {orientation_line(card)}"]
     if card.facts:
-        lines += [f"- **Range**: {card.facts.get('range', '')}; **stochastic**: {card.facts.get('stochastic', '')}; "
-                  f"**source**: {card.facts.get('source', '')}",
-                  f"- **Known failure modes** (catalogue): {card.facts.get('failure_modes') or 'none declared'}"]
+        lines += [
+            f"- **Range**: {card.facts.get('range', '')}; **stochastic**: {card.facts.get('stochastic', '')}; "
+            f"**source**: {card.facts.get('source', '')}",
+            f"- **Known failure modes** (catalogue): {card.facts.get('failure_modes') or 'none declared'}",
+        ]
     else:
         lines += [f"- **Known failure modes**: {NOT_RECORDED}"]
     for measure, (mean_rank, place, of, settings, ties) in card.mean_ranks.items():
         tied = f"; not separated from {', '.join(ties)}" if ties else "; separated from every other metric"
-        lines.append(f"- **{measure}**: mean rank {mean_rank:.2f}, place {place} of {of} over {settings} "
-                     f"setting{'s' if settings != 1 else ''}{tied}")
+        lines.append(
+            f"- **{measure}**: mean rank {mean_rank:.2f}, place {place} of {of} over {settings} "
+            f"setting{'s' if settings != 1 else ''}{tied}"
+        )
     missing = [m for m in card.measures if m not in card.mean_ranks]
     if missing:
         lines.append(f"- not ranked ({', '.join(missing)}): no complete block of settings with this metric")
     lines.append(f"- **Own noise**: {own_noise_text(card)}")
     wide = card.values.assign(text=card.values.apply(cell, axis=1)).pivot_table(
-        index="setting", columns="measure", values="text", aggfunc="first", sort=False)
+        index="setting", columns="measure", values="text", aggfunc="first", sort=False
+    )
     wide = wide[[m for m in card.measures if m in wide.columns]].fillna("–")
-    lines += ["", "Mean over the setting's repetitions [95% interval] #rank among the ranked metrics in that setting "
-              "(1 = best); ᴿ: taken from the shipped reference results.", "",
-              markdown_table(wide.reset_index()), ""]
+    lines += [
+        "",
+        "Mean over the setting's repetitions [95% interval] #rank among the ranked metrics in that setting "
+        "(1 = best); ᴿ: taken from the shipped reference results.",
+        "",
+        markdown_table(wide.reset_index()),
+        "",
+    ]
     return "\n".join(lines)
 
 
@@ -125,6 +145,8 @@ def own_noise_text(card: Card) -> str:
         if str(card.facts.get("stochastic", "")).lower() == "no":
             return "none (deterministic: the same corpora give the same value)"
         return "not measured in these settings (KSC's own_noise.seeds)"
-    parts = [f"{r.setting}: own sd {r.own_sd:.3g} vs data sd {r.data_sd:.3g} (ratio {r.ratio:.2f})"
-             for r in card.own_noise.itertuples()]
+    parts = [
+        f"{r.setting}: own sd {r.own_sd:.3g} vs data sd {r.data_sd:.3g} (ratio {r.ratio:.2f})"
+        for r in card.own_noise.itertuples()
+    ]
     return "; ".join(parts)

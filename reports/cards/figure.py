@@ -25,8 +25,17 @@ from textmetric_bench.reports.bounds import BOUNDS  # noqa: E402
 from textmetric_bench.reports.cards.card import NOT_RECORDED, Card, orientation_line, own_noise_text  # noqa: E402
 from textmetric_bench.reports.figures.palette import BOUND_GREY, BOUND_LINESTYLES  # noqa: E402
 
-SYMBOLS = {"A": "A", "Aw": "A$^w$", "rho": "ρ", "omega2": "ω²", "L": "L", "S": "S", "I": "I", "IFC": "IFC",
-           "T": "T [100 op/s]"}
+SYMBOLS = {
+    "A": "A",
+    "Aw": "A$^w$",
+    "rho": "ρ",
+    "omega2": "ω²",
+    "L": "L",
+    "S": "S",
+    "I": "I",
+    "IFC": "IFC",
+    "T": "T [100 op/s]",
+}
 #: T is recorded in pair evaluations per second and shown, as in the tables, in 004's unit [100 op/s].
 SCALE = {"T": 100.0}
 COLUMNS = 3
@@ -63,8 +72,12 @@ def draw_card(card: Card) -> plt.Figure:
     text_ax.text(0, 1, _facts_text(card), va="top", ha="left", fontsize=8, family="DejaVu Sans")
     drawn = [f"{kind} {bound}" for bound, kind in BOUNDS.items() if card.values[bound].notna().any()]
     bounds = f"; grey: {' and '.join(drawn)}" if drawn else ""
-    fig.suptitle(f"{card.metric}: every measure in every setting (mean, 95% interval over repetitions, rank "
-                 f"there{bounds})", fontsize=11, x=0.01, ha="left")
+    fig.suptitle(
+        f"{card.metric}: every measure in every setting (mean, 95% interval over repetitions, rank there{bounds})",
+        fontsize=11,
+        x=0.01,
+        ha="left",
+    )
     return fig
 
 
@@ -79,12 +92,27 @@ def _panel(ax, card: Card, measure: str, labelled: bool) -> None:
     for bound, kind in BOUNDS.items():
         drawn = rows[bound].notna()
         if drawn.any():
-            ax.vlines(rows.loc[drawn, bound], y[drawn] - 0.35, y[drawn] + 0.35, colors=BOUND_GREY, zorder=2,
-                      linestyles=BOUND_LINESTYLES[kind], linewidth=1.4, label=f"{kind} ({bound})")
+            ax.vlines(
+                rows.loc[drawn, bound],
+                y[drawn] - 0.35,
+                y[drawn] + 0.35,
+                colors=BOUND_GREY,
+                zorder=2,
+                linestyles=BOUND_LINESTYLES[kind],
+                linewidth=1.4,
+                label=f"{kind} ({bound})",
+            )
     for yi, row in zip(y, rows.itertuples()):  # in the right margin: a rank never covers a point or interval
         rank = f"#{row.rank:g}/{int(row.of)}" if np.isfinite(row.rank) else "not ranked"
-        ax.annotate(rank + (" ᴿ" if row.source == "reference" else ""), (1.01, yi),
-                    xycoords=("axes fraction", "data"), fontsize=7, va="center", ha="left", annotation_clip=False)
+        ax.annotate(
+            rank + (" ᴿ" if row.source == "reference" else ""),
+            (1.01, yi),
+            xycoords=("axes fraction", "data"),
+            fontsize=7,
+            va="center",
+            ha="left",
+            annotation_clip=False,
+        )
     ax.set_yticks(y)
     ax.set_yticklabels(rows["setting"] if labelled else [], fontsize=7)
     ax.set_ylim(-0.6, len(rows) - 0.4)
@@ -105,12 +133,19 @@ def _panel(ax, card: Card, measure: str, labelled: bool) -> None:
 
 def _facts_text(card: Card) -> str:
     failure = card.facts.get("failure_modes") if card.facts else NOT_RECORDED
-    lines = [f"Orientation: {orientation_line(card)}",
-             f"Own noise: {own_noise_text(card)}",
-             f"Known failure modes (catalogue): {failure or 'none declared'}"]
+    lines = [
+        f"Orientation: {orientation_line(card)}",
+        f"Own noise: {own_noise_text(card)}",
+        f"Known failure modes (catalogue): {failure or 'none declared'}",
+    ]
     if card.facts:
-        lines.insert(1, f"Range: {card.facts.get('range', '')}; stochastic: {card.facts.get('stochastic', '')}; "
-                        f"source: {card.facts.get('source', '')}")
-    lines.append("Ranks: 1 = best among the ranked metrics of the setting (bounds never ranked); "
-                 "ᴿ = value taken from the shipped reference results")
+        lines.insert(
+            1,
+            f"Range: {card.facts.get('range', '')}; stochastic: {card.facts.get('stochastic', '')}; "
+            f"source: {card.facts.get('source', '')}",
+        )
+    lines.append(
+        "Ranks: 1 = best among the ranked metrics of the setting (bounds never ranked); "
+        "ᴿ = value taken from the shipped reference results"
+    )
     return "\n".join(textwrap.fill(line, 190, subsequent_indent="    ") for line in lines)

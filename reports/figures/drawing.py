@@ -19,8 +19,18 @@ from matplotlib.ticker import FixedLocator, MaxNLocator
 from scipy import stats
 
 #: How a measure is written in figures, in the paper's notation (A^w as a mathtext superscript).
-MEASURE_SYMBOLS = {"A": "A", "Aw": "$A^w$", "rho": "ρ", "omega2": "ω²", "L": "L", "S": "S", "I": "I",
-                   "IFC": "IFC", "T": "T", "T100": "T"}
+MEASURE_SYMBOLS = {
+    "A": "A",
+    "Aw": "$A^w$",
+    "rho": "ρ",
+    "omega2": "ω²",
+    "L": "L",
+    "S": "S",
+    "I": "I",
+    "IFC": "IFC",
+    "T": "T",
+    "T100": "T",
+}
 #: Smallest font size (points) a figure may use for any label or tick.
 MIN_FONT_PT = 7.0
 _SVG_METADATA = {"Date": None}  # keeps SVG output byte-stable between runs

@@ -31,11 +31,11 @@ SPEED = "T100"
 #: The heatmap's caption, sentence by sentence; ``heatmap_caption`` keeps those about what a figure draws.
 CAPTION_PARTS = {
     "base": "Mean over repetitions of every measure (004 Table 3), one row per metric, rows sorted by the measure "
-            "named in the title (best on top); all measures are higher-is-better.",
+    "named in the title (best on top); all measures are higher-is-better.",
     "quality": "The quality measures share one colour scale, 0 to 1 (a mean below 0 is coloured as 0; the cell "
-               "prints it), shown by its colour bar.",
+    "prints it), shown by its colour bar.",
     "speed": "T is a speed in hundreds of pair evaluations per second (embedding excluded), on its own logarithmic "
-             "scale from the run's slowest to its fastest metric (its own colour bar).",
+    "scale from the run's slowest to its fastest metric (its own colour bar).",
     "missing": "Grey n/a: not measured for that metric.",
     "bounds": "Top and bottom rows in grey italics: the ceiling (oracle) and the floor (chance), not coloured.",
     "below": "▼: an A or A^w significantly below chance (.5), as in Table 3.",
@@ -50,9 +50,14 @@ def heatmap_caption(summary: pd.DataFrame) -> str:
     measures = [m for m in TABLE3_ORDER if m in means.columns and means[m].notna().any()]
     shown = means[measures].astype(float) if measures else means.iloc[:, :0]
     bounds = [m for m in shown.index if bound_of(m) is not None]
-    keep = {"base": True, "quality": any(m != SPEED for m in measures), "speed": SPEED in measures,
-            "missing": bool(shown.drop(index=bounds).isna().to_numpy().any()), "bounds": bool(bounds),
-            "below": not below_chance(summary, excluded=bounds).empty}
+    keep = {
+        "base": True,
+        "quality": any(m != SPEED for m in measures),
+        "speed": SPEED in measures,
+        "missing": bool(shown.drop(index=bounds).isna().to_numpy().any()),
+        "bounds": bool(bounds),
+        "below": not below_chance(summary, excluded=bounds).empty,
+    }
     return " ".join(text for part, text in CAPTION_PARTS.items() if keep[part])
 
 
@@ -61,8 +66,11 @@ def heatmap_rows(means: pd.DataFrame, sort_by: str) -> list:
     key = means[sort_by]
     ordinary = [m for m in means.index if bound_of(m) is None]
     ordinary.sort(key=lambda m: (0 if np.isfinite(key[m]) else 1, -key[m] if np.isfinite(key[m]) else 0, str(m)))
-    return ([m for m in means.index if bound_of(m) == "ceiling"] + ordinary
-            + [m for m in means.index if bound_of(m) == "floor"])
+    return (
+        [m for m in means.index if bound_of(m) == "ceiling"]
+        + ordinary
+        + [m for m in means.index if bound_of(m) == "floor"]
+    )
 
 
 def text_colour(background) -> str:
@@ -96,16 +104,19 @@ def _column_shades(values: pd.Series, measure: str, ordinary: list) -> np.ndarra
     return np.clip((logs - low) / (high - low), 0.0, 1.0)
 
 
-def measure_heatmap(summary: pd.DataFrame, sort_by: str = "A", *, setting: str = "",
-                    warnings: Sequence[str] = ()) -> Figure:
+def measure_heatmap(
+    summary: pd.DataFrame, sort_by: str = "A", *, setting: str = "", warnings: Sequence[str] = ()
+) -> Figure:
     """Heatmap of metrics × measures from ``textmetric_bench.measures.summaries.summarise_measures``' long table;
     ``setting`` (the pair, k, n and repetitions) is named in the title; ``warnings`` (the run's) go into a caption
     below the map."""
     means = summary.pivot(index="metric", columns="measure", values="mean")
     measures = [m for m in TABLE3_ORDER if m in means.columns]
     if means.empty or not measures:
-        raise ValueError("measure heatmap needs a summary with at least one metric and one measure "
-                         f"({', '.join(TABLE3_ORDER)}); got columns {', '.join(map(str, summary.columns))}")
+        raise ValueError(
+            "measure heatmap needs a summary with at least one metric and one measure "
+            f"({', '.join(TABLE3_ORDER)}); got columns {', '.join(map(str, summary.columns))}"
+        )
     sort_by = "T100" if sort_by == "T" else sort_by
     if sort_by not in measures:
         raise ValueError(f"measure heatmap cannot sort by {sort_by!r}: the summary has {', '.join(measures)}")
@@ -134,11 +145,20 @@ def measure_heatmap(summary: pd.DataFrame, sort_by: str = "A", *, setting: str =
             is_bound = i in bound_rows
             text = format_score(value) if np.isfinite(value) else "n/a"
             text += " ▼" if (metric, measure) in below else ""
-            ax.text(j, i, text, ha="center", va="center", fontsize=9, color=text_colour(colours[i, j]),
-                    fontstyle="italic" if is_bound or not np.isfinite(value) else "normal")
+            ax.text(
+                j,
+                i,
+                text,
+                ha="center",
+                va="center",
+                fontsize=9,
+                color=text_colour(colours[i, j]),
+                fontstyle="italic" if is_bound or not np.isfinite(value) else "normal",
+            )
     labels = metric_labels(summary)
-    ax.set_yticks(range(len(rows)), [bound_label(m) if bound_of(m) else labels.get(m, str(m)) for m in rows],
-                  fontsize=9)
+    ax.set_yticks(
+        range(len(rows)), [bound_label(m) if bound_of(m) else labels.get(m, str(m)) for m in rows], fontsize=9
+    )
     for i in bound_rows:
         tick = ax.get_yticklabels()[i]
         tick.set_color("#666666")
@@ -150,8 +170,11 @@ def measure_heatmap(summary: pd.DataFrame, sort_by: str = "A", *, setting: str =
         ax.axhline(edge, color="#444444", linewidth=1.5)
     ax.set_xticks(np.arange(len(measures) + 1) - 0.5, minor=True)
     ax.grid(which="minor", axis="x", color="white", linewidth=1.5)
-    ax.set_title(f"Measures per metric (mean over repetitions), rows sorted by {symbol(sort_by)} (best on top)"
-                 + (f"\n{setting}" if setting else ""), fontsize=10)
+    ax.set_title(
+        f"Measures per metric (mean over repetitions), rows sorted by {symbol(sort_by)} (best on top)"
+        + (f"\n{setting}" if setting else ""),
+        fontsize=10,
+    )
     _colour_bars(fig, ax, means, measures, ordinary)
     if warnings:
         width = int(12 * fig.get_figwidth())
@@ -174,8 +197,9 @@ def _colour_bars(fig: Figure, ax, means: pd.DataFrame, measures: list, ordinary:
         low, high = 10 ** span[0], 10 ** span[1]
         if high == low:
             low, high = low / 2, high * 2
-        bar = fig.colorbar(ScalarMappable(LogNorm(low, high), SPEED_CMAP), ax=ax, location="right", fraction=0.04,
-                           pad=0.02)
+        bar = fig.colorbar(
+            ScalarMappable(LogNorm(low, high), SPEED_CMAP), ax=ax, location="right", fraction=0.04, pad=0.02
+        )
         bar.set_label("T [100 op/s], log scale", fontsize=9)
         bar.ax.tick_params(labelsize=8)
 
@@ -183,5 +207,8 @@ def _colour_bars(fig: Figure, ax, means: pd.DataFrame, measures: list, ordinary:
 def _separators(rows: list) -> list[float]:
     """y positions of the lines between the ceiling, the ordinary metrics and the floor."""
     kinds = [bound_of(m) for m in rows]
-    return [i + 0.5 for i in range(len(rows) - 1) if (kinds[i] == "ceiling") != (kinds[i + 1] == "ceiling")
-            or (kinds[i] == "floor") != (kinds[i + 1] == "floor")]
+    return [
+        i + 0.5
+        for i in range(len(rows) - 1)
+        if (kinds[i] == "ceiling") != (kinds[i + 1] == "ceiling") or (kinds[i] == "floor") != (kinds[i + 1] == "floor")
+    ]

@@ -24,8 +24,15 @@ def _draw_ifc(ax, rows: pd.DataFrame, self_distance: float, rng: np.random.Gener
     gen = rows[(rows["kind"] == "generated") & np.isfinite(rows["distance"])]
     x, y = gen["iteration"].to_numpy(float), gen["distance"].to_numpy(float)
     if x.size:
-        ax.scatter(x + rng.uniform(-0.12, 0.12, x.size), y, s=14, alpha=0.7, color="tab:orange",
-                   edgecolors="none", label="d(reference, g_i)")
+        ax.scatter(
+            x + rng.uniform(-0.12, 0.12, x.size),
+            y,
+            s=14,
+            alpha=0.7,
+            color="tab:orange",
+            edgecolors="none",
+            label="d(reference, g_i)",
+        )
         grid = np.linspace(x.min(), x.max(), 50)
         band = ols_band(x, y, grid)
         if band is not None:
@@ -55,8 +62,7 @@ def ifc_figures(distances: pd.DataFrame, summary: pd.DataFrame, out_dir: Path, *
     for metric in metrics:
         fig = Figure(figsize=(5.5, 3.8), layout="constrained")
         ax = fig.add_subplot()
-        _draw_ifc(ax, finite[finite["metric"] == metric], float(selfd.get(metric, math.nan)),
-                  np.random.default_rng(0))
+        _draw_ifc(ax, finite[finite["metric"] == metric], float(selfd.get(metric, math.nan)), np.random.default_rng(0))
         ax.set_xlabel("fine-tuning iteration i")
         ax.set_ylabel("distance to the source")
         ax.set_title(_caption(summary, metric), fontsize="medium")
@@ -70,53 +76,69 @@ def ifc_figures(distances: pd.DataFrame, summary: pd.DataFrame, out_dir: Path, *
         fig = Figure(figsize=(3.4 * ncols, 2.8 * nrows + 0.6), layout="constrained")
         grid = fig.subplots(nrows, ncols, squeeze=False, sharex=True)
         for ax, metric in zip(grid.flat, metrics):
-            _draw_ifc(ax, finite[finite["metric"] == metric], float(selfd.get(metric, math.nan)),
-                      np.random.default_rng(0))
+            _draw_ifc(
+                ax, finite[finite["metric"] == metric], float(selfd.get(metric, math.nan)), np.random.default_rng(0)
+            )
             ax.set_title(_caption(summary, metric), fontsize="small")
-        for ax in list(grid.flat)[len(metrics):]:
+        for ax in list(grid.flat)[len(metrics) :]:
             ax.set_visible(False)
-        fig.suptitle("Distance to the source per fine-tuning iteration; green: self-distance (004 Figure 5)"
-                     + (f"\n{setting}" if setting else ""))
+        fig.suptitle(
+            "Distance to the source per fine-tuning iteration; green: self-distance (004 Figure 5)"
+            + (f"\n{setting}" if setting else "")
+        )
         fig.supxlabel("fine-tuning iteration i")
         paths.append(save_figure(fig, out_dir / "ifc_all.png"))
     return paths
 
 
-def ifc_markdown(summary: pd.DataFrame, ttr: pd.DataFrame, *, title: str,
-                 failures: Mapping[str, str] | None = None) -> str:
+def ifc_markdown(
+    summary: pd.DataFrame, ttr: pd.DataFrame, *, title: str, failures: Mapping[str, str] | None = None
+) -> str:
     """The IFC table: score [95% CI], gap closed and the distances behind it; then TTR per corpus."""
     lines = [f"# {title}", ""]
     if summary.empty:
         lines += ["No metric produced distances.", ""]
     else:
-        table = pd.DataFrame({
-            "metric": summary["metric"].map(metric_labels(summary)),
-            "IFC": [_with_ci(r.IFC, r.IFC_ci_low, r.IFC_ci_high) for r in summary.itertuples()],
-            "gap closed": summary["gap_closed"].map(format_score),
-            "d(g_0)": summary["first_distance"].map(_number),
-            "d(g_T)": summary["last_distance"].map(_number),
-            "d(A, A)": summary["self_distance"].map(_number),
-        })
+        table = pd.DataFrame(
+            {
+                "metric": summary["metric"].map(metric_labels(summary)),
+                "IFC": [_with_ci(r.IFC, r.IFC_ci_low, r.IFC_ci_high) for r in summary.itertuples()],
+                "gap closed": summary["gap_closed"].map(format_score),
+                "d(g_0)": summary["first_distance"].map(_number),
+                "d(g_T)": summary["last_distance"].map(_number),
+                "d(A, A)": summary["self_distance"].map(_number),
+            }
+        )
         lines += [
             "IFC: −Spearman ρ of d(reference, g_i) on the iteration i, per repetition (1 = the distance "
             "falls at every step); gap closed: (d(g_0) − d(g_T)) / (d(g_0) − d(A, A)) on the means over "
-            "repetitions (1 = the last corpus is as close as the source to itself). 004 §5.", "",
-            markdown_table(table), "",
+            "repetitions (1 = the last corpus is as close as the source to itself). 004 §5.",
+            "",
+            markdown_table(table),
+            "",
         ]
     if not ttr.empty:
         ref = ttr[ttr["corpus"] == "reference"]
         rows = [("source (all texts)", int(ttr.iloc[0]["texts"]), _number(ttr.iloc[0]["TTR"]))]
         if len(ref):
-            rows.append((f"reference samples (mean of {len(ref)})", int(ref["texts"].iloc[0]),
-                         _number(ref["TTR"].mean())))
+            rows.append(
+                (f"reference samples (mean of {len(ref)})", int(ref["texts"].iloc[0]), _number(ref["TTR"].mean()))
+            )
         rows += [(r.corpus, int(r.texts), _number(r.TTR)) for r in ttr[ttr["corpus"].str.startswith("g_")].itertuples()]
-        lines += ["## Type-token ratio", "", "TTR falls with corpus size: compare g_i with the reference "
-                  "samples, which have the same size.", "",
-                  markdown_table(pd.DataFrame(rows, columns=["corpus", "texts", "TTR"])), ""]
+        lines += [
+            "## Type-token ratio",
+            "",
+            "TTR falls with corpus size: compare g_i with the reference samples, which have the same size.",
+            "",
+            markdown_table(pd.DataFrame(rows, columns=["corpus", "texts", "TTR"])),
+            "",
+        ]
     if failures:
         lines += ["## Failed metrics", ""]
-        lines += [f"- `{m}`: {str(e).strip().splitlines()[0][:300] if str(e).strip() else 'unknown error'}"
-                  for m, e in sorted(failures.items())]
+        lines += [
+            f"- `{m}`: {str(e).strip().splitlines()[0][:300] if str(e).strip() else 'unknown error'}"
+            for m, e in sorted(failures.items())
+        ]
         lines.append("")
     return "\n".join(lines)
 

@@ -23,6 +23,7 @@ from textmetric_bench.reports.labels import format_score, metric_labels, similar
 MEAN_RHO = "ρ (mean over repetitions, as the table)"
 POOLED_RHO = "pooled ρ"
 
+
 def _draw_scatter(ax, ell: np.ndarray, y: np.ndarray, rng: np.random.Generator) -> float:
     """Jittered points, OLS line and 95% band on ``ax``; returns the pooled Spearman ρ."""
     jitter = rng.uniform(-0.15, 0.15, size=ell.size)
@@ -69,10 +70,14 @@ def mean_rho(distances: pd.DataFrame, metric: str, negate: bool) -> float:
     return float(np.mean(values)) if values else float("nan")
 
 
-def distance_scatter(distances: pd.DataFrame, out_dir: Path, *, setting: str = "", per_metric: bool = True) -> list[Path]:
+def distance_scatter(
+    distances: pd.DataFrame, out_dir: Path, *, setting: str = "", per_metric: bool = True
+) -> list[Path]:
     """``scatter_figures`` written as ``<name>.png`` into ``out_dir``."""
-    return [save_figure(fig, Path(out_dir) / f"{name}.png")
-            for name, fig in scatter_figures(distances, setting, per_metric=per_metric).items()]
+    return [
+        save_figure(fig, Path(out_dir) / f"{name}.png")
+        for name, fig in scatter_figures(distances, setting, per_metric=per_metric).items()
+    ]
 
 
 def scatter_figures(distances: pd.DataFrame, setting: str = "", *, per_metric: bool = True) -> dict[str, Figure]:
@@ -101,9 +106,11 @@ def scatter_figures(distances: pd.DataFrame, setting: str = "", *, per_metric: b
         if metric in similar:  # ρ of the negation, as in the measures
             rho = -rho
         ax.set_ylabel("similarity (raw; measures use its negation)" if metric in similar else "distance (raw)")
-        ax.set_title(f"{labels.get(metric, metric)}: {MEAN_RHO} = {format_score(table_rho[metric])}\n"
-                     f"{POOLED_RHO} of the raw distances shown = {format_score(rho)}"
-                     + (f"\n{setting}" if setting else ""), fontsize="medium")
+        ax.set_title(
+            f"{labels.get(metric, metric)}: {MEAN_RHO} = {format_score(table_rho[metric])}\n"
+            f"{POOLED_RHO} of the raw distances shown = {format_score(rho)}" + (f"\n{setting}" if setting else ""),
+            fontsize="medium",
+        )
         figures[f"scatter_{safe_name(metric)}"] = fig
     if not metrics:
         return figures
@@ -118,8 +125,10 @@ def scatter_figures(distances: pd.DataFrame, setting: str = "", *, per_metric: b
         rho = float("nan")
         if len(rows):
             rho = _draw_scatter(ax, rows["ell"].to_numpy(), rows["z"].to_numpy(), np.random.default_rng(0))
-        ax.set_title(f"{labels.get(metric, metric)}\nρ {format_score(table_rho[metric])} · pooled ρ (z) "
-                     f"{format_score(rho)}", fontsize="medium")
+        ax.set_title(
+            f"{labels.get(metric, metric)}\nρ {format_score(table_rho[metric])} · pooled ρ (z) {format_score(rho)}",
+            fontsize="medium",
+        )
     for index in range(len(metrics), nrows * ncols):
         grid.flat[index].set_visible(False)
     for col in range(ncols):  # the lowest visible panel of each column carries the ℓ axis
@@ -128,8 +137,10 @@ def scatter_figures(distances: pd.DataFrame, setting: str = "", *, per_metric: b
         bottom.set_xlabel("ℓ")
     for ax in grid[:, 0]:
         ax.set_ylabel("distance (z)")
-    fig.suptitle("Distance vs ℓ, z-scored within repetition with the population sd (ddof=0, as the measures); "
-                 "004 Figure 2 top" + (f"\n{setting}" if setting else "") + f"\nρ: {MEAN_RHO}; pooled ρ (z): one "
-                 "Spearman ρ over the z-scores of every repetition drawn")
+    fig.suptitle(
+        "Distance vs ℓ, z-scored within repetition with the population sd (ddof=0, as the measures); "
+        "004 Figure 2 top" + (f"\n{setting}" if setting else "") + f"\nρ: {MEAN_RHO}; pooled ρ (z): one "
+        "Spearman ρ over the z-scores of every repetition drawn"
+    )
     figures["scatter_all"] = fig
     return figures

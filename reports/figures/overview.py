@@ -15,9 +15,16 @@ from textmetric_bench.reports.figures.palette import bound_line, metric_styles
 from textmetric_bench.reports.labels import QUALITY_MEASURES, metric_labels
 
 #: Panel titles: the paper's symbol and what the measure is.
-MEASURE_TITLES = {"A": "A: judgement accuracy", "Aw": "$A^w$: weighted accuracy", "rho": "ρ: monotonicity",
-                  "omega2": "ω²: separability", "L": "L: linearity", "S": "S: size robustness",
-                  "I": "I: imbalance robustness", "IFC": "IFC: fine-tuning trend"}
+MEASURE_TITLES = {
+    "A": "A: judgement accuracy",
+    "Aw": "$A^w$: weighted accuracy",
+    "rho": "ρ: monotonicity",
+    "omega2": "ω²: separability",
+    "L": "L: linearity",
+    "S": "S: size robustness",
+    "I": "I: imbalance robustness",
+    "IFC": "IFC: fine-tuning trend",
+}
 
 
 def _bound_band(ax, values: np.ndarray, metric: str) -> None:
@@ -31,12 +38,19 @@ def _bound_band(ax, values: np.ndarray, metric: str) -> None:
 
 def _panel(ax, measures: pd.DataFrame, measure: str, labels: dict, styles: dict) -> None:
     """One measure: a horizontal box per metric, the largest median on top, bounds as grey bands."""
-    values = {m: measures.loc[measures["metric"] == m, measure].dropna().to_numpy(float)
-              for m in measures["metric"].unique()}
+    values = {
+        m: measures.loc[measures["metric"] == m, measure].dropna().to_numpy(float) for m in measures["metric"].unique()
+    }
     ordinary = [m for m, v in values.items() if bound_of(m) is None and v.size]
     order = sorted(ordinary, key=lambda m: (float(np.median(values[m])), str(m)))  # bottom to top
-    boxes = ax.boxplot([values[m] for m in order], orientation="horizontal", widths=0.6, patch_artist=True,
-                       tick_labels=[labels.get(m, str(m)) for m in order], medianprops={"color": "black"})
+    boxes = ax.boxplot(
+        [values[m] for m in order],
+        orientation="horizontal",
+        widths=0.6,
+        patch_artist=True,
+        tick_labels=[labels.get(m, str(m)) for m in order],
+        medianprops={"color": "black"},
+    )
     for patch, metric in zip(boxes["boxes"], order):
         patch.set_facecolor(styles[str(metric)].colour)
         patch.set_alpha(0.55)
@@ -67,20 +81,22 @@ def boxplot_figure(measures: pd.DataFrame, *, setting: str = "") -> Figure | Non
     labels, styles = metric_labels(measures), metric_styles(metrics)
     ncols = min(3, len(present))
     nrows = math.ceil(len(present) / ncols)
-    fig = Figure(figsize=(max(3.8 * ncols, 5.5), 0.27 * len(metrics) * nrows + 1.4 * nrows),
-                 layout="constrained")
+    fig = Figure(figsize=(max(3.8 * ncols, 5.5), 0.27 * len(metrics) * nrows + 1.4 * nrows), layout="constrained")
     axes = fig.subplots(nrows, ncols, squeeze=False)
     for ax, measure in zip(axes.flat, present):
         _panel(ax, measures, measure, labels, styles)
-    for ax in list(axes.flat)[len(present):]:
+    for ax in list(axes.flat)[len(present) :]:
         ax.set_visible(False)
-    fig.suptitle("Measures across repetitions, one value per repetition (004 Figure 6); largest median on top, "
-                 "further right is better" + (f"\n{setting}" if setting else ""))
+    fig.suptitle(
+        "Measures across repetitions, one value per repetition (004 Figure 6); largest median on top, "
+        "further right is better" + (f"\n{setting}" if setting else "")
+    )
     return fig
 
 
 def _swept_setting(long: pd.DataFrame, axis: str) -> str:
     """The sweep's pairs, the KSC parameters it did not sweep and its repetitions, as a figure's title names them."""
+
     def values(column: str) -> str:
         found = sorted({str(v) for v in long[column].dropna()}, key=lambda v: (len(v), v)) if column in long else []
         return ", ".join(found) or "?"
@@ -88,8 +104,10 @@ def _swept_setting(long: pd.DataFrame, axis: str) -> str:
     fixed = [f"{c}={values(c)}" for c in ("k", "n") if c != axis]
     reps = sorted({int(v) for v in long["n_reps"].dropna()}) if "n_reps" in long else []
     shown = " or ".join(map(str, reps)) if reps else "?"
-    return (f"{values('pair')} · {', '.join(fixed)} · {shown} repetition{'' if reps == [1] else 's'} · "
-            f"{axis}={values(axis)}")
+    return (
+        f"{values('pair')} · {', '.join(fixed)} · {shown} repetition{'' if reps == [1] else 's'} · "
+        f"{axis}={values(axis)}"
+    )
 
 
 def sweep_trends(long: pd.DataFrame, out_path: Path) -> Path | None:
@@ -119,8 +137,11 @@ def trends_figure(long: pd.DataFrame) -> Figure | None:
         rows = long[long["measure"] == measure]
         for key, grp in rows.groupby(groups):
             grp = grp.sort_values(axis)
-            label = " ".join(f"{v}" if g == "metric" else f"{g}={v}" for g, v in zip(groups, key)
-                             if g != "pair" or rows["pair"].nunique() > 1)
+            label = " ".join(
+                f"{v}" if g == "metric" else f"{g}={v}"
+                for g, v in zip(groups, key)
+                if g != "pair" or rows["pair"].nunique() > 1
+            )
             x = grp[axis].to_numpy(float)
             metric, variant = key[1], variants.index((key[0], *key[2:]))
             line = bound_line(metric) if bound_of(metric) else styles[str(metric)].line()
@@ -132,9 +153,11 @@ def trends_figure(long: pd.DataFrame) -> Figure | None:
         ax.set_title(MEASURE_TITLES.get(measure, measure), fontsize="medium")
         ax.set_xlabel(axis)
         integer_axis(ax.xaxis, long[axis])
-    for ax in list(axes.flat)[len(present):]:
+    for ax in list(axes.flat)[len(present) :]:
         ax.set_visible(False)
     handles, labels = axes.flat[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="outside right upper", fontsize="small")
-    fig.suptitle(f"Measures against {axis} (mean and 95% CI over repetitions); higher is better\n{_swept_setting(long, axis)}")
+    fig.suptitle(
+        f"Measures against {axis} (mean and 95% CI over repetitions); higher is better\n{_swept_setting(long, axis)}"
+    )
     return fig

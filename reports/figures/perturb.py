@@ -20,11 +20,13 @@ from textmetric_bench.reports.figures.drawing import save_figure
 from textmetric_bench.reports.labels import metric_labels, plural
 from textmetric_bench.reports.tables.markdown import failures_markdown, markdown_table
 
-LEGEND = ("Cells: relative shift (d(R, p(S)) − d(R, S)) / (d(R, O) − d(R, S)) in %, mean ± sd "
-          "[95% t-interval] over repetitions. 0% = no farther from the reference R than another sample "
-          "S of the same source; 100% = as far as a sample O of the other source (a domain change). "
-          "A repetition whose gap d(R, O) − d(R, S) is not positive gives no shift and is flagged; so is a "
-          "gap whose sd over repetitions exceeds half its mean (the shifts then mostly measure noise).")
+LEGEND = (
+    "Cells: relative shift (d(R, p(S)) − d(R, S)) / (d(R, O) − d(R, S)) in %, mean ± sd "
+    "[95% t-interval] over repetitions. 0% = no farther from the reference R than another sample "
+    "S of the same source; 100% = as far as a sample O of the other source (a domain change). "
+    "A repetition whose gap d(R, O) − d(R, S) is not positive gives no shift and is flagged; so is a "
+    "gap whose sd over repetitions exceeds half its mean (the shifts then mostly measure noise)."
+)
 #: A gap with sd / mean above this over repetitions is flagged as noisy.
 NOISY_GAP = 0.5
 
@@ -65,9 +67,11 @@ def gap_flag(summary: pd.DataFrame) -> pd.Series:
 def perturbation_cells(summary: pd.DataFrame) -> pd.DataFrame:
     """Metric × perturbation table of formatted shifts, with a ``flag`` column."""
     cells = summary.assign(cell=summary.apply(shift_cell, axis=1)).pivot(
-        index="metric", columns="perturbation", values="cell")
-    cells = cells.reindex(index=list(dict.fromkeys(summary["metric"])),
-                          columns=list(dict.fromkeys(summary["perturbation"])))
+        index="metric", columns="perturbation", values="cell"
+    )
+    cells = cells.reindex(
+        index=list(dict.fromkeys(summary["metric"])), columns=list(dict.fromkeys(summary["perturbation"]))
+    )
     cells["flag"] = gap_flag(summary).reindex(cells.index).fillna("")
     return cells.rename_axis(index=None, columns=None)
 
@@ -76,34 +80,52 @@ def raw_distance_table(summary: pd.DataFrame) -> pd.DataFrame:
     """Mean raw distances per metric: d(R, S), d(R, p(S)) for each p, d(R, O)."""
     fmt = lambda v: f"{v:.4g}" if np.isfinite(v) else "–"  # noqa: E731
     wide = summary.pivot(index="metric", columns="perturbation", values="d_perturbed")
-    wide = wide.reindex(index=list(dict.fromkeys(summary["metric"])),
-                        columns=list(dict.fromkeys(summary["perturbation"])))
+    wide = wide.reindex(
+        index=list(dict.fromkeys(summary["metric"])), columns=list(dict.fromkeys(summary["perturbation"]))
+    )
     ends = summary.groupby("metric", sort=False)[["d_same", "d_other"]].first()
-    table = pd.concat([ends[["d_same"]].rename(columns={"d_same": "(a) d(R, S)"}),
-                       wide.rename(columns=lambda p: f"(b) {p}"),
-                       ends[["d_other"]].rename(columns={"d_other": "(c) d(R, O)"})], axis=1)
+    table = pd.concat(
+        [
+            ends[["d_same"]].rename(columns={"d_same": "(a) d(R, S)"}),
+            wide.rename(columns=lambda p: f"(b) {p}"),
+            ends[["d_other"]].rename(columns={"d_other": "(c) d(R, O)"}),
+        ],
+        axis=1,
+    )
     return table.map(fmt)
 
 
-def perturbation_markdown(summary: pd.DataFrame, info: Mapping, *, title: str,
-                          failures: Mapping[str, str] | None = None) -> str:
+def perturbation_markdown(
+    summary: pd.DataFrame, info: Mapping, *, title: str, failures: Mapping[str, str] | None = None
+) -> str:
     """The shift table, the raw-distance table, what each perturbation did, and failed metrics."""
     lines = [f"# {title}", ""]
     if summary.empty:
         lines += ["No metric produced distances.", ""]
     else:
         labels = metric_labels(summary)
-        lines += [LEGEND, "", markdown_table(perturbation_cells(summary).rename(index=labels).rename_axis("metric")
-                                             .reset_index()), "",
-                  "## Raw distances (means over repetitions; 000 Figure 4)", "",
-                  markdown_table(raw_distance_table(summary).rename(index=labels).rename_axis("metric").reset_index()),
-                  ""]
+        lines += [
+            LEGEND,
+            "",
+            markdown_table(perturbation_cells(summary).rename(index=labels).rename_axis("metric").reset_index()),
+            "",
+            "## Raw distances (means over repetitions; 000 Figure 4)",
+            "",
+            markdown_table(raw_distance_table(summary).rename(index=labels).rename_axis("metric").reset_index()),
+            "",
+        ]
     perturbations = info.get("perturbations") or {}
     if perturbations:
-        lines += ["## Perturbations (000 §6.2)", "", "| perturbation | 000 | what | texts changed | words kept |",
-                  "| --- | --- | --- | --- | --- |"]
-        lines += [f"| {p} | {d['paper']} | {d['description']} | {100 * d['changed']:.0f}% | "
-                  f"{100 * d['words_ratio']:.0f}% |" for p, d in perturbations.items()]
+        lines += [
+            "## Perturbations (000 §6.2)",
+            "",
+            "| perturbation | 000 | what | texts changed | words kept |",
+            "| --- | --- | --- | --- | --- |",
+        ]
+        lines += [
+            f"| {p} | {d['paper']} | {d['description']} | {100 * d['changed']:.0f}% | {100 * d['words_ratio']:.0f}% |"
+            for p, d in perturbations.items()
+        ]
         lines.append("")
     return "\n".join(lines + failures_markdown(failures))
 
@@ -115,8 +137,10 @@ def perturbation_heatmap(summary: pd.DataFrame, out_path: Path, *, title: str = 
         return None
     metrics = list(dict.fromkeys(summary["metric"]))
     perts = list(dict.fromkeys(summary["perturbation"]))
-    mean, std = (summary.pivot(index="metric", columns="perturbation", values=v).reindex(index=metrics, columns=perts)
-                 for v in ("mean", "std"))
+    mean, std = (
+        summary.pivot(index="metric", columns="perturbation", values=v).reindex(index=metrics, columns=perts)
+        for v in ("mean", "std")
+    )
     values = mean.to_numpy(float)
     norm = Normalize(vmin=-1.0, vmax=1.0)  # colour saturates at a full domain change either way
     fig = Figure(figsize=(1.5 * len(perts) + 3.0, 0.55 * len(metrics) + 2.0), layout="constrained")
@@ -137,9 +161,20 @@ def perturbation_heatmap(summary: pd.DataFrame, out_path: Path, *, title: str = 
     labels = metric_labels(summary)
     ax.set_yticks(range(len(metrics)), [f"{labels[m]} *" if flags.get(m) else labels[m] for m in metrics])
     if any(flags.get(m) for m in metrics):
-        fig.text(0.0, 0.0, "* flagged: a gap d(R, O) − d(R, S) not positive or noisy; see the table",
-                 fontsize="small", ha="left", va="top")
-    fig.colorbar(image, ax=ax, extend="both", label="shift: 0% = same source, 100% = other source",
-                 format=PercentFormatter(1.0, decimals=0))
+        fig.text(
+            0.0,
+            0.0,
+            "* flagged: a gap d(R, O) − d(R, S) not positive or noisy; see the table",
+            fontsize="small",
+            ha="left",
+            va="top",
+        )
+    fig.colorbar(
+        image,
+        ax=ax,
+        extend="both",
+        label="shift: 0% = same source, 100% = other source",
+        format=PercentFormatter(1.0, decimals=0),
+    )
     ax.set_title(title or "Perturbation sensitivity (000 §6.2)", fontsize="medium")
     return save_figure(fig, Path(out_path))

@@ -24,10 +24,12 @@ from textmetric_bench.reports.labels import QUALITY_MEASURES, metric_labels
 
 #: Default number of metrics in one overlaid radar; more cannot be told apart.
 MAX_OVERLAID = 6
-SMALL_MULTIPLES_CAPTION = ("One radar per metric over the quality measures (004 Figure 4), all on the same 0–1 "
-                           "scale, time left out; metrics in order of their mean over the axes. Good: a large "
-                           "polygon reaching the rim on every axis. Each metric's outline is solid, in its colour. "
-                           "n/a: the measure was not run for that metric (not zero); negative means are drawn at 0.")
+SMALL_MULTIPLES_CAPTION = (
+    "One radar per metric over the quality measures (004 Figure 4), all on the same 0–1 "
+    "scale, time left out; metrics in order of their mean over the axes. Good: a large "
+    "polygon reaching the rim on every axis. Each metric's outline is solid, in its colour. "
+    "n/a: the measure was not run for that metric (not zero); negative means are drawn at 0."
+)
 BOUNDS_SENTENCE = "Grey dashed: the ceiling (oracle); grey dotted: the floor (chance)."
 
 
@@ -47,12 +49,15 @@ def radar_means(summary: pd.DataFrame, axes=None) -> pd.DataFrame:
     else:
         unknown = [a for a in axes if a not in QUALITY_MEASURES]
         if unknown:
-            raise ValueError(f"radar axes must be quality measures on a 0..1 scale ({', '.join(QUALITY_MEASURES)}); "
-                             f"got {', '.join(map(str, unknown))}")
+            raise ValueError(
+                f"radar axes must be quality measures on a 0..1 scale ({', '.join(QUALITY_MEASURES)}); "
+                f"got {', '.join(map(str, unknown))}"
+            )
     if len(axes) < 3:
         raise ValueError(
             f"radar chart needs at least 3 quality measures among {', '.join(QUALITY_MEASURES)}; "
-            f"the summary has {list(axes) or 'none'}. Use the table instead for fewer measures.")
+            f"the summary has {list(axes) or 'none'}. Use the table instead for fewer measures."
+        )
     return means.reindex(columns=list(axes)).astype(float)
 
 
@@ -93,8 +98,9 @@ def _bounds(ax, means: pd.DataFrame) -> list[str]:
     drawn = []
     for metric in means.index:
         if bound_of(metric) is not None and means.loc[metric].notna().any():
-            _outline(ax, means.loc[metric].to_numpy(), fill=False, zorder=1, label=bound_label(metric),
-                     **bound_line(metric))
+            _outline(
+                ax, means.loc[metric].to_numpy(), fill=False, zorder=1, label=bound_label(metric), **bound_line(metric)
+            )
             drawn.append(metric)
     return drawn
 
@@ -113,8 +119,9 @@ def _axis_label(axis: str, missing: list[str]) -> str:
     return f"{symbol(axis)}\nn/a: {names}"
 
 
-def radar_small_multiples(summary: pd.DataFrame, *, axes=None, ncols: int | None = None,
-                          title: str | None = None) -> Figure:
+def radar_small_multiples(
+    summary: pd.DataFrame, *, axes=None, ncols: int | None = None, title: str | None = None
+) -> Figure:
     """One small radar per metric on a shared 0..1 scale, in a grid, best mean first (004 Figure 4)."""
     means = radar_means(summary, axes)
     metrics = ranked_metrics(means)
@@ -134,22 +141,24 @@ def radar_small_multiples(summary: pd.DataFrame, *, axes=None, ncols: int | None
         _outline(ax, values, fill=True, linewidth=1.6, markersize=4, zorder=3, **style.line())
         _mark_missing(ax, values, style.colour)
         ax.set_title(labels.get(metric, str(metric)).replace(" (", "\n("), fontsize=9, pad=12)
-    for ax in list(grid.flat)[len(metrics):]:
+    for ax in list(grid.flat)[len(metrics) :]:
         ax.set_visible(False)
     fig.suptitle(title or "Each metric's profile (mean over repetitions; 0–1, higher is better)")
     return fig
 
 
-def radar_chart(summary: pd.DataFrame, out_stem: Path, *, title: str | None = None, metrics=None,
-                axes=None) -> list[Path]:
+def radar_chart(
+    summary: pd.DataFrame, out_stem: Path, *, title: str | None = None, metrics=None, axes=None
+) -> list[Path]:
     """``overlaid_radar`` written to ``<out_stem>.png`` and ``<out_stem>.svg``."""
     fig = overlaid_radar(summary, title=title, metrics=metrics, axes=axes)
     out_stem = Path(out_stem)
     return [save_figure(fig, out_stem.with_name(out_stem.name + ext)) for ext in (".png", ".svg")]
 
 
-def overlaid_radar(summary: pd.DataFrame, *, title: str | None = None, metrics=None, axes=None,
-                   warnings: Sequence[str] = ()) -> Figure:
+def overlaid_radar(
+    summary: pd.DataFrame, *, title: str | None = None, metrics=None, axes=None, warnings: Sequence[str] = ()
+) -> Figure:
     """One overlaid polygon per chosen metric (004 Figure 4), bounds behind.
 
     ``metrics``: which to draw; by default the ``MAX_OVERLAID`` with the largest mean over the
@@ -164,8 +173,10 @@ def overlaid_radar(summary: pd.DataFrame, *, title: str | None = None, metrics=N
     else:
         unknown = [m for m in metrics if m not in means.index]
         if unknown:
-            raise ValueError(f"radar chart: no metric {', '.join(map(str, unknown))} in the summary; "
-                             f"it has {', '.join(map(str, means.index))}")
+            raise ValueError(
+                f"radar chart: no metric {', '.join(map(str, unknown))} in the summary; "
+                f"it has {', '.join(map(str, means.index))}"
+            )
         chosen = [m for m in metrics if bound_of(m) is None]
     labels, styles = metric_labels(summary), metric_styles(means.index)
     columns = list(means.columns)
@@ -176,8 +187,16 @@ def overlaid_radar(summary: pd.DataFrame, *, title: str | None = None, metrics=N
     missing = {a: [] for a in columns}
     for metric in chosen:
         values = means.loc[metric].to_numpy()
-        _outline(ax, values, fill=len(chosen) <= 2, linewidth=1.6, markersize=4, zorder=3,  # fills would merge
-                 label=labels.get(metric, str(metric)), **styles[str(metric)].line())
+        _outline(
+            ax,
+            values,
+            fill=len(chosen) <= 2,
+            linewidth=1.6,
+            markersize=4,
+            zorder=3,  # fills would merge
+            label=labels.get(metric, str(metric)),
+            **styles[str(metric)].line(),
+        )
         for axis_name, value in zip(columns, values):
             if not np.isfinite(value):
                 missing[axis_name].append(str(metric))
@@ -186,8 +205,10 @@ def overlaid_radar(summary: pd.DataFrame, *, title: str | None = None, metrics=N
     ax.set_title(title or "Quality measures per metric (mean over repetitions)", pad=20)
     caption = "Scale 0..1, higher is better; time excluded (004 Figure 4)."
     if len(chosen) < len(ranked):
-        caption += (f" Shown: the {len(chosen)} of {len(ranked)} metrics with the largest mean over the axes "
-                    "(all of them: the table).")
+        caption += (
+            f" Shown: the {len(chosen)} of {len(ranked)} metrics with the largest mean over the axes "
+            "(all of them: the table)."
+        )
     if bool((means.loc[chosen] < 0).any().any()):
         caption += " Negative means drawn at 0."
     if any(missing.values()):

@@ -33,10 +33,24 @@ def draw_curve(ax, rows: pd.DataFrame, asymptotic: float | None) -> None:
         ax.scatter(rows["s"], rows["distance"], s=8, alpha=0.35, color="tab:gray", edgecolors="none")
         stats = rows.groupby("s")["distance"].agg(["mean", "std"]).sort_index()
         sd = stats["std"].fillna(0.0)
-        ax.plot(stats.index, stats["mean"], color="tab:blue", marker="o", markersize=3, linewidth=1.5,
-                label="mean over repetitions")
-        ax.fill_between(stats.index, stats["mean"] - sd, stats["mean"] + sd, color="tab:blue", alpha=0.2,
-                        linewidth=0, label="± 1 sd")
+        ax.plot(
+            stats.index,
+            stats["mean"],
+            color="tab:blue",
+            marker="o",
+            markersize=3,
+            linewidth=1.5,
+            label="mean over repetitions",
+        )
+        ax.fill_between(
+            stats.index,
+            stats["mean"] - sd,
+            stats["mean"] + sd,
+            color="tab:blue",
+            alpha=0.2,
+            linewidth=0,
+            label="± 1 sd",
+        )
     if asymptotic is not None and np.isfinite(asymptotic):
         ax.axhline(asymptotic, color="tab:green", linewidth=2, label=f"d(A, B) = {asymptotic:.4g}")
     ax.set_xlabel("s")
@@ -48,21 +62,26 @@ def _scores(measures: pd.DataFrame | None, metric: str) -> str:
     if measures is None or measures.empty:
         return ""
     mine = measures[measures["metric"] == metric]
-    parts = [f"{m} = {format_score(pd.to_numeric(mine[m], errors='coerce').mean())}"
-             for m in ("S", "I") if m in mine.columns and len(mine)]
+    parts = [
+        f"{m} = {format_score(pd.to_numeric(mine[m], errors='coerce').mean())}"
+        for m in ("S", "I")
+        if m in mine.columns and len(mine)
+    ]
     return ": " + ", ".join(parts) if parts else ""
 
 
-def robustness_figures(curves: pd.DataFrame, measures: pd.DataFrame | None, out_dir: Path, *,
-                       imbalance_total: int, setting: str = "") -> list[Path]:
+def robustness_figures(
+    curves: pd.DataFrame, measures: pd.DataFrame | None, out_dir: Path, *, imbalance_total: int, setting: str = ""
+) -> list[Path]:
     """Write ``robustness_<metric>.png`` for every metric with a finite distance, and ``robustness_all.png``; each
     title names the run's ``setting`` (pair, sizes, repetitions)."""
     line = f"\n{setting}" if setting else ""
     out_dir = Path(out_dir)
     rows = _finite(curves)
     metrics = [m for m in dict.fromkeys(curves["metric"]) if (rows["metric"] == m).any()]
-    asymptotic = {m: rows.loc[(rows["metric"] == m) & (rows["curve"] == "asymptotic"), "distance"].mean()
-                  for m in metrics}
+    asymptotic = {
+        m: rows.loc[(rows["metric"] == m) & (rows["curve"] == "asymptotic"), "distance"].mean() for m in metrics
+    }
     labels = metric_labels(curves)
     paths = []
     for metric in metrics:

@@ -43,19 +43,19 @@ from textmetric_bench.reports.tables.table3_markdown import failed_counts
 
 CAPTIONS = {
     "radar": "The same measures overlaid for at most 6 metrics, those with the largest mean over the "
-             "axes (004 Figure 4), on a 0–1 scale, time left out; each vertex is the measure's mean over repetitions (the table's number). "
-             "Good: a large polygon reaching the rim on every axis.",
+    "axes (004 Figure 4), on a 0–1 scale, time left out; each vertex is the measure's mean over repetitions (the table's number). "
+    "Good: a large polygon reaching the rim on every axis.",
     "scatter": "Distance (z-scored within each repetition) against the mixing gap ℓ = j − i, pooled over "
-               "repetitions, with the regression line and its 95% band (004 Figure 2 top; raw distances are "
-               "in the run's scatter_<metric>.png). Each panel title gives two numbers, each named: ρ, the "
-               "table's (Spearman ρ within each repetition, averaged over repetitions), and the pooled ρ (z): one "
-               "Spearman ρ over the z-scored distances of all repetitions drawn, which differs from it. Good: "
-               "points rise steadily with ℓ, with little vertical spread at each ℓ (high ρ, ω² and L).",
+    "repetitions, with the regression line and its 95% band (004 Figure 2 top; raw distances are "
+    "in the run's scatter_<metric>.png). Each panel title gives two numbers, each named: ρ, the "
+    "table's (Spearman ρ within each repetition, averaged over repetitions), and the pooled ρ (z): one "
+    "Spearman ρ over the z-scored distances of all repetitions drawn, which differs from it. Good: "
+    "points rise steadily with ℓ, with little vertical spread at each ℓ (high ρ, ω² and L).",
     "boxplots": "Each measure across repetitions, one box per metric, one value per repetition (004 Figure "
-                "6), the largest median on top. Good: boxes far to the right and narrow (high and stable).",
+    "6), the largest median on top. Good: boxes far to the right and narrow (high and stable).",
     "trend": "How each measure changes with the swept KSC parameter: mean over repetitions of each run. "
-             "Larger k makes consecutive corpora closer and judgements harder, so measures usually fall; a "
-             "good metric falls least.",
+    "Larger k makes consecutive corpora closer and judgements harder, so measures usually fall; a "
+    "good metric falls least.",
 }
 
 
@@ -91,8 +91,10 @@ def _perturbation_html(run: Run) -> str:
     if summary.empty:
         return ""
     cells = perturbation_cells(summary).rename(index=metric_labels(summary))
-    return (f"<h3>Perturbation sensitivity (000 §6.2)</h3>{_table_html(cells)}"
-            f"<p class=legend>{escape(LEGEND)} Raw distances: perturbation.md of the run.</p>")
+    return (
+        f"<h3>Perturbation sensitivity (000 §6.2)</h3>{_table_html(cells)}"
+        f"<p class=legend>{escape(LEGEND)} Raw distances: perturbation.md of the run.</p>"
+    )
 
 
 def _notes_html(runs: list[Run]) -> str:
@@ -116,8 +118,9 @@ def _run_block(run: Run, joined: list[Run], fig_dir: Path, slug: str, out_dir: P
     """One run's Table 3 (its joined runs' columns added), significance, notes and figures."""
     parts = [f"<h3 class=run>Run {escape(run.label(root))}</h3>"]
     if joined:
-        parts.append("<p class=runs>Joined: " + "; ".join(
-            f"{escape(r.task)} {escape(r.label(root))}" for r in joined) + "</p>")
+        parts.append(
+            "<p class=runs>Joined: " + "; ".join(f"{escape(r.task)} {escape(r.label(root))}" for r in joined) + "</p>"
+        )
     parts += [warning_html(r.repetitions, f"{r.task} run {r.label(root)}") for r in (run, *joined)]
     parts += [long_texts_html(r.manifest, f"{r.task} run {r.label(root)}") for r in (run, *joined)]
     if run.measures.empty:
@@ -140,13 +143,19 @@ def _run_block(run: Run, joined: list[Run], fig_dir: Path, slug: str, out_dir: P
     wide = table3(summary, with_ci=True).rename_axis("metric")
     wide.insert(0, "runs", ";".join(str(r.path) for r in (run, *joined)))  # where every number comes from
     wide.to_csv(out_dir / f"table3_{slug}.csv")
-    parts += [below_chance_html(summary), significance_html(comparisons, means), own_noise_html(run.path),
-              negative_divergence_html(run.distances), _notes_html([run, *joined])]
+    parts += [
+        below_chance_html(summary),
+        significance_html(comparisons, means),
+        own_noise_html(run.path),
+        negative_divergence_html(run.distances),
+        _notes_html([run, *joined]),
+    ]
     setting = run.setting + "".join(f" + {r.task} ({r.setting})" for r in joined)
     parts.append(_overview_figures(summary, fig_dir, slug, setting))
     measures = labelled(pd.concat([r.measures for r in (run, *joined)], ignore_index=True))
-    parts.append(_figure(measure_boxplots(measures, fig_dir / f"boxplots_{slug}.png", setting=setting),
-                         CAPTIONS["boxplots"]))
+    parts.append(
+        _figure(measure_boxplots(measures, fig_dir / f"boxplots_{slug}.png", setting=setting), CAPTIONS["boxplots"])
+    )
     if run.task == "ksc" and run.distances is not None and not run.distances.empty:
         parts.append(_figure(_scatter_grid(run, fig_dir / slug), CAPTIONS["scatter"]))
     for member in (run, *joined):
@@ -175,11 +184,16 @@ def _overview_figures(summary: pd.DataFrame, fig_dir: Path, slug: str, setting: 
         parts.append(f"<p class=note>No heatmap: {escape(exc)}</p>")
     try:
         drawable = summary[summary["measure"].isin([*MEASURE_SYMBOLS, "T", "T100"])]  # axes the radars can label
-        small = save_figure(radar_small_multiples(drawable, title=f"Each metric's profile (mean over repetitions): "
-                                                                 f"{setting}"), fig_dir / f"radars_{slug}.png")
+        small = save_figure(
+            radar_small_multiples(drawable, title=f"Each metric's profile (mean over repetitions): {setting}"),
+            fig_dir / f"radars_{slug}.png",
+        )
         parts.append(_figure(small, small_multiples_caption(drawable)))
-        radar = radar_chart(drawable, fig_dir / f"radar_{slug}", title=f"Quality measures per metric (mean over "
-                                                                       f"repetitions):\n{setting}")[0]
+        radar = radar_chart(
+            drawable,
+            fig_dir / f"radar_{slug}",
+            title=f"Quality measures per metric (mean over repetitions):\n{setting}",
+        )[0]
         parts.append(_figure(radar, CAPTIONS["radar"]))
     except ValueError as exc:
         parts.append(f"<p class=note>No radar chart: {escape(exc)}</p>")
@@ -189,14 +203,14 @@ def _overview_figures(summary: pd.DataFrame, fig_dir: Path, slug: str, setting: 
 def _section_html(section: Section, fig_dir: Path, slug: str, out_dir: Path, root: Path | None) -> str:
     parts = [f"<section><h2>{escape(section.title)}</h2>"]
     if len(section.ksc) > 1:
-        parts.append(f"<p class=runs>{len(section.ksc)} separate runs of this setting, shown one by one "
-                     "(never pooled).</p>")
+        parts.append(
+            f"<p class=runs>{len(section.ksc)} separate runs of this setting, shown one by one (never pooled).</p>"
+        )
     for n, run in enumerate(section.ksc):
         parts.append(_run_block(run, section.joined[run.path], fig_dir, f"{slug}r{n}", out_dir, root))
     for n, run in enumerate(section.others):
         if run.task == "perturb" or run.measures.empty:
-            parts += [f"<h3 class=run>Run {escape(run.label(root))}</h3>", *_task_figures(run),
-                      _notes_html([run])]
+            parts += [f"<h3 class=run>Run {escape(run.label(root))}</h3>", *_task_figures(run), _notes_html([run])]
         else:
             parts.append(_run_block(run, [], fig_dir, f"{slug}o{n}", out_dir, root))
     parts.append("</section>")
@@ -224,9 +238,11 @@ td.better{background:#cfe8cf}td.worse{background:#f3d0d0}
 td.tie{background:#eee}.warning{background:#fff6d6;border:1px solid #e0c060;padding:.4em .8em}
 .failures,.note{background:#fff3f3;border:1px solid #e99;padding:.5em 1em}
 """
-NUMBERS = ("Every number in a table is a measure's mean over the repetitions of one run with its "
-           f"{INTERVAL_NAME}; runs are never pooled. Figures say in their captions when they show another "
-           "number (a pooled ρ, one value per repetition).")
+NUMBERS = (
+    "Every number in a table is a measure's mean over the repetitions of one run with its "
+    f"{INTERVAL_NAME}; runs are never pooled. Figures say in their captions when they show another "
+    "number (a pooled ρ, one value per repetition)."
+)
 
 # Marks on <body> how many figures decoded, so a headless browser can check the page; marks each table box that
 # is wider than the window (it then says so above the table).
@@ -256,12 +272,17 @@ def build_report(dirs: list[Path | str], out_dir: Path | str | None = None) -> d
     body = [_section_html(section, fig_dir, f"s{n}", out_dir, root) for n, section in enumerate(sections(runs))]
     if sum(r.task == "ksc" for r in runs) > 1:
         long = pd.concat([aggregate_sweep(d) for d in dirs], ignore_index=True)
-        body.append("<section><h2>Across the sweep</h2>"
-                    + _figure(sweep_trends(long, fig_dir / "trends.png"), CAPTIONS["trend"]) + "</section>")
-    page = (f"<!doctype html><html><head><meta charset=utf-8><title>textmetric-bench report</title>"
-            f"<style>{STYLE}</style></head><body data-figures-loaded='pending'><h1>Metric quality report</h1>"
-            f"<p>{len(runs)} run(s). Measures follow Kour, Ackerman et al., <i>Measuring the Measuring "
-            f"Tools</i> (004). {NUMBERS}</p>{''.join(body)}<script>{LOAD_CHECK}</script></body></html>")
+        body.append(
+            "<section><h2>Across the sweep</h2>"
+            + _figure(sweep_trends(long, fig_dir / "trends.png"), CAPTIONS["trend"])
+            + "</section>"
+        )
+    page = (
+        f"<!doctype html><html><head><meta charset=utf-8><title>textmetric-bench report</title>"
+        f"<style>{STYLE}</style></head><body data-figures-loaded='pending'><h1>Metric quality report</h1>"
+        f"<p>{len(runs)} run(s). Measures follow Kour, Ackerman et al., <i>Measuring the Measuring "
+        f"Tools</i> (004). {NUMBERS}</p>{''.join(body)}<script>{LOAD_CHECK}</script></body></html>"
+    )
     path = out_dir / "report.html"
     path.write_text(page, encoding="utf-8")
     return {"report_html": path}

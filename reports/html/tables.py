@@ -15,12 +15,27 @@ from textmetric_bench.measures.text_limits import over_limit_sentence, reader_na
 from textmetric_bench.reports.bounds import bound_label, bound_of
 from textmetric_bench.reports.labels import format_score, metric_labels, plural
 from textmetric_bench.reports.tables.significance import TOP_MARK, WILCOXON_NOTE
-from textmetric_bench.reports.tables.table3 import (BELOW_MARK, BELOW_NOTE, BOLD_TOLERANCE, best_mask,
-                                                   below_chance_cells, table3)
+from textmetric_bench.reports.tables.table3 import (
+    BELOW_MARK,
+    BELOW_NOTE,
+    BOLD_TOLERANCE,
+    best_mask,
+    below_chance_cells,
+    table3,
+)
 
 #: How each Table 3 column is written in HTML.
-SYMBOLS = {"A": "A", "Aw": "A<sup>w</sup>", "T100": "T [100&nbsp;op/s]", "rho": "ρ", "omega2": "ω²", "L": "L",
-           "S": "S", "I": "I", "IFC": "IFC"}
+SYMBOLS = {
+    "A": "A",
+    "Aw": "A<sup>w</sup>",
+    "T100": "T [100&nbsp;op/s]",
+    "rho": "ρ",
+    "omega2": "ω²",
+    "L": "L",
+    "S": "S",
+    "I": "I",
+    "IFC": "IFC",
+}
 
 
 def escape(value) -> str:
@@ -59,8 +74,13 @@ def _row_head(metric, labels: dict) -> tuple[str, str]:
     return escape(bound_label(name) if kind else name), f" class=bound-{kind}" if kind else ""
 
 
-def table3_html(summary: pd.DataFrame, marks: dict, missing: dict[str, str], marks_note: str = "",
-                failed: dict[str, tuple[int, int]] | None = None) -> str:
+def table3_html(
+    summary: pd.DataFrame,
+    marks: dict,
+    missing: dict[str, str],
+    marks_note: str = "",
+    failed: dict[str, tuple[int, int]] | None = None,
+) -> str:
     """004 Table 3 with every profile column; ``marks``: per column, the metrics not separated from its best (▲),
     explained by ``marks_note``; ▼: an A or A^w below chance; ``missing``: measure -> why no run measured it (its
     column is left out, and one note below the table names them);
@@ -81,8 +101,10 @@ def table3_html(summary: pd.DataFrame, marks: dict, missing: dict[str, str], mar
     for metric in means.index:
         name, cls = _row_head(metric, labels)
         if metric in failed:
-            name += (f" <span class=failed title='a repetition with a failed evaluation counts for none: see Failed "
-                     f"metrics'>✗ {failed[metric][0]} of {failed[metric][1]} evaluations failed</span>")
+            name += (
+                f" <span class=failed title='a repetition with a failed evaluation counts for none: see Failed "
+                f"metrics'>✗ {failed[metric][0]} of {failed[metric][1]} evaluations failed</span>"
+            )
         tds = []
         for c in columns:
             if not np.isfinite(means.at[metric, c]):
@@ -100,12 +122,18 @@ def table3_html(summary: pd.DataFrame, marks: dict, missing: dict[str, str], mar
             tds.append(f"<td>{text}</td>")
         rows.append(f"<tr{cls}><th>{name}</th>{''.join(tds)}</tr>")
     table = f"<table class=table3><thead><tr><th>metric</th>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
-    notes = ("<br>Not in this table, as no run in this report measured them: "
-             + "; ".join(f"{SYMBOLS[c]} ({escape(why)})" for c, why in missing.items()) + "." if missing else "")
-    caption = (f"Cells: mean over repetitions [{INTERVAL_NAME}]; bold: best of the column and those within "
-               f"{BOLD_TOLERANCE:g} of it. {escape(marks_note)} Higher is better. <i>ceiling (oracle)</i> and "
-               f"<i>floor (chance)</i> are bounds, not ranked."
-               + (f" {escape(BELOW_NOTE)}" if below else ""))
+    notes = (
+        "<br>Not in this table, as no run in this report measured them: "
+        + "; ".join(f"{SYMBOLS[c]} ({escape(why)})" for c, why in missing.items())
+        + "."
+        if missing
+        else ""
+    )
+    caption = (
+        f"Cells: mean over repetitions [{INTERVAL_NAME}]; bold: best of the column and those within "
+        f"{BOLD_TOLERANCE:g} of it. {escape(marks_note)} Higher is better. <i>ceiling (oracle)</i> and "
+        f"<i>floor (chance)</i> are bounds, not ranked." + (f" {escape(BELOW_NOTE)}" if below else "")
+    )
     return scroll(table) + f"<p class=legend>{caption}{notes}</p>"
 
 
@@ -113,11 +141,15 @@ def significance_html(comparisons: dict[str, pd.DataFrame], means: pd.DataFrame)
     """One matrix per measure: row − column mean difference; green: row better, red: worse (Holm p < α)."""
     if not comparisons:
         return ""
-    parts = [(f"<h4>Which metric is better</h4><p class=legend>Test: {escape(TEST_NAME)}. A cell is the mean "
-              f"of (row − column) over the paired repetitions; green: row significantly better, red: "
-              f"significantly worse, grey: not separated; hover for Holm p. T in the table's unit [100 op/s] (the "
-              f"test is the same in op/s). {escape(WILCOXON_NOTE)} Also written "
-              f"as significance_&lt;measure&gt;.csv by the run and by aggregate.</p>")]
+    parts = [
+        (
+            f"<h4>Which metric is better</h4><p class=legend>Test: {escape(TEST_NAME)}. A cell is the mean "
+            f"of (row − column) over the paired repetitions; green: row significantly better, red: "
+            f"significantly worse, grey: not separated; hover for Holm p. T in the table's unit [100 op/s] (the "
+            f"test is the same in op/s). {escape(WILCOXON_NOTE)} Also written "
+            f"as significance_&lt;measure&gt;.csv by the run and by aggregate.</p>"
+        )
+    ]
     for measure, frame in comparisons.items():
         column = "T100" if measure == "T" else measure
         order = list(means[column].sort_values(ascending=False, kind="stable").index) if column in means else []
@@ -140,8 +172,10 @@ def significance_html(comparisons: dict[str, pd.DataFrame], means: pd.DataFrame)
                 cls = "better" if better == a else "worse" if better == b else "tie"
                 cells.append(f"<td class={cls} title='Holm p = {p:.4f}'>{format_score(diff)}</td>")
             rows.append(f"<tr><th>{escape(bound_label(a))}</th>{''.join(cells)}</tr>")
-        table = (f"<table class=matrix><thead><tr><th>{symbol}: row − column"
-                 f"</th>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>")
+        table = (
+            f"<table class=matrix><thead><tr><th>{symbol}: row − column"
+            f"</th>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+        )
         parts.append(f"<details><summary>{symbol}</summary>{scroll(table)}</details>")
     return "".join(parts)
 
@@ -157,12 +191,18 @@ def own_noise_html(run_dir: Path) -> str:
         raise ValueError(f"{path}: own-noise table needs columns {sorted(required)}; it has {list(frame.columns)}")
     rows = "".join(
         f"<tr><th>{escape(r.metric)}</th><td>{int(r.seeds)}</td><td>{r.own_sd:.4g}</td><td>{r.data_sd:.4g}</td>"
-        f"<td>{format_score(r.ratio)}</td></tr>" for r in frame.itertuples())
-    table = ("<table><thead><tr><th>metric</th><th>own seeds</th><th>own sd</th><th>data sd</th><th>ratio</th>"
-             f"</tr></thead><tbody>{rows}</tbody></table>")
-    return (f"<h4>A metric's own noise</h4>{scroll(table)}<p class=legend>Ratio = own sd / data sd: the spread "
-            "of the metric's value across its own seeds on fixed corpora, over its spread across data "
-            "repetitions; near 1 or above, the metric's own randomness is as large as the data's.</p>")
+        f"<td>{format_score(r.ratio)}</td></tr>"
+        for r in frame.itertuples()
+    )
+    table = (
+        "<table><thead><tr><th>metric</th><th>own seeds</th><th>own sd</th><th>data sd</th><th>ratio</th>"
+        f"</tr></thead><tbody>{rows}</tbody></table>"
+    )
+    return (
+        f"<h4>A metric's own noise</h4>{scroll(table)}<p class=legend>Ratio = own sd / data sd: the spread "
+        "of the metric's value across its own seeds on fixed corpora, over its spread across data "
+        "repetitions; near 1 or above, the metric's own randomness is as large as the data's.</p>"
+    )
 
 
 def below_chance_html(summary: pd.DataFrame) -> str:
@@ -174,10 +214,13 @@ def below_chance_html(summary: pd.DataFrame) -> str:
     items = "".join(
         f"<li><b>{escape(labels.get(r.metric, r.metric))}</b>: {'A<sup>w</sup>' if r.measure == 'Aw' else 'A'} = "
         f"{format_score(r.mean)} over {plural(int(r.n), 'repetition')} (Holm p = {r.p_holm:.3g})</li>"
-        for r in below.itertuples())
-    return (f"<div class=note><p>Below chance. {escape(BELOW_NOTE)} A constant metric ties every judgement; "
-            "a metric below it ranks the nearer of two nested pairs as the farther more often than not, at "
-            f"this corpus size and setting.</p><ul>{items}</ul></div>")
+        for r in below.itertuples()
+    )
+    return (
+        f"<div class=note><p>Below chance. {escape(BELOW_NOTE)} A constant metric ties every judgement; "
+        "a metric below it ranks the nearer of two nested pairs as the farther more often than not, at "
+        f"this corpus size and setting.</p><ul>{items}</ul></div>"
+    )
 
 
 def negative_divergence_html(distances: pd.DataFrame | None) -> str:
@@ -193,9 +236,11 @@ def negative_divergence_html(distances: pd.DataFrame | None) -> str:
         return ""
     totals = frame.groupby("metric").size()
     items = "".join(f"<li><b>{escape(m)}</b>: {n} of {totals[m]} distances below 0</li>" for m, n in negative.items())
-    return ("<div class=note><p>Negative values. A divergence (KL, JS, FID ...) is never below 0, but its "
-            "plug-in estimate from two samples can be: estimator bias, e.g. an n-gram KL whose models are "
-            "truncated or smoothed on a shared vocabulary, or a bias-corrected estimate of corpora that are "
-            "close. It is not a real negative divergence. (For a metric that is not a divergence, a negative "
-            "value may simply be its scale.) The measures use only the order of the distances, so they "
-            f"stand; raw values are in distances.csv.</p><ul>{items}</ul></div>")
+    return (
+        "<div class=note><p>Negative values. A divergence (KL, JS, FID ...) is never below 0, but its "
+        "plug-in estimate from two samples can be: estimator bias, e.g. an n-gram KL whose models are "
+        "truncated or smoothed on a shared vocabulary, or a bias-corrected estimate of corpora that are "
+        "close. It is not a real negative divergence. (For a metric that is not a divergence, a negative "
+        "value may simply be its scale.) The measures use only the order of the distances, so they "
+        f"stand; raw values are in distances.csv.</p><ul>{items}</ul></div>"
+    )

@@ -22,7 +22,9 @@ PAIR_LABELS = {"clinc150_banking77": "clinc150/banking77", "atis_news": "atis/ne
 PAPER_PAIRS = {"atis_yahoo": "atis_news"}  # Yahoo nfL6 is not obtainable; news headlines stand in
 LEXICAL = ["chi", "zipf"]  # the two metrics that read tokens, not embeddings
 THRESHOLD = 0.7  # a measure whose Spearman falls below this gets a diagnosis
-COMPCOR = "classifier_compcor"  # CLASSIFIER as compcor scores it (tests/benchmarks/compcor_classifier_run.py), re-run only
+COMPCOR = (
+    "classifier_compcor"  # CLASSIFIER as compcor scores it (tests/benchmarks/compcor_classifier_run.py), re-run only
+)
 
 
 def setting_label(pair: str, k: int) -> str:
@@ -63,9 +65,11 @@ def spearman(a: pd.Series, b: pd.Series) -> float:
 
 def agreement(ours: pd.DataFrame, paper: pd.DataFrame) -> pd.DataFrame:
     """Spearman between our and the paper's value of each measure across the eight metrics, per setting."""
-    rows = [{"pair": pair, "k": k, "measure": m,
-             "spearman": spearman(values(ours, pair, k, m), values(paper, pair, k, m))}
-            for pair, k in SETTINGS for m in MEASURES]
+    rows = [
+        {"pair": pair, "k": k, "measure": m, "spearman": spearman(values(ours, pair, k, m), values(paper, pair, k, m))}
+        for pair, k in SETTINGS
+        for m in MEASURES
+    ]
     return pd.DataFrame(rows)
 
 
@@ -85,7 +89,8 @@ def tie_figures(ours: pd.Series, paper: pd.Series) -> dict:
         "tied_values": sorted(tied.unique(), reverse=True),
         "for": spearman(broken_ties(ours, paper, True), paper),
         "against": spearman(broken_ties(ours, paper, False), paper),
-        "excluded": spearman(untied, paper), "left": len(untied),
+        "excluded": spearman(untied, paper),
+        "left": len(untied),
     }
 
 
@@ -100,8 +105,11 @@ def embedding_figures(ours: pd.Series, paper: pd.Series) -> dict:
     """Spearman over the embedding metrics alone, and the mean gap to the paper by kind of metric."""
     gap = (ours - paper).abs()
     embedded = [m for m in ours.index if m not in LEXICAL]
-    return {"spearman": spearman(ours[embedded], paper[embedded]),
-            "gap_embedding": float(gap[embedded].mean()), "gap_lexical": float(gap[LEXICAL].mean())}
+    return {
+        "spearman": spearman(ours[embedded], paper[embedded]),
+        "gap_embedding": float(gap[embedded].mean()),
+        "gap_lexical": float(gap[LEXICAL].mean()),
+    }
 
 
 def diagnoses(ours: pd.DataFrame, paper: pd.DataFrame, variants: pd.DataFrame) -> pd.DataFrame:
@@ -111,8 +119,14 @@ def diagnoses(ours: pd.DataFrame, paper: pd.DataFrame, variants: pd.DataFrame) -
         if not row.spearman < THRESHOLD:
             continue
         mine, theirs = values(ours, row.pair, row.k, row.measure), values(paper, row.pair, row.k, row.measure)
-        entry = {"pair": row.pair, "k": row.k, "measure": row.measure, "spearman": row.spearman,
-                 "overlaps": overlapping_neighbours(ours, row.pair, row.k, row.measure), "metrics": len(mine)}
+        entry = {
+            "pair": row.pair,
+            "k": row.k,
+            "measure": row.measure,
+            "spearman": row.spearman,
+            "overlaps": overlapping_neighbours(ours, row.pair, row.k, row.measure),
+            "metrics": len(mine),
+        }
         entry.update({f"tie_{key}": v for key, v in tie_figures(mine, theirs).items()})
         entry.update({f"emb_{key}": v for key, v in embedding_figures(mine, theirs).items()})
         entry.update({f"shift_{key}": v for key, v in rank_shift(mine, theirs).items()})
@@ -131,7 +145,9 @@ def load_variants(folder: Path = FOLDER) -> pd.DataFrame:
     """A and A^w of the re-run distances under every tie rule and counting (textmetric_bench.reports.paper_table3.judgements)."""
     path = folder / "distances.csv"
     if not path.is_file():
-        raise FileNotFoundError(f"{path} is missing: build it with python -m textmetric_bench.reports.paper_table3.distances")
+        raise FileNotFoundError(
+            f"{path} is missing: build it with python -m textmetric_bench.reports.paper_table3.distances"
+        )
     return accuracy_variants(pd.read_csv(path))
 
 
@@ -149,13 +165,21 @@ def rank_shift(ours: pd.Series, paper: pd.Series) -> dict:
     """The metric whose rank (1 = best) moves most between the paper and us, and Spearman without it."""
     mine, theirs = ours.rank(ascending=False), paper.rank(ascending=False)
     metric = (mine - theirs).abs().idxmax()
-    return {"metric": metric, "paper_rank": float(theirs[metric]), "our_rank": float(mine[metric]),
-            "without": spearman(ours.drop(metric), paper.drop(metric))}
+    return {
+        "metric": metric,
+        "paper_rank": float(theirs[metric]),
+        "our_rank": float(mine[metric]),
+        "without": spearman(ours.drop(metric), paper.drop(metric)),
+    }
 
 
 def compcor_classifier(ours: pd.Series, paper: pd.Series, rerun: pd.Series) -> dict:
     """Spearman with our CLASSIFIER value replaced by the re-run's ``classifier_compcor`` (compcor's way)."""
     swapped = ours.copy()
     swapped["classifier"] = rerun[COMPCOR]
-    return {"cls_ours": float(ours["classifier"]), "cls_compcor": float(rerun[COMPCOR]),
-            "cls_paper": float(paper["classifier"]), "cls_spearman": spearman(swapped, paper)}
+    return {
+        "cls_ours": float(ours["classifier"]),
+        "cls_compcor": float(rerun[COMPCOR]),
+        "cls_paper": float(paper["classifier"]),
+        "cls_spearman": spearman(swapped, paper),
+    }

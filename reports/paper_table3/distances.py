@@ -29,12 +29,16 @@ def run_distances(run_dir: Path) -> pd.DataFrame:
     table = pd.read_csv(table_path)
     failed = table["error"].notna() & (table["error"].astype(str) != "")
     if failed.any():
-        raise ValueError(f"{table_path} has {int(failed.sum())} failed evaluations "
-                         f"(e.g. {table.loc[failed, 'metric'].iloc[0]}); re-run it to completion first")
+        raise ValueError(
+            f"{table_path} has {int(failed.sum())} failed evaluations "
+            f"(e.g. {table.loc[failed, 'metric'].iloc[0]}); re-run it to completion first"
+        )
     similar = table["orientation"] != "distance"
     if similar.any():
-        raise ValueError(f"{table_path}: {sorted(table.loc[similar, 'metric'].unique())} are similarities; "
-                         "this file holds distances only")
+        raise ValueError(
+            f"{table_path}: {sorted(table.loc[similar, 'metric'].unique())} are similarities; "
+            "this file holds distances only"
+        )
     table["pair"], table["k"] = info["pair"], int(info["k"])
     return table[COLUMNS]
 
@@ -54,7 +58,9 @@ def collect(out: Path, run_dirs: list[Path]) -> pd.DataFrame:
 def main(argv: list[str] | None = None) -> None:
     args = sys.argv[1:] if argv is None else argv
     if len(args) < 2:
-        raise SystemExit("usage: python -m textmetric_bench.reports.paper_table3.distances OUT.csv.gz RUN_DIR [RUN_DIR ...]")
+        raise SystemExit(
+            "usage: python -m textmetric_bench.reports.paper_table3.distances OUT.csv.gz RUN_DIR [RUN_DIR ...]"
+        )
     frame = collect(Path(args[0]), [Path(a) for a in args[1:]])
     print(f"{len(frame)} distances of {frame.groupby(['pair', 'k']).ngroups} settings written to {args[0]}")
 

@@ -46,8 +46,7 @@ def judgement_count(k: int, counting: str = "distinct") -> int:
     return int(len(table) if counting == "distinct" else table["paths"].sum())
 
 
-def accuracy(i, j, distance, k: int, *, tie: str = "half", weighted: bool = False,
-             counting: str = "distinct") -> float:
+def accuracy(i, j, distance, k: int, *, tie: str = "half", weighted: bool = False, counting: str = "distinct") -> float:
     """A (or A^w) of one repetition's distances d(c_i, c_j) under the given tie rule and counting."""
     if tie not in TIE_RULES:
         raise ValueError(f"tie rule {tie!r} is not one of {sorted(TIE_RULES)}")
@@ -76,8 +75,11 @@ def tie_share(i, j, distance, k: int) -> float:
 
 
 VARIANTS = {  # column: (tie rule, counting)
-    "half": ("half", "distinct"), "le": ("le", "distinct"), "lt": ("lt", "distinct"),
-    "paths": ("half", "paths"), "paths_le": ("le", "paths"),
+    "half": ("half", "distinct"),
+    "le": ("le", "distinct"),
+    "lt": ("lt", "distinct"),
+    "paths": ("half", "paths"),
+    "paths_le": ("le", "paths"),
 }
 
 
@@ -89,9 +91,11 @@ def shape_measures(ell, distance) -> dict[str, float]:
     between = sum(len(g) * (g.mean() - grand) ** 2 for g in levels)
     within = sum(((g - g.mean()) ** 2).sum() for g in levels)
     mean_within = within / (len(distance) - len(levels))
-    return {"rho": float(stats.spearmanr(ell, distance).statistic),
-            "omega2": float((between - (len(levels) - 1) * mean_within) / (between + within + mean_within)),
-            "L": float(stats.linregress(ell, distance).rvalue ** 2)}
+    return {
+        "rho": float(stats.spearmanr(ell, distance).statistic),
+        "omega2": float((between - (len(levels) - 1) * mean_within) / (between + within + mean_within)),
+        "L": float(stats.linregress(ell, distance).rvalue ** 2),
+    }
 
 
 def accuracy_variants(distances: pd.DataFrame) -> pd.DataFrame:
@@ -103,8 +107,14 @@ def accuracy_variants(distances: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for (pair, k, metric, repetition), group in distances.groupby(["pair", "k", "metric", "repetition"]):
         args = (group["i"].to_numpy(), group["j"].to_numpy(), group["distance"].to_numpy(), int(k))
-        row = {"pair": pair, "k": int(k), "metric": metric, "repetition": repetition,
-               "ties": tie_share(*args), **shape_measures(args[1] - args[0], args[2])}
+        row = {
+            "pair": pair,
+            "k": int(k),
+            "metric": metric,
+            "repetition": repetition,
+            "ties": tie_share(*args),
+            **shape_measures(args[1] - args[0], args[2]),
+        }
         for name, (tie, counting) in VARIANTS.items():
             row[f"A_{name}"] = accuracy(*args, tie=tie, counting=counting)
             row[f"Aw_{name}"] = accuracy(*args, tie=tie, counting=counting, weighted=True)

@@ -53,16 +53,20 @@ def mauve_sentence(ours, paper) -> str:
     misses = [f"{LABELS[m]} at {setting_label(p, k)} (rank {r})" for (p, k, m), r in ranks.items() if r > 2]
     theirs = cells(paper, "mauve", SHAPE_MEASURES)
     paper_top = sum(r <= 2 for r in theirs.values())
-    head = (f"MAUVE is among the top two metrics on ρ, ω² and L in {len(ranks) - len(misses)} of "
-            f"{len(ranks)} cells (the paper: {paper_top} of {len(theirs)})")
+    head = (
+        f"MAUVE is among the top two metrics on ρ, ω² and L in {len(ranks) - len(misses)} of "
+        f"{len(ranks)} cells (the paper: {paper_top} of {len(theirs)})"
+    )
     return head + (f"; not on {listing(misses)}." if misses else ".")
 
 
 def chi_sentence(ours, paper) -> str:
     worst = max(cells(ours, "chi", ["rho", "omega2"]).values())
     k12 = [(values(ours, p, 12, "rho")["chi"], values(paper, p, 12, "rho")["chi"]) for p, _ in SETTINGS[::2]]
-    return (f"CHI ranks {worst_words(worst)} on ρ and ω² in every setting, and its ρ at k = 12 is "
-            f"{num(k12[0][0])} and {num(k12[1][0])} against the paper's {num(k12[0][1])} and {num(k12[1][1])}.")
+    return (
+        f"CHI ranks {worst_words(worst)} on ρ and ω² in every setting, and its ρ at k = 12 is "
+        f"{num(k12[0][0])} and {num(k12[1][0])} against the paper's {num(k12[0][1])} and {num(k12[1][1])}."
+    )
 
 
 def worst_words(r: int) -> str:
@@ -91,9 +95,11 @@ def fid_sentence(ours, paper) -> str:
     p, k = SETTINGS[0]
     mine = [rank(ours, p, k, m, "fid") for m in ("A", "rho", "omega2")]
     theirs = [values(paper, p, k, m)["fid"] for m in ("A", "rho")]
-    return (f"FID ranks {ordinal(mine[0])} on A but {ordinal(mine[1])} on ρ and {ordinal(mine[2])} on ω² "
-            f"({setting_label(p, k)}: A {num(values(ours, p, k, 'A')['fid'])}, ρ "
-            f"{num(values(ours, p, k, 'rho')['fid'])}; the paper {num(theirs[0])} and {num(theirs[1])}).")
+    return (
+        f"FID ranks {ordinal(mine[0])} on A but {ordinal(mine[1])} on ρ and {ordinal(mine[2])} on ω² "
+        f"({setting_label(p, k)}: A {num(values(ours, p, k, 'A')['fid'])}, ρ "
+        f"{num(values(ours, p, k, 'rho')['fid'])}; the paper {num(theirs[0])} and {num(theirs[1])})."
+    )
 
 
 def changes(frame) -> pd.Series:
@@ -109,37 +115,48 @@ def changes(frame) -> pd.Series:
 def falls_sentence(ours, paper) -> str:
     mine, theirs = changes(ours), changes(paper)
     rises = [f"{name(metric)} {LABELS[m]} on {p.split('_')[0]}" for (p, m, metric), v in mine.items() if v > 0]
-    return (f"From k = 7 to k = 12, {int((mine < 0).sum())} of {len(mine)} values fall here and "
-            f"{int((theirs < 0).sum())} of {len(theirs)} in the paper; ours rise for {listing(rises)}."
-            if rises else f"Every one of the {len(mine)} values falls from k = 7 to k = 12.")
+    return (
+        f"From k = 7 to k = 12, {int((mine < 0).sum())} of {len(mine)} values fall here and "
+        f"{int((theirs < 0).sum())} of {len(theirs)} in the paper; ours rise for {listing(rises)}."
+        if rises
+        else f"Every one of the {len(mine)} values falls from k = 7 to k = 12."
+    )
 
 
 def linearity_sentence(ours, paper) -> str:
     low = float(paper["L"].min())
     if low > 0:
-        return (f"Either way the ranking is the same: every L in the paper's table is positive (the smallest is "
-                f"{num(low)}), and squaring a positive r keeps the order of metrics.")
+        return (
+            f"Either way the ranking is the same: every L in the paper's table is positive (the smallest is "
+            f"{num(low)}), and squaring a positive r keeps the order of metrics."
+        )
     return f"The paper's smallest L is {num(low)}: squaring a negative r changes the order, so Spearman on L differs."
 
 
 def classifier_sentence(ours, paper) -> str:
     p, k = SETTINGS[0]
     r_ours, r_paper = rank(ours, p, k, "rho", "classifier"), rank(paper, p, k, "rho", "classifier")
-    return (f"ranks {ordinal(r_ours)} on ρ here and {ordinal(r_paper)} of 8 in the paper "
-            f"({setting_label(p, k)}: ρ {num(values(ours, p, k, 'rho')['classifier'])} against "
-            f"{num(values(paper, p, k, 'rho')['classifier'])}).")
+    return (
+        f"ranks {ordinal(r_ours)} on ρ here and {ordinal(r_paper)} of 8 in the paper "
+        f"({setting_label(p, k)}: ρ {num(values(ours, p, k, 'rho')['classifier'])} against "
+        f"{num(values(paper, p, k, 'rho')['classifier'])})."
+    )
 
 
 def split_sentence(n: int = 100) -> str:
     test = round(0.2 * 2 * n)
-    return (f"At n = {n} one split leaves {test} test texts, so the value moves in steps of about "
-            f"{num(1 / test)} (ours too); compcor's split is unseeded, so its value also changes from run to run.")
+    return (
+        f"At n = {n} one split leaves {test} test texts, so the value moves in steps of about "
+        f"{num(1 / test)} (ours too); compcor's split is unseeded, so its value also changes from run to run."
+    )
 
 
 def dc_sentence(ours, paper) -> str:
     p, k = SETTINGS[0]
-    return (f"scores ρ {num(values(ours, p, k, 'rho')['dc'])} against the paper's "
-            f"{num(values(paper, p, k, 'rho')['dc'])} at {setting_label(p, k)}.")
+    return (
+        f"scores ρ {num(values(ours, p, k, 'rho')['dc'])} against the paper's "
+        f"{num(values(paper, p, k, 'rho')['dc'])} at {setting_label(p, k)}."
+    )
 
 
 def higher_sentence(ours, paper) -> str:
@@ -172,9 +189,11 @@ def tie_sentence(variants) -> str:
     tied = share[share > 0].sort_values(ascending=False)
     if tied.empty:
         return "No two distances of a judgement are ever equal, so the tie rule never applies."
-    return (f"A tie (two equal distances in one judgement) counts ½ here; in the re-run, ties occur for "
-            f"{listing([f'{name(m)} (up to {100 * v:.1f}% of judgements)' for m, v in tied.items()])}, "
-            f"metrics whose values take few distinct levels.")
+    return (
+        f"A tie (two equal distances in one judgement) counts ½ here; in the re-run, ties occur for "
+        f"{listing([f'{name(m)} (up to {100 * v:.1f}% of judgements)' for m, v in tied.items()])}, "
+        f"metrics whose values take few distinct levels."
+    )
 
 
 def ci_sentence(ours) -> str:
@@ -182,5 +201,7 @@ def ci_sentence(ours) -> str:
     for m in ["A", "Aw"] + SHAPE_MEASURES:
         widths.append((ours[f"{m}_ci_high"] - ours[f"{m}_ci_low"]) / 2)
     half = pd.concat(widths)
-    return (f"With 5 repetitions their half-widths run from {num(half.min())} to {num(half.max())} "
-            f"(median {num(float(np.median(half)))}).")
+    return (
+        f"With 5 repetitions their half-widths run from {num(half.min())} to {num(half.max())} "
+        f"(median {num(float(np.median(half)))})."
+    )

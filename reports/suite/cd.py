@@ -37,12 +37,16 @@ def measure_title(measure: str) -> str:
 
 def cd_caption(result: MeasureRanks, groups: MeasureGroups | None = None) -> str:
     """The figure's caption: what the panels show, and the warnings (which the figure leaves out)."""
-    text = (f"Top: mean rank over {result.settings} settings (1 = best); bars join the metrics Wilcoxon–Holm does "
-            f"not separate at {ALPHA:g}.")
+    text = (
+        f"Top: mean rank over {result.settings} settings (1 = best); bars join the metrics Wilcoxon–Holm does "
+        f"not separate at {ALPHA:g}."
+    )
     if groups is not None:
-        text += (f" Bottom: mean over the settings; bars join each group of metrics the paired sign-flip test over "
-                 f"{groups.repetitions} (setting, repetition) pairs does not separate at {ALPHA:g} (Holm): "
-                 f"better on these settings, not on settings not run.")
+        text += (
+            f" Bottom: mean over the settings; bars join each group of metrics the paired sign-flip test over "
+            f"{groups.repetitions} (setting, repetition) pairs does not separate at {ALPHA:g} (Holm): "
+            f"better on these settings, not on settings not run."
+        )
     else:
         text += " No paired test over repetitions: the runs hold no repetition of these metrics."
     if result.warning:
@@ -54,8 +58,9 @@ def groups_panel(ax, groups: MeasureGroups, colours: dict[str, str]) -> None:
     """Each metric at its mean (best on top) with a bar at the right joining each group's members."""
     names = list(groups.means.index)
     y = {m: -i for i, m in enumerate(names)}
-    ax.scatter(groups.means.to_numpy(), [y[m] for m in names], c=[colours.get(m, "black") for m in names],
-               zorder=3, s=18)
+    ax.scatter(
+        groups.means.to_numpy(), [y[m] for m in names], c=[colours.get(m, "black") for m in names], zorder=3, s=18
+    )
     ax.set_yticks([y[m] for m in names], labels=names, fontsize=7)
     lo, hi = float(groups.means.min()), float(groups.means.max())
     span = (hi - lo) or max(abs(hi), 1.0) * 0.05
@@ -69,8 +74,9 @@ def groups_panel(ax, groups: MeasureGroups, colours: dict[str, str]) -> None:
         ax.text(right + 0.03 * span, (top + bottom) / 2, f"G{group}", va="center", fontsize=7)
     ax.set_xlim(lo - 0.08 * span, hi + 0.3 * span)
     ax.set_ylim(-len(names) + 0.5, 0.5)
-    ax.set_xlabel(f"mean over {groups.settings} settings; groups G1 (best) ... by the paired test over "
-                  "repetitions", fontsize=7)
+    ax.set_xlabel(
+        f"mean over {groups.settings} settings; groups G1 (best) ... by the paired test over repetitions", fontsize=7
+    )
     ax.tick_params(axis="x", labelsize=7)
 
 
@@ -82,17 +88,35 @@ def cd_diagram(result: MeasureRanks, path: Path, groups: MeasureGroups | None = 
     heights = [top_height] + ([0.8 + 0.22 * len(groups.means)] if groups is not None else [])
     fig, axes = plt.subplots(len(heights), 1, figsize=(8, sum(heights)), height_ratios=heights, squeeze=False)
     colours = {m: style.colour for m, style in metric_styles(mean_ranks.index).items()}
-    sp.critical_difference_diagram(mean_ranks, result.posthoc, ax=axes[0, 0], alpha=ALPHA, color_palette=colours,
-                                   label_fmt_left="{label} ({rank:.2f})", label_fmt_right="({rank:.2f}) {label}")
-    friedman = ("Friedman: too few metrics or settings" if math.isnan(result.statistic) else
-                f"Friedman χ² = {result.statistic:.2f}, p = {result.p:.3g}")
-    axes[0, 0].set_title(measure_title(result.measure) + "\n" + textwrap.fill(
-        f"mean rank over {result.settings} settings; {friedman}; bars: Wilcoxon–Holm", TITLE_WIDTH), fontsize=8,
-        loc="left")
+    sp.critical_difference_diagram(
+        mean_ranks,
+        result.posthoc,
+        ax=axes[0, 0],
+        alpha=ALPHA,
+        color_palette=colours,
+        label_fmt_left="{label} ({rank:.2f})",
+        label_fmt_right="({rank:.2f}) {label}",
+    )
+    friedman = (
+        "Friedman: too few metrics or settings"
+        if math.isnan(result.statistic)
+        else f"Friedman χ² = {result.statistic:.2f}, p = {result.p:.3g}"
+    )
+    axes[0, 0].set_title(
+        measure_title(result.measure)
+        + "\n"
+        + textwrap.fill(f"mean rank over {result.settings} settings; {friedman}; bars: Wilcoxon–Holm", TITLE_WIDTH),
+        fontsize=8,
+        loc="left",
+    )
     if groups is not None:
         groups_panel(axes[1, 0], groups, colours)
-        axes[1, 0].set_title(f"Groups not separated by the paired test over {groups.repetitions} (setting, "
-                             f"repetition) pairs, Holm, {ALPHA:g}", fontsize=8, loc="left")
+        axes[1, 0].set_title(
+            f"Groups not separated by the paired test over {groups.repetitions} (setting, "
+            f"repetition) pairs, Holm, {ALPHA:g}",
+            fontsize=8,
+            loc="left",
+        )
     fig.tight_layout()
     path = Path(path)
     fig.savefig(path, dpi=130)

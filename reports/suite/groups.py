@@ -37,8 +37,10 @@ from textmetric_bench.reports.suite.ranks import ALPHA, HIGHER_IS_BETTER
 RESAMPLES = 9999
 #: The random generator's seed: the same results give the same p.
 SEED = 0
-TEST = ("paired sign-flip permutation test over (setting, repetition), stratified by setting, on the mean of "
-        "per-setting mean differences, Holm-adjusted")
+TEST = (
+    "paired sign-flip permutation test over (setting, repetition), stratified by setting, on the mean of "
+    "per-setting mean differences, Holm-adjusted"
+)
 
 
 @dataclass
@@ -63,13 +65,14 @@ class MeasureGroups:
 def sign_patterns(n: int, resamples: int, rng: np.random.Generator) -> tuple[np.ndarray, bool]:
     """(patterns x n) signs: all 2^n patterns when they are no more than ``resamples`` (exact), else
     ``resamples`` random ones."""
-    if 2 ** n <= resamples:
+    if 2**n <= resamples:
         return np.array(list(itertools.product((1.0, -1.0), repeat=n))), True
     return rng.choice((1.0, -1.0), size=(resamples, n)), False
 
 
-def sign_flip_p(differences: np.ndarray, weights: np.ndarray, resamples: int = RESAMPLES,
-                rng: np.random.Generator | None = None) -> tuple[np.ndarray, np.ndarray]:
+def sign_flip_p(
+    differences: np.ndarray, weights: np.ndarray, resamples: int = RESAMPLES, rng: np.random.Generator | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """Two-sided p of the paired sign-flip test of every row of ``differences`` (pairs x observations), with the
     statistic ``differences @ weights``; returns (statistic, p). The p are ``scipy.stats.permutation_test``'s
     (``permutation_type='samples'`` on one sample): the tolerance for ties, +1 for random resamples, 2 x the
@@ -109,17 +112,23 @@ def significance_groups(order: list[str], p: pd.DataFrame, alpha: float = ALPHA)
     return pd.Series(groups, index=order, name="group", dtype=int)
 
 
-def repetition_block(repetitions: pd.DataFrame, measure: str, settings: list[str], metrics: list[str]
-                     ) -> tuple[np.ndarray, np.ndarray, list[str]]:
+def repetition_block(
+    repetitions: pd.DataFrame, measure: str, settings: list[str], metrics: list[str]
+) -> tuple[np.ndarray, np.ndarray, list[str]]:
     """The values (metrics x observations) of ``measure`` at the (setting, repetition)s where every metric of
     ``metrics`` has one, each observation's setting index, and what was left out (repetitions missing a value)."""
-    rows = repetitions[(repetitions["measure"] == measure) & repetitions["metric"].isin(metrics)
-                       & repetitions["setting"].isin(settings)]
+    rows = repetitions[
+        (repetitions["measure"] == measure)
+        & repetitions["metric"].isin(metrics)
+        & repetitions["setting"].isin(settings)
+    ]
     wide = rows.pivot_table(index=["setting", "repetition"], columns="metric", values="value", aggfunc="first")
     wide = wide.reindex(columns=metrics)
     incomplete = wide.isna().any(axis=1)
-    left_out = [f"setting {s} repetition {r}: no value of {', '.join(wide.columns[wide.loc[(s, r)].isna()])}"
-                for s, r in wide.index[incomplete]]
+    left_out = [
+        f"setting {s} repetition {r}: no value of {', '.join(wide.columns[wide.loc[(s, r)].isna()])}"
+        for s, r in wide.index[incomplete]
+    ]
     wide = wide[~incomplete]
     position = {s: i for i, s in enumerate(settings)}
     kept = [s for s in settings if s in set(wide.index.get_level_values("setting"))]
@@ -135,9 +144,17 @@ def stratified_weights(setting_index: np.ndarray) -> np.ndarray:
     return 1.0 / (len(counts) * counts[inverse])
 
 
-def compare(values: np.ndarray, setting_index: np.ndarray, metrics: list[str], measure: str = "",
-            higher_is_better: bool = True, resamples: int = RESAMPLES, alpha: float = ALPHA,
-            rng: np.random.Generator | None = None, left_out: list[str] | None = None) -> MeasureGroups:
+def compare(
+    values: np.ndarray,
+    setting_index: np.ndarray,
+    metrics: list[str],
+    measure: str = "",
+    higher_is_better: bool = True,
+    resamples: int = RESAMPLES,
+    alpha: float = ALPHA,
+    rng: np.random.Generator | None = None,
+    left_out: list[str] | None = None,
+) -> MeasureGroups:
     """The paired test between every two metrics (rows of ``values``, metrics x observations), Holm over the
     pairs, and the groups."""
     weights = stratified_weights(setting_index)
@@ -152,20 +169,31 @@ def compare(values: np.ndarray, setting_index: np.ndarray, metrics: list[str], m
     p = pd.DataFrame(p, index=metrics, columns=metrics).loc[order, order]
     difference = pd.DataFrame(difference, index=metrics, columns=metrics).loc[order, order]
     exact = 2 ** values.shape[1] <= resamples
-    return MeasureGroups(measure, means[order], p, difference,
-                         significance_groups(order, p, alpha), len(np.unique(setting_index)), values.shape[1],
-                         list(left_out or []), 2 ** values.shape[1] if exact else resamples, exact)
+    return MeasureGroups(
+        measure,
+        means[order],
+        p,
+        difference,
+        significance_groups(order, p, alpha),
+        len(np.unique(setting_index)),
+        values.shape[1],
+        list(left_out or []),
+        2 ** values.shape[1] if exact else resamples,
+        exact,
+    )
 
 
-def group_measure(repetitions: pd.DataFrame, measure: str, settings: list[str], metrics: list[str],
-                  resamples: int = RESAMPLES) -> MeasureGroups | None:
+def group_measure(
+    repetitions: pd.DataFrame, measure: str, settings: list[str], metrics: list[str], resamples: int = RESAMPLES
+) -> MeasureGroups | None:
     """The groups of ``measure`` over the given settings and metrics (the complete block the rank tests rest
     on); None when fewer than two metrics have repetitions there."""
     values, setting_index, left_out = repetition_block(repetitions, measure, settings, metrics)
     if len(metrics) < 2 or values.shape[1] == 0:
         return None
-    return compare(values, setting_index, metrics, measure, HIGHER_IS_BETTER.get(measure, True), resamples,
-                   left_out=left_out)
+    return compare(
+        values, setting_index, metrics, measure, HIGHER_IS_BETTER.get(measure, True), resamples, left_out=left_out
+    )
 
 
 def groups_frame(results: dict[str, MeasureGroups]) -> pd.DataFrame:
@@ -177,12 +205,40 @@ def groups_frame(results: dict[str, MeasureGroups]) -> pd.DataFrame:
         for metric, mean in g.means.items():
             group = int(g.groups[metric])
             before = g.members(group - 1)
-            rows.append({"measure": measure, "metric": metric, "mean": mean, "group": group,
-                         "groups": int(g.groups.max()), "settings": g.settings, "observations": g.repetitions,
-                         "group_members": " ".join(m for m in g.members(group) if m != metric),
-                         "min_p_to_group_above": min((g.p.loc[metric, m] for m in before), default=np.nan),
-                         "test": TEST, "sign_patterns": g.patterns, "exact": g.exact, "alpha": ALPHA,
-                         "left_out": " | ".join(g.left_out)})
-    return pd.DataFrame(rows, columns=["measure", "metric", "mean", "group", "groups", "settings", "observations",
-                                       "group_members", "min_p_to_group_above", "test", "sign_patterns", "exact",
-                                       "alpha", "left_out"])
+            rows.append(
+                {
+                    "measure": measure,
+                    "metric": metric,
+                    "mean": mean,
+                    "group": group,
+                    "groups": int(g.groups.max()),
+                    "settings": g.settings,
+                    "observations": g.repetitions,
+                    "group_members": " ".join(m for m in g.members(group) if m != metric),
+                    "min_p_to_group_above": min((g.p.loc[metric, m] for m in before), default=np.nan),
+                    "test": TEST,
+                    "sign_patterns": g.patterns,
+                    "exact": g.exact,
+                    "alpha": ALPHA,
+                    "left_out": " | ".join(g.left_out),
+                }
+            )
+    return pd.DataFrame(
+        rows,
+        columns=[
+            "measure",
+            "metric",
+            "mean",
+            "group",
+            "groups",
+            "settings",
+            "observations",
+            "group_members",
+            "min_p_to_group_above",
+            "test",
+            "sign_patterns",
+            "exact",
+            "alpha",
+            "left_out",
+        ],
+    )

@@ -39,8 +39,17 @@ ENOUGH_SETTINGS = 11
 ENOUGH_METRICS = 6
 #: Which way each measure is better. Every measure of the harness grows with quality: A, A^w, ρ, ω², L, S, I and
 #: IFC are scores, and T is a speed (evaluations per second, 004 §4.4), not a duration.
-HIGHER_IS_BETTER = {"A": True, "Aw": True, "rho": True, "omega2": True, "L": True, "S": True, "I": True,
-                    "IFC": True, "T": True}
+HIGHER_IS_BETTER = {
+    "A": True,
+    "Aw": True,
+    "rho": True,
+    "omega2": True,
+    "L": True,
+    "S": True,
+    "I": True,
+    "IFC": True,
+    "T": True,
+}
 POSTHOC = "Wilcoxon signed-rank over settings (zero differences split), Holm-adjusted"
 
 
@@ -78,8 +87,10 @@ def complete_block(wide: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
         if by_metric.max() >= by_setting.max():
             name = by_metric.idxmax()
             missing = wide.index[wide[name].isna()]
-            left_out.append(f"metric {name}: no value in {len(missing)} of {len(wide.index)} settings "
-                            f"({', '.join(map(str, missing))})")
+            left_out.append(
+                f"metric {name}: no value in {len(missing)} of {len(wide.index)} settings "
+                f"({', '.join(map(str, missing))})"
+            )
             wide = wide.drop(columns=name)
         else:
             name = by_setting.idxmax()
@@ -99,12 +110,16 @@ def few_settings_warning(settings: int, metrics: int) -> str:
     """The report's warning when the tests rest on too few settings (or metrics) to mean much, else ""."""
     notes = []
     if settings < ENOUGH_SETTINGS or metrics < ENOUGH_METRICS:
-        notes.append(f"the tests rest on {settings} setting{'s' if settings != 1 else ''} and {metrics} metrics; "
-                     f"Friedman's chi-square holds for more than {ENOUGH_SETTINGS - 1} settings and "
-                     f"{ENOUGH_METRICS - 1} metrics (Demšar 2006, §3.2.2), so its p is a rough guide")
+        notes.append(
+            f"the tests rest on {settings} setting{'s' if settings != 1 else ''} and {metrics} metrics; "
+            f"Friedman's chi-square holds for more than {ENOUGH_SETTINGS - 1} settings and "
+            f"{ENOUGH_METRICS - 1} metrics (Demšar 2006, §3.2.2), so its p is a rough guide"
+        )
     if 0 < settings <= 5:
-        notes.append(f"with {settings} settings Wilcoxon's smallest two-sided p is 2/2^{settings} = "
-                     f"{2 / 2 ** settings:.3g}, so no two metrics can be separated at {ALPHA:g}: add settings")
+        notes.append(
+            f"with {settings} settings Wilcoxon's smallest two-sided p is 2/2^{settings} = "
+            f"{2 / 2**settings:.3g}, so no two metrics can be separated at {ALPHA:g}: add settings"
+        )
     return "; ".join(notes)
 
 
@@ -144,8 +159,16 @@ def rank_measure(table: pd.DataFrame, measure: str) -> MeasureRanks | None:
     if wide.shape[1] < 2 or wide.shape[0] < 1:
         return None
     statistic, p = friedman(wide)
-    return MeasureRanks(measure, wide, within_setting_ranks(wide, HIGHER_IS_BETTER.get(measure, True)), statistic,
-                        p, wilcoxon_holm(wide), left_out, few_settings_warning(*wide.shape))
+    return MeasureRanks(
+        measure,
+        wide,
+        within_setting_ranks(wide, HIGHER_IS_BETTER.get(measure, True)),
+        statistic,
+        p,
+        wilcoxon_holm(wide),
+        left_out,
+        few_settings_warning(*wide.shape),
+    )
 
 
 def rank_measures(table: pd.DataFrame, measures=HIGHER_IS_BETTER) -> dict[str, MeasureRanks]:
@@ -170,15 +193,43 @@ def ranks_frame(results: dict[str, MeasureRanks]) -> pd.DataFrame:
     rows = []
     for measure, r in results.items():
         for place, (metric, mean_rank) in enumerate(r.mean_ranks.items(), start=1):
-            rows.append({"measure": measure, "metric": metric, "mean_rank": mean_rank, "place": place,
-                         "settings": r.settings, "metrics": r.values.shape[1],
-                         "higher_is_better": HIGHER_IS_BETTER.get(measure, True),
-                         "friedman_chi2": r.statistic, "friedman_p": r.p, "posthoc": POSTHOC, "alpha": ALPHA,
-                         "not_separated_from": " ".join(not_separated(r, metric)),
-                         "left_out": " | ".join(r.left_out), "warning": r.warning})
-    return pd.DataFrame(rows, columns=["measure", "metric", "mean_rank", "place", "settings", "metrics",
-                                       "higher_is_better", "friedman_chi2", "friedman_p", "posthoc", "alpha",
-                                       "not_separated_from", "left_out", "warning"])
+            rows.append(
+                {
+                    "measure": measure,
+                    "metric": metric,
+                    "mean_rank": mean_rank,
+                    "place": place,
+                    "settings": r.settings,
+                    "metrics": r.values.shape[1],
+                    "higher_is_better": HIGHER_IS_BETTER.get(measure, True),
+                    "friedman_chi2": r.statistic,
+                    "friedman_p": r.p,
+                    "posthoc": POSTHOC,
+                    "alpha": ALPHA,
+                    "not_separated_from": " ".join(not_separated(r, metric)),
+                    "left_out": " | ".join(r.left_out),
+                    "warning": r.warning,
+                }
+            )
+    return pd.DataFrame(
+        rows,
+        columns=[
+            "measure",
+            "metric",
+            "mean_rank",
+            "place",
+            "settings",
+            "metrics",
+            "higher_is_better",
+            "friedman_chi2",
+            "friedman_p",
+            "posthoc",
+            "alpha",
+            "not_separated_from",
+            "left_out",
+            "warning",
+        ],
+    )
 
 
 def setting_ranks_frame(results: dict[str, MeasureRanks]) -> pd.DataFrame:

@@ -37,8 +37,9 @@ def regimes_of(table: pd.DataFrame) -> dict[str, list[str]]:
     return {r: found[r] for r in sorted(found, key=regime_order)}
 
 
-def regime_groups(table: pd.DataFrame, repetitions: pd.DataFrame,
-                  ranks: dict[str, MeasureRanks]) -> dict[tuple[str, str], MeasureGroups]:
+def regime_groups(
+    table: pd.DataFrame, repetitions: pd.DataFrame, ranks: dict[str, MeasureRanks]
+) -> dict[tuple[str, str], MeasureGroups]:
     """(regime, measure) -> the paired test's groups over that regime's settings of the measure's complete block."""
     found = {}
     for regime, settings in regimes_of(table).items():
@@ -51,22 +52,36 @@ def regime_groups(table: pd.DataFrame, repetitions: pd.DataFrame,
 
 def regimes_frame(results: dict[tuple[str, str], MeasureGroups]) -> pd.DataFrame:
     """``regimes.csv``: per regime, measure and metric its mean over the regime's settings and its group there."""
-    rows = [{"regime": regime, "measure": measure, "metric": metric, "mean": mean, "group": int(g.groups[metric]),
-             "groups": int(g.groups.max()), "settings": g.settings, "observations": g.repetitions}
-            for (regime, measure), g in results.items() for metric, mean in g.means.items()]
+    rows = [
+        {
+            "regime": regime,
+            "measure": measure,
+            "metric": metric,
+            "mean": mean,
+            "group": int(g.groups[metric]),
+            "groups": int(g.groups.max()),
+            "settings": g.settings,
+            "observations": g.repetitions,
+        }
+        for (regime, measure), g in results.items()
+        for metric, mean in g.means.items()
+    ]
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
 def regimes_section(results: dict[tuple[str, str], MeasureGroups], table: pd.DataFrame) -> list[str]:
     """Markdown: per regime, its settings and, per shown measure, the leading group and how many groups there are."""
     settings = regimes_of(table)
-    lines = ["## By length regime", "",
-             "The same paired test over repetitions, over the settings of one length regime at a time (a pair's "
-             "regime: both sides' median words a text, sentence ≤ 30 < paragraph ≤ 200 < document). G1 is the "
-             "leading group: the metrics no other metric is separated above. `regimes.csv` holds every measure.", ""]
+    lines = [
+        "## By length regime",
+        "",
+        "The same paired test over repetitions, over the settings of one length regime at a time (a pair's "
+        "regime: both sides' median words a text, sentence ≤ 30 < paragraph ≤ 200 < document). G1 is the "
+        "leading group: the metrics no other metric is separated above. `regimes.csv` holds every measure.",
+        "",
+    ]
     if not settings:
-        return lines + ["No run of this suite recorded its pair's regime (runs made before regimes were recorded).",
-                        ""]
+        return lines + ["No run of this suite recorded its pair's regime (runs made before regimes were recorded).", ""]
     rows = []
     for regime, names in settings.items():
         for measure in SHOWN:
@@ -74,6 +89,13 @@ def regimes_section(results: dict[tuple[str, str], MeasureGroups], table: pd.Dat
             if g is None:
                 continue
             lead = ", ".join(f"{m} ({format_score(g.means[m])})" for m in g.members(1))
-            rows.append({"regime": regime, "settings": len(names), "measure": measure, "groups": int(g.groups.max()),
-                         "G1 (mean over the regime's settings)": lead})
+            rows.append(
+                {
+                    "regime": regime,
+                    "settings": len(names),
+                    "measure": measure,
+                    "groups": int(g.groups.max()),
+                    "G1 (mean over the regime's settings)": lead,
+                }
+            )
     return lines + [markdown_table(pd.DataFrame(rows)), ""] if rows else lines

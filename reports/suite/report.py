@@ -34,10 +34,24 @@ from textmetric_bench.reports.labels import format_score
 from textmetric_bench.reports.suite.cd import cd_caption, cd_diagram, measure_title
 from textmetric_bench.reports.suite.groups import TEST, MeasureGroups, group_measure, groups_frame
 from textmetric_bench.reports.suite.regimes import regime_groups, regimes_frame, regimes_section
-from textmetric_bench.reports.suite.ranks import (ALPHA, POSTHOC, MeasureRanks, not_separated, rank_measures,
-                                                  ranks_frame, setting_ranks_frame)
-from textmetric_bench.reports.suite.settings import (SUITE_MEASURES, load_settings, own_noise, read_catalogue,
-                                                     repetition_table, setting_labels, setting_table)
+from textmetric_bench.reports.suite.ranks import (
+    ALPHA,
+    POSTHOC,
+    MeasureRanks,
+    not_separated,
+    rank_measures,
+    ranks_frame,
+    setting_ranks_frame,
+)
+from textmetric_bench.reports.suite.settings import (
+    SUITE_MEASURES,
+    load_settings,
+    own_noise,
+    read_catalogue,
+    repetition_table,
+    setting_labels,
+    setting_table,
+)
 from textmetric_bench.reports.tables.markdown import markdown_table
 
 #: The files a suite report writes whose names depend on the measures and metrics (stale ones are removed).
@@ -62,19 +76,28 @@ def write_suite_report(root: Path, out_dir: Path | None = None) -> dict[str, Pat
     table = setting_table(runs, root)
     ranks = rank_measures(table)
     repetitions = repetition_table(runs, root)
-    groups = {measure: g for measure, r in ranks.items() if (g := group_measure(
-        repetitions, measure, list(r.values.index), list(r.values.columns))) is not None}
+    groups = {
+        measure: g
+        for measure, r in ranks.items()
+        if (g := group_measure(repetitions, measure, list(r.values.index), list(r.values.columns))) is not None
+    }
     by_regime = regime_groups(table, repetitions, ranks)
     noise, catalogue = own_noise(runs, root), read_catalogue(root)
-    files = {"settings": out_dir / "settings.csv", "ranks": out_dir / "ranks.csv",
-             "setting_ranks": out_dir / "setting_ranks.csv", "repetitions": out_dir / "repetitions.csv",
-             "groups": out_dir / "groups.csv", "regimes": out_dir / "regimes.csv",
-             "suite_report": out_dir / "suite_report.md"}
+    files = {
+        "settings": out_dir / "settings.csv",
+        "ranks": out_dir / "ranks.csv",
+        "setting_ranks": out_dir / "setting_ranks.csv",
+        "repetitions": out_dir / "repetitions.csv",
+        "groups": out_dir / "groups.csv",
+        "regimes": out_dir / "regimes.csv",
+        "suite_report": out_dir / "suite_report.md",
+    }
     table.to_csv(files["settings"], index=False)
     repetitions.to_csv(files["repetitions"], index=False)
     frame = ranks_frame(ranks)
-    frame["group"] = [groups[m].groups.get(metric) if m in groups else None
-                      for m, metric in zip(frame["measure"], frame["metric"])]
+    frame["group"] = [
+        groups[m].groups.get(metric) if m in groups else None for m, metric in zip(frame["measure"], frame["metric"])
+    ]
     frame.to_csv(files["ranks"], index=False)
     groups_frame(groups).to_csv(files["groups"], index=False)
     regimes_frame(by_regime).to_csv(files["regimes"], index=False)
@@ -89,8 +112,16 @@ def write_suite_report(root: Path, out_dir: Path | None = None) -> dict[str, Pat
     cards = build_cards(table, ranks, noise, catalogue)
     for card in cards:
         files[f"card_{card.metric}"] = card_figure(card, out_dir / f"card_{file_name(card.metric)}.png")
-    lines = [f"# Suite report: {root.name}", "", *settings_section(runs, table, root), *ranks_section(ranks, groups),
-             *regimes_section(by_regime, table), *bounds_section(table), "## One card per metric", ""]
+    lines = [
+        f"# Suite report: {root.name}",
+        "",
+        *settings_section(runs, table, root),
+        *ranks_section(ranks, groups),
+        *regimes_section(by_regime, table),
+        *bounds_section(table),
+        "## One card per metric",
+        "",
+    ]
     lines += [card_markdown(card, f"card_{file_name(card.metric)}.png") for card in cards]
     files["suite_report"].write_text("\n".join(lines) + "\n", encoding="utf-8")
     for path in stale - set(files.values()):
@@ -100,18 +131,32 @@ def write_suite_report(root: Path, out_dir: Path | None = None) -> dict[str, Pat
 
 def settings_section(runs, table: pd.DataFrame, root: Path) -> list[str]:
     """The settings the report rests on, one row each."""
-    rows = [{"setting": label, "task": run.task, "repetitions": run.repetitions,
-             "metrics": ", ".join(sorted(table.loc[table["setting"] == label, "metric"].unique())),
-             "directory": str(run.path.relative_to(root)) if run.path.is_relative_to(root) else str(run.path)}
-            for label, run in zip(setting_labels(runs, root), runs)]
+    rows = [
+        {
+            "setting": label,
+            "task": run.task,
+            "repetitions": run.repetitions,
+            "metrics": ", ".join(sorted(table.loc[table["setting"] == label, "metric"].unique())),
+            "directory": str(run.path.relative_to(root)) if run.path.is_relative_to(root) else str(run.path),
+        }
+        for label, run in zip(setting_labels(runs, root), runs)
+    ]
     reference = sorted(set(table.loc[table["source"] == "reference", "metric"]))
-    lines = [f"{len(runs)} settings, each one run summarised on its own (mean and 95% percentile bootstrap interval "
-             "over its repetitions); settings are never pooled, and every test below treats a setting as one "
-             "observation.", "", markdown_table(pd.DataFrame(rows)), ""]
+    lines = [
+        f"{len(runs)} settings, each one run summarised on its own (mean and 95% percentile bootstrap interval "
+        "over its repetitions); settings are never pooled, and every test below treats a setting as one "
+        "observation.",
+        "",
+        markdown_table(pd.DataFrame(rows)),
+        "",
+    ]
     if reference:
-        lines += [f"Values of {', '.join(reference)} marked ᴿ in the cards come from the shipped reference results "
-                  "(reports/reference/), not from this suite's runs; their T was measured on the machine that "
-                  "made them.", ""]
+        lines += [
+            f"Values of {', '.join(reference)} marked ᴿ in the cards come from the shipped reference results "
+            "(reports/reference/), not from this suite's runs; their T was measured on the machine that "
+            "made them.",
+            "",
+        ]
     return lines
 
 
@@ -119,28 +164,52 @@ def ranks_section(ranks: dict[str, MeasureRanks], groups: dict[str, MeasureGroup
     """Per measure: the critical-difference diagram and its caption, the mean ranks, the tests, the warning and the
     groups of the paired test over repetitions."""
     groups = groups or {}
-    lines = ["## Which metric is better across settings", "",
-             f"Per measure, the metrics are ranked within each setting (1 = best; every measure is better higher, "
-             f"T being a speed), the ranks averaged over the settings, Friedman's test asks whether all metrics "
-             f"rank alike, and the post-hoc test is {POSTHOC} (p < {ALPHA:g} separates two metrics; docs/suites.md "
-             f"says why). Then the groups of the {TEST} (p < {ALPHA:g} separates two metrics): it uses every "
-             f"repetition inside each setting, paired by (setting, repetition), so it can separate metrics where "
-             f"the few settings' means cannot, and it answers for these settings, not for settings not run. The "
-             f"bounds oracle and chance are never ranked.", ""]
+    lines = [
+        "## Which metric is better across settings",
+        "",
+        f"Per measure, the metrics are ranked within each setting (1 = best; every measure is better higher, "
+        f"T being a speed), the ranks averaged over the settings, Friedman's test asks whether all metrics "
+        f"rank alike, and the post-hoc test is {POSTHOC} (p < {ALPHA:g} separates two metrics; docs/suites.md "
+        f"says why). Then the groups of the {TEST} (p < {ALPHA:g} separates two metrics): it uses every "
+        f"repetition inside each setting, paired by (setting, repetition), so it can separate metrics where "
+        f"the few settings' means cannot, and it answers for these settings, not for settings not run. The "
+        f"bounds oracle and chance are never ranked.",
+        "",
+    ]
     if not ranks:
         return lines + ["No measure has two ranked metrics in a setting.", ""]
     for measure, r in ranks.items():
-        friedman = ("not computed (fewer than 3 metrics or 2 settings)" if math.isnan(r.statistic) else
-                    f"χ² = {r.statistic:.3f}, p = {r.p:.3g}")
-        lines += [f"### {measure_title(measure)}", "", f"![critical differences of {measure}](cd_{file_name(measure)}.png)",
-                  "", f"*{cd_caption(r, groups.get(measure))}*", "",
-                  f"**{r.settings} settings × {r.values.shape[1]} metrics.** Friedman: {friedman}.", ""]
+        friedman = (
+            "not computed (fewer than 3 metrics or 2 settings)"
+            if math.isnan(r.statistic)
+            else f"χ² = {r.statistic:.3f}, p = {r.p:.3g}"
+        )
+        lines += [
+            f"### {measure_title(measure)}",
+            "",
+            f"![critical differences of {measure}](cd_{file_name(measure)}.png)",
+            "",
+            f"*{cd_caption(r, groups.get(measure))}*",
+            "",
+            f"**{r.settings} settings × {r.values.shape[1]} metrics.** Friedman: {friedman}.",
+            "",
+        ]
         lines += [f"Left out (incomplete): {'; '.join(r.left_out)}.", ""] if r.left_out else []
-        rows = [{"place": i, "metric": m, "mean rank": f"{v:.2f}", "not separated from": ", ".join(
-            not_separated(r, m)) or "–"} for i, (m, v) in enumerate(r.mean_ranks.items(), start=1)]
+        rows = [
+            {
+                "place": i,
+                "metric": m,
+                "mean rank": f"{v:.2f}",
+                "not separated from": ", ".join(not_separated(r, m)) or "–",
+            }
+            for i, (m, v) in enumerate(r.mean_ranks.items(), start=1)
+        ]
         lines += [markdown_table(pd.DataFrame(rows)), ""]
-        lines += groups_lines(groups[measure]) if measure in groups else [
-            "No paired test over repetitions: the runs hold no repetition of these metrics.", ""]
+        lines += (
+            groups_lines(groups[measure])
+            if measure in groups
+            else ["No paired test over repetitions: the runs hold no repetition of these metrics.", ""]
+        )
     return lines
 
 
@@ -153,19 +222,31 @@ def groups_lines(g: MeasureGroups) -> list[str]:
         above = g.members(group - 1)
         p = min((g.p.loc[members[0], m] for m in above), default=math.nan)
         opened = "–" if math.isnan(p) else f"{members[0]} ({p:.3g})"
-        rows.append({"group": f"G{group}",
-                     "metrics (mean)": ", ".join(f"{m} ({format_score(g.means[m])})" for m in members),
-                     "opened by (smallest p to the group above)": opened})
+        rows.append(
+            {
+                "group": f"G{group}",
+                "metrics (mean)": ", ".join(f"{m} ({format_score(g.means[m])})" for m in members),
+                "opened by (smallest p to the group above)": opened,
+            }
+        )
     count = int(g.groups.max())
     patterns = f"all {g.patterns:,} sign patterns" if g.exact else f"{g.patterns:,} random sign patterns"
-    lines = [f"**Groups by the paired test over repetitions** ({g.settings} settings, {g.repetitions} (setting, "
-             f"repetition) pairs, {patterns}): {count} group{'s' if count != 1 else ''}; "
-             f"metrics of one group are not separated from one another (Holm-adjusted p ≥ {ALPHA:g}); "
-             f"`paired_{file_name(g.measure)}.csv` holds every p.", "", markdown_table(pd.DataFrame(rows)), ""]
+    lines = [
+        f"**Groups by the paired test over repetitions** ({g.settings} settings, {g.repetitions} (setting, "
+        f"repetition) pairs, {patterns}): {count} group{'s' if count != 1 else ''}; "
+        f"metrics of one group are not separated from one another (Holm-adjusted p ≥ {ALPHA:g}); "
+        f"`paired_{file_name(g.measure)}.csv` holds every p.",
+        "",
+        markdown_table(pd.DataFrame(rows)),
+        "",
+    ]
     if g.exact and 2 / g.patterns >= ALPHA:
-        lines += [f"With {g.repetitions} (setting, repetition) pairs the paired test's smallest two-sided p is "
-                  f"2/2^{g.repetitions} = {2 / g.patterns:.3g}, so it can separate nothing at {ALPHA:g}: add "
-                  f"repetitions or settings.", ""]
+        lines += [
+            f"With {g.repetitions} (setting, repetition) pairs the paired test's smallest two-sided p is "
+            f"2/2^{g.repetitions} = {2 / g.patterns:.3g}, so it can separate nothing at {ALPHA:g}: add "
+            f"repetitions or settings.",
+            "",
+        ]
     if g.left_out:
         lines += [f"Left out of the paired test (incomplete repetitions): {'; '.join(g.left_out)}.", ""]
     return lines
@@ -180,6 +261,12 @@ def bounds_section(table: pd.DataFrame) -> list[str]:
     wide = wide[[m for m in SUITE_MEASURES if m in wide.columns]].reindex([b for b in BOUNDS if b in wide.index])
     cells = wide.apply(lambda col: col.map(format_score)).astype(object)
     cells.index = [bound_label(m) for m in cells.index]
-    return ["## Bounds (reference lines, not ranked)", "",
-            "The mean over the settings of each bound's per-setting value; the cards draw each setting's value as "
-            "a grey line.", "", markdown_table(cells.rename_axis("bound").reset_index()), ""]
+    return [
+        "## Bounds (reference lines, not ranked)",
+        "",
+        "The mean over the settings of each bound's per-setting value; the cards draw each setting's value as "
+        "a grey line.",
+        "",
+        markdown_table(cells.rename_axis("bound").reset_index()),
+        "",
+    ]

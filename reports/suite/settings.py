@@ -18,8 +18,25 @@ from textmetric_bench.reports.sweep.aggregate import find_run_dirs
 from textmetric_bench.reports.sweep.runs import Run, load_run
 
 #: The per-setting table: one row per (setting, metric, measure).
-SETTING_COLUMNS = ["setting", "task", "pair", "k", "n", "seed", "repetitions", "metric", "source", "orientation",
-                   "measure", "mean", "ci_low", "ci_high", "n_reps", "regime", "run_dir"]
+SETTING_COLUMNS = [
+    "setting",
+    "task",
+    "pair",
+    "k",
+    "n",
+    "seed",
+    "repetitions",
+    "metric",
+    "source",
+    "orientation",
+    "measure",
+    "mean",
+    "ci_low",
+    "ci_high",
+    "n_reps",
+    "regime",
+    "run_dir",
+]
 #: The per-repetition table: one row per (setting, metric, repetition, measure).
 REPETITION_COLUMNS = ["setting", "metric", "repetition", "measure", "value"]
 #: Measures a suite ranks, as measures.csv names them; T100 is T in another unit and is left out.
@@ -45,6 +62,7 @@ def _order(run: Run) -> tuple:
     def number(key):
         value = run.config.get(key)
         return (0, float(value)) if isinstance(value, int | float) else (1, str(value))
+
     return run.task != "ksc", run.task, run.pair, number("k"), number("n"), number("seed"), str(run.path)
 
 
@@ -79,10 +97,19 @@ def setting_table(runs: list[Run], root: Path | None = None) -> pd.DataFrame:
         names = summary["metric"].astype(str)
         summary["source"] = names.str.endswith(REFERENCE_MARK).map({True: "reference", False: "run"})
         summary["metric"] = names.str.removesuffix(REFERENCE_MARK)
-        frames.append(summary.assign(setting=label, task=run.task, pair=run.pair, k=run.config.get("k"),
-                                     n=run.config.get("n"), seed=run.config.get("seed"),
-                                     repetitions=run.repetitions, regime=run.manifest.get("regime"),
-                                     run_dir=str(run.path)))
+        frames.append(
+            summary.assign(
+                setting=label,
+                task=run.task,
+                pair=run.pair,
+                k=run.config.get("k"),
+                n=run.config.get("n"),
+                seed=run.config.get("seed"),
+                repetitions=run.repetitions,
+                regime=run.manifest.get("regime"),
+                run_dir=str(run.path),
+            )
+        )
     if not frames:
         return pd.DataFrame(columns=SETTING_COLUMNS)
     return pd.concat(frames, ignore_index=True).reindex(columns=SETTING_COLUMNS)
@@ -116,8 +143,11 @@ def own_noise(runs: list[Run], root: Path | None = None) -> pd.DataFrame:
                 frames.append(pd.read_csv(path).assign(setting=label))
             except pd.errors.EmptyDataError:
                 continue
-    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(
-        columns=["metric", "seeds", "own_sd", "data_sd", "ratio", "setting"])
+    return (
+        pd.concat(frames, ignore_index=True)
+        if frames
+        else pd.DataFrame(columns=["metric", "seeds", "own_sd", "data_sd", "ratio", "setting"])
+    )
 
 
 def read_catalogue(root: Path) -> pd.DataFrame:

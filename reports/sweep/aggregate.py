@@ -32,7 +32,17 @@ from textmetric_bench.reports.tables.table3 import BELOW_MARK, BELOW_NOTE, BOLD_
 CONFIG_KEYS = ("pair", "task", "k", "n", "repetitions", "seed")
 #: ``n`` is the KSC corpus size from the config; ``n_reps`` counts the repetitions behind a mean.
 SWEEP_COLUMNS = [
-    *CONFIG_KEYS, "metric", "orientation", "measure", "mean", "std", "n_reps", "ci_low", "ci_high", "warning", "overrides",
+    *CONFIG_KEYS,
+    "metric",
+    "orientation",
+    "measure",
+    "mean",
+    "std",
+    "n_reps",
+    "ci_low",
+    "ci_high",
+    "warning",
+    "overrides",
     "run_dir",
 ]
 
@@ -106,8 +116,9 @@ def below_chance_rows(long: pd.DataFrame) -> pd.Series:
         bounds = [m for m in summary["metric"].unique() if bound_of(m) is not None]
         found = below_chance(summary, excluded=bounds)
         flagged |= {(run_dir, m, measure) for m, measure in zip(found["metric"], found["measure"])}
-    return pd.Series([(r, m, x) in flagged for r, m, x in zip(long["run_dir"], long["metric"], long["measure"])],
-                     index=long.index)
+    return pd.Series(
+        [(r, m, x) in flagged for r, m, x in zip(long["run_dir"], long["metric"], long["measure"])], index=long.index
+    )
 
 
 def sweep_markdown(long: pd.DataFrame, sweep_dir: Path) -> str:
@@ -116,8 +127,9 @@ def sweep_markdown(long: pd.DataFrame, sweep_dir: Path) -> str:
     frame["below"] = below_chance_rows(long)
     frame["metric"] = frame["metric"].map(metric_labels(frame))
     keys = ["pair", "k", "n"] + (["task"] if frame["task"].nunique(dropna=False) > 1 else [])
-    frame["run"] = [str(Path(p).relative_to(sweep_dir)) if Path(p).is_relative_to(sweep_dir) else p
-                    for p in frame["run_dir"]]
+    frame["run"] = [
+        str(Path(p).relative_to(sweep_dir)) if Path(p).is_relative_to(sweep_dir) else p for p in frame["run_dir"]
+    ]
     if frame.duplicated(keys + ["metric", "measure"]).any():
         keys.append("run")  # jobs differing in something else: keep them apart
     frame["bound"] = frame["metric"].map(lambda m: {"ceiling": 0, "floor": 2}.get(bound_of(m), 1))
@@ -149,8 +161,11 @@ def sweep_warnings(frame: pd.DataFrame) -> str:
     flagged = frame.loc[frame["warning"].fillna("") != "", ["run_dir", "run", "warning"]].drop_duplicates("run_dir")
     lines = []
     for warning, group in flagged.groupby("warning", sort=False):
-        which = f"all {len(jobs)} jobs" if len(group) == len(jobs) else \
-            f"{len(group)} of {len(jobs)} jobs: {', '.join(group['run'])}"
+        which = (
+            f"all {len(jobs)} jobs"
+            if len(group) == len(jobs)
+            else f"{len(group)} of {len(jobs)} jobs: {', '.join(group['run'])}"
+        )
         lines.append(f"**Warning ({which}): {warning}.**\n\n")
     return "".join(lines)
 

@@ -70,8 +70,7 @@ class Run:
         """What each figure of the run names in its title: the pair, k and n (KSC) or the task, the repetitions
         and the seed."""
         size = f"k={self.config.get('k')}, n={self.config.get('n')}" if self.task == "ksc" else self.task
-        return (f"{self.pair} · {size} · {plural(self.repetitions, 'repetition')} · "
-                f"seed {self.config.get('seed', '?')}")
+        return f"{self.pair} · {size} · {plural(self.repetitions, 'repetition')} · seed {self.config.get('seed', '?')}"
 
     def label(self, root: Path | None = None) -> str:
         """Directory (relative to ``root`` when inside it), seed and the date its measures were written."""
@@ -89,8 +88,11 @@ def load_run(path: Path) -> Run:
     measures = pd.read_csv(path / "measures.csv")
     distances = None
     if (path / "distances.csv").exists():
-        distances = pd.read_csv(path / "distances.csv", keep_default_na=False,
-                                na_values={"distance": ["", "nan", "NaN"], "z": ["", "nan", "NaN"]})
+        distances = pd.read_csv(
+            path / "distances.csv",
+            keep_default_na=False,
+            na_values={"distance": ["", "nan", "NaN"], "z": ["", "nan", "NaN"]},
+        )
     manifest = json.loads((path / "run.json").read_text()) if (path / "run.json").exists() else {}
     return Run(path, read_run_config(path), measures, distances, manifest)
 
@@ -127,9 +129,11 @@ class Section:
 
 def _setting_order(run: Run) -> tuple:
     """Pair, then k and n as numbers (k=7 before k=12), then the directory."""
+
     def number(key):
         value = run.config.get(key)
         return (0, float(value)) if isinstance(value, int | float) else (1, str(value))
+
     return run.pair, number("k"), number("n"), str(run.path)
 
 

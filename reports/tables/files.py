@@ -52,7 +52,13 @@ def write_tables(
         wide["reps"] = [int(reps.get(m, 0)) for m in wide.index]
         wide["failed_evaluations"] = [f"{failed[m][0]} of {failed[m][1]}" if m in failed else "" for m in wide.index]
     wide.rename_axis("metric").to_csv(paths["table3_csv"])
-    text = table3_text(summary, title or "Quality measures per metric (004 Table 3)", failures, repetitions, marks,
-                       marks_note(comparisons, marks))
+    text = table3_text(
+        summary,
+        title or "Quality measures per metric (004 Table 3)",
+        failures,
+        repetitions,
+        marks,
+        marks_note(comparisons, marks),
+    )
     paths["table3_md"].write_text(text, encoding="utf-8")
     return paths

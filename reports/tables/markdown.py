@@ -10,8 +10,10 @@ from collections.abc import Mapping
 
 import pandas as pd
 
+
 def markdown_table(frame: pd.DataFrame) -> str:
     """A pipe table of ``frame`` (index dropped; reset it first to keep it); cells are written as given."""
+
     def cell(value) -> str:
         return str(value).replace("|", "\\|").replace("\n", " ")
 
@@ -49,8 +51,15 @@ def orientation_markdown(warnings: Mapping[str, str] | None) -> list[str]:
     """An "Orientation" section: metrics whose declared direction looks reversed, or nothing."""
     if not warnings:
         return []
-    lines = ["## Orientation", "", ("These metrics' values run against their declared direction "
-                                    "(mean ρ clearly negative), so their measures may be upside down:"), ""]
+    lines = [
+        "## Orientation",
+        "",
+        (
+            "These metrics' values run against their declared direction "
+            "(mean ρ clearly negative), so their measures may be upside down:"
+        ),
+        "",
+    ]
     return lines + [f"- `{metric}`: {text}" for metric, text in sorted(warnings.items())] + [""]
 
 
@@ -101,8 +110,11 @@ def terminal_text(markdown: str, width: int | None = None) -> str:
             while i < len(lines) and _is_table_line(lines[i]):
                 block.append(lines[i])
                 i += 1
-            rows = [[_plain(c, in_table=True) for c in _cells(line)] for line in block
-                    if not re.fullmatch(r"\|(\s*:?-{3,}:?\s*\|)+", line.strip())]
+            rows = [
+                [_plain(c, in_table=True) for c in _cells(line)]
+                for line in block
+                if not re.fullmatch(r"\|(\s*:?-{3,}:?\s*\|)+", line.strip())
+            ]
             widths = [max(len(row[c]) if c < len(row) else 0 for row in rows) for c in range(max(map(len, rows)))]
             shown = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
             out += [shown[0], "  ".join("-" * w for w in widths), *shown[1:]]

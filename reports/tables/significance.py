@@ -20,15 +20,21 @@ from textmetric_bench.reports.bounds import ranked
 
 #: The mark of a metric that no test separates from its column's best.
 TOP_MARK = "▲"
-TOP_NOTE = (f"{TOP_MARK}: the column's best metric and every metric not separated from it significantly ({TEST_NAME}); "
-            "an unmarked metric is significantly below the best. Bounds (ceiling, floor) take no part. Every pair "
-            "of metrics: the significance matrices of report.html and significance_<measure>.csv.")
-FEW_NOTE = (f"No {TOP_MARK} marks: the paired tests rest on fewer than {FEW_REPETITIONS} repetitions "
-            "(see the warning); every pair is still in significance_<measure>.csv.")
-WILCOXON_NOTE = ("Wilcoxon signed-rank was not used: with 5 repetitions its smallest two-sided p is .0625, "
-                 "so it could never separate two metrics. The bootstrap can, but with few repetitions it is "
-                 "optimistic (it cannot see what the repetitions did not sample): read a 5-repetition "
-                 "separation as indicative and confirm it with more repetitions.")
+TOP_NOTE = (
+    f"{TOP_MARK}: the column's best metric and every metric not separated from it significantly ({TEST_NAME}); "
+    "an unmarked metric is significantly below the best. Bounds (ceiling, floor) take no part. Every pair "
+    "of metrics: the significance matrices of report.html and significance_<measure>.csv."
+)
+FEW_NOTE = (
+    f"No {TOP_MARK} marks: the paired tests rest on fewer than {FEW_REPETITIONS} repetitions "
+    "(see the warning); every pair is still in significance_<measure>.csv."
+)
+WILCOXON_NOTE = (
+    "Wilcoxon signed-rank was not used: with 5 repetitions its smallest two-sided p is .0625, "
+    "so it could never separate two metrics. The bootstrap can, but with few repetitions it is "
+    "optimistic (it cannot see what the repetitions did not sample): read a 5-repetition "
+    "separation as indicative and confirm it with more repetitions."
+)
 
 
 def top_group(means: pd.Series, comparisons: pd.DataFrame, min_repetitions: int = FEW_REPETITIONS) -> set[str]:
@@ -38,8 +44,9 @@ def top_group(means: pd.Series, comparisons: pd.DataFrame, min_repetitions: int 
     if not order or comparisons.empty:
         return set()
     best = order[0]
-    rows = comparisons[((comparisons["metric_a"] == best) | (comparisons["metric_b"] == best))
-                       & (comparisons["n"] >= min_repetitions)]
+    rows = comparisons[
+        ((comparisons["metric_a"] == best) | (comparisons["metric_b"] == best)) & (comparisons["n"] >= min_repetitions)
+    ]
     if rows.empty:
         return set()
     group = {best}
@@ -50,8 +57,9 @@ def top_group(means: pd.Series, comparisons: pd.DataFrame, min_repetitions: int 
     return group
 
 
-def column_marks(comparisons: dict[str, pd.DataFrame], means: pd.DataFrame,
-                 min_repetitions: int = FEW_REPETITIONS) -> dict[str, set[str]]:
+def column_marks(
+    comparisons: dict[str, pd.DataFrame], means: pd.DataFrame, min_repetitions: int = FEW_REPETITIONS
+) -> dict[str, set[str]]:
     """The ▲ metrics of each column of a Table 3 of ``means`` (T100 is tested on T: the same order); a column
     whose tests rest on too few repetitions is left out."""
     marks = {}

@@ -23,8 +23,10 @@ from textmetric_bench.reports.tables.significance import TOP_MARK
 BOLD_TOLERANCE = 0.015
 #: The mark of an A or A^w significantly below chance, and what it says.
 BELOW_MARK = "▼"
-BELOW_NOTE = (f"{BELOW_MARK}: significantly below chance (.5, what a constant metric scores; {CHANCE_TEST}): "
-              f"the metric orders nested pairs the wrong way, {BELOW_CHANCE_ADVICE}.")
+BELOW_NOTE = (
+    f"{BELOW_MARK}: significantly below chance (.5, what a constant metric scores; {CHANCE_TEST}): "
+    f"the metric orders nested pairs the wrong way, {BELOW_CHANCE_ADVICE}."
+)
 
 
 def _ordered_columns(columns) -> list[str]:
@@ -57,8 +59,11 @@ def best_mask(means: pd.DataFrame, tolerance: float = BOLD_TOLERANCE) -> pd.Data
     names = means.index.get_level_values(-1)  # the metric, also under a sweep's (pair, k, n, metric) index
     competing = pd.Series([bound_of(m) is None for m in names], index=means.index)
     best = means[competing].max(axis=0, skipna=True)
-    return means.ge(best - tolerance - 1e-12, axis=1) & means.notna() & pd.DataFrame(
-        {c: competing for c in means.columns}, index=means.index)
+    return (
+        means.ge(best - tolerance - 1e-12, axis=1)
+        & means.notna()
+        & pd.DataFrame({c: competing for c in means.columns}, index=means.index)
+    )
 
 
 def below_chance_cells(summary: pd.DataFrame) -> pd.DataFrame:

@@ -9,16 +9,28 @@ import pandas as pd
 from textmetric_bench.measures.failures import failed_of
 from textmetric_bench.measures.intervals import INTERVAL_NAME, few_repetitions_warning
 from textmetric_bench.reports.bounds import bound_label
-from textmetric_bench.reports.labels import (MEASURE_LABELS, SIMILARITY_NOTE, format_score, metric_labels, plural,
-                                             similarities)
+from textmetric_bench.reports.labels import (
+    MEASURE_LABELS,
+    SIMILARITY_NOTE,
+    format_score,
+    metric_labels,
+    plural,
+    similarities,
+)
 from textmetric_bench.reports.reference_rows import REFERENCE_NOTE, is_reference
 from textmetric_bench.reports.tables.markdown import failures_markdown, markdown_table
-from textmetric_bench.reports.tables.table3 import (BELOW_MARK, BELOW_NOTE, BOLD_TOLERANCE, below_chance_cells,
-                                                   table3_markdown_cells)
+from textmetric_bench.reports.tables.table3 import (
+    BELOW_MARK,
+    BELOW_NOTE,
+    BOLD_TOLERANCE,
+    below_chance_cells,
+    table3_markdown_cells,
+)
 
 
-def repetitions_text(summary: pd.DataFrame, planned: int | None,
-                     failed: Mapping[str, tuple[int, int]] | None = None) -> tuple[str, pd.Series | None]:
+def repetitions_text(
+    summary: pd.DataFrame, planned: int | None, failed: Mapping[str, tuple[int, int]] | None = None
+) -> tuple[str, pd.Series | None]:
     """How many repetitions the cells average: "5", or "k of N" per metric when some failed (``failed``: metric ->
     (failed, all) evaluations; "k of N, 13 of 105 evaluations failed" for those).
 
@@ -29,10 +41,17 @@ def repetitions_text(summary: pd.DataFrame, planned: int | None,
     planned = int(planned) if planned else int(reps.max())
     if (reps == planned).all() and not failed:
         return plural(planned, "repetition"), None
-    column = pd.Series({m: f"{k} of {planned}" + (f"; {failed[m][0]} of {failed[m][1]} evaluations failed"
-                                                 if m in (failed or {}) else "") for m, k in reps.items()})
-    return (f"the complete repetitions in column *reps* (k of {planned}: a repetition with a failed evaluation "
-            "counts for none, see \"Failed metrics\")"), column
+    column = pd.Series(
+        {
+            m: f"{k} of {planned}"
+            + (f"; {failed[m][0]} of {failed[m][1]} evaluations failed" if m in (failed or {}) else "")
+            for m, k in reps.items()
+        }
+    )
+    return (
+        f"the complete repetitions in column *reps* (k of {planned}: a repetition with a failed evaluation "
+        'counts for none, see "Failed metrics")'
+    ), column
 
 
 def failed_counts(failures: Mapping[str, str] | None) -> dict[str, tuple[int, int]]:
@@ -46,14 +65,22 @@ def below_chance_markdown(summary: pd.DataFrame) -> list[str]:
     if below.empty:
         return []
     labels = metric_labels(summary)
-    items = [f"- {BELOW_MARK} `{labels.get(r.metric, r.metric)}`: {'A^w' if r.measure == 'Aw' else r.measure} = "
-             f"{format_score(r.mean)} over {plural(int(r.n), 'repetition')} (Holm p = {r.p_holm:.3g})"
-             for r in below.itertuples()]
+    items = [
+        f"- {BELOW_MARK} `{labels.get(r.metric, r.metric)}`: {'A^w' if r.measure == 'Aw' else r.measure} = "
+        f"{format_score(r.mean)} over {plural(int(r.n), 'repetition')} (Holm p = {r.p_holm:.3g})"
+        for r in below.itertuples()
+    ]
     return [BELOW_NOTE, "", *items, ""]
 
 
-def table3_text(summary: pd.DataFrame, title: str, failures: Mapping[str, str] | None,
-                repetitions: int | None = None, marks=None, marks_note: str = "") -> str:
+def table3_text(
+    summary: pd.DataFrame,
+    title: str,
+    failures: Mapping[str, str] | None,
+    repetitions: int | None = None,
+    marks=None,
+    marks_note: str = "",
+) -> str:
     """The page: title, warning, caption, the table (``marks``: the ▲ metrics per column, explained by
     ``marks_note``), a note on ▼ cells when there are any, reference rows, failures."""
     lines = [f"# {title}", ""]

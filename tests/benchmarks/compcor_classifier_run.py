@@ -49,8 +49,15 @@ def setting_rows(pair: str, k: int, out_dir: Path) -> list[dict]:
     from textmetric_bench.tasks.validate import validate_config
 
     # own_noise.seeds=0: the paper's evaluations only (compcor computes no own noise)
-    overrides = [f"pair={pair}", f"k={k}", "n=100", "repetitions=5", "seed=0", "metrics=[classifier]",
-                 "own_noise.seeds=0"]
+    overrides = [
+        f"pair={pair}",
+        f"k={k}",
+        "n=100",
+        "repetitions=5",
+        "seed=0",
+        "metrics=[classifier]",
+        "own_noise.seeds=0",
+    ]
     cfg = compose_config(overrides)
     run = validate_config(cfg, out_dir)
     collections = KSCTask().build(run)
@@ -61,8 +68,17 @@ def setting_rows(pair: str, k: int, out_dir: Path) -> list[dict]:
         rng = np.random.default_rng([repetition, i, j])
         x = embedder.embed(collections.corpora[evaluation.p])
         y = embedder.embed(collections.corpora[evaluation.q])
-        rows.append({"pair": pair, "k": k, "metric": "classifier_compcor", "repetition": repetition,
-                     "i": i, "j": j, "distance": split_f1(x, y, rng)})
+        rows.append(
+            {
+                "pair": pair,
+                "k": k,
+                "metric": "classifier_compcor",
+                "repetition": repetition,
+                "i": i,
+                "j": j,
+                "distance": split_f1(x, y, rng),
+            }
+        )
     return rows
 
 

@@ -27,9 +27,9 @@ from textmetric_bench import PROJECT_ROOT
 HERE = Path(__file__).resolve().parent
 RECORD_FILE = PROJECT_ROOT / "outputs" / "benchmark" / "results.jsonl"  # every result as it arrives
 SUMMARY_FILE = PROJECT_ROOT / "outputs" / "benchmark" / "summary.json"  # the one table (summary.py)
-RESULTS: dict[str, dict] = {}      # experiment label -> record
+RESULTS: dict[str, dict] = {}  # experiment label -> record
 METRIC_TIMES: dict[tuple, float] = {}  # (metric, size, impl) -> median seconds per call
-MEMORY: dict[tuple, float] = {}        # (metric, size, impl) -> tracemalloc peak MB
+MEMORY: dict[tuple, float] = {}  # (metric, size, impl) -> tracemalloc peak MB
 
 
 class TreeMemory:
@@ -150,14 +150,18 @@ def pytest_terminal_summary(terminalreporter):
     tr = terminalreporter
     if METRIC_TIMES:
         tr.section("metric time per pair: ours / reference (median seconds per call; < 1 = ours faster)")
-        tr.write_line(f"{'metric':<11}{'size':>6}  {'reference':<12}{'ours s':>10}{'ref s':>10}{'ratio':>8}"
-                      f"{'ours MB':>9}{'ref MB':>8}")
+        tr.write_line(
+            f"{'metric':<11}{'size':>6}  {'reference':<12}{'ours s':>10}{'ref s':>10}{'ratio':>8}"
+            f"{'ours MB':>9}{'ref MB':>8}"
+        )
         for (metric, size, impl), secs in sorted(METRIC_TIMES.items()):
             if impl == "ours":
                 continue
             ours = METRIC_TIMES.get((metric, size, "ours"))
-            tr.write_line(f"{metric:<11}{size:>6}  {impl:<12}{ours or 0:>10.4f}{secs:>10.4f}{_ratio(ours, secs):>8}"
-                          f"{MEMORY.get((metric, size, 'ours'), 0):>9.1f}{MEMORY.get((metric, size, impl), 0):>8.1f}")
+            tr.write_line(
+                f"{metric:<11}{size:>6}  {impl:<12}{ours or 0:>10.4f}{secs:>10.4f}{_ratio(ours, secs):>8}"
+                f"{MEMORY.get((metric, size, 'ours'), 0):>9.1f}{MEMORY.get((metric, size, impl), 0):>8.1f}"
+            )
     if any(not label.startswith(("memory/", "lm/")) for label in RESULTS):
         tr.section("experiments: metric time and peak memory (ratio = ours / compcor)")
         for experiment in ("ksc", "robustness", "make-run"):
@@ -166,21 +170,28 @@ def pytest_terminal_summary(terminalreporter):
                 if not label.startswith(experiment + "/"):
                     continue
                 ratio = _ratio(r.get("seconds"), ref.get("seconds")) if ref else "-"
-                tr.write_line(f"{label:<24} {r['evaluations']:>6} evals {r.get('seconds', 0):>9.1f} s  ratio {ratio:>6}"
-                              f"  peak RSS {r['peak_tree_rss_mb']:>7.0f} MB (before {r.get('rss_before_mb', 0):.0f})"
-                              f"  errors {r.get('n_errors', 0)}")
+                tr.write_line(
+                    f"{label:<24} {r['evaluations']:>6} evals {r.get('seconds', 0):>9.1f} s  ratio {ratio:>6}"
+                    f"  peak RSS {r['peak_tree_rss_mb']:>7.0f} MB (before {r.get('rss_before_mb', 0):.0f})"
+                    f"  errors {r.get('n_errors', 0)}"
+                )
                 per = r.get("seconds_per_metric", {})
                 tr.write_line("    " + ", ".join(f"{m} {s:.1f}" for m, s in sorted(per.items())))
     memory = {label: r for label, r in RESULTS.items() if label.startswith("memory/")}
     if memory:
         tr.section("peak memory of the process tree, MiB summed over its processes")
         for label, r in memory.items():
-            tr.write_line(f"{label:<32} RSS {r['peak_tree_rss_mb']:>7.0f}  PSS {_mb(r.get('peak_tree_pss_mb'))}"
-                          f"  USS {_mb(r.get('peak_tree_uss_mb'))}  (goal: RSS <= {r.get('goal_mb', '-')})"
-                          f"  in {r.get('seconds', 0):.0f} s")
-            tr.write_line("    peak RSS per process: " + ", ".join(
-                f"{role} {'/'.join(f'{v:.0f}' for v in peaks)}" for role, peaks in r["peak_process_rss_mb"].items()))
-
+            tr.write_line(
+                f"{label:<32} RSS {r['peak_tree_rss_mb']:>7.0f}  PSS {_mb(r.get('peak_tree_pss_mb'))}"
+                f"  USS {_mb(r.get('peak_tree_uss_mb'))}  (goal: RSS <= {r.get('goal_mb', '-')})"
+                f"  in {r.get('seconds', 0):.0f} s"
+            )
+            tr.write_line(
+                "    peak RSS per process: "
+                + ", ".join(
+                    f"{role} {'/'.join(f'{v:.0f}' for v in peaks)}" for role, peaks in r["peak_process_rss_mb"].items()
+                )
+            )
 
     rows, jobs = summary_rows(RESULTS), lm_rows(RESULTS)
     if rows:
@@ -190,13 +201,18 @@ def pytest_terminal_summary(terminalreporter):
     if jobs:
         tr.section("the language model: tokens per second before and after, one pinned core (ratio = after / before)")
         for r in jobs:
-            tr.write_line(f"{r['job']:<30} {r['before_tokens_per_s'] or 0:>8.1f} -> {r['after_tokens_per_s'] or 0:>8.1f}"
-                          f" tokens/s  ratio {r['tokens_per_s_ratio'] or 0:.2f}  (per CPU s: ratio "
-                          f"{r['tokens_per_cpu_s_ratio'] or 0:.2f})")
+            tr.write_line(
+                f"{r['job']:<30} {r['before_tokens_per_s'] or 0:>8.1f} -> {r['after_tokens_per_s'] or 0:>8.1f}"
+                f" tokens/s  ratio {r['tokens_per_s_ratio'] or 0:.2f}  (per CPU s: ratio "
+                f"{r['tokens_per_cpu_s_ratio'] or 0:.2f})"
+            )
     ifc_run, ifc_kept = ifc_run_row(RESULTS), ifc_run_row(RESULTS, IFC_RUN_KEPT)
     if rows or jobs or ifc_run or ifc_kept:
-        lm = ({"machine": machine(), "jobs": jobs, "ifc_run": ifc_run, "ifc_run_kept": ifc_kept}
-              if jobs or ifc_run or ifc_kept else None)
+        lm = (
+            {"machine": machine(), "jobs": jobs, "ifc_run": ifc_run, "ifc_run_kept": ifc_kept}
+            if jobs or ifc_run or ifc_kept
+            else None
+        )
         write_summary(SUMMARY_FILE, rows, machine(), lm)
         tr.write_line(f"written to {SUMMARY_FILE}")
 

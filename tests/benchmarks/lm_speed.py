@@ -52,7 +52,7 @@ def fine_tune_before(model, tokenizer, texts, *, seed: int, batch_size: int = 16
     model.train()
     losses, tokens, positions, predicted, summed = [], 0, 0, 0, 0.0
     for start in range(0, len(seqs), batch_size):
-        ids, mask, labels = padded_batch(seqs[start:start + batch_size], tokenizer.pad_token_id)
+        ids, mask, labels = padded_batch(seqs[start : start + batch_size], tokenizer.pad_token_id)
         tokens, positions = tokens + int(mask.sum()), positions + mask.numel()
         loss = model(input_ids=ids, attention_mask=mask, labels=labels).loss
         loss.backward()
@@ -75,12 +75,20 @@ def sample_before(model, tokenizer, n: int, cap: int, *, seed: int) -> tuple[lis
     for start in range(0, n, SAMPLE_BATCH_BEFORE):
         prompt = torch.full((min(SAMPLE_BATCH_BEFORE, n - start), 1), tokenizer.bos_token_id, dtype=torch.long)
         with torch.no_grad():
-            out = model.generate(input_ids=prompt, attention_mask=torch.ones_like(prompt), do_sample=True, top_p=0.95,
-                                 top_k=0, temperature=1.0, max_new_tokens=cap + 1, pad_token_id=tokenizer.pad_token_id,
-                                 eos_token_id=eos)[:, 1:].tolist()
+            out = model.generate(
+                input_ids=prompt,
+                attention_mask=torch.ones_like(prompt),
+                do_sample=True,
+                top_p=0.95,
+                top_k=0,
+                temperature=1.0,
+                max_new_tokens=cap + 1,
+                pad_token_id=tokenizer.pad_token_id,
+                eos_token_id=eos,
+            )[:, 1:].tolist()
         for row in out:
             ended = eos in row
-            row = row[:row.index(eos)] if ended else row
+            row = row[: row.index(eos)] if ended else row
             rows.append(row)
             tokens += len(row) + ended
     return rows, tokens
@@ -96,12 +104,15 @@ def score_with_ctranslate2(cfg: dict, cache_dir: str, texts: list[str], torch_sc
 
     model, tokenizer = load_ctranslate2_lm({**cfg, "engine": "ctranslate2"}, cache_dir)
     scored, wall, cpu = _timed(lambda: token_logprobs(model, tokenizer, texts, batch_size=16))
-    return {"tokens": int(sum(len(s) for s in scored)), "seconds": wall, "cpu_seconds": cpu,
-            "engine": engine_id({"engine": "ctranslate2"}),
-            "max_abs_gap": max(float(np.max(np.abs(c - t), initial=0)) for c, t in zip(scored, torch_scores)),
-            "max_rel_sum_gap": max(abs(c.sum() - t.sum()) / abs(t.sum()) for c, t in zip(scored, torch_scores)
-                                   if len(t)),
-            "same_lengths": [len(c) for c in scored] == [len(t) for t in torch_scores]}
+    return {
+        "tokens": int(sum(len(s) for s in scored)),
+        "seconds": wall,
+        "cpu_seconds": cpu,
+        "engine": engine_id({"engine": "ctranslate2"}),
+        "max_abs_gap": max(float(np.max(np.abs(c - t), initial=0)) for c, t in zip(scored, torch_scores)),
+        "max_rel_sum_gap": max(abs(c.sum() - t.sum()) / abs(t.sum()) for c, t in zip(scored, torch_scores) if len(t)),
+        "same_lengths": [len(c) for c in scored] == [len(t) for t in torch_scores],
+    }
 
 
 def main(impl: str, texts_file: str, cache_dir: str, tuned_dir: str) -> dict:
@@ -129,23 +140,45 @@ def main(impl: str, texts_file: str, cache_dir: str, tuned_dir: str) -> dict:
         return record
 
     if impl == "before":
-        (loss, token_loss, tokens, positions), wall, cpu = _timed(lambda: fine_tune_before(model, tokenizer, texts, seed=1))
+        (loss, token_loss, tokens, positions), wall, cpu = _timed(
+            lambda: fine_tune_before(model, tokenizer, texts, seed=1)
+        )
     else:
-        step, wall, cpu = _timed(lambda: fine_tune_step(model, tokenizer, texts, learning_rate=1e-4, batch_size=16,
-                                                        seed=1, progress=False))
+        step, wall, cpu = _timed(
+            lambda: fine_tune_step(model, tokenizer, texts, learning_rate=1e-4, batch_size=16, seed=1, progress=False)
+        )
         loss, token_loss, tokens, positions = step.loss, step.token_loss, step.tokens, step.positions
-    record["fine_tuning"] = {"loss": loss, "token_loss": token_loss, "tokens": tokens, "positions": positions,
-                             "padding_share": 1 - tokens / positions, "seconds": wall, "cpu_seconds": cpu}
+    record["fine_tuning"] = {
+        "loss": loss,
+        "token_loss": token_loss,
+        "tokens": tokens,
+        "positions": positions,
+        "padding_share": 1 - tokens / positions,
+        "seconds": wall,
+        "cpu_seconds": cpu,
+    }
 
     tuned, _ = load_causal_lm(cfg, cache_dir, path=tuned_dir, plain=impl != "before")
     if impl == "before":
         (rows, tokens), wall, cpu = _timed(lambda: sample_before(tuned, tokenizer, len(texts), cap, seed=2))
         sampled = [tokenizer.decode(r, skip_special_tokens=True) for r in rows]
     else:
-        (sampled, stats), wall, cpu = _timed(lambda: sample_corpus(
-            tuned, tokenizer, len(texts), token_lengths=lengths, top_p=0.95, temperature=1.0, batch_size=256,
-            seed=2, normalisation=Normalisation(deduplicate=False, drop_empty=False), length_quantile=0.95,
-            max_rounds=1, progress=False))
+        (sampled, stats), wall, cpu = _timed(
+            lambda: sample_corpus(
+                tuned,
+                tokenizer,
+                len(texts),
+                token_lengths=lengths,
+                top_p=0.95,
+                temperature=1.0,
+                batch_size=256,
+                seed=2,
+                normalisation=Normalisation(deduplicate=False, drop_empty=False),
+                length_quantile=0.95,
+                max_rounds=1,
+                progress=False,
+            )
+        )
         tokens = stats["sampled_tokens"]
     record["sampling"] = {"tokens": tokens, "seconds": wall, "cpu_seconds": cpu, "texts": len(sampled)}
 

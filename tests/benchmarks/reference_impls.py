@@ -74,5 +74,9 @@ def library_functions() -> dict:
 
         return 1.0 - compute_mauve(p_features=p, q_features=q, verbose=False, seed=seed % (2**31 - 8)).mauve
 
-    return {("fid", "scipy-sqrtm"): fid_sqrtm, ("pr", "prdc"): prdc_ref, ("dc", "prdc"): prdc_ref,
-            ("mauve", "mauve-text"): mauve_ref}
+    return {
+        ("fid", "scipy-sqrtm"): fid_sqrtm,
+        ("pr", "prdc"): prdc_ref,
+        ("dc", "prdc"): prdc_ref,
+        ("mauve", "mauve-text"): mauve_ref,
+    }

@@ -39,8 +39,15 @@ PROBE = """if True:
 
 def throughput(texts: list[str], mode: str, **env: str) -> float:
     clean = {k: v for k, v in os.environ.items() if k not in PINNED}
-    proc = subprocess.run([sys.executable, "-c", PROBE, mode], input=json.dumps(texts), capture_output=True,
-                          text=True, env={**clean, "HF_HUB_OFFLINE": "1", **env}, timeout=1800, check=True)
+    proc = subprocess.run(
+        [sys.executable, "-c", PROBE, mode],
+        input=json.dumps(texts),
+        capture_output=True,
+        text=True,
+        env={**clean, "HF_HUB_OFFLINE": "1", **env},
+        timeout=1800,
+        check=True,
+    )
     return float(proc.stdout.split()[-1])
 
 
@@ -48,8 +55,12 @@ def test_embedding_throughput_of_the_reproducible_path(intent_texts):
     texts = intent_texts["a"][:1500] + intent_texts["b"][:1500]
     before = throughput(texts, "padded", BENCH_CPU_NUMERICS="native")
     after = throughput(texts, "by_length")
-    record = {"texts": len(texts), "padded_native_texts_per_s": round(before, 1),
-              "reproducible_texts_per_s": round(after, 1), "ratio": round(after / before, 3)}
+    record = {
+        "texts": len(texts),
+        "padded_native_texts_per_s": round(before, 1),
+        "reproducible_texts_per_s": round(after, 1),
+        "ratio": round(after / before, 3),
+    }
     out = PROJECT_ROOT / "outputs" / "benchmark" / "embedding_speed.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(record, indent=1) + "\n")

@@ -29,8 +29,9 @@ RECORDS: dict[str, dict] = {}
 
 def _run(benchmark, experiment, name, experiment_name, impl, workers=1):
     label = f"{experiment_name}/{name}"
-    record = benchmark.pedantic(experiment, args=(experiment_name, impl, workers), kwargs={"label": label},
-                                rounds=1, iterations=1)
+    record = benchmark.pedantic(
+        experiment, args=(experiment_name, impl, workers), kwargs={"label": label}, rounds=1, iterations=1
+    )
     benchmark.extra_info.update({k: v for k, v in record.items() if k != "distances"})
     RECORDS[label] = record
     assert record["n_errors"] == 0, record["errors"]
@@ -56,8 +57,13 @@ def test_ksc_ours_parallel_equals_serial(benchmark, experiment):
 def _make_run(out_dir, cache_dir) -> tuple[float, dict]:
     env = {**os.environ, "BENCH_CACHE_DIR": str(cache_dir)}
     start = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "textmetric_bench", f"hydra.run.dir={out_dir}", "progress=false"],
-                   cwd=PROJECT_ROOT, env=env, check=True, capture_output=True)
+    subprocess.run(
+        [sys.executable, "-m", "textmetric_bench", f"hydra.run.dir={out_dir}", "progress=false"],
+        cwd=PROJECT_ROOT,
+        env=env,
+        check=True,
+        capture_output=True,
+    )
     return time.perf_counter() - start, json.loads((out_dir / "run.json").read_text())
 
 
@@ -67,12 +73,26 @@ def test_make_run_cold_then_warm(benchmark, tmp_path, experiment_results, metric
     cache = tmp_path / "cache"
     cold_seconds, cold = _make_run(tmp_path / "cold", cache)
     warm_seconds, warm = benchmark.pedantic(_make_run, args=(tmp_path / "warm", cache), rounds=1, iterations=1)
-    benchmark.extra_info.update(cold_seconds=cold_seconds, warm_seconds=warm_seconds,
-                                cold_encoded=cold["embedding"]["encoded"], warm_encoded=warm["embedding"]["encoded"])
-    experiment_results["make-run/cold"] = {"evaluations": 0, "seconds": cold_seconds, "peak_tree_rss_mb": 0,
-                                "n_errors": 0, "seconds_per_metric": {"encoded texts": cold["embedding"]["encoded"]}}
-    experiment_results["make-run/warm"] = {"evaluations": 0, "seconds": warm_seconds, "peak_tree_rss_mb": 0,
-                                "n_errors": 0, "seconds_per_metric": {"encoded texts": warm["embedding"]["encoded"]}}
+    benchmark.extra_info.update(
+        cold_seconds=cold_seconds,
+        warm_seconds=warm_seconds,
+        cold_encoded=cold["embedding"]["encoded"],
+        warm_encoded=warm["embedding"]["encoded"],
+    )
+    experiment_results["make-run/cold"] = {
+        "evaluations": 0,
+        "seconds": cold_seconds,
+        "peak_tree_rss_mb": 0,
+        "n_errors": 0,
+        "seconds_per_metric": {"encoded texts": cold["embedding"]["encoded"]},
+    }
+    experiment_results["make-run/warm"] = {
+        "evaluations": 0,
+        "seconds": warm_seconds,
+        "peak_tree_rss_mb": 0,
+        "n_errors": 0,
+        "seconds_per_metric": {"encoded texts": warm["embedding"]["encoded"]},
+    }
     for label in ("make-run/cold", "make-run/warm"):
         keep(label, experiment_results[label])
     assert cold["embedding"]["encoded"] > 0

@@ -28,19 +28,34 @@ GOAL_MB = 3 * 1024  # at most 3 GiB of summed RSS: room for a 2-worker run besid
 
 def _robustness_run(measured_run, out_dir) -> dict:
     grid = GRIDS.get(os.environ.get("BENCH_ROBUSTNESS_GRID", "full"), [])
-    cmd = [sys.executable, "-m", "textmetric_bench", "task=robustness", "pair=clinc150_banking77", "engine.workers=2",
-           "progress=false", f"hydra.run.dir={out_dir}", *grid]
+    cmd = [
+        sys.executable,
+        "-m",
+        "textmetric_bench",
+        "task=robustness",
+        "pair=clinc150_banking77",
+        "engine.workers=2",
+        "progress=false",
+        f"hydra.run.dir={out_dir}",
+        *grid,
+    ]
     start = time.perf_counter()
     done, memory = measured_run(cmd, cwd=PROJECT_ROOT)
     if done.returncode != 0:
         raise AssertionError(f"{' '.join(cmd)} failed ({done.returncode}):\n{done.stderr[-3000:]}")
     run = json.loads((out_dir / "run.json").read_text())
-    return {"seconds": time.perf_counter() - start, "metrics": run["metrics"], "failures": run["failures"],
-            "goal_mb": GOAL_MB, **memory}
+    return {
+        "seconds": time.perf_counter() - start,
+        "metrics": run["metrics"],
+        "failures": run["failures"],
+        "goal_mb": GOAL_MB,
+        **memory,
+    }
 
 
-def test_robustness_2_workers_peak_memory(benchmark, prepared_inputs, measured_run, experiment_results,
-                                          metric_records, tmp_path):
+def test_robustness_2_workers_peak_memory(
+    benchmark, prepared_inputs, measured_run, experiment_results, metric_records, tmp_path
+):
     label = "memory/robustness-2-workers"
     record = benchmark.pedantic(_robustness_run, args=(measured_run, tmp_path), rounds=1, iterations=1)
     benchmark.extra_info.update(record)
@@ -49,4 +64,5 @@ def test_robustness_2_workers_peak_memory(benchmark, prepared_inputs, measured_r
     assert not record["failures"], record["failures"]
     assert record["peak_tree_rss_mb"] <= GOAL_MB, (
         f"peak summed RSS {record['peak_tree_rss_mb']:.0f} MiB > {GOAL_MB} MiB; "
-        f"per process: {record['peak_process_rss_mb']}")
+        f"per process: {record['peak_process_rss_mb']}"
+    )

@@ -23,8 +23,12 @@ pytestmark = pytest.mark.benchmark
 _S = 450 if os.environ.get("BENCH_ROBUSTNESS_GRID") == "quick" else 1450  # the quick grid stops at s = 450
 SIZES = {"n100": ("ksc", "r0c1", "r0c7", 5), f"n{_S}": ("robustness", f"size/{_S}/0/a", f"size/{_S}/0/b", 2)}
 LIBRARIES = {metric: lib for metric, lib in library_functions()}
-CASES = [(m, size, impl) for m in METRICS for size in SIZES for impl in ["ours", "compcor"]
-         + ([LIBRARIES[m]] if m in LIBRARIES else [])]
+CASES = [
+    (m, size, impl)
+    for m in METRICS
+    for size in SIZES
+    for impl in ["ours", "compcor"] + ([LIBRARIES[m]] if m in LIBRARIES else [])
+]
 
 
 @pytest.fixture(scope="session")
@@ -73,8 +77,11 @@ def test_metric_speed(benchmark, pair_inputs, metric_records, metric, size, impl
     fn(p, q, 0)
     memory[(metric, size, impl)] = tracemalloc.get_traced_memory()[1] / 2**20
     tracemalloc.stop()
-    benchmark.extra_info.update(median_seconds=seconds[(metric, size, impl)],
-                                tracemalloc_peak_mb=memory[(metric, size, impl)])
-    keep(f"{metric}/{size}/{impl}", {"median_seconds": seconds[(metric, size, impl)],
-                                     "tracemalloc_peak_mb": memory[(metric, size, impl)]})
+    benchmark.extra_info.update(
+        median_seconds=seconds[(metric, size, impl)], tracemalloc_peak_mb=memory[(metric, size, impl)]
+    )
+    keep(
+        f"{metric}/{size}/{impl}",
+        {"median_seconds": seconds[(metric, size, impl)], "tracemalloc_peak_mb": memory[(metric, size, impl)]},
+    )
     assert value is not None

@@ -11,15 +11,23 @@ from summary import COLUMNS, STUDIES, machine, summary_rows, table_lines, write_
 
 
 def _record(seconds, rss, cpu=None, evaluations=10, per_metric=None, cpus=None):
-    return {"seconds": seconds, "tree_cpu_s": cpu, "peak_tree_rss_mb": rss, "evaluations": evaluations,
-            "seconds_per_metric": per_metric or {}, "cpus": cpus}
+    return {
+        "seconds": seconds,
+        "tree_cpu_s": cpu,
+        "peak_tree_rss_mb": rss,
+        "evaluations": evaluations,
+        "seconds_per_metric": per_metric or {},
+        "cpus": cpus,
+    }
 
 
 def test_per_metric_seconds_and_the_pinned_cores_reach_the_docs_table():
     from summary import markdown
 
-    results = {"ksc/ours-serial": _record(10.0, 1.0, per_metric={"fid": 2.0, "mauve": 8.0}, cpus=1),
-               "ksc/compcor": _record(40.0, 1.0, per_metric={"fid": 30.0, "mauve": 10.0}, cpus=1)}
+    results = {
+        "ksc/ours-serial": _record(10.0, 1.0, per_metric={"fid": 2.0, "mauve": 8.0}, cpus=1),
+        "ksc/compcor": _record(40.0, 1.0, per_metric={"fid": 30.0, "mauve": 10.0}, cpus=1),
+    }
     [row] = summary_rows(results)
     assert row["serial_cpus"] == 1
     assert row["per_metric"] == {"fid": {"ours": 2.0, "compcor": 30.0}, "mauve": {"ours": 8.0, "compcor": 10.0}}
@@ -32,9 +40,11 @@ def test_per_metric_seconds_and_the_pinned_cores_reach_the_docs_table():
 
 
 def test_ratio_is_compcor_over_ours_serial_not_the_parallel_run():
-    results = {"robustness/ours-serial": _record(50.0, 900.0, cpu=48.0),
-               "robustness/ours-2-workers": _record(20.0, 1500.0),
-               "robustness/compcor": _record(200.0, 1000.0, cpu=190.0)}
+    results = {
+        "robustness/ours-serial": _record(50.0, 900.0, cpu=48.0),
+        "robustness/ours-2-workers": _record(20.0, 1500.0),
+        "robustness/compcor": _record(200.0, 1000.0, cpu=190.0),
+    }
     [row] = summary_rows(results)
     assert set(row) == set(COLUMNS)
     assert row["study"] == "robustness"
@@ -54,8 +64,11 @@ def test_a_missing_run_gives_no_ratio_and_a_dash():
 
 
 def test_summary_json_holds_the_rows_and_the_machine(tmp_path):
-    results = {f"{study}/{impl}": _record(10.0 * (i + 1), 100.0) for study in STUDIES
-               for i, impl in enumerate(["ours-serial", "compcor"])}
+    results = {
+        f"{study}/{impl}": _record(10.0 * (i + 1), 100.0)
+        for study in STUDIES
+        for i, impl in enumerate(["ours-serial", "compcor"])
+    }
     rows, about = summary_rows(results), machine()
     write_summary(tmp_path / "summary.json", rows, about)
     saved = json.loads((tmp_path / "summary.json").read_text())
@@ -70,8 +83,9 @@ def test_the_docs_quote_the_committed_summary():
     from summary import GENERATED, QUOTED, generated_page
 
     quoted = json.loads(QUOTED.read_text())
-    assert GENERATED.read_text(encoding="utf-8") == generated_page(quoted), \
+    assert GENERATED.read_text(encoding="utf-8") == generated_page(quoted), (
         "run python tests/benchmarks/summary.py --docs (with the quoted summary)"
+    )
     assert {r["study"] for r in quoted["studies"]} <= set(STUDIES)
     page = (QUOTED.parents[2] / "docs" / "performance.md").read_text(encoding="utf-8")
     assert '--8<-- "docs/generated/benchmark.md"' in page
@@ -96,8 +110,9 @@ def test_the_readme_quotes_the_default_ifc_run_of_the_quoted_summary():
 
     text = README.read_text(encoding="utf-8")
     assert text.count(IFC_START) == 1
-    assert text.split(IFC_START, 1)[1].split(IFC_END, 1)[0] == readme_ifc_text(json.loads(QUOTED.read_text())), \
+    assert text.split(IFC_START, 1)[1].split(IFC_END, 1)[0] == readme_ifc_text(json.loads(QUOTED.read_text())), (
         "run python tests/benchmarks/summary.py --docs"
+    )
 
 
 def test_an_ifc_run_measured_alone_replaces_only_that_row(tmp_path, monkeypatch):
@@ -107,10 +122,16 @@ def test_an_ifc_run_measured_alone_replaces_only_that_row(tmp_path, monkeypatch)
     monkeypatch.setattr(summary, "QUOTED", tmp_path / "quoted.json")
     summary.QUOTED.write_text(json.dumps(quoted))
     about = {**summary.machine(), "logical_cores": 2, "cpu": "Some CPU", "date": "2030-01-02 03:04 UTC"}
-    run = {"seconds": 201.0, "peak_tree_rss_mb": 2900.0, "load_at_start": 0.1, "generation_threads": 2,
-           "machine": about}
-    (tmp_path / "alone.json").write_text(json.dumps({"machine": about, "studies": [],
-                                                     "lm": {"machine": about, "jobs": [], "ifc_run": run}}))
+    run = {
+        "seconds": 201.0,
+        "peak_tree_rss_mb": 2900.0,
+        "load_at_start": 0.1,
+        "generation_threads": 2,
+        "machine": about,
+    }
+    (tmp_path / "alone.json").write_text(
+        json.dumps({"machine": about, "studies": [], "lm": {"machine": about, "jobs": [], "ifc_run": run}})
+    )
     readme = tmp_path / "README.md"
     readme.write_text(f"{summary.IFC_START}{summary.IFC_END}")
     summary.write_generated(tmp_path / "alone.json", tmp_path / "benchmark.md", part="ifc-run", readme=readme)
@@ -156,10 +177,17 @@ def test_lm_jobs_measured_alone_replace_only_the_jobs(tmp_path, monkeypatch):
     monkeypatch.setattr(summary, "QUOTED", tmp_path / "quoted.json")
     summary.QUOTED.write_text(json.dumps(quoted))
     about = {**summary.machine(), "cpu": "Other CPU", "date": "2030-01-02 03:04 UTC"}
-    jobs = summary.lm_rows({summary.LM_AFTER: {"scoring": {"tokens_per_s": 200.0, "tokens_per_cpu_s": 210.0},
-                                               summary.ENGINE_JOB: {"tokens_per_s": 250.0, "tokens_per_cpu_s": 260.0}}})
-    (tmp_path / "alone.json").write_text(json.dumps({"machine": about, "studies": [],
-                                                     "lm": {"machine": about, "jobs": jobs}}))
+    jobs = summary.lm_rows(
+        {
+            summary.LM_AFTER: {
+                "scoring": {"tokens_per_s": 200.0, "tokens_per_cpu_s": 210.0},
+                summary.ENGINE_JOB: {"tokens_per_s": 250.0, "tokens_per_cpu_s": 260.0},
+            }
+        }
+    )
+    (tmp_path / "alone.json").write_text(
+        json.dumps({"machine": about, "studies": [], "lm": {"machine": about, "jobs": jobs}})
+    )
     readme = tmp_path / "README.md"
     readme.write_text(f"{summary.IFC_START}{summary.IFC_END}")
     summary.write_generated(tmp_path / "alone.json", tmp_path / "benchmark.md", part="lm-jobs", readme=readme)
@@ -176,8 +204,10 @@ def test_the_engine_row_compares_ctranslate2_with_torch_in_the_after_run():
     from summary import ENGINE_JOB, LM_AFTER, LM_BEFORE, LM_ENGINE_ROW, lm_markdown, lm_rows
 
     speed = lambda wall, cpu: {"tokens_per_s": wall, "tokens_per_cpu_s": cpu}
-    results = {LM_BEFORE: {"scoring": speed(100.0, 110.0)},
-               LM_AFTER: {"scoring": speed(200.0, 220.0), ENGINE_JOB: speed(260.0, 330.0)}}
+    results = {
+        LM_BEFORE: {"scoring": speed(100.0, 110.0)},
+        LM_AFTER: {"scoring": speed(200.0, 220.0), ENGINE_JOB: speed(260.0, 330.0)},
+    }
     rows = lm_rows(results)
     [engine] = [r for r in rows if r["job"] == LM_ENGINE_ROW]
     assert (engine["before_tokens_per_s"], engine["after_tokens_per_s"]) == (200.0, 260.0)  # not the before run's

@@ -34,8 +34,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the checkout, wh
 
 METRICS = "[chi,classifier,dc,fid,irpr,mauve,pr,zipf]"
 #: BENCH_ROBUSTNESS_GRID -> overrides of the robustness task's settings (docs/tasks.md): the full grid, one repetition of it, a small one
-GRIDS = {"full": [], "one": ["repetitions=1"],
-         "quick": ["sizes=[50,250,450]", "n_ref=500", "imbalance_total=500", "repetitions=2"]}
+GRIDS = {
+    "full": [],
+    "one": ["repetitions=1"],
+    "quick": ["sizes=[50,250,450]", "n_ref=500", "imbalance_total=500", "repetitions=2"],
+}
 
 
 def experiment_configs(name: str) -> list[list[str]]:
@@ -45,12 +48,17 @@ def experiment_configs(name: str) -> list[list[str]]:
     if name == "ksc":
         # own_noise.seeds=0: the paper's evaluations only (compcor computes no own noise; the KSC task plans its
         # own-noise evaluations into the same engine call, which capture() intercepts)
-        return [["task=ksc", f"pair={pair}", f"k={k}", "n=100", "repetitions=5", "own_noise.seeds=0", metrics, *extra]
-                for pair in ("clinc150_banking77", "atis_news") for k in (7, 12)]
+        return [
+            ["task=ksc", f"pair={pair}", f"k={k}", "n=100", "repetitions=5", "own_noise.seeds=0", metrics, *extra]
+            for pair in ("clinc150_banking77", "atis_news")
+            for k in (7, 12)
+        ]
     if name == "robustness":
         grid = GRIDS.get(os.environ.get("BENCH_ROBUSTNESS_GRID", "full"))
         if grid is None:
-            raise SystemExit(f"BENCH_ROBUSTNESS_GRID={os.environ['BENCH_ROBUSTNESS_GRID']!r}: use one of {sorted(GRIDS)}")
+            raise SystemExit(
+                f"BENCH_ROBUSTNESS_GRID={os.environ['BENCH_ROBUSTNESS_GRID']!r}: use one of {sorted(GRIDS)}"
+            )
         return [["task=robustness", "pair=clinc150_banking77", metrics, *grid, *extra]]
     raise SystemExit(f"unknown experiment {name!r}; use ksc or robustness")
 
@@ -65,7 +73,10 @@ def capture(overrides: list[str]) -> dict:
     from textmetric_bench.tasks.registry import compose_config
 
     cfg = compose_config(overrides)
-    task = {"ksc": ("textmetric_bench.tasks.ksc", "run_ksc"), "robustness": ("textmetric_bench.tasks.robustness", "run_robustness")}
+    task = {
+        "ksc": ("textmetric_bench.tasks.ksc", "run_ksc"),
+        "robustness": ("textmetric_bench.tasks.robustness", "run_robustness"),
+    }
     runner = getattr(importlib.import_module(task[cfg.task.name][0]), task[cfg.task.name][1])
     module = importlib.import_module("textmetric_bench.tasks.skeleton")  # every task calls run_jobs from there
     got: dict = {}
@@ -175,9 +186,13 @@ def main(argv=None) -> None:
     import psutil
 
     runs = [capture(o) for o in experiment_configs(args.experiment)]
-    record = {"experiment": args.experiment, "impl": args.impl, "workers": args.workers,
-              "cpus": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
-              "evaluations": sum(len(r["jobs"]) for r in runs)}
+    record = {
+        "experiment": args.experiment,
+        "impl": args.impl,
+        "workers": args.workers,
+        "cpus": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
+        "evaluations": sum(len(r["jobs"]) for r in runs),
+    }
     if args.impl != "prepare":
         fns = warm_compcor(runs) if args.impl == "compcor" else None
         record["rss_before_mb"] = psutil.Process().memory_info().rss / 2**20
@@ -192,8 +207,12 @@ def main(argv=None) -> None:
         record["seconds"] = time.perf_counter() - start
         record["cpu_seconds"] = cpu_seconds() - cpu_start
         distances, per_metric, errors = result
-        record.update(seconds_per_metric=per_metric, errors=errors[:20], n_errors=len(errors),
-                      distances=[d if math.isfinite(d) else None for d in distances])
+        record.update(
+            seconds_per_metric=per_metric,
+            errors=errors[:20],
+            n_errors=len(errors),
+            distances=[d if math.isfinite(d) else None for d in distances],
+        )
     record["maxrss_self_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     record["maxrss_children_mb"] = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     sys.stdout.write("\n" + json.dumps(record) + "\n")
