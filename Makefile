@@ -61,7 +61,7 @@ check: $(STAMP)
 # Runs go to outputs/regenerate/ and resume there. Only part of it: make regenerate STEPS="baseline reference".
 regenerate: $(STAMP)
 	$(BIN)/python -m pip install --quiet --no-deps compcor==1.0.6
-	$(BIN)/python -m textmetric_bench.tasks.regenerate $(STEPS)
+	$(BIN)/python -m textmetric_bench.running.regenerate $(STEPS)
 
 # The README's suite section (docs/suites.md): a full suite (SUITE=paper: 6 runs at 004's settings; SUITE=all: 25 runs,
 # its groups per length regime; either resumes when run again), then its critical-difference diagram of rho, a card

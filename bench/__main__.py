@@ -18,22 +18,22 @@ from textmetric_bench.console import FILE_ONLY, log_file, setup_run_console
 from textmetric_bench.errors import EXIT_BAD_INPUT, EXIT_OK, BenchError, ConfigError, DataError
 from textmetric_bench.measures.failures import failure_counts
 from textmetric_bench.reports.tables.markdown import terminal_text
-from textmetric_bench.tasks.directories import remove_unused_run_dir
+from textmetric_bench.running.directories import remove_unused_run_dir
 from textmetric_bench.tasks.config import (
     CONF_DIR,  # importing textmetric_bench.tasks.config also registers the ${shipped:} and ${checkout:} resolvers
 )
-from textmetric_bench.tasks.exit_status import run_exit_status, sweep_exit_status, sweep_jobs, write_run_status
-from textmetric_bench.tasks.metric_configs import metric_override_problems, register_metric_configs
-from textmetric_bench.tasks.registry import get_task, register_task_configs
-from textmetric_bench.tasks.unknown_keys import unknown_key_problems
-from textmetric_bench.tasks.usage import usage_text  # noqa: F401 - registers ${harness_usage:} for --help
+from textmetric_bench.running.exit_status import run_exit_status, sweep_exit_status, sweep_jobs, write_run_status
+from textmetric_bench.running.metric_configs import metric_override_problems, register_metric_configs
+from textmetric_bench.running.registry import get_task, register_task_configs
+from textmetric_bench.running.unknown_keys import unknown_key_problems
+from textmetric_bench.running.usage import usage_text  # noqa: F401 - registers ${harness_usage:} for --help
 
 log = logging.getLogger("textmetric_bench")
 
 
 def run_task(cfg: DictConfig, out_dir: Path):
-    """Run the task named by ``cfg.task.name`` (``textmetric_bench.tasks.runner``, shared with the Python API)."""
-    from textmetric_bench.tasks.runner import run_configured
+    """Run the task named by ``cfg.task.name`` (``textmetric_bench.running.runner``, shared with the Python API)."""
+    from textmetric_bench.running.runner import run_configured
 
     return run_configured(cfg, out_dir)
 
@@ -49,10 +49,10 @@ def app(cfg: DictConfig) -> int:
     _app_entered.append(True)
     out_dir = Path(HydraConfig.get().runtime.output_dir).absolute()
     setup_run_console(progress_setting(cfg))
-    from textmetric_bench.tasks.suite import setting_not_for_pair, skipped_setting
+    from textmetric_bench.running.suite import setting_not_for_pair, skipped_setting
 
     if (done := skipped_setting(cfg, out_dir, list(HydraConfig.get().overrides.task))) is not None:
-        print(done, flush=True)  # a suite run again: this setting finished before (textmetric_bench.tasks.suite)
+        print(done, flush=True)  # a suite run again: this setting finished before (textmetric_bench.running.suite)
         return finish(out_dir, EXIT_OK, "")
     if (unfit := setting_not_for_pair(cfg)) is not None:
         print(unfit, flush=True)  # the pair names the suite settings it takes part in
@@ -162,7 +162,7 @@ def log_traceback_to_file(exc: BaseException) -> None:
 def os_error_message(exc: OSError, cfg: DictConfig, out_dir: Path) -> str:
     """One line for an OSError that escaped a task: the problem, the path, and which setting moves it elsewhere."""
     from textmetric_bench.tasks.config import data_locations
-    from textmetric_bench.tasks.directories import os_problem, run_dir_key
+    from textmetric_bench.running.directories import os_problem, run_dir_key
 
     cache_dir = data_locations(cfg)[0].absolute()
     where = Path(str(exc.filename)).expanduser().absolute() if exc.filename else None
@@ -192,8 +192,8 @@ def run_dir_problem(argv: list[str]) -> str | None:
     from hydra.core.override_parser.overrides_parser import OverridesParser
     from omegaconf import OmegaConf
 
-    from textmetric_bench.tasks.registry import compose_config
-    from textmetric_bench.tasks.directories import RUN_DIR_EXAMPLES, directory_problem
+    from textmetric_bench.running.registry import compose_config
+    from textmetric_bench.running.directories import RUN_DIR_EXAMPLES, directory_problem
 
     try:
         args = command_line(argv)
@@ -270,7 +270,7 @@ def hydra_overrides(argv: list[str]) -> list[str]:
 def main() -> None:
     register_task_configs()  # Hydra composes `task` from the tasks' settings
     register_metric_configs()  # ... and `metric` from the registry's signatures
-    from textmetric_bench.tasks.suite import suite_override_problems
+    from textmetric_bench.running.suite import suite_override_problems
 
     overrides = hydra_overrides(sys.argv[1:])
     problems = metric_override_problems(overrides) + suite_override_problems(overrides) or unknown_key_problems(

@@ -43,6 +43,26 @@ def installed_layout(checkout: Path, dest: Path) -> Path:
     return dest
 
 
+def installed_metadata(checkout: Path, dest: Path) -> Path:
+    """The distribution metadata the installation of ``checkout`` writes (name, version and every entry-point group
+    of its pyproject.toml) as ``dest/<name>-<version>.dist-info``: with ``dest`` first on PYTHONPATH it stands in
+    for the venv's, as ``pip install -e .`` of that checkout would. Returns the folder."""
+    import tomllib
+
+    project = tomllib.loads((checkout / "pyproject.toml").read_text())["project"]
+    info = dest / f"{project['name'].replace('-', '_')}-{project['version']}.dist-info"
+    info.mkdir(parents=True, exist_ok=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {project['name']}\nVersion: {project['version']}\n")
+    groups = {"console_scripts": project.get("scripts", {}), **project.get("entry-points", {})}
+    (info / "entry_points.txt").write_text(
+        "".join(
+            f"[{group}]\n" + "".join(f"{name} = {value}\n" for name, value in entries.items()) + "\n"
+            for group, entries in groups.items()
+        )
+    )
+    return info
+
+
 def install_package(source: Path, site: Path) -> Path:
     """pip-install the package at ``source`` into the directory ``site`` (put it on PYTHONPATH to use it), without
     network and without touching the running venv; built from a copy, so no build files land in ``source``."""

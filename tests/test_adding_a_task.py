@@ -9,12 +9,12 @@ import sys
 
 import pandas as pd
 import pytest
-from checkout_copy import copy_checkout, installed_layout
+from checkout_copy import copy_checkout, installed_layout, installed_metadata
 
 from textmetric_bench import PROJECT_ROOT
-from textmetric_bench.tasks.registry import available_tasks, compose_config, settings_markdown
+from textmetric_bench.running.registry import available_tasks, compose_config, settings_markdown
 from textmetric_bench.tasks.settings import config_node, read_settings
-from textmetric_bench.tasks.validate import validate_config
+from textmetric_bench.running.validate import validate_config
 
 GUIDE = PROJECT_ROOT / "docs" / "tasks.md"
 
@@ -25,6 +25,13 @@ def guide_task_file() -> tuple[str, str]:
     return path, code
 
 
+def guide_entry_point() -> tuple[str, str]:
+    """(group header, entry line) of the guide's one toml block."""
+    ((block,),) = [re.findall(r"```toml\n(.*?)```", GUIDE.read_text(encoding="utf-8"), re.S)]
+    header, entry = block.strip().splitlines()
+    return header, entry
+
+
 @pytest.fixture(scope="module")
 def checkout_with_toy_task(tmp_path_factory):
     base = tmp_path_factory.mktemp("toy_task")
@@ -32,7 +39,14 @@ def checkout_with_toy_task(tmp_path_factory):
     path, code = guide_task_file()
     assert path == "bench/tasks/halves.py"
     (copy / path).write_text(code)
-    return copy, installed_layout(copy, base / "importable")
+    group, entry = guide_entry_point()
+    pyproject = copy / "pyproject.toml"
+    text = pyproject.read_text()
+    assert group in text
+    pyproject.write_text(text.replace(group, f"{group}\n{entry}", 1))  # the guide's line, under its group
+    layout = installed_layout(copy, base / "importable")
+    installed_metadata(copy, layout)  # what installing the copy again writes (make venv, pip install -e .)
+    return copy, layout
 
 
 def cli(checkout, importable, cache_dir, *args, cwd=None):
@@ -85,7 +99,7 @@ def test_the_guides_task_is_listed_with_its_settings(checkout_with_toy_task, cac
     checkout, importable = checkout_with_toy_task
     env = {**os.environ, "PYTHONPATH": str(importable)}
     listed = subprocess.run(
-        [sys.executable, "-m", "textmetric_bench.tasks.registry"],
+        [sys.executable, "-m", "textmetric_bench.running.registry"],
         env=env,
         cwd=checkout,
         capture_output=True,
@@ -113,7 +127,7 @@ def test_every_task_composes_to_its_settings_defaults(name, tmp_path):
 
 def test_the_generated_settings_reference_is_todays():
     shipped = (PROJECT_ROOT / "docs" / "generated" / "tasks.md").read_text(encoding="utf-8")
-    assert shipped == settings_markdown() + "\n", "run `python -m textmetric_bench.tasks.registry --docs`"
+    assert shipped == settings_markdown() + "\n", "run `python -m textmetric_bench.running.registry --docs`"
 
 
 def test_the_registrys_imports_by_name_are_the_task_modules_and_none_imports_it_back(tmp_path):
@@ -122,14 +136,14 @@ def test_the_registrys_imports_by_name_are_the_task_modules_and_none_imports_it_
     import grimp
     from test_layers import PACKAGE, ROOT_EXPORTS, package_found_at
 
-    from textmetric_bench.tasks.registry import task_modules
+    from textmetric_bench.running.registry import task_modules
 
     layout = installed_layout(PROJECT_ROOT, tmp_path / "layout")
     with package_found_at(layout):
         graph = grimp.build_graph(PACKAGE, cache_dir=None)
     for importer, imported in ROOT_EXPORTS:  # the root's lazy re-export of the Python API, never run at import
         graph.remove_import(importer=importer, imported=imported)
-    registry = "textmetric_bench.tasks.registry"
+    registry = "textmetric_bench.running.registry"
     declared = {
         m
         for m in graph.modules
@@ -146,3 +160,27 @@ def test_the_registrys_imports_by_name_are_the_task_modules_and_none_imports_it_
         == {f"textmetric_bench.tasks.{t}" for t in ("check", "ifc", "ksc", "perturb", "robustness")}
     )
     assert [m for m in declared if graph.find_shortest_chain(importer=m, imported=registry)] == []
+
+
+def test_a_task_plugin_that_fails_to_import_is_left_out_with_its_error(tmp_path):
+    """A fake task plugin: an installed package's entry in the task group whose module raises at import. The built-in
+    tasks are still listed, and the warning names the entry, its module and the error."""
+    site = tmp_path / "site"
+    info = site / "fake_broken_task-0.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: fake-broken-task\nVersion: 0\n")
+    (info / "entry_points.txt").write_text("[textmetric_bench.tasks]\nbroken = fake_broken_task\n")
+    (site / "fake_broken_task.py").write_text('raise RuntimeError("fake task plugin broken at import")\n')
+    proc = subprocess.run(
+        [sys.executable, "-m", "textmetric_bench.running.registry"],
+        env={**os.environ, "PYTHONPATH": str(site)},
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "ksc: Known-Similarity Corpora" in proc.stdout and "broken" not in proc.stdout
+    assert "task plugin broken (fake_broken_task) failed to import" in proc.stderr
+    assert "fake task plugin broken at import" in proc.stderr

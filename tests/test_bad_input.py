@@ -47,7 +47,7 @@ from textmetric_bench.data.cards import corpus_card
 from textmetric_bench.data.corpora import load_corpus, load_pair
 from textmetric_bench.data.fetch import sha256_hex
 from textmetric_bench.errors import DataError, EmbeddingError, MetricError
-from textmetric_bench.tasks.registry import compose_config
+from textmetric_bench.running.registry import compose_config
 from textmetric_bench.tasks.ksc import run_ksc
 
 # --- corpora the cards describe wrongly ----------------------------------------------------------

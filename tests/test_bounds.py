@@ -118,7 +118,7 @@ def test_unknown_needs_are_rejected():
 
 
 def test_ksc_run_scores_oracle_at_the_ceiling(tmp_path, cache_dir):
-    from textmetric_bench.tasks.registry import compose_config
+    from textmetric_bench.running.registry import compose_config
     from textmetric_bench.tasks.ksc import run_ksc
 
     cfg = compose_config(

@@ -9,12 +9,12 @@ from textmetric_bench.api.registry import (
     metric,
     unregister,
 )
-from textmetric_bench.tasks.catalogue import CATALOGUE, catalogue_markdown, catalogue_row, main
+from textmetric_bench.running.catalogue import CATALOGUE, catalogue_markdown, catalogue_row, main
 
 
 def test_committed_catalogue_is_what_the_generator_writes():
     assert CATALOGUE.read_text(encoding="utf-8") == catalogue_markdown(), (
-        "metrics/README.md is out of date: run python -m textmetric_bench.tasks.catalogue"
+        "metrics/README.md is out of date: run python -m textmetric_bench.running.catalogue"
     )
 
 

@@ -9,7 +9,7 @@ import pytest
 from textmetric_bench.api.registry import metric, unregister
 from textmetric_bench.errors import EXIT_REGRESSION, ConfigError
 from textmetric_bench.tasks.check import compare, run_check
-from textmetric_bench.tasks.registry import compose_config
+from textmetric_bench.running.registry import compose_config
 from textmetric_bench.metrics.chi import chi
 
 

@@ -19,8 +19,8 @@ from textmetric_bench import PROJECT_ROOT
 from textmetric_bench.api.registry import available_metrics, builtin_metrics, default_metrics, get_metric
 from textmetric_bench.errors import ConfigError
 from textmetric_bench.tasks.config import CONF_DIR, selected_metrics
-from textmetric_bench.tasks.registry import compose_config
-from textmetric_bench.tasks.metric_configs import config_type, metric_dataclass, metric_override_problems
+from textmetric_bench.running.registry import compose_config
+from textmetric_bench.running.metric_configs import config_type, metric_dataclass, metric_override_problems
 
 GROUPS = sorted(p.name for p in CONF_DIR.iterdir() if p.is_dir() and p.name != "hydra")
 

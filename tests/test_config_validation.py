@@ -18,8 +18,8 @@ import pytest
 
 from textmetric_bench import PROJECT_ROOT
 from textmetric_bench.errors import ConfigError
-from textmetric_bench.tasks.registry import compose_config
-from textmetric_bench.tasks.validate import validate_config
+from textmetric_bench.running.registry import compose_config
+from textmetric_bench.running.validate import validate_config
 
 TESTS_DIR = Path(__file__).parent
 

@@ -136,7 +136,7 @@ def test_a_bad_progress_value_is_named():
 
 def test_help_is_the_harness_usage_not_hydras_page(tmp_path):
     """`--help` from a directory of the user's own: the tasks, the common options, the docs and the exit codes."""
-    from textmetric_bench.tasks.registry import available_tasks
+    from textmetric_bench.running.registry import available_tasks
 
     proc = subprocess.run(
         [sys.executable, "-m", "textmetric_bench", "--help"],

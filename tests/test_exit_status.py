@@ -261,7 +261,7 @@ def test_a_partly_failing_metric_keeps_its_row_and_its_failed_corpora_can_be_wri
         [
             sys.executable,
             "-m",
-            "textmetric_bench.tasks.failed_corpora",
+            "textmetric_bench.running.failed_corpora",
             str(out),
             "--metric",
             "fake_fails_once",
@@ -285,7 +285,7 @@ def test_a_partly_failing_metric_keeps_its_row_and_its_failed_corpora_can_be_wri
     assert len(corpora["p"]) == len(corpora["q"]) == 6 and corpora["p"] != corpora["q"]  # n = 6 texts each
     assert str(target) in written.stdout and "fake first call fails" in written.stdout
     refused = subprocess.run(
-        [sys.executable, "-m", "textmetric_bench.tasks.failed_corpora", str(out), "--metric", "chi"],
+        [sys.executable, "-m", "textmetric_bench.running.failed_corpora", str(out), "--metric", "chi"],
         cwd=elsewhere,
         env=env,
         capture_output=True,

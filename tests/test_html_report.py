@@ -10,7 +10,7 @@ from textmetric_bench.reports.__main__ import main as report_main
 from textmetric_bench.reports.figures.heatmap import HEATMAP_CAPTION
 from textmetric_bench.reports.figures.radar import SMALL_MULTIPLES_CAPTION
 from textmetric_bench.reports.html.report import build_report
-from textmetric_bench.tasks.registry import compose_config
+from textmetric_bench.running.registry import compose_config
 from textmetric_bench.tasks.ksc import run_ksc
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")

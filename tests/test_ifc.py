@@ -12,7 +12,7 @@ import pytest
 from textmetric_bench.collections.ifc import reference_samples, split_source
 from textmetric_bench.errors import ConfigError, DataError
 from textmetric_bench.measures.ifc import gap_closed, ifc_score, type_token_ratio
-from textmetric_bench.tasks.registry import compose_config
+from textmetric_bench.running.registry import compose_config
 from textmetric_bench.tasks.ifc import run_ifc
 
 

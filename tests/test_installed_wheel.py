@@ -188,7 +188,7 @@ def test_every_task_composes_from_the_installed_configs(venv, tmp_path):
     code = """if True:
         from omegaconf import OmegaConf
         from textmetric_bench.tasks.config import data_locations
-        from textmetric_bench.tasks.registry import available_tasks, compose_config
+        from textmetric_bench.running.registry import available_tasks, compose_config
         for task in available_tasks():
             cfg = compose_config([f"task={task}"])
             OmegaConf.resolve(cfg)

@@ -25,7 +25,7 @@ import pytest
 
 from textmetric_bench import PROJECT_ROOT
 from textmetric_bench.tasks.config import CONF_DIR
-from textmetric_bench.tasks.registry import compose_config
+from textmetric_bench.running.registry import compose_config
 
 SWEEP = ["k=3,4", "n=12", "repetitions=1", "metrics=[chi,fid]", "progress=false"]
 LAUNCHERS = sorted(p.stem for p in (CONF_DIR / "hydra" / "launcher").glob("*.yaml"))

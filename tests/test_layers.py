@@ -27,7 +27,18 @@ METRICS, REPORTS, MEASURES = f"{PACKAGE}.metrics", f"{PACKAGE}.reports", f"{PACK
 #: ``__main__`` does for the command line, so it sits above the tasks, beside the command line.
 LAYERS = [
     f"{PACKAGE}.{layer}"
-    for layer in ("api", "data", "features", "collections", "measures", "engine", "tasks", "session", "__main__")
+    for layer in (
+        "api",
+        "data",
+        "features",
+        "collections",
+        "measures",
+        "engine",
+        "tasks",
+        "running",
+        "session",
+        "__main__",
+    )
 ]
 #: Leaf modules every layer may use: the package root (version, paths), the error types, atomic files,
 #: the console (logging routes and progress bars).

@@ -144,7 +144,7 @@ def test_the_default_engine_is_ctranslate2_and_a_wrong_one_is_named(smollm2_cfg)
     """The measured faster engine is the default, in the config and for a config that does not say."""
     import ctranslate2
 
-    from textmetric_bench.tasks.registry import compose_config
+    from textmetric_bench.running.registry import compose_config
 
     assert smollm2_cfg["engine"] == "ctranslate2" == lm_engine({}) == compose_config([]).lm.engine
     assert engine_id({}) == f"ctranslate2=={ctranslate2.__version__}"

@@ -23,12 +23,12 @@ from textmetric_bench.data.make_card import write_cards
 from textmetric_bench.errors import EXIT_BAD_INPUT, ConfigError, DataError
 from textmetric_bench.reports.__main__ import report_dir
 from textmetric_bench.reports.sweep.aggregate import sweep_markdown
-from textmetric_bench.tasks.directories import remove_unused_run_dir
-from textmetric_bench.tasks.metric_configs import metric_override_problems
-from textmetric_bench.tasks.registry import compose_config
-from textmetric_bench.tasks.sweep_end import sweep_end_lines
-from textmetric_bench.tasks.unknown_keys import unknown_key_problems
-from textmetric_bench.tasks.validate import validate_config
+from textmetric_bench.running.directories import remove_unused_run_dir
+from textmetric_bench.running.metric_configs import metric_override_problems
+from textmetric_bench.running.registry import compose_config
+from textmetric_bench.running.sweep_end import sweep_end_lines
+from textmetric_bench.running.unknown_keys import unknown_key_problems
+from textmetric_bench.running.validate import validate_config
 
 BIN = Path(sys.executable).parent
 

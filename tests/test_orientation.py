@@ -18,7 +18,7 @@ from textmetric_bench.api.registry import unregister
 from textmetric_bench.measures.ifc import gap_closed, ifc_score
 from textmetric_bench.measures.perturbation import relative_shift
 from textmetric_bench.measures.robustness import robustness_score
-from textmetric_bench.tasks.registry import compose_config
+from textmetric_bench.running.registry import compose_config
 from textmetric_bench.tasks.ksc import run_ksc
 
 KSC_MEASURES = ["rho", "omega2", "L", "A", "Aw"]

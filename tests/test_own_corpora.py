@@ -19,8 +19,8 @@ from textmetric_bench.data.language import guess_language
 from textmetric_bench.data.local_files import load_file
 from textmetric_bench.data.make_card import write_cards
 from textmetric_bench.errors import ConfigError, DataError
-from textmetric_bench.tasks.registry import compose_config
-from textmetric_bench.tasks.validate import validate_config
+from textmetric_bench.running.registry import compose_config
+from textmetric_bench.running.validate import validate_config
 
 
 @pytest.fixture(scope="module")

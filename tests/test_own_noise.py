@@ -8,7 +8,7 @@ import pytest
 
 from textmetric_bench.errors import ConfigError
 from textmetric_bench.measures.own_noise import COLUMNS, own_noise_table
-from textmetric_bench.tasks.registry import compose_config
+from textmetric_bench.running.registry import compose_config
 from textmetric_bench.tasks.ksc import run_ksc
 from textmetric_bench.tasks.own_noise import own_noise_pairs
 

@@ -234,7 +234,7 @@ def test_end_to_end_perturbation_run_on_the_embedded_pair(tmp_path, cache_dir):
     from omegaconf import OmegaConf
 
     from textmetric_bench.reports.html.report import build_report
-    from textmetric_bench.tasks.registry import compose_config
+    from textmetric_bench.running.registry import compose_config
     from textmetric_bench.tasks.ksc import run_ksc
 
     ksc_cfg = compose_config(

@@ -15,7 +15,7 @@ from textmetric_bench.measures.intervals import mean_ci
 from textmetric_bench.numerics import bit_for_bit
 from textmetric_bench.reports.html.report import build_report
 from textmetric_bench.reports.reference_rows import REFERENCE_NOTE
-from textmetric_bench.tasks.registry import compose_config
+from textmetric_bench.running.registry import compose_config
 from textmetric_bench.tasks.ksc import run_ksc
 from textmetric_bench.tasks.reference import REFERENCE_DIR, main as reference_main, version_parts, write_reference
 

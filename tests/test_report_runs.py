@@ -15,7 +15,7 @@ from omegaconf import OmegaConf
 from textmetric_bench.reports.html.report import build_report
 from textmetric_bench.reports.html.tables import negative_divergence_html, table3_html
 from textmetric_bench.reports.sweep.aggregate import aggregate_sweep, write_sweep_tables
-from textmetric_bench.tasks.registry import compose_config
+from textmetric_bench.running.registry import compose_config
 from textmetric_bench.tasks.ksc import run_ksc
 from textmetric_bench.tasks.robustness import run_robustness
 

@@ -1,7 +1,7 @@
 """The committed reproduction of 004 Table 3 (reports/paper_table3/) is what today's code computes.
 
 Slow (a few minutes a setting): each of its four settings run from the test session's cache as the regeneration
-runs it (textmetric_bench.tasks.regenerate). Where the numerics are the shipped ones (pinned kernels on an Intel
+runs it (textmetric_bench.running.regenerate). Where the numerics are the shipped ones (pinned kernels on an Intel
 CPU, textmetric_bench.numerics) every measure of every metric equals the committed table bit for bit, T excepted
 (it depends on the machine). On another CPU vendor MKL's own kernels move embeddings by ~1e-7: there metrics that
 read embeddings smoothly hold to 1e-6 and MAUVE and CLASSIFIER, which amplify such differences, to the committed
@@ -15,7 +15,7 @@ from test_end_to_end import run_bench
 
 from textmetric_bench import PROJECT_ROOT
 from textmetric_bench.numerics import bit_for_bit
-from textmetric_bench.tasks.regenerate import PAPER_METRICS, PAPER_RUN, PAPER_SETTINGS
+from textmetric_bench.running.regenerate import PAPER_METRICS, PAPER_RUN, PAPER_SETTINGS
 
 MEASURES = ["A", "Aw", "rho", "omega2", "L"]
 AMPLIFYING = {"mauve", "classifier"}

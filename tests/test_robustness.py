@@ -17,7 +17,7 @@ from textmetric_bench.collections.size_imbalance import (
 )
 from textmetric_bench.errors import ConfigError, DataError
 from textmetric_bench.measures.robustness import imbalance_robustness, robustness_score, size_robustness
-from textmetric_bench.tasks.registry import compose_config
+from textmetric_bench.running.registry import compose_config
 from textmetric_bench.tasks.robustness import run_robustness
 
 SMALL = ["sizes=[20,40,80]", "n_ref=100", "imbalance_total=100", "repetitions=2"]

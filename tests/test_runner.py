@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from textmetric_bench.api.registry import metric, unregister
-from textmetric_bench.tasks.registry import compose_config
+from textmetric_bench.running.registry import compose_config
 from textmetric_bench.tasks.ksc import run_ksc
 
 

@@ -9,7 +9,7 @@ import pytest
 import textmetric_bench
 from textmetric_bench.collections.seeds import metric_seed
 from textmetric_bench.errors import ConfigError
-from textmetric_bench.tasks.failed_corpora import rebuild_collections
+from textmetric_bench.running.failed_corpora import rebuild_collections
 
 SEED = 4
 

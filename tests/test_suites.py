@@ -14,8 +14,8 @@ from omegaconf import OmegaConf
 
 from textmetric_bench.api.registry import get_metric
 from textmetric_bench.tasks.config import CONF_DIR
-from textmetric_bench.tasks.registry import compose_config
-from textmetric_bench.tasks.suite import metric_facts, setting_not_for_pair, skipped_setting
+from textmetric_bench.running.registry import compose_config
+from textmetric_bench.running.suite import metric_facts, setting_not_for_pair, skipped_setting
 
 SHIPPED_PAIRS = sorted(p.stem for p in (CONF_DIR / "pair").glob("*.yaml") if p.stem != "files")
 
@@ -170,7 +170,7 @@ def test_the_docs_count_the_settings_the_suites_compose_and_the_threshold_the_co
 
 
 def test_a_key_of_one_task_only_needs_double_plus_in_a_suite():
-    from textmetric_bench.tasks.suite import suite_override_problems
+    from textmetric_bench.running.suite import suite_override_problems
 
     problems = suite_override_problems(
         ["suite=paper", "n=20", "own_noise.seeds=0", "n_ref=100", "repetitions=2", "++sizes=[20,40]", "metrics=[fid]"]

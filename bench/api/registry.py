@@ -136,7 +136,7 @@ def metric(
     forms ``MetricInfo.version``, and a resumed run
     recomputes the evaluations a metric of another version made.
 
-    Facts for the metric catalogue (``python -m textmetric_bench.tasks.catalogue`` writes ``metrics/README.md``;
+    Facts for the metric catalogue (``python -m textmetric_bench.running.catalogue`` writes ``metrics/README.md``;
     a plugin may leave them out, they then read "not declared"): ``needs``, what the metric uses beyond
     its inputs (any of ``NEEDS``; ``"known_position"`` is also what lets a call read
     ``textmetric_bench.api.known_position``); ``source``, the paper and equation (e.g. ``"004 §4.1, Eq. 2"``);

@@ -2,7 +2,7 @@
 or a script, with the engine, cache and files of ``python -m textmetric_bench`` (``textmetric_bench.evaluate``).
 
 A thin layer over the tasks: the arguments become the command line's overrides, the task runs as the command line
-runs it (``textmetric_bench.tasks.runner``), and the result is read back from the run directory (``Result``).
+runs it (``textmetric_bench.running.runner``), and the result is read back from the run directory (``Result``).
 Metrics defined in a notebook reach the engine's worker processes by value (cloudpickle,
 ``textmetric_bench.engine.pool``), so a function decorated in a cell is evaluated like an installed plugin.
 """

@@ -90,7 +90,7 @@ class Result:
     @functools.cached_property
     def distances(self) -> pd.DataFrame:
         """One row per (metric, evaluation): each metric's own value (a similarity is not negated), seconds, error."""
-        from textmetric_bench.tasks.registry import get_task
+        from textmetric_bench.running.registry import get_task
 
         return self._csv(get_task(self.task).distances_file)
 

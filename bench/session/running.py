@@ -1,4 +1,4 @@
-"""Composing a run from Python arguments and running it as the command line does (``textmetric_bench.tasks.runner``).
+"""Composing a run from Python arguments and running it as the command line does (``textmetric_bench.running.runner``).
 
 The arguments become Hydra overrides (``k=5`` -> ``"k=5"``), the config is composed from the same files and
 generated nodes as ``python -m textmetric_bench <overrides>``, and the run directory is the command line's
@@ -111,10 +111,10 @@ def overrides_of(
 
 def compose(overrides: Sequence[str]):
     """(config, run directory as the command line names it) for ``overrides``; one ConfigError for a bad one."""
-    from textmetric_bench.tasks.metric_configs import metric_override_problems
-    from textmetric_bench.tasks.registry import compose_config
-    from textmetric_bench.tasks.suite import suite_override_problems
-    from textmetric_bench.tasks.unknown_keys import unknown_key_problems
+    from textmetric_bench.running.metric_configs import metric_override_problems
+    from textmetric_bench.running.registry import compose_config
+    from textmetric_bench.running.suite import suite_override_problems
+    from textmetric_bench.running.unknown_keys import unknown_key_problems
 
     # The command line's own checks, in its order (textmetric_bench.__main__.main): the same lines, suggestions too.
     problems = metric_override_problems(list(overrides)) + suite_override_problems(
@@ -170,9 +170,9 @@ def run(
     allow_metric_failures: bool | None = None,
 ) -> Path:
     """Run the composed config into its run directory as ``python -m textmetric_bench`` does, and return it."""
-    from textmetric_bench.tasks.directories import remove_unused_run_dir
-    from textmetric_bench.tasks.exit_status import run_exit_status, write_run_status
-    from textmetric_bench.tasks.runner import run_configured
+    from textmetric_bench.running.directories import remove_unused_run_dir
+    from textmetric_bench.running.exit_status import run_exit_status, write_run_status
+    from textmetric_bench.running.runner import run_configured
 
     cfg, run_dir = compose(overrides)
     out_dir = Path(out_dir).expanduser().absolute() if out_dir is not None else run_dir.absolute()
@@ -200,7 +200,7 @@ def run(
 
 def save_config(cfg, overrides: Sequence[str], out_dir: Path) -> None:
     """The composed config and the overrides in ``<out_dir>/.hydra/``, where a command-line run has them from Hydra:
-    what reruns the run, or rebuilds its corpora (``textmetric_bench.tasks.failed_corpora``)."""
+    what reruns the run, or rebuilds its corpora (``textmetric_bench.running.failed_corpora``)."""
     saved = out_dir / ".hydra"
     saved.mkdir(parents=True, exist_ok=True)
     OmegaConf.save(cfg, saved / "config.yaml")

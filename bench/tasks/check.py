@@ -39,7 +39,7 @@ log = logging.getLogger(__name__)
 
 SETTINGS = ("pair", "k", "n", "repetitions", "seed")
 #: The one command that rewrites the baseline, the reference results and the paper tables from today's code.
-REGENERATE = "make regenerate (python -m textmetric_bench.tasks.regenerate)"
+REGENERATE = "make regenerate (python -m textmetric_bench.running.regenerate)"
 FAILING = ("DROPPED", "ROSE", "CHANGED", "MISSING")
 
 

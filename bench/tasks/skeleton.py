@@ -163,7 +163,7 @@ class Scores:
     info: dict = field(default_factory=dict)
 
 
-#: Every task by name, registered by subclassing ``Task`` (``textmetric_bench.tasks.registry`` finds the modules).
+#: Every task by name, registered by subclassing ``Task`` (``textmetric_bench.running.registry`` finds the modules).
 TASKS: dict[str, type["Task"]] = {}
 
 
@@ -245,7 +245,7 @@ class Task:
 
 def read_inputs(task: type[Task] | Task, cfg: DictConfig, out_dir: Path | str) -> RunInputs:
     """The typed inputs of a run of ``task`` from the composed config; ConfigError lists every bad setting.
-    (``textmetric_bench.tasks.validate.validate_config`` checks the rest of the config as well.)"""
+    (``textmetric_bench.running.validate.validate_config`` checks the rest of the config as well.)"""
     settings, problems, _ = read_settings(task.settings, cfg)
     if problems:
         raise ConfigError("\n".join(problems))

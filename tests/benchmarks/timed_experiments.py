@@ -70,7 +70,7 @@ class _Captured(Exception):
 def capture(overrides: list[str]) -> dict:
     """The (jobs, store, metrics) the task would hand to ``run_jobs`` under ``overrides``."""
 
-    from textmetric_bench.tasks.registry import compose_config
+    from textmetric_bench.running.registry import compose_config
 
     cfg = compose_config(overrides)
     task = {

@@ -27,7 +27,7 @@ def unknown_key_problems(overrides: Sequence[str]) -> list[str]:
     from hydra.core.override_parser.overrides_parser import OverridesParser
     from hydra.errors import ConfigCompositionException, HydraException
 
-    from textmetric_bench.tasks.registry import compose_config
+    from textmetric_bench.running.registry import compose_config
 
     try:
         kept = [(first_value(o), o) for o in OverridesParser.create().parse_overrides(list(overrides))]

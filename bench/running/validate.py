@@ -19,7 +19,7 @@ from omegaconf import DictConfig, OmegaConf
 from textmetric_bench.errors import ConfigError
 from textmetric_bench.features.long_texts import LONG_TEXT_MODES
 from textmetric_bench.tasks.command_line import shown
-from textmetric_bench.tasks.directories import directory_problems
+from textmetric_bench.running.directories import directory_problems
 from textmetric_bench.tasks.settings import read_settings
 from textmetric_bench.tasks.skeleton import RunInputs
 
@@ -110,7 +110,7 @@ def validate_config(cfg: DictConfig, out_dir: Path | str | None = None) -> RunIn
     """The typed inputs of the run ``cfg`` describes (``out_dir``: its run directory), or one `ConfigError`
     listing every bad value (one line each)."""
     from textmetric_bench.tasks.config import selected_metrics
-    from textmetric_bench.tasks.registry import get_task
+    from textmetric_bench.running.registry import get_task
     from textmetric_bench.tasks.sources import check_pair
 
     task = get_task(str(OmegaConf.select(cfg, "task.name", default="")))

@@ -1,6 +1,6 @@
 """Regenerate everything the repository ships that today's code computes: one command, from a checkout.
 
-``python -m textmetric_bench.tasks.regenerate`` (``make regenerate``) reruns, with the code and the pinned numerics
+``python -m textmetric_bench.running.regenerate`` (``make regenerate``) reruns, with the code and the pinned numerics
 of this checkout, from the cache it is given (an empty one reproduces the same files):
 
 - ``baseline``: the regression gate's baseline (``task=check update=true``; reports/baselines/);
@@ -112,7 +112,7 @@ def _has_compcor() -> bool:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m textmetric_bench.tasks.regenerate", description=__doc__.split("\n")[0]
+        prog="python -m textmetric_bench.running.regenerate", description=__doc__.split("\n")[0]
     )
     parser.add_argument("steps", nargs="*", help=f"what to regenerate: any of {', '.join(STEPS)} (default: all)")
     parser.add_argument(

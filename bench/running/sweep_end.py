@@ -1,7 +1,7 @@
 """The last lines of a sweep (Hydra multirun): where its jobs are, and the command that summarises them.
 
 A Hydra callback (``hydra.callbacks`` in ``conf/config.yaml``), run in the process that launched the sweep once every
-job has ended; kept apart from the sweep's exit status (``textmetric_bench.tasks.exit_status``) so other end-of-sweep
+job has ended; kept apart from the sweep's exit status (``textmetric_bench.running.exit_status``) so other end-of-sweep
 steps can be added beside it.
 """
 

@@ -1,23 +1,20 @@
 """The tasks: found, registered with Hydra, and looked up by name.
 
-A task is one module in ``textmetric_bench/tasks/`` (this folder) that subclasses ``Task``
-(``textmetric_bench.tasks.skeleton``); subclassing registers it. ``available_tasks`` imports every module of
-the folder once, so a new task file is found without being listed anywhere, and those of installed packages
-through the entry-point group ``textmetric_bench.tasks``. ``register_task_configs`` stores each task's
-settings defaults as the Hydra option ``task=<name>`` (at the config's top level, so ``k=12`` sets a KSC
-setting), as ``textmetric_bench.tasks.metric_configs`` does for the metrics.
+A task is a module that subclasses ``Task`` (``textmetric_bench.tasks.skeleton``); subclassing registers it under
+its ``name=``. Every task comes through the entry-point group ``textmetric_bench.tasks``, whose entries name the
+modules to import: the built-in ones are this package's own entries (pyproject.toml), a task of another installed
+package is that package's entry, and nothing is found by reading or listing source files. ``register_task_configs``
+stores each task's settings defaults as the Hydra option ``task=<name>`` (at the config's top level, so ``k=12``
+sets a KSC setting), as ``textmetric_bench.running.metric_configs`` does for the metrics.
 """
 
 from __future__ import annotations
 
-import ast
 import functools
-import importlib.util
-import pkgutil
+import logging
 from collections.abc import Sequence
-from importlib import import_module
-from pathlib import Path
 from importlib.metadata import entry_points
+from pathlib import Path
 
 from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig
@@ -27,42 +24,49 @@ from textmetric_bench.tasks.config import CONF_DIR
 from textmetric_bench.tasks.settings import config_node
 from textmetric_bench.tasks.skeleton import TASKS, Task
 
+log = logging.getLogger(__name__)
+
 PACKAGE = "textmetric_bench.tasks"
 ENTRY_POINT_GROUP = "textmetric_bench.tasks"
 GROUP = "task"
 
 
 def task_modules() -> list[str]:
-    """The modules of this folder that declare a task (a class with ``name=`` among its keywords, deriving from a
-    ``...Task`` class), found by reading their source: the only modules imported by name here."""
-    here = import_module(PACKAGE)
-    found = []
-    for module in pkgutil.iter_modules(here.__path__):
-        spec = importlib.util.find_spec(f"{PACKAGE}.{module.name}")
-        if spec is None or not spec.origin or not spec.origin.endswith(".py"):
-            continue
-        tree = ast.parse(Path(spec.origin).read_text(encoding="utf-8"))
-        if any(
-            isinstance(node, ast.ClassDef)
-            and any(k.arg == "name" for k in node.keywords)
-            and any(_base_name(b).endswith("Task") for b in node.bases)
-            for node in tree.body
-        ):
-            found.append(f"{PACKAGE}.{module.name}")
-    return found
-
-
-def _base_name(node: ast.expr) -> str:
-    return node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else ""
+    """The modules the entry-point group names, in its order (the only modules imported by name here)."""
+    return [point.value for point in entry_points(group=ENTRY_POINT_GROUP)]
 
 
 @functools.cache
 def available_tasks() -> dict[str, type[Task]]:
-    """Every task by name: the modules of this folder, then installed packages' (``textmetric_bench.tasks``)."""
-    for module in task_modules():
-        import_module(module)
-    for point in entry_points(group=ENTRY_POINT_GROUP):
-        point.load()
+    """Every task by name, from the entry-point group ``textmetric_bench.tasks``.
+
+    A built-in entry that fails to import raises (the installation is broken); another package's is left out with
+    a warning naming it and its error, so one broken plugin does not stop the built-in tasks. An entry whose module
+    registers no task of the entry's name is said the same way.
+    """
+    points = list(entry_points(group=ENTRY_POINT_GROUP))
+    if not any(point.value.startswith(PACKAGE + ".") for point in points):
+        raise ConfigError(
+            f"no built-in task in the entry-point group {ENTRY_POINT_GROUP!r}: textmetric_bench is not installed "
+            "(make venv, or pip install -e . in the checkout)"
+        )
+    for point in points:
+        builtin = point.value.startswith(PACKAGE + ".")
+        try:
+            point.load()
+        except Exception as exc:
+            if builtin:
+                raise
+            log.warning("task plugin %s (%s) failed to import and is left out: %r", point.name, point.value, exc)
+            continue
+        if point.name not in TASKS:
+            log.warning(
+                "entry point %r of %s names %s, which registers no task of that name (registered: %s)",
+                point.name,
+                ENTRY_POINT_GROUP,
+                point.value,
+                ", ".join(sorted(TASKS)),
+            )
     return dict(sorted(TASKS.items()))
 
 
@@ -88,7 +92,7 @@ def compose_config(overrides: Sequence[str] = (), *, return_hydra_config: bool =
     """
     from hydra import compose, initialize_config_dir
 
-    from textmetric_bench.tasks.metric_configs import register_metric_configs
+    from textmetric_bench.running.metric_configs import register_metric_configs
 
     register_task_configs()
     register_metric_configs()
@@ -100,7 +104,7 @@ def settings_markdown() -> str:
     """The settings of every task as markdown tables (docs/generated/tasks.md, included by docs/tasks.md)."""
     from textmetric_bench.tasks.settings import settings_reference
 
-    lines = ["<!-- generated by `python -m textmetric_bench.tasks.registry --docs`; do not edit -->", ""]
+    lines = ["<!-- generated by `python -m textmetric_bench.running.registry --docs`; do not edit -->", ""]
     for name, task in available_tasks().items():
         doc = " ".join((task.__doc__ or "").split())
         lines += [f"### `task={name}`", "", doc, "", "| setting | default | what it sets |", "|---|---|---|"]

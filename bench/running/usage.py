@@ -28,7 +28,7 @@ COMMON = (
 MORE = (
     ("--cfg job", "print the composed settings of this command and stop"),
     ("--hydra-help", "Hydra's own flags (--multirun, --config-dir, --info, ...)"),
-    ("python -m textmetric_bench.tasks.registry", "the tasks with their descriptions"),
+    ("python -m textmetric_bench.running.registry", "the tasks with their descriptions"),
 )
 
 
@@ -45,7 +45,7 @@ def _rows(pairs, width: int = 100) -> list[str]:
 def usage_text() -> str:
     """The ``--help`` page. ``$APP_CONFIG_GROUPS`` is Hydra's list of config groups and their options, filled in by
     Hydra; a literal dollar sign would have to be written twice."""
-    from textmetric_bench.tasks.registry import available_tasks
+    from textmetric_bench.running.registry import available_tasks
 
     tasks = available_tasks()
     lines = [

@@ -1,6 +1,6 @@
 """The two corpora of each failed evaluation of a run, written to files, to reproduce the failure outside the harness.
 
-    python -m textmetric_bench.tasks.failed_corpora <run dir> [--metric NAME] [--out DIR]
+    python -m textmetric_bench.running.failed_corpora <run dir> [--metric NAME] [--out DIR]
 
 A run keeps its failed evaluations in ``failures.csv`` (the metric, the evaluation's fields, the reason and the
 traceback), not their texts. The corpora are rebuilt from the run's saved config (``.hydra/config.yaml``: the
@@ -61,8 +61,8 @@ def rebuild_collections(run_dir: Path | str):
     by its id and the evaluations on them (``Evaluation.p``, ``.q``, ``.fields``, ``.seed``)."""
     from textmetric_bench.api.context import use_context
     from textmetric_bench.tasks.config import run_context
-    from textmetric_bench.tasks.registry import get_task
-    from textmetric_bench.tasks.validate import validate_config
+    from textmetric_bench.running.registry import get_task
+    from textmetric_bench.running.validate import validate_config
 
     from omegaconf import ListConfig, open_dict
 
@@ -140,7 +140,7 @@ def write_failed_corpora(
 
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
-        prog="python -m textmetric_bench.tasks.failed_corpora",
+        prog="python -m textmetric_bench.running.failed_corpora",
         description="Write the two corpora of each failed evaluation of a run (failures.csv) as JSON lines.",
     )
     parser.add_argument("run_dir", help="the run's directory (outputs/<task>/<pair>/<time>)")

@@ -32,7 +32,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from textmetric_bench.errors import EXIT_OK
 from textmetric_bench.measures.orientation import orientation_of
-from textmetric_bench.tasks.exit_status import STATUS_FILE
+from textmetric_bench.running.exit_status import STATUS_FILE
 
 log = logging.getLogger(__name__)
 
@@ -80,7 +80,7 @@ def suite_override_problems(overrides: Sequence[str]) -> list[str]:
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
     from textmetric_bench.tasks.config import CONF_DIR
-    from textmetric_bench.tasks.registry import available_tasks
+    from textmetric_bench.running.registry import available_tasks
     from textmetric_bench.tasks.settings import key_of
 
     try:
@@ -112,10 +112,10 @@ def suite_override_problems(overrides: Sequence[str]) -> list[str]:
 
 
 def metric_facts(names: Iterable[str]) -> pd.DataFrame:
-    """The catalogue facts of each metric (``textmetric_bench.tasks.catalogue``'s columns); a metric no longer
+    """The catalogue facts of each metric (``textmetric_bench.running.catalogue``'s columns); a metric no longer
     registered (its plugin uninstalled) reads "not registered"."""
     from textmetric_bench.api.registry import NOT_DECLARED, available_metrics, get_metric
-    from textmetric_bench.tasks.catalogue import shown_number
+    from textmetric_bench.running.catalogue import shown_number
 
     registered, rows = set(available_metrics()), []
     for name in sorted(set(map(str, names))):

@@ -9,9 +9,9 @@ from omegaconf import DictConfig
 
 from textmetric_bench.api.context import use_context
 from textmetric_bench.tasks.config import run_context
-from textmetric_bench.tasks.registry import get_task
+from textmetric_bench.running.registry import get_task
 from textmetric_bench.tasks.skeleton import TaskResult
-from textmetric_bench.tasks.validate import validate_config
+from textmetric_bench.running.validate import validate_config
 
 
 def run_configured(cfg: DictConfig, out_dir: Path) -> TaskResult:
