@@ -66,7 +66,7 @@ def pin_cpu_numerics() -> None:
         os.environ.setdefault(name, value)
 
 
-#: CTranslate2's own switches (``lm.engine=ctranslate2``, textmetric_bench.features.lm_ct2): its kernels (softmax,
+#: CTranslate2's own switches (``lm.engine=ctranslate2``, textmetric_bench.features.lm.ct2): its kernels (softmax,
 #: layer norm, ...) dispatch by ``CT2_FORCE_CPU_ISA``, and its float32 GEMM goes to MKL only on Intel CPUs unless
 #: ``CT2_USE_MKL=1`` (elsewhere to its bundled oneDNN). Forcing MKL everywhere lets ``MKL_CBWR`` above pin the GEMM
 #: too; oneDNN, where a build lacks MKL, is capped by ``ONEDNN_MAX_CPU_ISA``. Not part of ``numerics_label``:

@@ -227,7 +227,7 @@ def smollm2_cfg() -> dict:
 @pytest.fixture(scope="session")
 def smollm2(smollm2_cfg, cache_dir):
     """SmolLM2-135M-Instruct converted from its package GGUF into the session cache, then loaded (model, tokenizer)."""
-    from textmetric_bench.features.lm import load_causal_lm
+    from textmetric_bench.features.lm.model import load_causal_lm
 
     return load_causal_lm({**smollm2_cfg, "device": "cpu"}, cache_dir)
 

@@ -220,7 +220,7 @@ def test_a_conversion_under_way_is_waited_for_and_not_repeated(tmp_path, smollm2
 
     import transformers
 
-    from textmetric_bench.features import lm
+    from textmetric_bench.features.lm.model import model as lm
     from textmetric_bench.features.shard_cache import slug
     from textmetric_bench.files import atomic_directory, held_lock
 
@@ -246,7 +246,7 @@ def test_a_conversion_under_way_is_waited_for_and_not_repeated(tmp_path, smollm2
 def _convert(cache_dir: str, cfg: dict, out: str, barrier) -> None:
     import logging
 
-    from textmetric_bench.features.lm import converted_checkpoint
+    from textmetric_bench.features.lm.model import converted_checkpoint
 
     messages: list[str] = []
     handler = logging.Handler()
@@ -278,7 +278,7 @@ def test_two_jobs_converting_the_lm_at_once_convert_it_once(tmp_path, smollm2_cf
     converting = [any(m.startswith("converting") for m in r["log"]) for r in results]
     assert sorted(converting) == [False, True]  # one converted; the other waited, then read its checkpoint
     assert any(m.startswith("waiting for another job converting") for r in results for m in r["log"])
-    from textmetric_bench.features.lm import load_causal_lm
+    from textmetric_bench.features.lm.model import load_causal_lm
 
     model, _ = load_causal_lm({**smollm2_cfg, "device": "cpu"}, tmp_path / "cache")
     assert sum(p.numel() for p in model.parameters()) > 100e6

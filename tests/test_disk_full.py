@@ -122,7 +122,7 @@ def _tiny_causal_lm():
 
 
 def test_a_checkpoint_that_does_not_fit_is_a_storage_error_and_the_old_one_stays(small_disk):
-    from textmetric_bench.features.lm import save_causal_lm
+    from textmetric_bench.features.lm.model import save_causal_lm
 
     model, tokenizer = _tiny_causal_lm()  # about 16 MB of weights
     disk = small_disk("24m")
@@ -160,7 +160,7 @@ def _mode(path: Path) -> int:
 
 def test_written_files_get_the_usual_permissions(tmp_path, umask_022, mirror_dir):
     from textmetric_bench.collections.ifc_generate import _save_corpus
-    from textmetric_bench.features.lm import save_causal_lm
+    from textmetric_bench.features.lm.model import save_causal_lm
 
     cache = EmbeddingCache(tmp_path / "cache", "fake")
     cache.get_or_compute(["k" * 64], ["a"], lambda t: np.ones((1, 3)), chunk=8)

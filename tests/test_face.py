@@ -124,7 +124,7 @@ def test_cross_entropies_are_cached_per_text(lm_context, corpora):
     for x, y in zip(first, reversed(again)):
         np.testing.assert_array_equal(x, y)
     # The cached log-probabilities are the model's own: the same as scoring the text directly.
-    from textmetric_bench.features.lm import token_logprobs
+    from textmetric_bench.features.lm.model import token_logprobs
 
     model, tok = lm._loaded()
     direct = token_logprobs(model, tok, corpora["a1"][:3])

@@ -14,7 +14,7 @@ from textmetric_bench.api.context import RunContext, default_lm
 from textmetric_bench.api.registry import MetricInfo, get_metric
 from textmetric_bench.api.sharing import charged_time, per_corpus, sharing
 from textmetric_bench.engine import CorpusStore, Job, evaluate, run_jobs, worker
-from textmetric_bench.features.lm_scores import LMScorer
+from textmetric_bench.features.lm.scores import LMScorer
 from textmetric_bench.features.shard_cache import text_key
 
 FAIR = 1.5  # T of a metric alone and after the metric it shares work with: within this factor

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 import torch  # at collection: a fast test below uses it, and the fast tier refuses a first import of torch in a test
 
-from textmetric_bench.collections.ifc_generate import TrainingStep, length_bucketed_batches
-from textmetric_bench.features.lm import auto_threads, generation_threads
+from textmetric_bench.features.lm.training import TrainingStep, length_bucketed_batches
+from textmetric_bench.features.lm.model import auto_threads, generation_threads
 
 
 def padding_share(lengths, batches) -> float:
@@ -50,8 +50,8 @@ def test_generation_threads_use_every_core_only_while_others_leave_half_of_them_
 ONE_STEP = """if True:
     import hashlib, json, sys
     import torch
-    from textmetric_bench.collections.ifc_generate import fine_tune_step
-    from textmetric_bench.features.lm import load_causal_lm
+    from textmetric_bench.features.lm.training import fine_tune_step
+    from textmetric_bench.features.lm.model import load_causal_lm
     cfg, cache, threads = json.loads(sys.argv[1]), sys.argv[2], int(sys.argv[3])
     model, tokenizer = load_causal_lm({**cfg, "threads": threads}, cache)
     texts = [f"how do I {w} my card {i}?" for i, w in enumerate(["activate", "top up", "cancel", "freeze"] * 6)]
@@ -88,7 +88,7 @@ def test_a_fine_tuning_step_is_bit_identical_with_one_and_two_threads(smollm2, s
 
 
 def test_micro_batches_stay_within_the_budget_and_keep_the_order():
-    from textmetric_bench.collections.ifc_generate import micro_batches
+    from textmetric_bench.features.lm.training import micro_batches
 
     lengths = [3, 4, 4, 5, 9, 9, 30]
     parts = micro_batches(range(7), lengths, budget=16)
@@ -100,7 +100,7 @@ def test_micro_batches_stay_within_the_budget_and_keep_the_order():
 FUSED = """if True:
     import json
     import torch
-    from textmetric_bench.collections.ifc_generate import FusedAdamW
+    from textmetric_bench.features.lm.training import FusedAdamW
     def weights():
         g = torch.Generator().manual_seed(1)
         return [torch.nn.Parameter(torch.randn(shape, generator=g)) for shape in [(37, 5), (11,), (3, 3)]]
@@ -139,9 +139,9 @@ def test_a_batch_in_parts_gives_the_gradient_of_one_pass(smollm2, monkeypatch):
     in near-zero gradients into whole steps of the learning rate."""
     import torch
 
-    from textmetric_bench.collections import ifc_generate
+    from textmetric_bench.features.lm import training
 
-    monkeypatch.setattr(ifc_generate, "FUSED_ADAMW", False)  # so that the step makes its optimiser below
+    monkeypatch.setattr(training, "FUSED_ADAMW", False)  # so that the step makes its optimiser below
     monkeypatch.setattr(torch.optim, "AdamW", lambda params, lr, weight_decay, **kw: torch.optim.SGD(params, lr=lr))
 
     model, tokenizer = smollm2
@@ -153,10 +153,10 @@ def test_a_batch_in_parts_gives_the_gradient_of_one_pass(smollm2, monkeypatch):
     ]
 
     def one_step(budget):
-        monkeypatch.setattr(ifc_generate, "TRAIN_POSITIONS", budget)
+        monkeypatch.setattr(training, "TRAIN_POSITIONS", budget)
         start = {k: v.clone() for k, v in model.state_dict().items()}
         try:
-            step = ifc_generate.fine_tune_step(
+            step = training.fine_tune_step(
                 model, tokenizer, texts, learning_rate=1.0, batch_size=4, seed=0, progress=False
             )
             return step, {k: (v - start[k]).clone() for k, v in model.state_dict().items()}
@@ -186,7 +186,7 @@ def test_recomputing_activations_changes_no_bit_fused_adamw_only_rounding_and_th
     its cache setting, without checkpointing and with its own embedding forward."""
     import torch
 
-    from textmetric_bench.collections import ifc_generate
+    from textmetric_bench.features.lm import training
 
     model, tokenizer = smollm2
     texts = [
@@ -197,17 +197,15 @@ def test_recomputing_activations_changes_no_bit_fused_adamw_only_rounding_and_th
     ] * 2
     use_cache = model.config.use_cache
     made = []
-    fused_adamw, adamw = ifc_generate.FusedAdamW, torch.optim.AdamW
-    monkeypatch.setattr(
-        ifc_generate, "FusedAdamW", lambda params, **kw: made.append("fused") or fused_adamw(params, **kw)
-    )
+    fused_adamw, adamw = training.FusedAdamW, torch.optim.AdamW
+    monkeypatch.setattr(training, "FusedAdamW", lambda params, **kw: made.append("fused") or fused_adamw(params, **kw))
     monkeypatch.setattr(torch.optim, "AdamW", lambda params, **kw: made.append("multi-tensor") or adamw(params, **kw))
 
     def one_step(recompute, fused):
-        monkeypatch.setattr(ifc_generate, "FUSED_ADAMW", fused)
+        monkeypatch.setattr(training, "FUSED_ADAMW", fused)
         start = {k: v.clone() for k, v in model.state_dict().items()}
         try:
-            step = ifc_generate.fine_tune_step(
+            step = training.fine_tune_step(
                 model,
                 tokenizer,
                 texts,
@@ -243,11 +241,11 @@ def test_a_tied_embedding_gets_sparse_rows_that_add_up_to_the_dense_gradient(smo
     own forward is back after the block, and an untied model keeps its dense gradient."""
     import torch
 
-    from textmetric_bench.collections import ifc_generate
-    from textmetric_bench.features.lm import padded_batch, text_token_ids
+    from textmetric_bench.features.lm import training
+    from textmetric_bench.features.lm.model import padded_batch, text_token_ids
 
     model, tokenizer = smollm2
-    embedding = ifc_generate.sparse_tied_embedding(model)
+    embedding = training.sparse_tied_embedding(model)
     assert embedding is model.get_input_embeddings() and embedding.weight is model.get_output_embeddings().weight
     texts = ["how do I top up my card?", "my card my card my card", "cancel it"]
     ids, mask, labels = padded_batch(
@@ -263,7 +261,7 @@ def test_a_tied_embedding_gets_sparse_rows_that_add_up_to_the_dense_gradient(smo
         return grads
 
     dense = gradients()
-    with ifc_generate.sparse_tied_gradient(model) as tied:
+    with training.sparse_tied_gradient(model) as tied:
         assert tied is embedding
         sparse = gradients()
     assert "forward" not in vars(embedding)
@@ -276,7 +274,7 @@ def test_a_tied_embedding_gets_sparse_rows_that_add_up_to_the_dense_gradient(smo
     untied = torch.nn.Module()
     untied.get_input_embeddings = lambda: torch.nn.Embedding(4, 2)
     untied.get_output_embeddings = lambda: torch.nn.Linear(2, 4, bias=False)
-    assert ifc_generate.sparse_tied_embedding(untied) is None
+    assert training.sparse_tied_embedding(untied) is None
 
 
 class TiedLM(torch.nn.Module):
@@ -307,7 +305,7 @@ def test_the_tied_embeddings_rows_go_into_the_output_layers_gradient_without_a_s
     the vocabulary (108 MiB for SmolLM2) at the end of every backward pass. The gradient is the dense one to float32
     rounding, padding rows get nothing, and rows that arrive first (an embedding not used by the loss's output
     layer) start the gradient."""
-    from textmetric_bench.collections.ifc_generate import sparse_tied_gradient
+    from textmetric_bench.features.lm.training import sparse_tied_gradient
 
     model = TiedLM()
     weight = model.embed.weight
@@ -360,7 +358,9 @@ def default_plan():
 
 
 def test_the_embedding_gradient_the_loss_head_and_the_sampler_are_part_of_what_a_saved_corpus_must_share():
-    from textmetric_bench.collections.ifc_generate import EMBEDDING_GRADIENT, LOSS_HEAD, SAMPLER, GenerationPlan
+    from textmetric_bench.collections.ifc_generate import GenerationPlan
+    from textmetric_bench.features.lm.sampling import SAMPLER
+    from textmetric_bench.features.lm.training import EMBEDDING_GRADIENT, LOSS_HEAD
 
     plan = default_plan()
     assert plan.fingerprint()["embedding_gradient"] == EMBEDDING_GRADIENT
@@ -388,8 +388,8 @@ def test_the_loss_in_parts_is_the_models_own_loss_and_adds_the_output_gradient_i
     over a first part of a batch and a second one that adds to its gradients."""
     import torch
 
-    from textmetric_bench.collections import ifc_generate
-    from textmetric_bench.features.lm import padded_batch, text_token_ids
+    from textmetric_bench.features.lm import training
+    from textmetric_bench.features.lm.model import padded_batch, text_token_ids
 
     model, tokenizer = smollm2
     texts = [
@@ -399,8 +399,8 @@ def test_the_loss_in_parts_is_the_models_own_loss_and_adds_the_output_gradient_i
         "where is the new card I ordered last week and when will it arrive at my address?",
     ] * 20
     batch = padded_batch([text_token_ids(tokenizer, t, add_eos=True) for t in texts], tokenizer.pad_token_id)
-    assert int((batch[2][:, 1:] != -100).sum()) > 3 * ifc_generate.LOSS_POSITIONS  # several parts
-    ours = ifc_generate.head_loss(model, tuple(t[:2] for t in batch))
+    assert int((batch[2][:, 1:] != -100).sum()) > 3 * training.LOSS_POSITIONS  # several parts
+    ours = training.head_loss(model, tuple(t[:2] for t in batch))
 
     def gradients(loss_of):
         model.zero_grad(set_to_none=True)
@@ -414,7 +414,7 @@ def test_the_loss_in_parts_is_the_models_own_loss_and_adds_the_output_gradient_i
 
     model.train()
     try:
-        own, chunked = gradients(ifc_generate.own_loss(model)), gradients(ours)
+        own, chunked = gradients(training.own_loss(model)), gradients(ours)
     finally:
         model.eval()
     assert chunked[0] == pytest.approx(own[0], rel=1e-5) and chunked[1] == pytest.approx(own[1], rel=1e-5)
@@ -433,7 +433,7 @@ def test_the_loss_in_parts_is_cross_entropy_and_adds_to_a_gradient_already_there
     the forward pass keeps the probabilities or the backward pass computes the logits again."""
     import torch
 
-    from textmetric_bench.collections.ifc_generate import chunked_head_loss
+    from textmetric_bench.features.lm.training import chunked_head_loss
 
     rng = torch.Generator().manual_seed(0)
     hidden = torch.randn(23, 8, generator=rng, dtype=torch.float64)
@@ -467,7 +467,7 @@ def test_the_loss_in_parts_keeps_the_probabilities_only_within_its_budget_and_gi
     third of the output layer's products); the gradients are the same bits as with the logits computed again."""
     import torch
 
-    from textmetric_bench.collections import ifc_generate
+    from textmetric_bench.features.lm import training
 
     rng = torch.Generator().manual_seed(0)
     hidden, weight = torch.randn(37, 16, generator=rng), torch.randn(300, 16, generator=rng)
@@ -475,7 +475,7 @@ def test_the_loss_in_parts_keeps_the_probabilities_only_within_its_budget_and_gi
 
     def gradients(keep_bytes):
         h, w = hidden.clone().requires_grad_(), weight.clone().requires_grad_()
-        loss = ifc_generate.chunked_head_loss(h, w, targets, chunk=8, keep_bytes=keep_bytes)
+        loss = training.chunked_head_loss(h, w, targets, chunk=8, keep_bytes=keep_bytes)
         saved = [tuple(t.shape) for t in loss.grad_fn.saved_tensors]
         loss.backward()
         return saved, (loss.detach(), h.grad, w.grad)
@@ -484,7 +484,7 @@ def test_the_loss_in_parts_keeps_the_probabilities_only_within_its_budget_and_gi
     assert saved_kept == [(37, 16), (300, 16), (37, 300)] and saved_again == [(37, 16), (300, 16)]
     for a, b in zip(kept, again):
         assert torch.equal(a, b)
-    assert ifc_generate.KEPT_PROBABILITIES_BYTES >= ifc_generate.TRAIN_POSITIONS * 49152 * 4  # SmolLM2's pass fits
+    assert training.KEPT_PROBABILITIES_BYTES >= training.TRAIN_POSITIONS * 49152 * 4  # SmolLM2's pass fits
 
 
 def test_a_model_whose_logits_are_more_than_a_linear_map_keeps_its_own_loss(smollm2, caplog):
@@ -494,8 +494,8 @@ def test_a_model_whose_logits_are_more_than_a_linear_map_keeps_its_own_loss(smol
 
     import torch
 
-    from textmetric_bench.collections import ifc_generate
-    from textmetric_bench.features.lm import padded_batch, text_token_ids
+    from textmetric_bench.features.lm import training
+    from textmetric_bench.features.lm.model import padded_batch, text_token_ids
 
     model, tokenizer = smollm2
     sample = padded_batch(
@@ -505,7 +505,7 @@ def test_a_model_whose_logits_are_more_than_a_linear_map_keeps_its_own_loss(smol
     hook = head.register_forward_hook(lambda module, args, out: out * 2)  # the fake
     try:
         with torch.no_grad():
-            loss_of = ifc_generate.head_loss(model, sample)
+            loss_of = training.head_loss(model, sample)
             assert float(loss_of(*sample)) == float(
                 model(input_ids=sample[0], attention_mask=sample[1], labels=sample[2]).loss
             )
@@ -518,5 +518,5 @@ def test_a_model_whose_logits_are_more_than_a_linear_map_keeps_its_own_loss(smol
     biased.get_decoder = lambda: torch.nn.Identity()
     calls = []
     biased.forward = lambda **kw: calls.append(kw) or SimpleNamespace(loss=0.0)
-    ifc_generate.head_loss(biased, sample)(*sample)
+    training.head_loss(biased, sample)(*sample)
     assert calls and set(calls[0]) == {"input_ids", "attention_mask", "labels"}

@@ -1,4 +1,4 @@
-"""The plain-torch Llama of IFC's fine-tuning and sampling (textmetric_bench.features.llama): transformers' bits,
+"""The plain-torch Llama of IFC's fine-tuning and sampling (textmetric_bench.features.lm.llama): transformers' bits,
 without transformers' modelling stack in the process."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import sys
 import pytest
 import torch  # at collection: the fast tier refuses a first import of torch in a test
 
-from textmetric_bench.features.llama import LlamaLM, load_llama, read_config, unsupported
-from textmetric_bench.features.lm_adapter import keep_cache_rows
+from textmetric_bench.features.lm.llama import LlamaLM, load_llama, read_config, unsupported
+from textmetric_bench.features.lm.adapter import keep_cache_rows
 
 TINY = {
     "architectures": ["LlamaForCausalLM"],
@@ -184,8 +184,8 @@ TEXTS = [f"how do I {w} my card {i}?" for i, w in enumerate(["activate", "top up
 def test_smollm2_gives_transformers_bits_forward_decoding_and_a_fine_tuning_step(smollm2_cfg, cache_dir):
     from transformers import DynamicCache
 
-    from textmetric_bench.collections.ifc_generate import fine_tune_step
-    from textmetric_bench.features.lm import load_causal_lm, padded_batch, text_token_ids
+    from textmetric_bench.features.lm.training import fine_tune_step
+    from textmetric_bench.features.lm.model import load_causal_lm, padded_batch, text_token_ids
 
     cfg = {**smollm2_cfg, "device": "cpu", "threads": 2}
     theirs, tokenizer = load_causal_lm(cfg, cache_dir)
@@ -226,8 +226,9 @@ def test_smollm2_gives_transformers_bits_forward_decoding_and_a_fine_tuning_step
 GENERATE = """if True:
     import json, sys
     import torch
-    from textmetric_bench.collections.ifc_generate import fine_tune_step, sample_corpus
-    from textmetric_bench.features.lm import load_causal_lm
+    from textmetric_bench.features.lm.sampling import sample_corpus
+    from textmetric_bench.features.lm.training import fine_tune_step
+    from textmetric_bench.features.lm.model import load_causal_lm
     from textmetric_bench.data.card_schema import Normalisation
     cfg, cache = json.loads(sys.argv[1]), sys.argv[2]
     model, tokenizer = load_causal_lm(cfg, cache, plain=True)
@@ -241,7 +242,7 @@ GENERATE = """if True:
 
 
 def test_fine_tuning_and_sampling_never_import_transformers_modelling_stack(smollm2_cfg, cache_dir):
-    from textmetric_bench.features.lm import checkpoint_path
+    from textmetric_bench.features.lm.model import checkpoint_path
 
     checkpoint_path(smollm2_cfg, cache_dir)  # converted (that imports transformers' models) outside the process
     done = subprocess.run(
@@ -263,7 +264,7 @@ def test_a_checkpoint_saved_from_the_plain_model_loads_in_transformers_with_the_
     with ``lm.generation_model=transformers`` resumes from it, and the plain model reads it back bit for bit."""
     from transformers import AutoModelForCausalLM
 
-    from textmetric_bench.features.lm import load_causal_lm, padded_batch, save_causal_lm, text_token_ids
+    from textmetric_bench.features.lm.model import load_causal_lm, padded_batch, save_causal_lm, text_token_ids
 
     cfg = {**smollm2_cfg, "device": "cpu", "threads": 2}
     ours, tokenizer = load_causal_lm(cfg, cache_dir, plain=True)
@@ -284,7 +285,7 @@ def test_a_model_that_is_not_plain_llama_loads_through_transformers_and_says_why
 ):
     from transformers import GPT2Config, GPT2LMHeadModel
 
-    from textmetric_bench.features.lm import load_causal_lm, load_tokenizer
+    from textmetric_bench.features.lm.model import load_causal_lm, load_tokenizer
 
     tokenizer = load_tokenizer(smollm2_cfg, cache_dir)
     torch.manual_seed(0)
@@ -292,7 +293,7 @@ def test_a_model_that_is_not_plain_llama_loads_through_transformers_and_says_why
         GPT2Config(vocab_size=len(tokenizer), n_positions=64, n_embd=32, n_layer=2, n_head=2)
     ).save_pretrained(tmp_path / "gpt2")
     tokenizer.save_pretrained(tmp_path / "gpt2")
-    with caplog.at_level("INFO", logger="textmetric_bench.features.lm"):
+    with caplog.at_level("INFO", logger="textmetric_bench.features.lm.model"):
         model, _ = load_causal_lm(
             {"name": "tiny-gpt2", "path": str(tmp_path / "gpt2"), "device": "cpu"}, cache_dir, plain=True
         )

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from textmetric_bench.errors import ConfigError
-from textmetric_bench.features.lm import (
+from textmetric_bench.features.lm.model import (
     checkpoint_path,
     converted_checkpoint,
     load_causal_lm,
@@ -93,7 +93,7 @@ def test_the_thread_probe_counts_other_processes_not_this_one():
     import threading
     import time
 
-    from textmetric_bench.features.lm import busy_cores, others_busy_cores, thread_choice
+    from textmetric_bench.features.lm.model import busy_cores, others_busy_cores, thread_choice
 
     cores = len(os.sched_getaffinity(0))
     spinner = subprocess.Popen(

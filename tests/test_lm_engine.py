@@ -1,4 +1,4 @@
-"""lm.engine=ctranslate2, the default (textmetric_bench.features.lm_ct2): the same per-token log-probabilities as torch
+"""lm.engine=ctranslate2, the default (textmetric_bench.features.lm.ct2): the same per-token log-probabilities as torch
 within the stated tolerance on real texts (plain, with EOS, truncated, continuations), in worker processes too; its
 scores are cached apart from torch's; no shipped number depends on the engine; a missing package, a GPU it cannot
 use or a wrong engine is a clear error."""
@@ -16,10 +16,10 @@ import pytest
 from textmetric_bench import PROJECT_ROOT
 from textmetric_bench.api.context import RunContext, use_context
 from textmetric_bench.errors import ConfigError
-from textmetric_bench.features import lm_scores
-from textmetric_bench.features.lm import continuation_sequences, sequence_logprobs, token_logprobs
-from textmetric_bench.features import lm_ct2
-from textmetric_bench.features.lm_ct2 import (
+from textmetric_bench.features.lm.model import scores as lm_scores
+from textmetric_bench.features.lm.model import continuation_sequences, sequence_logprobs, token_logprobs
+from textmetric_bench.features.lm.model import ct2 as lm_ct2
+from textmetric_bench.features.lm.ct2 import (
     SUM_TOLERANCE,
     TOKEN_TOLERANCE,
     engine_id,
@@ -28,7 +28,7 @@ from textmetric_bench.features.lm_ct2 import (
     load_scoring_lm,
     scoring_device,
 )
-from textmetric_bench.features.lm_scores import LMScorer
+from textmetric_bench.features.lm.scores import LMScorer
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""The IFC sampler (textmetric_bench.features.lm_sampling): transformers' nucleus, its renormalised probabilities
+"""The IFC sampler (textmetric_bench.features.lm.sampling): transformers' nucleus, its renormalised probabilities
 drawn by proposal and acceptance, the KV cache with rows leaving the batch, prompts and row limits, and the same
 texts from the same seed in separate processes."""
 
@@ -15,8 +15,8 @@ import torch
 # the reference nucleus; imported at collection, it loads no model (the fast tier refuses transformers in tests)
 from transformers.generation.logits_process import TopPLogitsWarper
 
-from textmetric_bench.features import lm_sampling
-from textmetric_bench.features.lm_sampling import in_nucleus, nucleus_by_sort, propose, sample_nucleus
+from textmetric_bench.features.lm.model import sampling as lm_sampling
+from textmetric_bench.features.lm.sampling import in_nucleus, nucleus_by_sort, propose, sample_nucleus
 
 
 def reference_nucleus(logits: torch.Tensor, top_p: float) -> torch.Tensor:
@@ -185,7 +185,7 @@ def test_rows_that_leave_the_batch_keep_the_others_on_their_own_cache(smollm2):
     """Every token the batched, cached sampler drew lies in the nucleus of a plain forward pass over its row:
     a cache misaligned when finished rows leave the batch would soon draw outside it (top_p .5 is narrow).
     Rows end at the first full stop here (the untuned model seldom says EOS), so they leave at different steps."""
-    from textmetric_bench.features.lm_sampling import nucleus_mask_sorted, sample_rows
+    from textmetric_bench.features.lm.sampling import nucleus_mask_sorted, sample_rows
 
     model, tokenizer = smollm2
     stop = tokenizer.convert_tokens_to_ids(".")
@@ -216,7 +216,7 @@ def test_prompts_are_continued_in_the_nucleus_and_each_row_stops_at_its_own_limi
     """Rows continuing prompts of one length (a generated corpus, textmetric_bench.collections.generated): every
     new token lies in the nucleus of a plain forward pass over its prompt and the tokens before it, and a row that
     draws no EOS stops after exactly its own limit, so rows leave the batch at different steps."""
-    from textmetric_bench.features.lm_sampling import nucleus_mask_sorted, sample_rows
+    from textmetric_bench.features.lm.sampling import nucleus_mask_sorted, sample_rows
 
     model, tokenizer = smollm2
     texts = [
@@ -257,7 +257,7 @@ def test_prompts_are_continued_in_the_nucleus_and_each_row_stops_at_its_own_limi
 def test_a_row_alone_stopped_at_its_limit_draws_the_start_of_what_it_draws_unlimited(smollm2):
     """A row limit only stops a row: alone in its batch, a row limited to 6 tokens draws the first 6 of the
     tokens it draws with a limit of 20, from the same seed; one start token and a prompt of it are the same."""
-    from textmetric_bench.features.lm_sampling import sample_rows
+    from textmetric_bench.features.lm.sampling import sample_rows
 
     model, tokenizer = smollm2
     common = dict(n=1, end_token=tokenizer.eos_token_id, max_new_tokens=20, top_p=0.9, temperature=1.0, batch_size=1)
@@ -283,9 +283,9 @@ def test_a_row_alone_stopped_at_its_limit_draws_the_start_of_what_it_draws_unlim
 SAMPLE_IN_A_PROCESS = """if True:
     import json, sys
     import torch
-    from textmetric_bench.collections.ifc_generate import sample_corpus
+    from textmetric_bench.features.lm.sampling import sample_corpus
     from textmetric_bench.data.card_schema import Normalisation
-    from textmetric_bench.features.lm import load_causal_lm
+    from textmetric_bench.features.lm.model import load_causal_lm
     cfg, cache, seed = json.loads(sys.argv[1]), sys.argv[2], int(sys.argv[3])
     model, tokenizer = load_causal_lm(cfg, cache)
     texts, stats = sample_corpus(model, tokenizer, 16, token_lengths=[6, 9, 12, 15, 20], top_p=0.95,

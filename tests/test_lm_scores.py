@@ -1,9 +1,9 @@
-"""The per-text LM score cache (textmetric_bench.features.lm_scores, textmetric_bench.features.shard_cache): ragged shards, chunked writes, resume."""
+"""The per-text LM score cache (textmetric_bench.features.lm.scores, textmetric_bench.features.shard_cache): ragged shards, chunked writes, resume."""
 
 import numpy as np
 import pytest
 
-import textmetric_bench.features.lm_scores as lm_scores
+import textmetric_bench.features.lm.scores as lm_scores
 from textmetric_bench.api.context import RunContext, default_lm
 from textmetric_bench.features.shard_cache import RaggedCache, text_key
 

@@ -1,4 +1,4 @@
-"""LM scoring on every core (textmetric_bench.features.lm_workers): worker processes give the serial scores, the
+"""LM scoring on every core (textmetric_bench.features.lm.workers): worker processes give the serial scores, the
 worker count is honoured, a killed worker is an error and not a hang, two jobs share one score cache."""
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ import pytest
 from textmetric_bench.api.context import RunContext, use_context
 from textmetric_bench.console import set_progress
 from textmetric_bench.errors import ConfigError
-from textmetric_bench.features import lm_scores
-from textmetric_bench.features.lm_scores import LMScorer
-from textmetric_bench.features.lm_workers import LMWorkerError, resolve_workers
+from textmetric_bench.features.lm.model import scores as lm_scores
+from textmetric_bench.features.lm.scores import LMScorer
+from textmetric_bench.features.lm.workers import LMWorkerError, resolve_workers
 from textmetric_bench.metrics.ctrleval import infill_logprobs
 
 INFILL = {"spans": 3, "max_masks": 4, "max_words": 128}
@@ -53,7 +53,7 @@ def test_the_worker_count_is_read_from_lm_workers():
 
 def test_scores_from_two_workers_equal_serial_scores(scores_dir, smollm2_cfg, intent_texts):
     """Infilling and plain log-likelihood: equal to the last bit, as both score the same padded batches
-    (textmetric_bench.features.lm.length_batches) with one torch thread; only which process runs a batch differs."""
+    (textmetric_bench.features.lm.model.length_batches) with one torch thread; only which process runs a batch differs."""
     texts = intent_texts["a"][:10] + intent_texts["b"][:10]
     results, before = {}, set(pebble_workers())  # pools of earlier tests may still be winding down
     for workers in (1, 2):

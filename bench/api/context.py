@@ -9,7 +9,7 @@ worker processes, and code outside a run (tests, notebooks) gets the default one
 ``conf/lm/smollm2.yaml`` model and ``$BENCH_CACHE_DIR`` (else ``~/.cache/textmetric-bench``).
 
 ``lm_scorer()`` gives a metric the context's per-text LM scores. Its implementation lives in
-``textmetric_bench.features.lm_scores``, a lower layer, which the package declares as the entry point of
+``textmetric_bench.features.lm.scores``, a lower layer, which the package declares as the entry point of
 ``LM_SCORER_GROUP`` (pyproject.toml): the API finds it there at the first call, as the registry finds metric plugins,
 and imports nothing of the application.
 """

@@ -4,7 +4,7 @@ origin kind is ``generated`` (docs/data.md, "Machine-written text").
 Prompted continuation. The human texts in part ``select`` of the human corpus (by a hash of each text) are
 the prompt pool; those longer than ``prompt_tokens`` tokens are taken in an order drawn from ``seed``. Each
 row passes ``BOS`` and the first ``prompt_tokens`` tokens of its text (one length for all rows, so a batch
-needs no padding) and is continued by nucleus sampling (``textmetric_bench.features.lm_sampling.sample_rows``)
+needs no padding) and is continued by nucleus sampling (``textmetric_bench.features.lm.sampling.sample_rows``)
 until EOS or until it is as long as its own human text (at most ``max_new_tokens`` new tokens): the generated
 corpus follows the human texts' token lengths. The generated text includes its prompt, so it begins as human
 text does; the pair's human side must then be another part of the split (`prompts_held_out` checks pair cards).
@@ -29,14 +29,15 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from textmetric_bench.collections.ifc_generate import BATCHING, EMBEDDING_GRADIENT, LOSS_HEAD, SAMPLER, fine_tune_step
+from textmetric_bench.features.lm.sampling import SAMPLER
+from textmetric_bench.features.lm.training import BATCHING, EMBEDDING_GRADIENT, LOSS_HEAD, fine_tune_step
 from textmetric_bench.collections.seeds import repetition_seed
 from textmetric_bench.console import progress_bar
 from textmetric_bench.data.card_schema import CorpusCard, GeneratedOrigin, Normalisation
 from textmetric_bench.data.corpora import Generate, GeneratedTexts, Source, SourceFile, normalise_texts
 from textmetric_bench.data.generated_origin import in_part
 from textmetric_bench.errors import DataError
-from textmetric_bench.features.lm import model_id
+from textmetric_bench.features.lm.model import model_id
 from textmetric_bench.features.shard_cache import slug
 from textmetric_bench.files import atomic_write, held_lock, make_dirs, remove_stale_temporaries
 
@@ -172,7 +173,7 @@ def write_corpus(
     """Load the model, fine-tune it if the card says so, write the continuations and their statistics."""
     import torch
 
-    from textmetric_bench.features.lm import generation_threads, load_causal_lm, return_freed_memory
+    from textmetric_bench.features.lm.model import generation_threads, load_causal_lm, return_freed_memory
 
     origin = card.generated
     assert origin is not None
@@ -259,8 +260,8 @@ def continuations(
     continuation (module docstring), in the order of their prompts; and what it took."""
     import torch
 
-    from textmetric_bench.features.lm import text_token_ids
-    from textmetric_bench.features.lm_sampling import sample_rows
+    from textmetric_bench.features.lm.model import text_token_ids
+    from textmetric_bench.features.lm.sampling import sample_rows
 
     head = 1 if tokenizer.bos_token_id is not None else 0
     size = origin.prompt_tokens

@@ -23,7 +23,7 @@ import math
 import torch
 from torch import nn
 
-from textmetric_bench.features.lm_adapter import attention_configs, set_attention
+from textmetric_bench.features.lm.adapter import attention_configs, set_attention
 
 #: float64 holds every integer up to 2**53 exactly.
 FLOAT64_INTEGER_BITS = 53

@@ -99,7 +99,7 @@ class IFCSettings(TaskSettings):
 
 def generation_plan(run: RunInputs) -> GenerationPlan:
     """The generation settings of the run (``ifc`` and ``lm``)."""
-    from textmetric_bench.features.lm import model_id
+    from textmetric_bench.features.lm.model import model_id
 
     s: IFCSettings = run.settings  # type: ignore[assignment]
     return GenerationPlan(
@@ -242,8 +242,8 @@ def _generate(
     run: RunInputs, plan: GenerationPlan, gen_dir: Path, training_pool, normalisation
 ) -> tuple[list[int], dict | None]:
     """Generate what is missing, loading the language model only when something is; the iterations generated now
-    and how many threads generated them, and why (``textmetric_bench.features.lm.thread_choice``)."""
-    from textmetric_bench.features.lm import load_causal_lm, load_tokenizer, text_token_ids, thread_choice
+    and how many threads generated them, and why (``textmetric_bench.features.lm.model.thread_choice``)."""
+    from textmetric_bench.features.lm.model import load_causal_lm, load_tokenizer, text_token_ids, thread_choice
 
     done = finished_iterations(gen_dir, plan) if gen_dir.is_dir() else []
     if set(range(plan.iterations + 1)) <= set(done):

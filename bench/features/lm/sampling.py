@@ -17,6 +17,8 @@ one is kept with probability at least top_p, so a step needs about 1/top_p draws
 probabilities, none of them a sort. Rows not done after ``MAX_ROUNDS`` (a tiny top_p) draw the same way from
 their probabilities outside the nucleus set to zero, the nucleus found by a full sort (``nucleus_by_sort``).
 
+``sample_corpus`` draws a corpus of distinct normalised texts from BOS with it (IFC's g_i).
+
 Determinism: the uniform draws come from a ``torch.Generator`` seeded by the caller, and the pinned CPU kernels
 (``textmetric_bench.numerics``), so the same seed, model and settings give the same tokens in any process.
 """
@@ -24,10 +26,23 @@ Determinism: the uniform draws come from a ``torch.Generator`` seeded by the cal
 from __future__ import annotations
 
 import inspect
+import logging
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
-from textmetric_bench.features.lm_adapter import keep_cache_rows
+import numpy as np
+
+from textmetric_bench.console import progress_bar
+from textmetric_bench.data.card_schema import Normalisation
+from textmetric_bench.data.corpora import normalise_texts
+from textmetric_bench.features.lm.adapter import keep_cache_rows
+
+log = logging.getLogger(__name__)
+
+#: How g_i is sampled: a corpus sampled otherwise is not reused. /1: the nucleus searched among the most probable
+#: tokens and walked in descending probability; /2: a draw from the whole distribution, kept when it lies in the
+#: nucleus (the same distribution, other tokens for the same seed). Before /1: transformers' generate.
+SAMPLER = "kv-cache-nucleus/2"
 
 BLOCK = 1024  # a draw picks a block of this many tokens, then a token within it
 MAX_ROUNDS = 16  # draws a row before its nucleus is found by sorting (a draw is kept with probability >= top_p)
@@ -140,7 +155,7 @@ def sample_nucleus(logits, *, top_p: float, temperature: float, generator, scrat
 
 
 def new_cache(model):
-    """An empty KV cache for ``model``: its own (``textmetric_bench.features.llama``), else transformers'."""
+    """An empty KV cache for ``model``: its own (``textmetric_bench.features.lm.llama``), else transformers'."""
     if hasattr(model, "new_cache"):
         return model.new_cache()
     from transformers import DynamicCache
@@ -227,3 +242,75 @@ def sample_rows(
             ended += done
             on_batch(size)
     return SampledRows(tokens, ended, computed)
+
+
+def sample_corpus(
+    model,
+    tokenizer,
+    n: int,
+    *,
+    token_lengths: Sequence[int],
+    top_p: float,
+    temperature: float,
+    batch_size: int,
+    seed: int,
+    normalisation: Normalisation,
+    length_quantile: float = 0.99,
+    max_rounds: int = 4,
+    progress: bool = True,
+    desc: str = "sampling",
+) -> tuple[list[str], dict]:
+    """``n`` distinct normalised texts sampled from BOS by nucleus sampling, lengths like the source's.
+
+    Returns (texts, statistics). Stops with fewer texts (and a warning) once ``max_rounds * n``
+    samples were drawn, e.g. when a collapsed model keeps repeating itself.
+    """
+    import torch
+
+    lengths = np.asarray(token_lengths, dtype=int)
+    cap = max(1, int(np.ceil(np.quantile(lengths, length_quantile))))
+    rng = np.random.default_rng(seed)
+    generator = torch.Generator().manual_seed(seed)
+    bos = tokenizer.bos_token_id if tokenizer.bos_token_id is not None else tokenizer.eos_token_id
+    kept: dict[str, None] = {}
+    drawn = cut = tokens = computed = 0
+    bar = progress_bar(n, desc=desc, unit="text", enabled=progress, leave=False)
+    while len(kept) < n and drawn < max_rounds * n:
+        size = min(n - len(kept), max_rounds * n - drawn)
+        sampled = sample_rows(
+            model,
+            n=size,
+            start_token=bos,
+            end_token=tokenizer.eos_token_id,
+            max_new_tokens=cap + 1,
+            top_p=top_p,
+            temperature=temperature,
+            batch_size=batch_size,
+            generator=generator,
+        )
+        computed += sampled.computed_tokens
+        raw = []
+        for row, ended in zip(sampled.tokens, sampled.ended):
+            tokens += len(row) + ended
+            if not ended:  # no EOS within the cap: cut to a source-like length
+                row = row[: int(rng.choice(lengths))]
+                cut += 1
+            raw.append(tokenizer.decode(row, skip_special_tokens=True))
+        drawn += size
+        before = len(kept)
+        for text in normalise_texts(raw, normalisation):
+            if len(kept) < n:
+                kept.setdefault(text, None)
+        bar.update(len(kept) - before)
+    bar.close()
+    if len(kept) < n:
+        log.warning("sampling gave only %d distinct texts of %d after %d draws", len(kept), n, drawn)
+    return list(kept), {
+        "drawn": drawn,
+        "cut_without_eos": cut,
+        "max_new_tokens": cap + 1,
+        "sampled_tokens": tokens,
+        "computed_tokens": computed,
+        "device": str(next(model.parameters()).device),
+        "threads": torch.get_num_threads(),
+    }

@@ -8,7 +8,7 @@ within ``TOKEN_TOLERANCE`` (absolute, per token) and a text's sum to within ``SU
 (relative), tested in tests/test_lm_engine.py; not bit for bit, because its kernels sum in
 their own order, so the scores have their own cache key (``engine_id``).
 
-The float32 ``transformers`` checkpoint (``textmetric_bench.features.lm.checkpoint_path``) is
+The float32 ``transformers`` checkpoint (``textmetric_bench.features.lm.model.checkpoint_path``) is
 converted once into ``<cache_dir>/lm/<model-id + ctranslate2 version>/`` (a file lock, a
 temporary directory renamed into place, like the GGUF conversion), then loaded as a
 ``ctranslate2.Generator`` with ``lm.threads`` threads. Its kernels are pinned like torch's
@@ -29,7 +29,7 @@ import numpy as np
 
 from textmetric_bench.errors import ConfigError
 from textmetric_bench.features.embedding import model_files_digest, resolve_device
-from textmetric_bench.features.lm import checkpoint_path, load_causal_lm, load_tokenizer, model_id
+from textmetric_bench.features.lm.model import checkpoint_path, load_causal_lm, load_tokenizer, model_id
 from textmetric_bench.features.shard_cache import slug
 from textmetric_bench.files import atomic_directory, held_lock, make_dirs, remove_stale_temporaries
 from textmetric_bench.numerics import pin_ctranslate2_numerics
@@ -106,7 +106,7 @@ def converted_ctranslate2(cfg_lm: Mapping[str, Any], cache_dir: Path | str) -> P
 
 
 class CTranslate2LM:
-    """A ``ctranslate2.Generator`` scoring token sequences as ``textmetric_bench.features.lm.batch_logprobs`` does."""
+    """A ``ctranslate2.Generator`` scoring token sequences as ``textmetric_bench.features.lm.model.batch_logprobs`` does."""
 
     def __init__(self, generator, tokenizer):
         self.generator, self.tokenizer = generator, tokenizer

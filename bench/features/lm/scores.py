@@ -13,7 +13,7 @@ left out), and an evaluation that reads scores from the cache is charged the cac
 per text for each distinct text it reads, once per evaluation. A cache written before shards
 recorded their cost charges nothing for those texts: their cost is unknown.
 
-Scoring uses every core (``lm.workers``, ``textmetric_bench.features.lm_workers``): the batches go to
+Scoring uses every core (``lm.workers``, ``textmetric_bench.features.lm.workers``): the batches go to
 worker processes when there are at least two, else are scored in this process; the scores do
 not depend on the number of workers. The seconds a shard records are the summed seconds of its
 batches, what one core would take, so T does not depend on the number of workers either.
@@ -33,7 +33,7 @@ from textmetric_bench.console import adopt_library_loggers, progress_bar
 from textmetric_bench.api.context import RunContext, current_context
 from textmetric_bench.api.sharing import charge
 from textmetric_bench.features.embedding import model_files_digest
-from textmetric_bench.features.lm import (
+from textmetric_bench.features.lm.model import (
     checkpoint_path,
     continuation_sequences,
     length_batches,
@@ -41,14 +41,14 @@ from textmetric_bench.features.lm import (
     model_id,
     text_sequences,
 )
-from textmetric_bench.features.lm_ct2 import (
+from textmetric_bench.features.lm.ct2 import (
     converted_ctranslate2,
     engine_id,
     lm_engine,
     load_scoring_lm,
     scoring_device,
 )
-from textmetric_bench.features.lm_workers import Batch, LMWorkers, resolve_workers, score_batch
+from textmetric_bench.features.lm.workers import Batch, LMWorkers, resolve_workers, score_batch
 from textmetric_bench.features.shard_cache import RaggedCache, slug, text_key
 
 _scorers: dict[tuple, "LMScorer"] = {}
@@ -208,7 +208,7 @@ class LMScorer:
         return [found[k] for k in keys]
 
     def sequence_logprobs(self, seqs: Sequence[Sequence[int]], starts: Sequence[int]) -> list[np.ndarray]:
-        """``textmetric_bench.features.lm.sequence_logprobs`` on every core: the same batches, in worker processes
+        """``textmetric_bench.features.lm.model.sequence_logprobs`` on every core: the same batches, in worker processes
         when there are at least two of them and ``lm.workers`` > 1."""
         rows = length_batches(seqs, self.batch_size)
         batches: list[Batch] = [([list(seqs[i]) for i in r], [int(starts[i]) for i in r]) for r in rows]

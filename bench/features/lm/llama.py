@@ -10,7 +10,7 @@ afford under the run's 3 GB goal.
 
 It covers the configurations transformers' Llama code runs as plain Llama: SiLU, no biases, the default
 rotary embedding, no attention dropout. ``unsupported(config)`` names what else a config asks for, and
-``textmetric_bench.features.lm.load_causal_lm`` then loads the model through transformers.
+``textmetric_bench.features.lm.model.load_causal_lm`` then loads the model through transformers.
 """
 
 from __future__ import annotations

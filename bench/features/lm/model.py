@@ -128,7 +128,7 @@ def load_causal_lm(
 
     ``path`` loads other weights of the same model instead (e.g. a fine-tuned checkpoint).
     The tokenizer always has a pad token (the EOS token when the model defines none).
-    ``plain`` loads a Llama model into ``textmetric_bench.features.llama`` (the same bits as transformers'
+    ``plain`` loads a Llama model into ``textmetric_bench.features.lm.llama`` (the same bits as transformers'
     model, without importing transformers' modelling stack); another model loads through transformers.
     """
     _offline()
@@ -140,7 +140,7 @@ def load_causal_lm(
     tokenizer = load_tokenizer(cfg_lm, cache_dir, path=source)
     device = resolve_device(str(cfg_lm.get("device") or "auto"))
     if plain:
-        from textmetric_bench.features.llama import load_llama, read_config, unsupported
+        from textmetric_bench.features.lm.llama import load_llama, read_config, unsupported
 
         reason = unsupported(read_config(source))
         if reason is None:
@@ -256,7 +256,7 @@ def load_tokenizer(cfg_lm: Mapping[str, Any], cache_dir: Path | str, *, path: Pa
     """The tokenizer of the configured causal LM (of ``path`` if given), with a pad token (EOS when none).
 
     A tokenizer that transformers runs on the ``tokenizers`` library (SmolLM2's) is loaded
-    through that class itself (textmetric_bench.features.lm_adapter), the one ``AutoTokenizer`` chooses: ``AutoTokenizer.from_pretrained`` also imports
+    through that class itself (textmetric_bench.features.lm.adapter), the one ``AutoTokenizer`` chooses: ``AutoTokenizer.from_pretrained`` also imports
     transformers' processors, which import its model loading (accelerate, torch.distributed.tensor with sympy:
     about 100 MiB of the process that fine-tunes, docs/performance.md)."""
     _offline()
@@ -265,7 +265,7 @@ def load_tokenizer(cfg_lm: Mapping[str, Any], cache_dir: Path | str, *, path: Pa
         declared = json.loads((source / "tokenizer_config.json").read_text(encoding="utf-8")).get("tokenizer_class")
     except (OSError, ValueError):
         declared = None
-    from textmetric_bench.features.lm_adapter import tokenizers_backend
+    from textmetric_bench.features.lm.adapter import tokenizers_backend
 
     tokenizer = tokenizers_backend(source, declared)
     if tokenizer is None:
@@ -315,7 +315,7 @@ def length_batches(seqs: Sequence[Sequence[int]], batch_size: int) -> list[list[
     """Indices of ``seqs`` in batches of ``batch_size``, shortest first, so padding stays small.
 
     The batches depend only on the sequences and ``batch_size``: scoring them in one process or
-    spread over worker processes gives the same numbers (``textmetric_bench.features.lm_workers``).
+    spread over worker processes gives the same numbers (``textmetric_bench.features.lm.workers``).
     """
     order = sorted(range(len(seqs)), key=lambda i: len(seqs[i]))
     return [order[b : b + batch_size] for b in range(0, len(order), batch_size)]
@@ -324,7 +324,7 @@ def length_batches(seqs: Sequence[Sequence[int]], batch_size: int) -> list[list[
 def batch_logprobs(model, tokenizer, seqs: Sequence[Sequence[int]], starts: Sequence[int]) -> list[np.ndarray]:
     """log p(token | preceding tokens) of the tokens ``seq[start:]`` of each sequence of one padded batch.
 
-    A ``model`` with ``score_sequences`` (another engine, ``textmetric_bench.features.lm_ct2``) scores them itself."""
+    A ``model`` with ``score_sequences`` (another engine, ``textmetric_bench.features.lm.ct2``) scores them itself."""
     if hasattr(model, "score_sequences"):
         return model.score_sequences(seqs, starts)
     import torch

@@ -1,8 +1,8 @@
 """LM scoring on every core: worker processes, each holding one copy of the causal LM.
 
 ``lm.workers`` processes (``auto``: one per usable core on the CPU, one on a GPU) score the
-length-sorted batches of ``textmetric_bench.features.lm.length_batches`` in a pebble pool, one batch per
-task, each worker with one thread (``lm.threads``) of the engine ``lm.engine`` (``textmetric_bench.features.lm_ct2``). The batches are the same as in one
+length-sorted batches of ``textmetric_bench.features.lm.model.length_batches`` in a pebble pool, one batch per
+task, each worker with one thread (``lm.threads``) of the engine ``lm.engine`` (``textmetric_bench.features.lm.ct2``). The batches are the same as in one
 process, so the scores are bit-for-bit those of serial scoring, whatever the number of workers.
 
 Why processes and not torch threads: on this 2-core machine, shared with other jobs (load
@@ -41,8 +41,8 @@ import numpy as np
 
 from textmetric_bench.errors import BenchError, ConfigError
 from textmetric_bench.features.embedding import resolve_device
-from textmetric_bench.features.lm import batch_logprobs
-from textmetric_bench.features.lm_ct2 import load_scoring_lm
+from textmetric_bench.features.lm.model import batch_logprobs
+from textmetric_bench.features.lm.ct2 import load_scoring_lm
 
 Batch = tuple[list[list[int]], list[int]]  # token sequences and where each one's scored part starts
 Scored = tuple[list[np.ndarray], float, float]  # log-probabilities, wall seconds, CPU seconds

@@ -79,7 +79,7 @@ def tokenizers_backend(source: Path | str, declared: str | None) -> Any | None:
 
 def keep_cache_rows(cache, keep) -> None:
     """Keep only the batch rows ``keep`` of a key/value cache (transformers' ``DynamicCache``, or ours,
-    ``textmetric_bench.features.llama.KVCache``, by its ``keep_rows``), in place."""
+    ``textmetric_bench.features.lm.llama.KVCache``, by its ``keep_rows``), in place."""
     if hasattr(cache, "keep_rows"):
         cache.keep_rows(keep)
     else:
