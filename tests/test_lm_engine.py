@@ -140,15 +140,17 @@ def test_the_engines_have_their_own_cache_keys_and_scorers(tmp_path, smollm2_cfg
     assert lm_scores.scorer_key(contexts["torch"]) != lm_scores.scorer_key(contexts["ctranslate2"])
 
 
-def test_the_default_engine_is_ctranslate2_and_a_wrong_one_is_named(smollm2_cfg):
-    """The measured faster engine is the default, in the config and for a config that does not say."""
+def test_the_default_engine_is_ctranslate2_where_installed_and_a_wrong_one_is_named(smollm2_cfg):
+    """The measured faster engine is the default where its extra is installed (make venv installs it), in the
+    config and for a config that does not say; ``auto`` never reaches the cache key."""
     import ctranslate2
 
     from textmetric_bench.running.registry import compose_config
 
-    assert smollm2_cfg["engine"] == "ctranslate2" == lm_engine({}) == compose_config([]).lm.engine
+    assert smollm2_cfg["engine"] == "auto" == compose_config([]).lm.engine
+    assert lm_engine({}) == lm_engine(smollm2_cfg) == "ctranslate2"
     assert engine_id({}) == f"ctranslate2=={ctranslate2.__version__}"
-    with pytest.raises(ConfigError, match="lm.engine must be one of torch, ctranslate2, not 'onnx'"):
+    with pytest.raises(ConfigError, match="lm.engine must be one of auto, torch, ctranslate2, not 'onnx'"):
         lm_engine({"engine": "onnx"})
 
 
@@ -168,8 +170,10 @@ def test_without_the_package_the_error_says_what_to_install(monkeypatch, smollm2
         lambda: load_scoring_lm(cfg, tmp_path),
         lambda: LMScorer(RunContext(str(tmp_path), cfg)).cache("k"),
     ):
-        with pytest.raises(ConfigError, match=r"needs the ctranslate2 package.*pip install 'ctranslate2"):
+        with pytest.raises(ConfigError, match=r"needs the ctranslate2 package.*pip install 'textmetric-bench\[ct2\]'"):
             attempt()
+    # without the extra, the default falls back to torch, and the scores' cache key says so
+    assert lm_engine({**smollm2_cfg, "engine": "auto"}) == lm_engine({}) == "torch" == engine_id({})
 
 
 def test_cuda_without_a_ctranslate2_gpu_is_refused(monkeypatch, smollm2_cfg, tmp_path):

@@ -92,7 +92,7 @@ COMMON_RULES = (
         "windows",
     ),
     Rule("lm.device", device, DEVICES, "cpu"),
-    Rule("lm.engine", lambda v: v in ("torch", "ctranslate2"), "torch or ctranslate2", "ctranslate2"),
+    Rule("lm.engine", lambda v: v in ("auto", "torch", "ctranslate2"), "auto, torch or ctranslate2", "auto"),
     Rule("lm.batch_size", whole(1), "a whole number >= 1", "16"),
     Rule("lm.workers", either(whole(1), lambda v: v == "auto"), "a whole number >= 1 or 'auto'", "2"),
     Rule("lm.threads", either(whole(1), null), "a whole number >= 1, or null for one per core", "1"),

@@ -34,24 +34,38 @@ from textmetric_bench.features.shard_cache import slug
 from textmetric_bench.files import atomic_directory, held_lock, make_dirs, remove_stale_temporaries
 from textmetric_bench.numerics import pin_ctranslate2_numerics
 
-ENGINES = ("torch", "ctranslate2")
-#: ``lm.engine`` when a config does not say (conf/lm/smollm2.yaml says the same)
-DEFAULT_ENGINE = "ctranslate2"
+ENGINES = ("auto", "torch", "ctranslate2")
+#: ``lm.engine`` when a config does not say (conf/lm/smollm2.yaml says the same): CTranslate2 where it is installed
+#: (the extra ``ct2`` of textmetric-bench), torch otherwise.
+DEFAULT_ENGINE = "auto"
 #: What "matches torch" means for ``lm.engine=ctranslate2`` (tested): per token, absolute, in nats ...
 TOKEN_TOLERANCE = 5e-4
 #: ... and on a text's summed log-probability, relative.
 SUM_TOLERANCE = 1e-5
-INSTALL = "pip install 'ctranslate2>=4.5,<5'"
+INSTALL = "pip install 'textmetric-bench[ct2]' (or 'ctranslate2>=4.5,<5')"
 
 log = logging.getLogger(__name__)
 
 
 def lm_engine(cfg_lm: Mapping[str, Any]) -> str:
-    """``lm.engine`` checked: ``ctranslate2`` (the default) or ``torch``."""
+    """The engine ``lm.engine`` names, checked: ``ctranslate2`` or ``torch``; ``auto`` (the default) is
+    ``ctranslate2`` when the package is installed, else ``torch``, so the result is never ``auto`` (it keys the
+    scores' cache)."""
     engine = str(cfg_lm.get("engine") or DEFAULT_ENGINE)
     if engine not in ENGINES:
         raise ConfigError(f"lm.engine must be one of {', '.join(ENGINES)}, not {engine!r}")
+    if engine == "auto":
+        return "ctranslate2" if ctranslate2_installed() else "torch"
     return engine
+
+
+def ctranslate2_installed() -> bool:
+    """Whether the ctranslate2 distribution is installed (its metadata, not an import: importing it is slow)."""
+    try:
+        importlib.metadata.version("ctranslate2")
+    except importlib.metadata.PackageNotFoundError:
+        return False
+    return True
 
 
 def ctranslate2_version() -> str:
@@ -61,7 +75,7 @@ def ctranslate2_version() -> str:
     except importlib.metadata.PackageNotFoundError:
         raise ConfigError(
             f"lm.engine=ctranslate2 needs the ctranslate2 package, which is not installed: {INSTALL} "
-            "(a dependency of textmetric-bench: reinstall it), or set lm.engine=torch"
+            "(an extra of textmetric-bench), or set lm.engine=torch or lm.engine=auto"
         ) from None
 
 
