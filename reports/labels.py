@@ -5,22 +5,14 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-#: Column order of 004 Table 3; T100 is T in the paper's unit [100 op/s].
-TABLE3_ORDER = ("A", "Aw", "T100", "rho", "omega2", "L", "S", "I", "IFC")
+from textmetric_bench.measures import registry
+
+#: Column order of 004 Table 3; T100 is T in the paper's unit [100 op/s] (textmetric_bench.measures.registry).
+TABLE3_ORDER = registry.table_columns()
 #: Measures on a 0..1 "higher is better" scale (time excluded, as in 004 Figure 4).
-QUALITY_MEASURES = ("A", "Aw", "rho", "omega2", "L", "S", "I", "IFC")
+QUALITY_MEASURES = registry.names(quality=True)
 #: Short explanation of each column, used in headers and legends.
-MEASURE_LABELS = {
-    "A": "A: judgement accuracy (004 §4.5, eq. 6)",
-    "Aw": "Aw: hardness-weighted accuracy (eq. 7)",
-    "T100": "T: speed in [100 op/s], embedding excluded (§4.4)",
-    "rho": "rho: Spearman monotonicity (§4.1)",
-    "omega2": "omega2: separability, ANOVA ω² (eq. 4)",
-    "L": "L: linearity R² (§4.3)",
-    "S": "S: size robustness (eq. 8)",
-    "I": "I: imbalance robustness (§4.7)",
-    "IFC": "IFC: −Spearman of distance with fine-tuning iteration (§5)",
-}
+MEASURE_LABELS = {m.column: f"{m.name}: {m.legend}" for m in registry.MEASURES.values()}
 #: What a similarity's name is followed by wherever it is shown.
 SIMILARITY_MARK = " (similarity, negated)"
 SIMILARITY_NOTE = (

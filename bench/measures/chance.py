@@ -22,10 +22,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from textmetric_bench.measures import registry
 from textmetric_bench.measures.intervals import FEW_REPETITIONS
 
 #: What a constant metric scores on each judgement-accuracy measure.
-CHANCE = {"A": 0.5, "Aw": 0.5}
+CHANCE = {m.name: m.chance for m in registry.MEASURES.values() if m.chance is not None}
 ALPHA = 0.05
 TEST_NAME = (
     f"one-sided one-sample t test over repetitions of mean < .5, Holm-corrected over the metrics of each "

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import pandas as pd
 
+from textmetric_bench.measures import registry
 from textmetric_bench.measures.intervals import mean_interval
 
 #: Measure columns the runner may write, in the order they are summarised.
-RAW_MEASURES = ("A", "Aw", "T", "rho", "omega2", "L", "S", "I", "IFC")
+RAW_MEASURES = registry.names()
 SUMMARY_COLUMNS = ["metric", "measure", "mean", "std", "n", "ci_low", "ci_high"]
 #: What the name of a reference row is followed by.
 REFERENCE_MARK = " (reference)"
@@ -38,9 +39,11 @@ def summarise_measures(measures: pd.DataFrame) -> pd.DataFrame:
     if "metric" not in measures.columns:
         raise ValueError("measures table needs a 'metric' column; got " + ", ".join(map(str, measures.columns)))
     frame = labelled(measures).copy()
-    if "T" in frame.columns:
-        frame["T100"] = pd.to_numeric(frame["T"], errors="coerce") / 100.0
-    present = [m for m in (*RAW_MEASURES, "T100") if m in frame.columns]
+    scaled = [m for m in registry.MEASURES.values() if m.shown_scale != 1.0]
+    for m in scaled:  # T100 = T / 100
+        if m.name in frame.columns:
+            frame[m.column] = pd.to_numeric(frame[m.name], errors="coerce") / m.shown_scale
+    present = [m for m in (*RAW_MEASURES, *(s.column for s in scaled)) if m in frame.columns]
     rows = []
     for metric, group in frame.groupby("metric", sort=True):
         for measure in present:

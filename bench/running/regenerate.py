@@ -24,6 +24,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from textmetric_bench.measures import registry
 from textmetric_bench import IN_CHECKOUT, PROJECT_ROOT
 from textmetric_bench.tasks.reference import write_reference
 
@@ -85,7 +86,9 @@ def regenerate_paper(work: Path, workers: str) -> None:
             workers=workers,
         )
         row = pd.read_csv(run_dir / "table3.csv").set_index("metric").loc["classifier"]
-        folds.append({"pair": pair, "k": k, **{m: round(float(row[m]), 6) for m in ("A", "Aw", "rho", "omega2", "L")}})
+        folds.append(
+            {"pair": pair, "k": k, **{m: round(float(row[m]), 6) for m in registry.names(quality=True, task="ksc")}}
+        )
     pd.DataFrame(folds).to_csv(PAPER_DIR / "classifier_folds5.csv", index=False)
     distances = PAPER_DIR / "distances.csv"
     python = [sys.executable, "-m"]

@@ -8,6 +8,7 @@ import json
 import pandas as pd
 
 from textmetric_bench.errors import ConfigError
+from textmetric_bench.measures import registry
 from textmetric_bench.tasks.reference import REFERENCE, REFERENCE_DIR, RUN, reference_name
 
 
@@ -43,7 +44,8 @@ def ranked_among_reference(measures: pd.DataFrame, settings: dict) -> pd.DataFra
         own = pd.concat([own, reference[~reference["metric"].isin(computed)]], ignore_index=True)
     summary = summarise_measures(own.drop(columns="source"))
     means = summary.pivot(index="metric", columns="measure", values="mean")
-    columns = [m for m in ("A", "Aw", "rho", "omega2", "L", "T") if m in means.columns]
+    ksc = registry.names(quality=True, task="ksc") + registry.names(quality=False, task="ksc")  # T last
+    columns = [m for m in ksc if m in means.columns]
     table = means[columns].rename_axis(columns=None)
     for measure in columns:
         table[f"rank_{measure}"] = table[measure].rank(ascending=False, method="min").astype("Int64")

@@ -27,6 +27,7 @@ from omegaconf import OmegaConf
 
 from textmetric_bench.api.registry import get_metric, is_builtin_module
 from textmetric_bench.errors import ConfigError
+from textmetric_bench.measures import registry
 from textmetric_bench.numerics import bit_for_bit, numerics_label
 from textmetric_bench.reports.tables.markdown import markdown_table
 from textmetric_bench.tasks.command_line import shown
@@ -94,7 +95,7 @@ class CheckSettings(KSCSettings):
         example="my_baseline.json",
     )
     measures: list[str] = option(
-        ["A", "Aw", "rho", "omega2", "L"],
+        list(registry.names(quality=True, task="ksc")),
         "the measures compared",
         key="check.measures",
         accepts=lambda v: isinstance(v, list) and 0 < len(v) and set(v) <= set(GATED_MEASURES),

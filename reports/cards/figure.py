@@ -21,26 +21,17 @@ import matplotlib.pyplot as plt  # noqa: E402
 import matplotlib.ticker as ticker  # noqa: E402
 import numpy as np  # noqa: E402
 
+from textmetric_bench.measures import registry  # noqa: E402
 from textmetric_bench.reports.bounds import BOUNDS  # noqa: E402
 from textmetric_bench.reports.cards.card import NOT_RECORDED, Card, orientation_line, own_noise_text  # noqa: E402
 from textmetric_bench.reports.figures.palette import BOUND_GREY, BOUND_LINESTYLES  # noqa: E402
 
-SYMBOLS = {
-    "A": "A",
-    "Aw": "A$^w$",
-    "rho": "ρ",
-    "omega2": "ω²",
-    "L": "L",
-    "S": "S",
-    "I": "I",
-    "IFC": "IFC",
-    "T": "T [100 op/s]",
-}
+SYMBOLS = {m.name: f"{m.math} {m.shown_unit}".strip() for m in registry.MEASURES.values()}
 #: T is recorded in pair evaluations per second and shown, as in the tables, in 004's unit [100 op/s].
-SCALE = {"T": 100.0}
+SCALE = {m.name: m.shown_scale for m in registry.MEASURES.values() if m.shown_scale != 1.0}
 COLUMNS = 3
 #: KSC's measures first, T among them (same settings), then the robustness task's and IFC's.
-PANEL_ORDER = ("A", "Aw", "rho", "omega2", "L", "T", "S", "I", "IFC")
+PANEL_ORDER = registry.by_task()
 COLOUR = "#0072B2"
 
 

@@ -18,18 +18,12 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FixedLocator, MaxNLocator
 from scipy import stats
 
+from textmetric_bench.measures import registry
+
 #: How a measure is written in figures, in the paper's notation (A^w as a mathtext superscript).
 MEASURE_SYMBOLS = {
-    "A": "A",
-    "Aw": "$A^w$",
-    "rho": "ρ",
-    "omega2": "ω²",
-    "L": "L",
-    "S": "S",
-    "I": "I",
-    "IFC": "IFC",
-    "T": "T",
-    "T100": "T",
+    **{m.name: m.math for m in registry.MEASURES.values()},
+    **{m.column: m.math for m in registry.MEASURES.values()},
 }
 #: Smallest font size (points) a figure may use for any label or tick.
 MIN_FONT_PT = 7.0

@@ -16,6 +16,7 @@ import pandas as pd
 from matplotlib import colormaps
 from matplotlib.figure import Figure
 
+from textmetric_bench.measures import registry
 from textmetric_bench.measures.chance import below_chance
 from textmetric_bench.reports.bounds import bound_label, bound_of
 from textmetric_bench.reports.figures.drawing import symbol, warnings_caption
@@ -26,8 +27,8 @@ SPEED_CMAP = colormaps["Oranges"]  # T: another family, another colour scale
 MISSING_COLOUR = (0.88, 0.88, 0.88, 1.0)
 BOUND_COLOUR = (1.0, 1.0, 1.0, 1.0)
 #: Column headers: the paper's symbol and, for T, its unit and what better means.
-HEADERS = {"T100": "T\n[100 op/s]"}
-SPEED = "T100"
+HEADERS = {m.column: f"{m.symbol}\n{m.shown_unit}" for m in registry.MEASURES.values() if m.shown_scale != 1.0}
+SPEED = registry.measure("T").column
 #: The heatmap's caption, sentence by sentence; ``heatmap_caption`` keeps those about what a figure draws.
 CAPTION_PARTS = {
     "base": "Mean over repetitions of every measure (004 Table 3), one row per metric, rows sorted by the measure "
@@ -117,7 +118,7 @@ def measure_heatmap(
             "measure heatmap needs a summary with at least one metric and one measure "
             f"({', '.join(TABLE3_ORDER)}); got columns {', '.join(map(str, summary.columns))}"
         )
-    sort_by = "T100" if sort_by == "T" else sort_by
+    sort_by = registry.measure(sort_by).column if sort_by in registry.MEASURES else sort_by
     if sort_by not in measures:
         raise ValueError(f"measure heatmap cannot sort by {sort_by!r}: the summary has {', '.join(measures)}")
     means = means[measures].astype(float)

@@ -9,22 +9,14 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
+from textmetric_bench.measures import registry
 from textmetric_bench.reports.bounds import bound_label, bound_of
 from textmetric_bench.reports.figures.drawing import integer_axis, save_figure
 from textmetric_bench.reports.figures.palette import bound_line, metric_styles
 from textmetric_bench.reports.labels import QUALITY_MEASURES, metric_labels
 
 #: Panel titles: the paper's symbol and what the measure is.
-MEASURE_TITLES = {
-    "A": "A: judgement accuracy",
-    "Aw": "$A^w$: weighted accuracy",
-    "rho": "ρ: monotonicity",
-    "omega2": "ω²: separability",
-    "L": "L: linearity",
-    "S": "S: size robustness",
-    "I": "I: imbalance robustness",
-    "IFC": "IFC: fine-tuning trend",
-}
+MEASURE_TITLES = {m.name: f"{m.math}: {m.title}" for m in registry.MEASURES.values() if m.quality}
 
 
 def _bound_band(ax, values: np.ndarray, metric: str) -> None:

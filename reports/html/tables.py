@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from textmetric_bench.measures import registry
 from textmetric_bench.measures.intervals import INTERVAL_NAME, few_repetitions_warning
 from textmetric_bench.measures.paired import TEST_NAME
 from textmetric_bench.measures.text_limits import over_limit_sentence, reader_name
@@ -24,18 +25,8 @@ from textmetric_bench.reports.tables.table3 import (
     table3,
 )
 
-#: How each Table 3 column is written in HTML.
-SYMBOLS = {
-    "A": "A",
-    "Aw": "A<sup>w</sup>",
-    "T100": "T [100&nbsp;op/s]",
-    "rho": "ρ",
-    "omega2": "ω²",
-    "L": "L",
-    "S": "S",
-    "I": "I",
-    "IFC": "IFC",
-}
+#: How each Table 3 column is written in HTML (a scaled measure with its unit, which never wraps).
+SYMBOLS = {m.column: f"{m.html} {m.shown_unit.replace(' ', '&nbsp;')}".strip() for m in registry.MEASURES.values()}
 
 
 def escape(value) -> str:
@@ -151,11 +142,12 @@ def significance_html(comparisons: dict[str, pd.DataFrame], means: pd.DataFrame)
         )
     ]
     for measure, frame in comparisons.items():
-        column = "T100" if measure == "T" else measure
+        shown = registry.measure(measure) if measure in registry.MEASURES else None
+        column = shown.column if shown else measure
         order = list(means[column].sort_values(ascending=False, kind="stable").index) if column in means else []
         order += sorted((set(frame["metric_a"]) | set(frame["metric_b"])) - set(order), key=str)
         symbol = SYMBOLS.get(column, escape(measure))
-        scale = 100.0 if measure == "T" else 1.0  # T is tested in op/s and shown in the table's [100 op/s]
+        scale = shown.shown_scale if shown else 1.0  # T is tested in op/s and shown in the table's [100 op/s]
         lookup = {}
         for r in frame.itertuples():
             lookup[(r.metric_a, r.metric_b)] = (r.mean_diff / scale, r.p_holm, r.better)

@@ -29,6 +29,7 @@ import pandas as pd
 import scikit_posthocs as sp
 from scipy import stats
 
+from textmetric_bench.measures import registry
 from textmetric_bench.reports.bounds import ranked
 
 #: Significance level of the post-hoc test, after Holm's adjustment.
@@ -39,17 +40,7 @@ ENOUGH_SETTINGS = 11
 ENOUGH_METRICS = 6
 #: Which way each measure is better. Every measure of the harness grows with quality: A, A^w, ρ, ω², L, S, I and
 #: IFC are scores, and T is a speed (evaluations per second, 004 §4.4), not a duration.
-HIGHER_IS_BETTER = {
-    "A": True,
-    "Aw": True,
-    "rho": True,
-    "omega2": True,
-    "L": True,
-    "S": True,
-    "I": True,
-    "IFC": True,
-    "T": True,
-}
+HIGHER_IS_BETTER = {name: registry.MEASURES[name].higher_is_better for name in registry.quality_then_others()}
 POSTHOC = "Wilcoxon signed-rank over settings (zero differences split), Holm-adjusted"
 
 

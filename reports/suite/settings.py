@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from textmetric_bench.measures import registry
 from textmetric_bench.measures.summaries import REFERENCE_MARK
 from textmetric_bench.reports.sweep.aggregate import find_run_dirs
 from textmetric_bench.reports.sweep.runs import Run, load_run
@@ -40,7 +41,7 @@ SETTING_COLUMNS = [
 #: The per-repetition table: one row per (setting, metric, repetition, measure).
 REPETITION_COLUMNS = ["setting", "metric", "repetition", "measure", "value"]
 #: Measures a suite ranks, as measures.csv names them; T100 is T in another unit and is left out.
-SUITE_MEASURES = ("A", "Aw", "rho", "omega2", "L", "S", "I", "IFC", "T")
+SUITE_MEASURES = registry.quality_then_others()
 #: The file a suite's launcher writes beside its settings: each metric's catalogue facts (failure modes, ...).
 CATALOGUE_FILE = "metric_catalogue.csv"
 
