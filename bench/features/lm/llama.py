@@ -230,6 +230,8 @@ class Recomputed(torch.autograd.Function):
 
 
 class Decoder(nn.Module):
+    inv_freq: torch.Tensor  # a buffer (register_buffer), typed for the checker
+
     def __init__(self, c: SimpleNamespace):
         super().__init__()
         self.embed_tokens = Embedding(c.vocab_size, c.hidden_size, c.pad_token_id)

@@ -209,7 +209,7 @@ def sample_rows(
     with torch.inference_mode():
         for first in range(0, n, batch_size):
             size = min(batch_size, n - first)
-            rows = [[] for _ in range(size)]
+            rows: list[list[int]] = [[] for _ in range(size)]
             done = [False] * size
             alive = torch.arange(size)
             batch_limits = torch.tensor(limits[first : first + size])

@@ -337,6 +337,7 @@ def fine_tune_step(
     lengths = [len(s) for s in seqs]
     batches = length_bucketed_batches(lengths, batch_size, rng)
     device = next(model.parameters()).device
+    optimiser: FusedAdamW | torch.optim.AdamW
     if FUSED_ADAMW and device.type in ("cpu", "cuda"):
         optimiser = FusedAdamW(model.parameters(), lr=learning_rate, weight_decay=0.0)
     else:

@@ -104,7 +104,7 @@ class LMWorkers:
         from pebble import ProcessExpired
 
         # longest batches first (they come sorted by length), so the last one to finish is a short one
-        futures = {
+        futures: dict[Any, int] = {
             self.pool.schedule(_worker_batch, args=(*self._task, *batches[i])): i
             for i in sorted(range(len(batches)), key=lambda i: -max(map(len, batches[i][0])))
         }
