@@ -220,7 +220,7 @@ def test_a_conversion_under_way_is_waited_for_and_not_repeated(tmp_path, smollm2
 
     import transformers
 
-    from textmetric_bench.features.lm.model import model as lm
+    from textmetric_bench.features.lm import model as lm
     from textmetric_bench.features.shard_cache import slug
     from textmetric_bench.files import atomic_directory, held_lock
 

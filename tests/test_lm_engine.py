@@ -16,9 +16,9 @@ import pytest
 from textmetric_bench import PROJECT_ROOT
 from textmetric_bench.api.context import RunContext, use_context
 from textmetric_bench.errors import ConfigError
-from textmetric_bench.features.lm.model import scores as lm_scores
+from textmetric_bench.features.lm import scores as lm_scores
 from textmetric_bench.features.lm.model import continuation_sequences, sequence_logprobs, token_logprobs
-from textmetric_bench.features.lm.model import ct2 as lm_ct2
+from textmetric_bench.features.lm import ct2 as lm_ct2
 from textmetric_bench.features.lm.ct2 import (
     SUM_TOLERANCE,
     TOKEN_TOLERANCE,
@@ -224,4 +224,4 @@ def test_no_shipped_number_depends_on_the_engine():
 def test_the_docs_state_the_tolerance():
     page = (PROJECT_ROOT / "docs" / "performance.md").read_text(encoding="utf-8")
     assert f"{TOKEN_TOLERANCE:.0e}".replace("e-0", "e-") in page and f"{SUM_TOLERANCE:.0e}".replace("e-0", "e-") in page
-    assert "lm.engine=ctranslate2" in page and "the default" in page
+    assert "lm.engine=auto" in page and "the default" in page and "textmetric-bench[ct2]" in page

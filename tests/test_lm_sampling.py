@@ -15,7 +15,7 @@ import torch
 # the reference nucleus; imported at collection, it loads no model (the fast tier refuses transformers in tests)
 from transformers.generation.logits_process import TopPLogitsWarper
 
-from textmetric_bench.features.lm.model import sampling as lm_sampling
+from textmetric_bench.features.lm import sampling as lm_sampling
 from textmetric_bench.features.lm.sampling import in_nucleus, nucleus_by_sort, propose, sample_nucleus
 
 

@@ -17,7 +17,7 @@ import pytest
 from textmetric_bench.api.context import RunContext, use_context
 from textmetric_bench.console import set_progress
 from textmetric_bench.errors import ConfigError
-from textmetric_bench.features.lm.model import scores as lm_scores
+from textmetric_bench.features.lm import scores as lm_scores
 from textmetric_bench.features.lm.scores import LMScorer
 from textmetric_bench.features.lm.workers import LMWorkerError, resolve_workers
 from textmetric_bench.metrics.ctrleval import infill_logprobs

@@ -190,13 +190,11 @@ def main(argv: list[str] | None = None) -> None:
     import argparse
     from pathlib import Path
 
-    from textmetric_bench import PROJECT_ROOT
-
     parser = argparse.ArgumentParser(description="List the measures, or write their table for the docs.")
     parser.add_argument("--docs", action="store_true", help="write docs/generated/measures.md of the checkout")
     args = parser.parse_args(argv)
     if args.docs:
-        target = Path(PROJECT_ROOT) / "docs" / "generated" / "measures.md"
+        target = Path(__file__).resolve().parents[2] / "docs" / "generated" / "measures.md"  # the checkout's
         target.write_text(markdown() + "\n", encoding="utf-8")
         print(f"wrote {target}")
     else:
