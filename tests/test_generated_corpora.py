@@ -255,6 +255,7 @@ def test_the_counts_of_a_shipped_generated_card_are_what_its_texts_give(
 ):
     from textmetric_bench.collections.generated import corpus_generator
     from textmetric_bench.data.lengths import length_counts
+    from textmetric_bench.numerics import mkl_branch_pinned
 
     source = load_source(
         name,
@@ -262,6 +263,10 @@ def test_the_counts_of_a_shipped_generated_card_are_what_its_texts_give(
         mirror=mirror_dir,
         generate=corpus_generator({**smollm2_cfg, "device": "cpu"}, progress=False),
     )
-    assert length_counts(source.texts) == {
-        k: corpus_card(name).counts[k] for k in ("texts", "words_median", "words_p90")
-    }
+    counts = length_counts(source.texts)
+    card = {k: corpus_card(name).counts[k] for k in ("texts", "words_median", "words_p90")}
+    if mkl_branch_pinned():  # the cards were written on an Intel CPU, where MKL's branch is pinned: the same texts
+        assert counts == card
+    else:  # another CPU (AMD): the model's products, and so its texts, differ (docs/data.md); lengths of the same kind
+        assert counts["texts"] == card["texts"] and counts["words_median"] == card["words_median"]
+        assert abs(counts["words_p90"] - card["words_p90"]) <= 0.1 * card["words_p90"]
