@@ -39,14 +39,14 @@ class Measure:
     chance: float | None = None
 
     @property
-    def column(self) -> str:
-        """The summary's and Table 3's column: the name, or ``<name><scale>`` where the value is shown scaled."""
-        return self.name if self.shown_scale == 1.0 else f"{self.name}{self.shown_scale:g}"
+    def scaled(self) -> bool:
+        """Whether the value is shown in another unit than it is recorded in (T)."""
+        return self.shown_scale != 1.0
 
     @property
-    def shown_symbol(self) -> str:
-        """The plain symbol with the unit it is shown in (``T [100 op/s]``)."""
-        return f"{self.symbol} {self.shown_unit}".strip()
+    def column(self) -> str:
+        """The summary's and Table 3's column: the name, or ``<name><scale>`` where the value is shown scaled."""
+        return f"{self.name}{self.shown_scale:g}" if self.scaled else self.name
 
 
 #: In 004 Table 3's column order.
@@ -178,7 +178,7 @@ def markdown() -> str:
     ]
     for m in MEASURES.values():
         bounds = "–" if m.bounds is None else f"[{m.bounds[0]:g}, {m.bounds[1]:g}]".replace("inf", "∞")
-        unit = f"{m.shown_unit} ({m.unit} / {m.shown_scale:g})" if m.shown_scale != 1.0 else (m.unit or "–")
+        unit = f"{m.shown_unit} ({m.unit} / {m.shown_scale:g})" if m.scaled else (m.unit or "–")
         lines.append(
             f"| `{m.name}` | {m.html} | {m.legend} | {m.section} | {', '.join(f'`{t}`' for t in m.tasks)} "
             f"| {'higher' if m.higher_is_better else 'lower'} | {bounds} | {unit} |"

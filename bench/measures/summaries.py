@@ -39,7 +39,7 @@ def summarise_measures(measures: pd.DataFrame) -> pd.DataFrame:
     if "metric" not in measures.columns:
         raise ValueError("measures table needs a 'metric' column; got " + ", ".join(map(str, measures.columns)))
     frame = labelled(measures).copy()
-    scaled = [m for m in registry.MEASURES.values() if m.shown_scale != 1.0]
+    scaled = [m for m in registry.MEASURES.values() if m.scaled]
     for m in scaled:  # T100 = T / 100
         if m.name in frame.columns:
             frame[m.column] = pd.to_numeric(frame[m.name], errors="coerce") / m.shown_scale

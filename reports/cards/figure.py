@@ -28,7 +28,7 @@ from textmetric_bench.reports.figures.palette import BOUND_GREY, BOUND_LINESTYLE
 
 SYMBOLS = {m.name: f"{m.math} {m.shown_unit}".strip() for m in registry.MEASURES.values()}
 #: T is recorded in pair evaluations per second and shown, as in the tables, in 004's unit [100 op/s].
-SCALE = {m.name: m.shown_scale for m in registry.MEASURES.values() if m.shown_scale != 1.0}
+SCALE = {m.name: m.shown_scale for m in registry.MEASURES.values() if m.scaled}
 COLUMNS = 3
 #: KSC's measures first, T among them (same settings), then the robustness task's and IFC's.
 PANEL_ORDER = registry.by_task()

@@ -27,7 +27,7 @@ SPEED_CMAP = colormaps["Oranges"]  # T: another family, another colour scale
 MISSING_COLOUR = (0.88, 0.88, 0.88, 1.0)
 BOUND_COLOUR = (1.0, 1.0, 1.0, 1.0)
 #: Column headers: the paper's symbol and, for T, its unit and what better means.
-HEADERS = {m.column: f"{m.symbol}\n{m.shown_unit}" for m in registry.MEASURES.values() if m.shown_scale != 1.0}
+HEADERS = {m.column: f"{m.symbol}\n{m.shown_unit}" for m in registry.MEASURES.values() if m.scaled}
 SPEED = registry.measure("T").column
 #: The heatmap's caption, sentence by sentence; ``heatmap_caption`` keeps those about what a figure draws.
 CAPTION_PARTS = {

@@ -62,8 +62,8 @@ def lm_engine(cfg_lm: Mapping[str, Any]) -> str:
 def ctranslate2_installed() -> bool:
     """Whether the ctranslate2 distribution is installed (its metadata, not an import: importing it is slow)."""
     try:
-        importlib.metadata.version("ctranslate2")
-    except importlib.metadata.PackageNotFoundError:
+        ctranslate2_version()
+    except ConfigError:
         return False
     return True
 
