@@ -37,7 +37,7 @@ run: $(STAMP)
 	$(BIN)/python -m textmetric_bench
 
 test: $(STAMP)
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q --durations=25
 
 # The edit loop: no model, no mirror, no long run, under a minute (tiers: tests/conftest.py).
 test-fast: $(STAMP)

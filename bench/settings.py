@@ -1,16 +1,16 @@
-"""A task's settings as a typed dataclass: the one place its keys, types, defaults and help live.
+"""Typed settings: a dataclass is the one place a block of config keys has its types, defaults, ranges and help.
 
-A task declares ``settings=<dataclass>`` when it subclasses ``Task``. Each field is one config key
-(``option(default, help, key=...)``; the key defaults to the field's name, dotted keys such as
-``ifc.sampling.top_p`` place it deeper). From the dataclass come
+A task's own settings (``textmetric_bench.tasks.settings.TaskSettings``) and the blocks every task shares (``engine``,
+``data``, ``embedder``, ``lm``: ``SharedSettings`` in the layer that uses them) are such dataclasses. Each field is
+one config key (``option(default, help, key=...)``; the key defaults to the field's name, dotted keys such as
+``ifc.sampling.top_p`` place it deeper; a shared block reads its keys under its ``block`` name). From the dataclass
+come
 
-- the task's Hydra node (``config_node``): ``task=<name>`` composes the defaults at their keys, so the
-  command line sets them as before (``k=12``, ``ifc.iterations=8``) and ``--cfg job`` shows them;
-- the check of every value (``read_settings``): its type from the annotation (int, float, bool, str,
-  list[int], list[str], or a union of those and None), its range from ``minimum``/``maximum``/``accepts``,
-  one line per bad value naming the key, the value and an example; then the dataclass's own ``check()``
-  for what depends on several values;
-- the typed values the task runs with: read once at the top, passed down.
+- the check of every value (``read_settings``): its type from the annotation (int, float, bool, str, list[int],
+  list[str], or a union of those and None), its range from ``minimum``/``maximum``/``accepts``, one line per bad
+  value naming the key, the value and an example; then the dataclass's own ``check()`` for what depends on several
+  values;
+- the typed values the run works with: read once at the top, passed down, never ``.get()`` on the raw config.
 """
 
 from __future__ import annotations
@@ -21,15 +21,28 @@ import math
 import types
 import typing
 from dataclasses import MISSING, dataclass
-from typing import Any, Callable
+from typing import Any, Callable, ClassVar, Mapping, TypeVar
 
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from textmetric_bench.errors import ConfigError
-from textmetric_bench.tasks.command_line import shown
 
 _ABSENT = object()
+T = TypeVar("T", bound="Settings")
 _KINDS = {int: "a whole number", float: "a number", bool: "true or false", str: "a string"}
+
+
+def shown(value: Any) -> str:
+    """A config value as a user writes it on the command line."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, str):
+        return repr(value)
+    if isinstance(value, (DictConfig, ListConfig)):
+        return str(OmegaConf.to_container(value, resolve=False))
+    return str(value)
 
 
 def option(
@@ -62,44 +75,85 @@ def option(
 
 
 @dataclass(frozen=True)
-class TaskSettings:
-    """Base of every task's settings: ``run_label`` names the output folder outputs/<task>/<run_label>/<time>."""
+class Settings:
+    """Base of every typed settings block."""
 
     def check(self) -> None:
-        """Raise ConfigError for a combination of values the task cannot run (each value is already valid)."""
+        """Raise ConfigError for a combination of values that cannot run (each value is already valid)."""
 
 
-def key_of(f: dataclasses.Field) -> str:
-    return f.metadata.get("key") or f.name
+S = TypeVar("S", bound="SharedSettings")
+
+
+@dataclass(frozen=True)
+class SharedSettings(Settings):
+    """A block every task shares, read under its ``block`` key (``engine``, ``data``, ``embedder``, ``lm``).
+
+    A key the config leaves out keeps the field's default, so a user's own embedder or LM file need not repeat
+    them; a key it gives is checked like a task's. ``of`` reads the block from a run's config or from a plain
+    mapping of its keys (a metric helper's ``RunContext.lm``), and returns an already typed block unchanged."""
+
+    block: ClassVar[str] = ""
+
+    @classmethod
+    def of(cls: type[S], source: Any) -> S:
+        """The typed block from ``source``: itself, the whole composed config, or a mapping of the block's keys;
+        ConfigError with one line per bad value."""
+        if isinstance(source, cls):
+            return source
+        if isinstance(source, DictConfig) and cls.block in source:  # the whole composed config
+            found, problems, _ = read_settings(cls, source)
+        else:
+            found, problems, _ = read_settings(cls, {cls.block: {} if source is None else source})
+        if found is None:
+            raise ConfigError("\n".join(problems))
+        return found
+
+    def as_dict(self) -> dict[str, Any]:
+        """The block as plain values by key, as its YAML file writes it."""
+        return {key_of(f): copy.deepcopy(getattr(self, f.name)) for f in dataclasses.fields(self)}
+
+
+def key_of(f: dataclasses.Field, settings: type | None = None) -> str:
+    """The field's config key; under its block for a shared block."""
+    key = f.metadata.get("key") or f.name
+    block = getattr(settings, "block", "") if settings is not None else ""
+    return f"{block}.{key}" if block else key
 
 
 def default_of(f: dataclasses.Field) -> Any:
     return f.default_factory() if f.default is MISSING else f.default
 
 
-def config_node(task: str, settings: type[TaskSettings]) -> dict:
-    """The task's Hydra node at the global package: ``task.name`` and every setting's default at its key."""
-    node: dict = {"task": {"name": task}}
-    for f in dataclasses.fields(settings):
-        *parents, last = key_of(f).split(".")
-        place = node
-        for part in parents:
-            place = place.setdefault(part, {})
-        place[last] = default_of(f)
-    return node
+def looked_up(source: Any, key: str) -> Any:
+    """The value at dotted ``key`` of a composed config or a plain mapping, or ``_ABSENT``."""
+    if isinstance(source, DictConfig):
+        return OmegaConf.select(source, key, default=_ABSENT)
+    place = source
+    for part in key.split("."):
+        if not isinstance(place, Mapping) or part not in place:
+            return _ABSENT
+        place = place[part]
+    return place
 
 
-def read_settings(settings: type[TaskSettings], cfg: DictConfig) -> tuple[TaskSettings | None, list[str], set[str]]:
-    """(the typed settings or None, one line per bad value, the bad keys) from the composed config."""
+def read_settings(settings: type[T], cfg: Any) -> tuple[T | None, list[str], set[str]]:
+    """(the typed settings or None, one line per bad value, the bad keys) from the composed config (or a plain
+    mapping laid out like it)."""
     values, problems, bad = {}, [], set()
     hints = typing.get_type_hints(settings)
+    shared = issubclass(settings, SharedSettings)
     for f in dataclasses.fields(settings):
-        key = key_of(f)
+        key = key_of(f, settings)
         try:
-            value = OmegaConf.select(cfg, key, default=_ABSENT)
+            value = looked_up(cfg, key)
         except Exception as exc:  # an interpolation that does not resolve, e.g. ${oc.env:...} without the variable
-            problems.append(f"{key} cannot be read: {exc}; give {advice(f, hints[f.name])}, e.g. {example(f)}")
+            problems.append(
+                f"{key} cannot be read: {exc}; give {advice(f, hints[f.name])}, e.g. {example(f, settings)}"
+            )
             bad.add(key)
+            continue
+        if value is _ABSENT and shared:
             continue
         if value is _ABSENT:
             problems.append(f"{key} is missing: give it a value (its default is {shown(default_of(f))})")
@@ -108,7 +162,9 @@ def read_settings(settings: type[TaskSettings], cfg: DictConfig) -> tuple[TaskSe
         if isinstance(value, (DictConfig, ListConfig)):
             value = OmegaConf.to_container(value, resolve=True)
         if not accepted(f, hints[f.name], value):
-            problems.append(f"{key}={shown(value)} is not valid: give {advice(f, hints[f.name])}, e.g. {example(f)}")
+            problems.append(
+                f"{key}={shown(value)} is not valid: give {advice(f, hints[f.name])}, e.g. {example(f, settings)}"
+            )
             bad.add(key)
             continue
         values[f.name] = float(value) if hints[f.name] is float else value
@@ -122,8 +178,8 @@ def read_settings(settings: type[TaskSettings], cfg: DictConfig) -> tuple[TaskSe
     return made, [], bad
 
 
-def example(f: dataclasses.Field) -> str:
-    return f"{key_of(f)}={shown(f.metadata['example'])}"
+def example(f: dataclasses.Field, settings: type | None = None) -> str:
+    return f"{key_of(f, settings)}={shown(f.metadata['example'])}"
 
 
 def accepted(f: dataclasses.Field, kind: Any, value: Any) -> bool:
@@ -186,6 +242,6 @@ def described(kind: Any) -> str:
     return _KINDS.get(kind, str(kind))
 
 
-def settings_reference(settings: type[TaskSettings]) -> list[tuple[str, str, str]]:
+def settings_reference(settings: type[Settings]) -> list[tuple[str, str, str]]:
     """(key, default as written on the command line, help) of every setting, for the docs."""
-    return [(key_of(f), shown(default_of(f)), f.metadata["help"]) for f in dataclasses.fields(settings)]
+    return [(key_of(f, settings), shown(default_of(f)), f.metadata["help"]) for f in dataclasses.fields(settings)]

@@ -14,7 +14,15 @@ from fake_metrics import SlowToUnpickle, registered
 from omegaconf import OmegaConf
 
 from textmetric_bench.api.registry import get_metric
-from textmetric_bench.engine import DEFAULT_MAX_TIMEOUTS, CorpusStore, Job, ResultLog, engine_options, run_jobs
+from textmetric_bench.engine import (
+    DEFAULT_MAX_TIMEOUTS,
+    CorpusStore,
+    EngineSettings,
+    Job,
+    ResultLog,
+    engine_options,
+    run_jobs,
+)
 from textmetric_bench.engine.pool import EvaluationPool, WorkerStartError
 from textmetric_bench.measures.failures import failure_summary, write_failures_csv
 from textmetric_bench.reports.tables.files import write_tables
@@ -218,9 +226,12 @@ def test_a_disabled_breaker_lets_every_evaluation_time_out(store, monkeypatch, m
 
 
 def test_the_timeout_count_is_configurable(store, monkeypatch):
-    assert engine_options(OmegaConf.create({}))["max_timeouts"] == DEFAULT_MAX_TIMEOUTS == 3
+    assert (
+        engine_options(EngineSettings.of(OmegaConf.create({"engine": {}})))["max_timeouts"] == DEFAULT_MAX_TIMEOUTS == 3
+    )
     assert [
-        engine_options(OmegaConf.create({"engine": {"max_timeouts": v}}))["max_timeouts"] for v in (5, 1, 0, None)
+        engine_options(EngineSettings.of(OmegaConf.create({"engine": {"max_timeouts": v}})))["max_timeouts"]
+        for v in (5, 1, 0, None)
     ] == [5, 1, None, None]
     monkeypatch.setenv("FAKE_HANG", "1")
     with registered("fake_hangs") as infos:

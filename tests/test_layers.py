@@ -41,13 +41,14 @@ LAYERS = [
     )
 ]
 #: Leaf modules every layer may use: the package root (version, paths), the error types, atomic files,
-#: the console (logging routes and progress bars).
+#: the console (logging routes and progress bars), typed settings.
 BASE = {
     PACKAGE,
     "textmetric_bench.errors",
     "textmetric_bench.files",
     "textmetric_bench.console",
     "textmetric_bench.numerics",
+    "textmetric_bench.settings",
 }
 
 

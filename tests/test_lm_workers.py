@@ -45,9 +45,10 @@ def pebble_workers() -> list:
 def test_the_worker_count_is_read_from_lm_workers():
     assert resolve_workers({"workers": 3}) == 3
     assert resolve_workers({"workers": "auto", "device": "cpu"}) == len(os.sched_getaffinity(0))
-    assert resolve_workers({}) == 1  # an LM config of one's own without the option: this process
+    # an LM config of one's own without the option: the shipped default, auto (LMSettings)
+    assert resolve_workers({"device": "cpu"}) == len(os.sched_getaffinity(0))
     for wrong in (0, -2, "two", 1.5, True):
-        with pytest.raises(ConfigError, match="lm.workers must be"):
+        with pytest.raises(ConfigError, match=r"lm\.workers=.* is not valid: give a whole number >= 1 or 'auto'"):
             resolve_workers({"workers": wrong})
 
 

@@ -38,6 +38,7 @@ from textmetric_bench.data.corpora import Generate, GeneratedTexts, Source, Sour
 from textmetric_bench.data.generated_origin import in_part
 from textmetric_bench.errors import DataError
 from textmetric_bench.features.lm.model import model_id
+from textmetric_bench.features.lm.settings import LMConfig, LMSettings
 from textmetric_bench.features.shard_cache import slug
 from textmetric_bench.files import atomic_write, held_lock, make_dirs, remove_stale_temporaries
 
@@ -50,7 +51,7 @@ MAX_ROUNDS = 4
 TRAIN_STREAM, PROMPT_STREAM = 5, 6  # seed streams beside KSC's (0, 1) and IFC's (3, 4)
 
 
-def corpus_generator(lm_cfg: Mapping[str, Any], *, progress: bool = True) -> Generate:
+def corpus_generator(lm_cfg: LMConfig, *, progress: bool = True) -> Generate:
     """The generator the data layer's loaders take (``generate=``): writes a generated card's texts with the
     language model of ``lm_cfg`` (the run's `lm` config, conf/lm/smollm2.yaml; the card's ``lm`` overrides keys)."""
 
@@ -65,7 +66,7 @@ def prompt_pool(origin: GeneratedOrigin, human: Source) -> list[str]:
     return [t for t in human.texts if in_part(t, origin.select)]
 
 
-def generation_settings(card: CorpusCard, human: Source, lm_cfg: Mapping[str, Any]) -> dict:
+def generation_settings(card: CorpusCard, human: Source, lm_cfg: LMConfig) -> dict:
     """Everything that changes a generated corpus's texts; its digest is the corpus's cache key."""
     origin = card.generated
     assert origin is not None
@@ -92,12 +93,12 @@ def generation_settings(card: CorpusCard, human: Source, lm_cfg: Mapping[str, An
     return settings
 
 
-def model_config(origin: GeneratedOrigin, lm_cfg: Mapping[str, Any]) -> dict:
-    """The run's `lm` config with the card's ``lm`` keys over it (a card naming a path drops the package)."""
-    cfg = {**lm_cfg, **origin.lm}
+def model_config(origin: GeneratedOrigin, lm_cfg: LMConfig) -> LMSettings:
+    """The run's `lm` settings with the card's ``lm`` keys over them (a card naming a package drops the path)."""
+    changes: dict[str, Any] = dict(origin.lm)
     if "path" not in origin.lm and "package" in origin.lm:
-        cfg["path"] = None
-    return cfg
+        changes["path"] = None
+    return LMSettings.of(lm_cfg).changed(**changes)
 
 
 def generation_key(settings: Mapping[str, Any]) -> str:
@@ -105,7 +106,7 @@ def generation_key(settings: Mapping[str, Any]) -> str:
 
 
 def generated_texts(
-    card: CorpusCard, human: Source, cache_dir: Path, *, lm_cfg: Mapping[str, Any], progress: bool = True
+    card: CorpusCard, human: Source, cache_dir: Path, *, lm_cfg: LMConfig, progress: bool = True
 ) -> GeneratedTexts:
     """The texts of generated ``card``: read from the cache, else written once (one job at a time) and cached."""
     origin = card.generated
@@ -164,7 +165,7 @@ def write_corpus(
     human: Source,
     pool: list[str],
     settings: dict,
-    lm_cfg: Mapping[str, Any],
+    lm_cfg: LMConfig,
     cache_dir: Path,
     texts_file: Path,
     meta_file: Path,
@@ -180,9 +181,7 @@ def write_corpus(
     lm = model_config(origin, lm_cfg)
     threads = torch.get_num_threads()
     start = time.perf_counter()
-    model, tokenizer = load_causal_lm(
-        {**lm, "threads": generation_threads(lm)}, cache_dir, plain=lm.get("generation_model", "auto") == "auto"
-    )
+    model, tokenizer = load_causal_lm(lm.changed(threads=generation_threads(lm)), cache_dir)
     try:
         trained = fine_tune(model, tokenizer, origin, pool, progress) if origin.fine_tune_steps else []
         texts, stats = continuations(

@@ -27,6 +27,7 @@ from textmetric_bench.engine.run import (
     result_log_for,
     run_jobs,
 )
+from textmetric_bench.engine.settings import EngineSettings
 from textmetric_bench.engine.store import CorpusStore
 
 __all__ = [
@@ -39,6 +40,7 @@ __all__ = [
     "DEFAULT_MAX_TIMEOUTS",
     "DEFAULT_START_TIMEOUT",
     "DEFAULT_TIMEOUT",
+    "EngineSettings",
     "Job",
     "Outcome",
     "ResultLog",

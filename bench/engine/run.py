@@ -5,7 +5,6 @@ from __future__ import annotations
 import concurrent.futures as cf
 import logging
 import math
-import os
 import shutil
 import tempfile
 from collections import Counter, deque
@@ -18,16 +17,17 @@ from textmetric_bench.engine import worker
 from textmetric_bench.engine.jobs import CRASH, SKIPPED, TIMEOUT, Job, Outcome, failure
 from textmetric_bench.engine.pool import EvaluationPool, outcome_of
 from textmetric_bench.engine.result_log import ResultLog, retry_wanted
+from textmetric_bench.engine.settings import EngineSettings
 from textmetric_bench.engine.store import CorpusStore
 
 log = logging.getLogger(__name__)
 
-#: Defaults of the ``engine`` config block (conf/config.yaml), also used by direct callers.
-DEFAULT_TIMEOUT = 600.0
-DEFAULT_START_TIMEOUT = 120.0
-DEFAULT_PREPARE_TIMEOUT = 7200.0
+#: Defaults of the ``engine`` config block (``EngineSettings``), also used by direct callers.
+DEFAULT_TIMEOUT: float = EngineSettings().timeout
+DEFAULT_START_TIMEOUT = EngineSettings().start_timeout
+DEFAULT_PREPARE_TIMEOUT: float = EngineSettings().prepare_timeout
 #: After this many of a metric's evaluations timed out in a run, its remaining ones are skipped.
-DEFAULT_MAX_TIMEOUTS = 3
+DEFAULT_MAX_TIMEOUTS: int = EngineSettings().max_timeouts
 #: Jobs go to a worker in chunks predicted to take at most CHUNK_SECONDS (each job at the largest
 #: T its metric has shown in this run), and at most MAX_CHUNK of them: one message per job cost a
 #: KSC study (6,960 evaluations of 1-8 ms each) 1.5-2 s on one core. A metric with no finished
@@ -36,33 +36,23 @@ CHUNK_SECONDS = 0.25
 MAX_CHUNK = 64
 
 
-def engine_options(cfg) -> dict:
-    """run_jobs keyword arguments from the ``engine`` config block (and ``progress``)."""
-    engine = cfg.get("engine") or {}
-    workers = engine.get("workers", 1)
-    workers = (os.cpu_count() or 1) if workers == "auto" else int(workers)
-
-    def seconds(key, default):
-        value = engine.get(key, default)
-        return float(value) if value is not None else None
-
-    max_timeouts = engine.get("max_timeouts", DEFAULT_MAX_TIMEOUTS)
+def engine_options(engine: EngineSettings, *, progress: bool = True) -> dict:
+    """run_jobs keyword arguments from the ``engine`` settings (and the run's ``progress``)."""
     return {
-        "workers": workers,
-        "timeout": seconds("timeout", DEFAULT_TIMEOUT),
-        "start_timeout": seconds("start_timeout", DEFAULT_START_TIMEOUT),
-        "prepare_timeout": seconds("prepare_timeout", DEFAULT_PREPARE_TIMEOUT),
-        "max_timeouts": int(max_timeouts) if max_timeouts else None,
-        "retry_failed": bool(engine.get("retry_failed", True)),
-        "blas_threads": int(engine.get("blas_threads", 1)),
-        "progress": bool(cfg.get("progress", True)),
+        "workers": engine.worker_count,
+        "timeout": engine.seconds(engine.timeout),
+        "start_timeout": float(engine.start_timeout),
+        "prepare_timeout": engine.seconds(engine.prepare_timeout),
+        "max_timeouts": int(engine.max_timeouts) if engine.max_timeouts else None,
+        "retry_failed": engine.retry_failed,
+        "blas_threads": engine.blas_threads,
+        "progress": progress,
     }
 
 
-def result_log_for(cfg, out_dir: Path | str, fingerprint: Mapping) -> "ResultLog | None":
+def result_log_for(engine: EngineSettings, out_dir: Path | str, fingerprint: Mapping) -> "ResultLog | None":
     """The run directory's evaluation log, unless ``engine.resume`` is false."""
-    engine = cfg.get("engine") or {}
-    if not engine.get("resume", True):
+    if not engine.resume:
         return None
     return ResultLog(Path(out_dir) / "evaluations.jsonl", fingerprint)
 

@@ -8,18 +8,20 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
-from textmetric_bench.tasks.command_line import shown
-from textmetric_bench.tasks.config import data_locations
+from textmetric_bench.settings import shown
+from textmetric_bench.data.settings import DataSettings
+from textmetric_bench.errors import ConfigError
 
 
 def directory_problems(cfg: DictConfig, out_dir: Path | str | None) -> list[str]:
     problems = []
     try:
-        cache_dir, mirror = data_locations(cfg)
-    except Exception as exc:
-        return [f"data.cache_dir cannot be read: {exc}; give a writable directory, e.g. data.cache_dir=/tmp/cache"]
+        data = DataSettings.of(cfg)
+    except ConfigError:  # a bad value of the data block: validate_config reports it from the same check
+        return []
+    cache_dir, mirror = data.locations()
     from_env = os.environ.get("BENCH_CACHE_DIR") and Path(os.environ["BENCH_CACHE_DIR"]).expanduser() == cache_dir
     problems += filter(
         None,
@@ -32,7 +34,7 @@ def directory_problems(cfg: DictConfig, out_dir: Path | str | None) -> list[str]
             )
         ],
     )
-    if mirror is not None and OmegaConf.select(cfg, "data.mirror") and not mirror.is_dir():
+    if mirror is not None and data.mirror and not mirror.is_dir():
         env = os.environ.get("BENCH_DATA_MIRROR")
         origin = " (set by BENCH_DATA_MIRROR)" if env and Path(env).expanduser() == mirror else ""
         problems.append(

@@ -33,7 +33,7 @@ from omegaconf.errors import ValidationError
 
 from textmetric_bench.api.registry import MetricInfo, available_metrics, get_metric
 from textmetric_bench.errors import ConfigError
-from textmetric_bench.tasks.command_line import shown
+from textmetric_bench.settings import shown
 
 log = logging.getLogger(__name__)
 

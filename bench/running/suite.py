@@ -81,7 +81,7 @@ def suite_override_problems(overrides: Sequence[str]) -> list[str]:
 
     from textmetric_bench.tasks.config import CONF_DIR
     from textmetric_bench.running.registry import available_tasks
-    from textmetric_bench.tasks.settings import key_of
+    from textmetric_bench.settings import key_of
 
     try:
         parsed = OverridesParser.create().parse_overrides(list(overrides))

@@ -1,15 +1,14 @@
 """Every config value checked before a task loads a corpus or a model, so a bad one fails in a
 second, not after minutes of embedding: one line per bad value, naming the key, the value and a valid example.
 
-The settings shared by every task are checked here (``COMMON_RULES``); a task's own come from its settings
+The run's own values are checked here (``COMMON_RULES``: seed, progress, allow_metric_failures), the blocks shared
+by every task (engine, data, embedder, lm) by their typed dataclasses (``SHARED``); a task's own come from its settings
 dataclass (``textmetric_bench.tasks.settings``: types, ranges, then its ``check()``), then its ``preflight``
 (files that must exist, sources that must be known). ``validate_config`` returns what the run reads, typed.
 """
 
 from __future__ import annotations
 
-import math
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -17,35 +16,21 @@ from typing import Any, Callable
 from omegaconf import DictConfig, OmegaConf
 
 from textmetric_bench.errors import ConfigError
-from textmetric_bench.features.long_texts import LONG_TEXT_MODES
-from textmetric_bench.tasks.command_line import shown
+from textmetric_bench.settings import shown
 from textmetric_bench.running.directories import directory_problems
 from textmetric_bench.tasks.settings import read_settings
+from textmetric_bench.tasks.skeleton import SHARED_SETTINGS as SHARED
 from textmetric_bench.tasks.skeleton import RunInputs
 
 _ABSENT = object()
-_DEVICE = re.compile(r"auto|cpu|mps|cuda(:\d+)?")
 
 
 def whole(minimum: int | None = None) -> Callable[[Any], bool]:
     return lambda v: isinstance(v, int) and not isinstance(v, bool) and (minimum is None or v >= minimum)
 
 
-def number(minimum: float = 0.0, *, strict: bool = True) -> Callable[[Any], bool]:
-    def accepts(v: Any) -> bool:
-        if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v):
-            return False
-        return v > minimum if strict else v >= minimum
-
-    return accepts
-
-
 def boolean(v: Any) -> bool:
     return isinstance(v, bool)
-
-
-def device(v: Any) -> bool:
-    return isinstance(v, str) and _DEVICE.fullmatch(v) is not None
 
 
 def either(*tests: Callable[[Any], bool]) -> Callable[[Any], bool]:
@@ -66,43 +51,12 @@ class Rule:
     example: str
 
 
-SECONDS = "a number of seconds > 0"
-WHOLE = "a whole number"
 FLAG = "true or false"
-DEVICES = "auto, cpu, cuda, cuda:N or mps"
 
 COMMON_RULES = (
     Rule("seed", whole(0), "a whole number >= 0", "0"),
     Rule("progress", either(boolean, lambda v: v == "auto"), "auto, true or false", "false"),
     Rule("allow_metric_failures", boolean, FLAG, "true"),
-    Rule("engine.workers", either(whole(1), lambda v: v == "auto"), "a whole number >= 1 or 'auto'", "2"),
-    Rule("engine.timeout", either(number(0), null), f"{SECONDS}, or null for no limit", "600"),
-    Rule("engine.max_timeouts", either(whole(0), null), "a whole number >= 0 (0 or null: never skip a metric)", "3"),
-    Rule("engine.start_timeout", number(0), SECONDS, "120"),
-    Rule("engine.prepare_timeout", either(number(0), null), f"{SECONDS}, or null for no limit", "7200"),
-    Rule("engine.retry_failed", boolean, FLAG, "false"),
-    Rule("engine.resume", boolean, FLAG, "false"),
-    Rule("engine.blas_threads", whole(1), "a whole number >= 1", "1"),
-    Rule("embedder.device", device, DEVICES, "cpu"),
-    Rule("embedder.batch_size", whole(1), "a whole number >= 1", "64"),
-    Rule(
-        "embedder.long_texts",
-        lambda v: v in LONG_TEXT_MODES,
-        " or ".join(LONG_TEXT_MODES) + " (what a text longer than the embedder's window gets)",
-        "windows",
-    ),
-    Rule("lm.device", device, DEVICES, "cpu"),
-    Rule("lm.engine", lambda v: v in ("auto", "torch", "ctranslate2"), "auto, torch or ctranslate2", "auto"),
-    Rule("lm.batch_size", whole(1), "a whole number >= 1", "16"),
-    Rule("lm.workers", either(whole(1), lambda v: v == "auto"), "a whole number >= 1 or 'auto'", "2"),
-    Rule("lm.threads", either(whole(1), null), "a whole number >= 1, or null for one per core", "1"),
-    Rule(
-        "lm.generation_threads",
-        either(whole(1), null, lambda v: v == "auto"),
-        "a whole number >= 1, auto, or null for one per core",
-        "2",
-    ),
-    Rule("lm.generation_model", lambda v: v in ("auto", "transformers"), "auto or transformers", "transformers"),
 )
 
 
@@ -116,6 +70,11 @@ def validate_config(cfg: DictConfig, out_dir: Path | str | None = None) -> RunIn
     task = get_task(str(OmegaConf.select(cfg, "task.name", default="")))
     common = {rule.key: problem for rule in COMMON_RULES if (problem := rule_problem(cfg, rule))}
     problems = list(common.values())
+    shared_ok = True
+    for block in SHARED:
+        found, bad_values, _ = read_settings(block, cfg)
+        problems += bad_values
+        shared_ok = shared_ok and found is not None
     settings, bad_settings, _ = read_settings(task.settings, cfg)
     problems += bad_settings
     metrics = []
@@ -126,7 +85,7 @@ def validate_config(cfg: DictConfig, out_dir: Path | str | None = None) -> RunIn
         except ConfigError as exc:
             problems.append(str(exc))
     inputs = None
-    if settings is not None and "seed" not in common:
+    if settings is not None and shared_ok and "seed" not in common:
         inputs = RunInputs.of(cfg, settings, metrics, out_dir or ".")
         try:
             task.preflight(inputs)

@@ -30,7 +30,7 @@ from textmetric_bench.errors import ConfigError
 from textmetric_bench.measures import registry
 from textmetric_bench.numerics import bit_for_bit, numerics_label
 from textmetric_bench.reports.tables.markdown import markdown_table
-from textmetric_bench.tasks.command_line import shown
+from textmetric_bench.settings import shown
 from textmetric_bench.tasks.ksc import MEASURE_COLUMNS, KSCSettings, KSCTask, reference_accepted
 from textmetric_bench.tasks.reference import version_parts
 from textmetric_bench.tasks.settings import option

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import os
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +11,10 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 from textmetric_bench import checkout_path, shipped_path
 from textmetric_bench.api.context import RunContext, default_lm
 from textmetric_bench.api.registry import MetricInfo, available_metrics, default_metrics, get_metric
+from textmetric_bench.data.settings import DataSettings
 from textmetric_bench.errors import ConfigError
+from textmetric_bench.features.embedder_settings import EmbedderSettings
+from textmetric_bench.features.lm.settings import LMSettings
 from textmetric_bench.features.embedding import Embedder, custom_embedder, sentence_transformer
 
 log = logging.getLogger(__name__)
@@ -87,45 +89,38 @@ def metric_params(cfg: DictConfig, info: MetricInfo) -> dict:
 def run_context(cfg: DictConfig, cache_dir: Path | None = None) -> RunContext:
     """The run context a Hydra run config describes (``data.cache_dir``, or ``cache_dir`` as already read, and ``lm``)."""
     cache_dir = data_locations(cfg)[0] if cache_dir is None else cache_dir
-    lm = OmegaConf.to_container(cfg.lm, resolve=True) if cfg.get("lm") is not None else default_lm()
-    return RunContext(str(cache_dir), dict(lm))
+    lm = LMSettings.of(cfg).as_dict() if "lm" in cfg else default_lm()
+    return RunContext(str(cache_dir), lm)
 
 
 def data_locations(cfg: DictConfig) -> tuple[Path, Path | None]:
     """(cache directory, mirror or None) from ``cfg.data``."""
-    data = cfg.data
-    cache_dir = Path(os.path.expanduser(str(data.cache_dir)))
-    if data.get("mirror"):
-        return cache_dir, Path(os.path.expanduser(str(data.mirror)))
-    for candidate in data.get("mirror_fallbacks") or []:
-        if candidate is None:  # ${checkout:...} when not running from a checkout
-            continue
-        path = Path(os.path.expanduser(str(candidate))).resolve()
-        if path.is_dir():
-            return cache_dir, path
-    return cache_dir, None
+    return DataSettings.of(cfg).locations()
 
 
-def build_embedder(cfg: DictConfig, cache_dir: Path | None = None) -> Embedder:
-    """The configured embedder with its cache under ``data.cache_dir`` (or ``cache_dir`` as already read);
-    ``embedder.factory`` ("package.module:function", options in ``embedder.options``) plugs in a user's own."""
-    cache_dir = data_locations(cfg)[0] if cache_dir is None else cache_dir
-    e = cfg.embedder
-    if e.get("factory"):
-        if e.get("long_texts", "truncate") != "truncate":
+def build_embedder(cfg: DictConfig | EmbedderSettings, cache_dir: Path | None = None) -> Embedder:
+    """The configured embedder (the config's ``embedder`` block, or its typed settings) with its cache under
+    ``data.cache_dir`` (or ``cache_dir`` as already read); ``embedder.factory`` ("package.module:function", options
+    in ``embedder.options``) plugs in a user's own."""
+    if cache_dir is None:
+        if not isinstance(cfg, DictConfig):
+            raise TypeError("build_embedder needs cache_dir when given the embedder's settings")
+        cache_dir = data_locations(cfg)[0]
+    e = EmbedderSettings.of(cfg)
+    if e.factory:
+        if e.long_texts != "truncate":
             log.warning(
                 "embedder.long_texts=%s is not used: a custom embedder (embedder.factory) states no window, "
                 "so it reads each text whole or cuts it as it does itself",
-                e.get("long_texts"),
+                e.long_texts,
             )
-        options = OmegaConf.to_container(e.options, resolve=True) if e.get("options") is not None else {}
-        return custom_embedder(str(e.factory), options=options, cache_dir=cache_dir)  # type: ignore[arg-type]
+        return custom_embedder(e.factory, options=dict(e.options or {}), cache_dir=cache_dir)
     return sentence_transformer(
         model=e.model,
-        package=e.get("package"),
-        path=e.get("path"),
-        device=e.get("device", "auto"),
-        batch_size=int(e.get("batch_size", 64)),
+        package=e.package,
+        path=e.path,
+        device=e.device,
+        batch_size=e.batch_size,
         cache_dir=cache_dir,
-        long_texts=str(e.get("long_texts", "truncate")),
+        long_texts=e.long_texts,
     )

@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
-from omegaconf import OmegaConf
 
 from textmetric_bench.collections.ifc import ifc_pairs, ifc_positions, reference_samples, split_source
 from textmetric_bench.collections.ifc_generate import GenerationPlan, finished_iterations, generate_ifc, read_corpus
@@ -104,7 +103,7 @@ def generation_plan(run: RunInputs) -> GenerationPlan:
     s: IFCSettings = run.settings  # type: ignore[assignment]
     return GenerationPlan(
         source=s.source,
-        lm=model_id(run.cfg.lm),
+        lm=model_id(run.lm),
         seed=run.seed,
         iterations=s.iterations,
         train_per_step=s.train_per_step,
@@ -136,6 +135,7 @@ class IFCTask(
     figures={"ifc_": FIGURE},
     joins_ksc=True,
     uses_pair=False,
+    warms_embedder=False,  # its build fine-tunes and samples for minutes: the helper would only hold memory
 ):
     """Increasingly Fine-tuned Corpora (004 §5, Figure 5): fine-tune the causal LM of ``lm`` on a source corpus
     step by step, sample a corpus g_i after each step, and check that every metric's distance d(reference, g_i)
@@ -248,26 +248,24 @@ def _generate(
     done = finished_iterations(gen_dir, plan) if gen_dir.is_dir() else []
     if set(range(plan.iterations + 1)) <= set(done):
         return [], None
-    cfg, cache_dir = run.cfg, run.cache_dir
-    tokenizer = load_tokenizer(cfg.lm, cache_dir)
+    cache_dir = run.cache_dir
+    tokenizer = load_tokenizer(run.lm, cache_dir)
     lengths = [max(1, len(text_token_ids(tokenizer, t, add_eos=False)) - 1) for t in training_pool]
-    lm_cfg = OmegaConf.to_container(cfg.lm, resolve=True)
-    threads, record = thread_choice(lm_cfg)
+    threads, record = thread_choice(run.lm)
     log.info(
         "generation threads: %s (%s)",
         threads or "torch's default",
         ", ".join(f"{k} {v}" for k, v in record.items() if k != "threads"),
     )
-    generating = {**lm_cfg, "threads": threads}
-    plain = lm_cfg.get("generation_model", "auto") == "auto"
+    generating = run.lm.changed(threads=threads)
     return generate_ifc(
         plan,
         gen_dir,
         training_pool=training_pool,
         token_lengths=lengths,
         normalisation=normalisation,
-        load_model=lambda path: load_causal_lm(generating, cache_dir, path=path, plain=plain),
-        progress=bool(cfg.get("progress", True)),
+        load_model=lambda path: load_causal_lm(generating, cache_dir, path=path),
+        progress=run.progress,
     ), record
 
 

@@ -119,7 +119,7 @@ def merge_reference(
     def embedder_id() -> str | None:  # built only if a metric of embeddings is to be merged; loads no model
         if "id" not in embedder:
             try:
-                made = build_embedder(run.cfg, run.cache_dir)
+                made = build_embedder(run.embedder, run.cache_dir)
                 made.count([t for corpus in collections.corpora.values() for t in corpus])  # windowed texts, if any
                 embedder["id"] = made.identity
             except BenchError as exc:

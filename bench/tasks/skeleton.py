@@ -40,14 +40,26 @@ from pathlib import Path
 from typing import Callable, ClassVar, Iterable, Mapping, Sequence
 
 import pandas as pd
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
 from textmetric_bench import __version__
 from textmetric_bench.api.positions import corpus_key, known_positions
 from textmetric_bench.api.registry import MetricInfo, plugin_failures
 from textmetric_bench.console import FILE_ONLY
 from textmetric_bench.collections.seeds import metric_seed
-from textmetric_bench.engine import CorpusStore, Job, Outcome, engine_options, params_digest, result_log_for, run_jobs
+from textmetric_bench.data.settings import DataSettings
+from textmetric_bench.engine import (
+    CorpusStore,
+    EngineSettings,
+    Job,
+    Outcome,
+    engine_options,
+    params_digest,
+    result_log_for,
+    run_jobs,
+)
+from textmetric_bench.features.embedder_settings import EmbedderSettings
+from textmetric_bench.features.lm.settings import LMSettings
 from textmetric_bench.measures.failures import write_failures_csv
 from textmetric_bench.measures.orientation import (
     DISTANCE,
@@ -57,7 +69,8 @@ from textmetric_bench.measures.orientation import (
     with_orientation,
 )
 from textmetric_bench.errors import ConfigError
-from textmetric_bench.tasks.config import build_embedder, data_locations, selected_metrics
+from textmetric_bench.tasks.config import build_embedder, selected_metrics
+from textmetric_bench.settings import SharedSettings
 from textmetric_bench.tasks.settings import TaskSettings, read_settings
 from textmetric_bench.tasks.text_lengths import long_text_records
 
@@ -86,12 +99,17 @@ class Evaluation:
     aside: bool = False
 
 
+#: The blocks every task shares, each a typed dataclass checked like a task's settings and carried by ``RunInputs``.
+SHARED_SETTINGS: tuple[type[SharedSettings], ...] = (EngineSettings, DataSettings, EmbedderSettings, LMSettings)
+
+
 @dataclass(frozen=True)
 class RunInputs:
     """Everything a run reads from its config, read once at the top and passed down as typed values.
 
     ``settings`` are the task's own (its ``TaskSettings``); ``metrics`` the selected metrics with their
-    parameters; ``cfg`` the composed config, for the parts every task shares (pair, data, embedder, lm)."""
+    parameters; ``engine``, ``data``, ``embedder`` and ``lm`` the blocks every task shares, typed
+    (``textmetric_bench.settings.SharedSettings``); ``cfg`` the composed config, for the pair (a card's or files)."""
 
     cfg: DictConfig
     settings: TaskSettings
@@ -100,14 +118,33 @@ class RunInputs:
     seed: int
     cache_dir: Path
     mirror: Path | None
+    engine: EngineSettings
+    data: DataSettings
+    embedder: EmbedderSettings
+    lm: LMSettings
+    progress: bool
 
     @classmethod
     def of(
         cls, cfg: DictConfig, settings: TaskSettings, metrics: list[tuple[MetricInfo, dict]], out_dir: Path | str
     ) -> "RunInputs":
-        """The inputs with the seed and the data locations read from ``cfg``."""
-        cache_dir, mirror = data_locations(cfg)
-        return cls(cfg, settings, metrics, Path(out_dir), int(cfg.seed), cache_dir, mirror)
+        """The inputs with the seed, the shared blocks and the data locations read from ``cfg``."""
+        data = DataSettings.of(cfg)
+        cache_dir, mirror = data.locations()
+        return cls(
+            cfg,
+            settings,
+            metrics,
+            Path(out_dir),
+            int(cfg.seed),
+            cache_dir,
+            mirror,
+            EngineSettings.of(cfg),
+            data,
+            EmbedderSettings.of(cfg),
+            LMSettings.of(cfg),
+            bool(OmegaConf.select(cfg, "progress", default=True)),  # auto: the console decides whether a bar shows
+        )
 
 
 @dataclass
@@ -176,7 +213,10 @@ class Task:
     ``distances_file`` is that table's file name in the run directory; ``figures`` maps the file-name prefix of
     each figure it writes to the caption the HTML report shows; ``joins_ksc``: its measures join the Table 3 of
     a KSC run of the same pair; ``uses_pair``: it reads the corpus pair ``pair`` (checked before the run);
-    ``printed``: the files of ``write``'s result (by name) printed on the console at the end of a run.
+    ``printed``: the files of ``write``'s result (by name) printed on the console at the end of a run;
+    ``warms_embedder``: on an empty embedding cache the embedder's model starts loading while ``build`` runs (a
+    helper process of about 800 MB); false for a task whose build is minutes of language-model work (IFC), where
+    the overlap gains nothing and the helper's memory would sit beside the LM's.
     """
 
     name: ClassVar[str]
@@ -187,6 +227,7 @@ class Task:
     joins_ksc: ClassVar[bool]
     uses_pair: ClassVar[bool]
     printed: ClassVar[tuple[str, ...]]
+    warms_embedder: ClassVar[bool]
 
     def __init_subclass__(
         cls,
@@ -199,6 +240,7 @@ class Task:
         joins_ksc: bool = False,
         uses_pair: bool = True,
         printed: tuple[str, ...] = ("table3_md",),
+        warms_embedder: bool = True,
         **kwargs,
     ) -> None:
         super().__init_subclass__(**kwargs)
@@ -211,6 +253,7 @@ class Task:
             uses_pair,
             tuple(printed),
         )
+        cls.warms_embedder = warms_embedder
         TASKS[name] = cls
 
     def preflight(self, run: RunInputs) -> None:
@@ -279,12 +322,15 @@ def merged_sentence(earlier: list[str], now: list[str], out_dir: Path) -> str:
 
 def run_task(task: Task, run: RunInputs) -> TaskResult:
     """Run ``task`` on ``run``'s inputs and write everything into ``run.out_dir``."""
-    out_dir, cfg, metrics = run.out_dir, run.cfg, run.metrics
+    out_dir, metrics = run.out_dir, run.metrics
     out_dir.mkdir(parents=True, exist_ok=True)
     embedder, embed_seconds = None, 0.0
     if any(m.inputs == "embeddings" for m, _ in metrics):
-        embedder = build_embedder(cfg, run.cache_dir)  # the model loads only if a text is not in the embedding cache
-        embedder.warm_up_if_uncached()  # an empty cache: the model loads while the corpora are built
+        embedder = build_embedder(
+            run.embedder, run.cache_dir
+        )  # the model loads only if a text is not in the embedding cache
+        if task.warms_embedder:
+            embedder.warm_up_if_uncached()  # an empty cache: the model loads while the corpora are built
     collections = task.build(run)
 
     start = time.perf_counter()
@@ -292,7 +338,7 @@ def run_task(task: Task, run: RunInputs) -> TaskResult:
     embed_seconds = time.perf_counter() - start
     long_texts = long_text_records(store.all_texts, collections.sides, embedder, metrics)
 
-    result_log = result_log_for(cfg, out_dir, collections.fingerprint)
+    result_log = result_log_for(run.engine, out_dir, collections.fingerprint)
     content = {ev: pair_digest(collections.corpora[ev.p], collections.corpora[ev.q]) for ev in collections.evaluations}
     planned = [
         (
@@ -320,7 +366,7 @@ def run_task(task: Task, run: RunInputs) -> TaskResult:
             result_log=result_log,
             embedder_id=embedder.identity if embedder else None,
             desc=f"{task.name} evaluations",
-            **engine_options(cfg),
+            **engine_options(run.engine, progress=run.progress),
         )
     collections.aside = distance_table(task.fields, [(k, o) for k, o in outcomes.items() if k in aside])
     outcomes = {k: o for k, o in outcomes.items() if k not in aside}

@@ -12,12 +12,13 @@ from pathlib import Path
 from omegaconf import DictConfig, OmegaConf
 
 from textmetric_bench.data.cards import card_dirs as search_path
+from textmetric_bench.data.settings import DataSettings
 from textmetric_bench.data.cards import corpus_card, pair_card, pair_names
 from textmetric_bench.data.corpora import Generate, Source, disjoint_pair, human_card_of, load_pair, load_source
 from textmetric_bench.data.fetch import local_file
 from textmetric_bench.data.local_files import file_card, is_corpus_file, load_file
 from textmetric_bench.errors import ConfigError, DataError
-from textmetric_bench.tasks.command_line import shown
+from textmetric_bench.settings import shown
 from textmetric_bench.tasks.skeleton import RunInputs
 
 
@@ -50,10 +51,7 @@ def user_path(value: str | Path) -> Path:
 
 def card_dirs(cfg: DictConfig) -> tuple[Path, ...]:
     """Where this run looks up cards: ``data.cards``, then $BENCH_CARDS_PATH, then the built-in `datasets/`."""
-    extra = OmegaConf.select(cfg, "data.cards", default=None) or []
-    if isinstance(extra, str):
-        extra = [extra]
-    return search_path([user_path(d) for d in extra])
+    return search_path([user_path(d) for d in DataSettings.of(cfg).card_directories])
 
 
 def is_file_pair(cfg: DictConfig) -> bool:
@@ -119,10 +117,7 @@ def text_generator(run: RunInputs) -> Generate:
     """What writes a corpus whose card is generated (docs/data.md, "Machine-written text"): the run's `lm`."""
     from textmetric_bench.collections.generated import corpus_generator
 
-    return corpus_generator(
-        OmegaConf.to_container(run.cfg.lm, resolve=True),  # type: ignore[arg-type]
-        progress=bool(run.cfg.get("progress", True)),
-    )
+    return corpus_generator(run.lm, progress=run.progress)
 
 
 def check_corpus_card(name: str, cards: tuple[Path, ...]) -> None:

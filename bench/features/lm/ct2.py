@@ -23,21 +23,20 @@ import importlib.metadata
 import logging
 import os
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
 from textmetric_bench.errors import ConfigError
 from textmetric_bench.features.embedding import model_files_digest, resolve_device
 from textmetric_bench.features.lm.model import checkpoint_path, load_causal_lm, load_tokenizer, model_id
+from textmetric_bench.features.lm.settings import LMConfig, LMSettings
 from textmetric_bench.features.shard_cache import slug
 from textmetric_bench.files import atomic_directory, held_lock, make_dirs, remove_stale_temporaries
 from textmetric_bench.numerics import pin_ctranslate2_numerics
 
-ENGINES = ("auto", "torch", "ctranslate2")
 #: ``lm.engine`` when a config does not say (conf/lm/smollm2.yaml says the same): CTranslate2 where it is installed
 #: (the extra ``ct2`` of textmetric-bench), torch otherwise.
-DEFAULT_ENGINE = "auto"
 #: What "matches torch" means for ``lm.engine=ctranslate2`` (tested): per token, absolute, in nats ...
 TOKEN_TOLERANCE = 5e-4
 #: ... and on a text's summed log-probability, relative.
@@ -47,13 +46,11 @@ INSTALL = "pip install 'textmetric-bench[ct2]' (or 'ctranslate2>=4.5,<5')"
 log = logging.getLogger(__name__)
 
 
-def lm_engine(cfg_lm: Mapping[str, Any]) -> str:
+def lm_engine(cfg_lm: LMConfig) -> str:
     """The engine ``lm.engine`` names, checked: ``ctranslate2`` or ``torch``; ``auto`` (the default) is
     ``ctranslate2`` when the package is installed, else ``torch``, so the result is never ``auto`` (it keys the
     scores' cache)."""
-    engine = str(cfg_lm.get("engine") or DEFAULT_ENGINE)
-    if engine not in ENGINES:
-        raise ConfigError(f"lm.engine must be one of {', '.join(ENGINES)}, not {engine!r}")
+    engine = LMSettings.of(cfg_lm).engine  # checked there: one of ENGINES
     if engine == "auto":
         return "ctranslate2" if ctranslate2_installed() else "torch"
     return engine
@@ -79,7 +76,7 @@ def ctranslate2_version() -> str:
         ) from None
 
 
-def engine_id(cfg_lm: Mapping[str, Any]) -> str:
+def engine_id(cfg_lm: LMConfig) -> str:
     """``torch`` or ``ctranslate2==<version>``: part of the LM scores' cache key."""
     engine = lm_engine(cfg_lm)
     return engine if engine == "torch" else f"{engine}=={ctranslate2_version()}"
@@ -98,11 +95,12 @@ def _ctranslate2():
     return ctranslate2
 
 
-def converted_ctranslate2(cfg_lm: Mapping[str, Any], cache_dir: Path | str) -> Path:
+def converted_ctranslate2(cfg_lm: LMConfig, cache_dir: Path | str) -> Path:
     """The CTranslate2 model converted from the float32 checkpoint of ``cfg_lm``, converting it on first use."""
-    source = checkpoint_path(cfg_lm, cache_dir)
-    ident = f"{model_id(cfg_lm)}|{engine_id({'engine': 'ctranslate2'})}|float32"
-    if cfg_lm.get("path"):  # a local directory: its files, not only its name
+    lm = LMSettings.of(cfg_lm)
+    source = checkpoint_path(lm, cache_dir)
+    ident = f"{model_id(lm)}|{engine_id(lm.changed(engine='ctranslate2'))}|float32"
+    if lm.path:  # a local directory: its files, not only its name
         ident += f"|files.{model_files_digest(source, mtimes=True)}"
     target = Path(cache_dir).expanduser() / "lm" / slug(ident)
     if (target / "model.bin").is_file():
@@ -141,7 +139,7 @@ class CTranslate2LM:
         return out
 
 
-def scoring_device(cfg_lm: Mapping[str, Any]) -> str:
+def scoring_device(cfg_lm: LMConfig) -> str:
     """The device ``lm.engine`` scores on (``cpu``, ``cuda``, ...), part of the scores' cache key.
 
     torch takes ``lm.device`` as it is (``auto``: the GPU when torch sees one). CTranslate2 runs on ``cpu`` or
@@ -149,9 +147,10 @@ def scoring_device(cfg_lm: Mapping[str, Any]) -> str:
     and cuDNN 9), else on the CPU, saying so when torch would have used a GPU; an explicit ``cuda`` it cannot use,
     or another device, is a ConfigError.
     """
-    requested = str(cfg_lm.get("device") or "auto")
+    lm = LMSettings.of(cfg_lm)
+    requested = lm.device
     device = resolve_device(requested).split(":")[0]
-    if lm_engine(cfg_lm) == "torch":
+    if lm_engine(lm) == "torch":
         return device
     if device == "cuda" and _ctranslate2().get_cuda_device_count() < 1:
         if requested == "auto":
@@ -171,22 +170,21 @@ def scoring_device(cfg_lm: Mapping[str, Any]) -> str:
     return device
 
 
-def load_ctranslate2_lm(cfg_lm: Mapping[str, Any], cache_dir: Path | str) -> tuple[CTranslate2LM, Any]:
+def load_ctranslate2_lm(cfg_lm: LMConfig, cache_dir: Path | str) -> tuple[CTranslate2LM, Any]:
     """(model, tokenizer) scoring with CTranslate2 on ``scoring_device``, ``lm.threads`` threads, float32."""
-    device = scoring_device({**cfg_lm, "engine": "ctranslate2"})
+    lm = LMSettings.of(cfg_lm)
+    device = scoring_device(lm.changed(engine="ctranslate2"))
     ctranslate2 = _ctranslate2()
-    threads = cfg_lm.get("threads") or (
-        len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    )
-    model_dir = converted_ctranslate2(cfg_lm, cache_dir)
+    threads = lm.threads or (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
+    model_dir = converted_ctranslate2(lm, cache_dir)
     generator = ctranslate2.Generator(
         str(model_dir), device=device, compute_type="float32", inter_threads=1, intra_threads=int(threads)
     )
-    tokenizer = load_tokenizer(cfg_lm, cache_dir)
+    tokenizer = load_tokenizer(lm, cache_dir)
     return CTranslate2LM(generator, tokenizer), tokenizer
 
 
-def load_scoring_lm(cfg_lm: Mapping[str, Any], cache_dir: Path | str):
+def load_scoring_lm(cfg_lm: LMConfig, cache_dir: Path | str):
     """(model, tokenizer) that ``batch_logprobs`` scores with, on ``lm.engine``."""
     if lm_engine(cfg_lm) == "ctranslate2":
         return load_ctranslate2_lm(cfg_lm, cache_dir)

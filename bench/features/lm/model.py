@@ -21,12 +21,13 @@ import logging
 import os
 import time
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 
 from textmetric_bench.errors import ConfigError
 from textmetric_bench.features.embedding import resolve_device
+from textmetric_bench.features.lm.settings import LMConfig, LMSettings
 from textmetric_bench.features.shard_cache import slug
 from textmetric_bench.files import atomic_directory, atomic_write, held_lock, make_dirs, remove_stale_temporaries
 
@@ -58,16 +59,17 @@ def package_gguf(package: str, gguf_file: str | None = None) -> Path:
     return found[0]
 
 
-def model_id(cfg_lm: Mapping[str, Any]) -> str:
+def model_id(cfg_lm: LMConfig) -> str:
     """A stable id naming the weights: ``name@package==version`` or ``name@/abs/path``."""
-    if cfg_lm.get("path"):
-        return f"{cfg_lm['name']}@{Path(str(cfg_lm['path'])).expanduser().resolve()}"
-    package = str(cfg_lm["package"])
+    lm = LMSettings.of(cfg_lm)
+    if lm.path:
+        return f"{lm.name}@{Path(lm.path).expanduser().resolve()}"
+    package = str(lm.package)
     try:
         version = importlib.metadata.version(package.replace("_", "-"))
     except importlib.metadata.PackageNotFoundError:
         version = "unknown"
-    return f"{cfg_lm['name']}@{package}=={version}"
+    return f"{lm.name}@{package}=={version}"
 
 
 def _complete(checkpoint: Path) -> bool:
@@ -79,12 +81,13 @@ def _weight_bytes(model) -> int:
     return sum(p.numel() * p.element_size() for p in model.parameters()) + 16 * 2**20
 
 
-def converted_checkpoint(cfg_lm: Mapping[str, Any], cache_dir: Path | str) -> Path:
+def converted_checkpoint(cfg_lm: LMConfig, cache_dir: Path | str) -> Path:
     """The regular checkpoint converted from the package's GGUF, converting it on first use (one job at a time)."""
-    target = Path(cache_dir).expanduser() / "lm" / slug(model_id(cfg_lm))
+    lm = LMSettings.of(cfg_lm)
+    target = Path(cache_dir).expanduser() / "lm" / slug(model_id(lm))
     if _complete(target):
         return target
-    gguf = package_gguf(str(cfg_lm["package"]), cfg_lm.get("gguf_file"))
+    gguf = package_gguf(str(lm.package), lm.gguf_file)
     make_dirs(target.parent, "the converted language model")
     with held_lock(target.parent / f".{target.name}.lock", f"converting {gguf.name} into {target}"):
         if _complete(target):  # another job converted it while this one waited
@@ -109,43 +112,35 @@ def converted_checkpoint(cfg_lm: Mapping[str, Any], cache_dir: Path | str) -> Pa
     return target
 
 
-def checkpoint_path(cfg_lm: Mapping[str, Any], cache_dir: Path | str) -> Path:
+def checkpoint_path(cfg_lm: LMConfig, cache_dir: Path | str) -> Path:
     """Where the weights of ``cfg_lm`` are read from: ``lm.path`` or the converted package GGUF."""
-    if cfg_lm.get("path"):
-        path = Path(str(cfg_lm["path"])).expanduser()
+    lm = LMSettings.of(cfg_lm)
+    if lm.path:
+        path = Path(lm.path).expanduser()
         if not (path / "config.json").is_file():
             raise ConfigError(f"lm.path {path} is not a transformers model directory (no config.json)")
         return path
-    if not cfg_lm.get("package"):
+    if not lm.package:
         raise ConfigError("the lm config needs either `path` (a local model directory) or `package`")
-    return converted_checkpoint(cfg_lm, cache_dir)
+    return converted_checkpoint(lm, cache_dir)
 
 
-def load_causal_lm(
-    cfg_lm: Mapping[str, Any], cache_dir: Path | str, *, path: Path | str | None = None, plain: bool = False
-):
-    """(model, tokenizer) of the configured causal LM in float32 on ``lm.device``, in eval mode.
+def load_causal_lm(cfg_lm: LMConfig, cache_dir: Path | str, *, path: Path | str | None = None):
+    """(model, tokenizer) of the configured causal LM in float32 on ``lm.device``, in eval mode: transformers'
+    model class for it (``AutoModelForCausalLM``).
 
     ``path`` loads other weights of the same model instead (e.g. a fine-tuned checkpoint).
     The tokenizer always has a pad token (the EOS token when the model defines none).
-    ``plain`` loads a Llama model into ``textmetric_bench.features.lm.llama`` (the same bits as transformers'
-    model, without importing transformers' modelling stack); another model loads through transformers.
     """
     _offline()
     import torch
 
-    if cfg_lm.get("threads"):
-        torch.set_num_threads(int(cfg_lm["threads"]))
-    source = Path(path) if path is not None else checkpoint_path(cfg_lm, cache_dir)
-    tokenizer = load_tokenizer(cfg_lm, cache_dir, path=source)
-    device = resolve_device(str(cfg_lm.get("device") or "auto"))
-    if plain:
-        from textmetric_bench.features.lm.llama import load_llama, read_config, unsupported
-
-        reason = unsupported(read_config(source))
-        if reason is None:
-            return load_llama(source, device), tokenizer
-        log.info("%s loads through transformers, not as a plain Llama model: %s", source, reason)
+    lm = LMSettings.of(cfg_lm)
+    if lm.threads:
+        torch.set_num_threads(int(lm.threads))
+    source = Path(path) if path is not None else checkpoint_path(lm, cache_dir)
+    tokenizer = load_tokenizer(lm, cache_dir, path=source)
+    device = resolve_device(lm.device)
     from transformers import AutoModelForCausalLM
 
     model = AutoModelForCausalLM.from_pretrained(str(source), dtype=torch.float32)
@@ -191,7 +186,7 @@ def others_busy_cores(seconds: float = PROBE_SECONDS) -> float | None:
     return None if measured is None else max(0.0, measured[0] - measured[1])
 
 
-def thread_choice(cfg_lm: Mapping[str, Any]) -> tuple[int | None, dict]:
+def thread_choice(cfg_lm: LMConfig) -> tuple[int | None, dict]:
     """Torch threads for IFC's fine-tuning and sampling, and the record of why (for ``run.json``):
     ``lm.generation_threads`` when set; ``auto``: one per usable core when other processes keep fewer than half
     the cores busy (``others_busy_cores``, a short probe), else ``lm.threads``.
@@ -201,7 +196,8 @@ def thread_choice(cfg_lm: Mapping[str, Any]) -> tuple[int | None, dict]:
     on an idle one 2 threads nearly halve the time. The texts do not depend on it: with the pinned
     kernels a fine-tuning step and the sampled tokens are bit-identical with 1 and 2 threads.
     """
-    value = cfg_lm.get("generation_threads", "auto")
+    lm = LMSettings.of(cfg_lm)
+    value = lm.generation_threads
     if value != "auto":
         chosen = int(value) if value is not None else None
         return chosen, {"threads": chosen, "rule": "lm.generation_threads"}
@@ -211,7 +207,7 @@ def thread_choice(cfg_lm: Mapping[str, Any]) -> tuple[int | None, dict]:
         busy, how = os.getloadavg()[0], "1-minute load average"
     else:
         how = f"other processes' busy cores over {PROBE_SECONDS:g} s"
-    chosen = auto_threads(busy, cores, int(cfg_lm["threads"]) if cfg_lm.get("threads") else None)
+    chosen = auto_threads(busy, cores, int(lm.threads) if lm.threads else None)
     return chosen, {"threads": chosen, "rule": "auto", "cores": cores, "busy": round(busy, 2), "measured": how}
 
 
@@ -221,7 +217,7 @@ def auto_threads(busy: float, cores: int, fallback: int | None) -> int | None:
     return cores if busy < cores / 2 else fallback
 
 
-def generation_threads(cfg_lm: Mapping[str, Any]) -> int | None:
+def generation_threads(cfg_lm: LMConfig) -> int | None:
     """The threads of ``thread_choice`` (logged with the reason)."""
     chosen, record = thread_choice(cfg_lm)
     if record["rule"] == "auto":
@@ -252,7 +248,7 @@ def return_freed_memory() -> None:
         pass
 
 
-def load_tokenizer(cfg_lm: Mapping[str, Any], cache_dir: Path | str, *, path: Path | str | None = None):
+def load_tokenizer(cfg_lm: LMConfig, cache_dir: Path | str, *, path: Path | str | None = None):
     """The tokenizer of the configured causal LM (of ``path`` if given), with a pad token (EOS when none).
 
     A tokenizer that transformers runs on the ``tokenizers`` library (SmolLM2's) is loaded

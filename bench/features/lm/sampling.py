@@ -155,9 +155,7 @@ def sample_nucleus(logits, *, top_p: float, temperature: float, generator, scrat
 
 
 def new_cache(model):
-    """An empty KV cache for ``model``: its own (``textmetric_bench.features.lm.llama``), else transformers'."""
-    if hasattr(model, "new_cache"):
-        return model.new_cache()
+    """An empty KV cache for ``model``: transformers' ``DynamicCache``."""
     from transformers import DynamicCache
 
     return DynamicCache()

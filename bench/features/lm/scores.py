@@ -49,6 +49,7 @@ from textmetric_bench.features.lm.ct2 import (
     scoring_device,
 )
 from textmetric_bench.features.lm.workers import Batch, LMWorkers, resolve_workers, score_batch
+from textmetric_bench.features.lm.settings import LMSettings
 from textmetric_bench.features.shard_cache import RaggedCache, slug, text_key
 
 _scorers: dict[tuple, "LMScorer"] = {}
@@ -97,13 +98,11 @@ class LMScorer:
 
     def __init__(self, context: RunContext):
         self.context = context
-        self.model_id = model_id(context.lm)
-        self.batch_size = int(context.lm.get("batch_size") or 16)
-        self.workers = resolve_workers(context.lm)
-        progress = context.lm.get("progress", True)
-        self.progress = (
-            progress is not False and str(progress).lower() != "false"
-        )  # textmetric_bench.console decides "auto"
+        self.lm = LMSettings.of(context.lm)  # the public context carries a mapping; read once here
+        self.model_id = model_id(self.lm)
+        self.batch_size = self.lm.batch_size
+        self.workers = resolve_workers(self.lm)
+        self.progress = self.lm.shows_progress  # textmetric_bench.console decides "auto"
         self._model = None
         self._tokenizer = None
         self._pool: LMWorkers | None = None
@@ -116,7 +115,7 @@ class LMScorer:
     def _loaded(self):
         if self._model is None:
             start = time.perf_counter()
-            self._model = load_scoring_lm(self.context.lm, self.context.cache_dir)
+            self._model = load_scoring_lm(self.lm, self.context.cache_dir)
             adopt_library_loggers()  # transformers, imported by the load, prints through its own handler
             self._not_scoring += time.perf_counter() - start
         return self._model
@@ -124,10 +123,10 @@ class LMScorer:
     def _workers(self) -> LMWorkers:
         if self._pool is None:
             start = time.perf_counter()
-            checkpoint_path(self.context.lm, self.context.cache_dir)  # convert once here, not in every worker
-            if lm_engine(self.context.lm) == "ctranslate2":
-                converted_ctranslate2(self.context.lm, self.context.cache_dir)
-            self._pool = LMWorkers(self.context.lm, self.context.cache_dir, self.workers)
+            checkpoint_path(self.lm, self.context.cache_dir)  # convert once here, not in every worker
+            if lm_engine(self.lm) == "ctranslate2":
+                converted_ctranslate2(self.lm, self.context.cache_dir)
+            self._pool = LMWorkers(self.lm, self.context.cache_dir, self.workers)
             atexit.register(self.close)
             self._not_scoring += time.perf_counter() - start  # a first run's conversions are not the texts' cost
         return self._pool
@@ -145,9 +144,9 @@ class LMScorer:
     def _scores_id(self) -> str:
         """The model id, its files when it is a local directory, the device and the engine (with its version,
         ``lm.engine``): what the scores depend on. Torch's key is the one it had before engines existed."""
-        lm, ident = self.context.lm, self.model_id
-        if lm.get("path") and Path(str(lm["path"])).expanduser().is_dir():
-            ident += f"+files.{model_files_digest(Path(str(lm['path'])).expanduser(), mtimes=True)}"
+        lm, ident = self.lm, self.model_id
+        if lm.path and Path(lm.path).expanduser().is_dir():
+            ident += f"+files.{model_files_digest(Path(lm.path).expanduser(), mtimes=True)}"
         engine = engine_id(lm)
         return f"{ident}|{scoring_device(lm)}" + (f"|{engine}" if engine != "torch" else "")
 
@@ -258,6 +257,6 @@ class LMScorer:
             return self._model[1]
         if self._tokenizer is None:
             start = time.perf_counter()
-            self._tokenizer = load_tokenizer(self.context.lm, self.context.cache_dir)
+            self._tokenizer = load_tokenizer(self.lm, self.context.cache_dir)
             self._not_scoring += time.perf_counter() - start
         return self._tokenizer

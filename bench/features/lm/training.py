@@ -16,7 +16,6 @@ from typing import Sequence
 import numpy as np
 
 from textmetric_bench.console import progress_bar
-from textmetric_bench.features.lm.adapter import fused_adamw_step
 from textmetric_bench.features.lm.model import padded_batch, text_token_ids
 
 log = logging.getLogger(__name__)
@@ -67,65 +66,11 @@ def length_bucketed_batches(lengths: Sequence[int], batch_size: int, rng: np.ran
 TRAIN_POSITIONS = 256
 
 
-#: AdamW's fused kernel (one pass over a parameter, its gradient and its two moments) instead of the default
-#: multi-tensor one, which makes several passes and a temporary the size of the model: about a sixth less time a
-#: fine-tuning step. The same update to float32 rounding: bit for bit on our Intel Xeon, not on our AMD EPYC (tested).
+#: AdamW with torch's fused kernel (``torch.optim.AdamW(fused=True)``: one pass over a parameter, its gradient and
+#: its two moments) instead of the default multi-tensor one, which makes several passes and a temporary the size of
+#: the model: about a sixth less time a fine-tuning step. The same update to float32 rounding: bit for bit on our
+#: Intel Xeon, not on our AMD EPYC (tested).
 FUSED_ADAMW = True
-
-
-class FusedAdamW:
-    """AdamW with torch's fused kernel (``textmetric_bench.features.lm.adapter.fused_adamw_step``), called as ``torch.optim.AdamW(fused=True)`` calls
-    it: the same update bit for bit (tested), without ``torch.optim.Optimizer``, whose first use imports
-    torch's dynamo compiler (about 70 MiB of the fine-tuning process: docs/performance.md). Parameters without a gradient
-    are left as they are; the state of a parameter is made at its first update."""
-
-    def __init__(
-        self,
-        params,
-        *,
-        lr: float,
-        betas: tuple[float, float] = (0.9, 0.999),
-        eps: float = 1e-8,
-        weight_decay: float = 0.0,
-    ):
-        self.params = [p for p in params if p.requires_grad]
-        self.lr, self.betas, self.eps, self.weight_decay = lr, betas, eps, weight_decay
-        self.state: dict = {}  # parameter -> (step, first moment, second moment)
-
-    def step(self) -> None:
-        import torch
-
-        with torch.no_grad():
-            groups: dict = {}
-            for p in self.params:
-                if p.grad is None:
-                    continue
-                if p.grad.is_sparse:
-                    raise RuntimeError("fused AdamW takes no sparse gradient")
-                if p not in self.state:
-                    self.state[p] = (
-                        torch.zeros((), dtype=torch.float32, device=p.device),
-                        torch.zeros_like(p, memory_format=torch.preserve_format),
-                        torch.zeros_like(p, memory_format=torch.preserve_format),
-                    )
-                groups.setdefault((p.device, p.dtype), []).append(p)
-            for params in groups.values():
-                steps, first, second = (list(t) for t in zip(*(self.state[p] for p in params)))
-                fused_adamw_step(
-                    params,
-                    [p.grad for p in params],
-                    first,
-                    second,
-                    steps,
-                    lr=self.lr,
-                    betas=self.betas,
-                    weight_decay=self.weight_decay,
-                    eps=self.eps,
-                )
-
-    def zero_grad(self) -> None:
-        for p in self.params:
-            p.grad = None
 
 
 def micro_batches(rows: Sequence[int], lengths: Sequence[int], budget: int) -> list[list[int]]:
@@ -323,7 +268,7 @@ def fine_tune_step(
     than ``TRAIN_POSITIONS`` positions is passed in parts, each weighted by its share of the tokens.
 
     ``recompute_activations`` runs each decoder layer's forward pass again in the backward pass instead of keeping
-    its activations (the model's activation checkpointing, transformers' or ``textmetric_bench.features.lm.llama``'s):
+    its activations (transformers' activation checkpointing, on ``torch.utils.checkpoint``):
     about 250 MB less at the peak of a default step, about a quarter more fine-tuning time, and the same weights
     bit for bit (the layers have no dropout, and the recomputation runs the same kernels).
     """
@@ -337,11 +282,8 @@ def fine_tune_step(
     lengths = [len(s) for s in seqs]
     batches = length_bucketed_batches(lengths, batch_size, rng)
     device = next(model.parameters()).device
-    optimiser: FusedAdamW | torch.optim.AdamW
-    if FUSED_ADAMW and device.type in ("cpu", "cuda"):
-        optimiser = FusedAdamW(model.parameters(), lr=learning_rate, weight_decay=0.0)
-    else:
-        optimiser = torch.optim.AdamW(model.parameters(), lr=learning_rate, weight_decay=0.0)
+    fused = FUSED_ADAMW and device.type in ("cpu", "cuda")
+    optimiser = torch.optim.AdamW(model.parameters(), lr=learning_rate, weight_decay=0.0, fused=fused or None)
     checkpointing = recompute_activations and getattr(model, "supports_gradient_checkpointing", False)
     use_cache = getattr(model.config, "use_cache", None)
     if checkpointing:

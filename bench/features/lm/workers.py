@@ -35,14 +35,15 @@ import threading
 import time
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from textmetric_bench.errors import BenchError, ConfigError
+from textmetric_bench.errors import BenchError
 from textmetric_bench.features.embedding import resolve_device
 from textmetric_bench.features.lm.model import batch_logprobs
 from textmetric_bench.features.lm.ct2 import load_scoring_lm
+from textmetric_bench.features.lm.settings import LMConfig, LMSettings
 
 Batch = tuple[list[list[int]], list[int]]  # token sequences and where each one's scored part starts
 Scored = tuple[list[np.ndarray], float, float]  # log-probabilities, wall seconds, CPU seconds
@@ -54,17 +55,15 @@ class LMWorkerError(BenchError):
     """A worker process scoring texts with the language model died or could not start."""
 
 
-def resolve_workers(cfg_lm: Mapping[str, Any]) -> int:
+def resolve_workers(cfg_lm: LMConfig) -> int:
     """How many processes score texts: ``lm.workers``, where ``auto`` (or null) means every usable core
     on the CPU and one process on a GPU."""
-    value = cfg_lm.get("workers", 1)
-    if value is None or value == "auto":
-        if resolve_device(str(cfg_lm.get("device") or "auto")) != "cpu":
+    lm = LMSettings.of(cfg_lm)  # checked there: a whole number >= 1, auto or null
+    if lm.workers is None or lm.workers == "auto":
+        if resolve_device(lm.device) != "cpu":
             return 1
         return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ConfigError(f"lm.workers must be a whole number of processes >= 1 or 'auto', not {value!r}")
-    return value
+    return int(lm.workers)
 
 
 def score_batch(model_and_tokenizer, seqs: Sequence[Sequence[int]], starts: Sequence[int]) -> Scored:
@@ -81,22 +80,22 @@ def _exit_when_orphaned(parent: int) -> None:
             os._exit(1)
 
 
-def _worker_batch(cfg_lm: Mapping[str, Any], cache_dir: str, parent: int, seqs, starts) -> Scored:
+def _worker_batch(lm: LMSettings, cache_dir: str, parent: int, seqs, starts) -> Scored:
     """The task run in a worker: load the model once per process, then score one batch."""
     if "model" not in _state:
         threading.Thread(target=_exit_when_orphaned, args=(parent,), daemon=True).start()
-        _state["model"] = load_scoring_lm({**cfg_lm, "threads": cfg_lm.get("threads") or 1}, cache_dir)
+        _state["model"] = load_scoring_lm(lm.changed(threads=lm.threads or 1), cache_dir)
     return score_batch(_state["model"], seqs, starts)
 
 
 class LMWorkers:
     """A pool of ``size`` spawned processes scoring batches with the LM of ``cfg_lm``."""
 
-    def __init__(self, cfg_lm: Mapping[str, Any], cache_dir: Path | str, size: int):
+    def __init__(self, cfg_lm: LMConfig, cache_dir: Path | str, size: int):
         from pebble import ProcessPool
 
         self.size = size
-        self._task = (dict(cfg_lm), str(cache_dir), os.getpid())
+        self._task = (LMSettings.of(cfg_lm), str(cache_dir), os.getpid())
         self.pool = ProcessPool(max_workers=size, context=mp.get_context("spawn"))
 
     def map(self, batches: Sequence[Batch], done: Callable[[int], None] = lambda n: None) -> list[Scored]:
