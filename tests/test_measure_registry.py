@@ -4,6 +4,7 @@ the registry says it produces."""
 
 from __future__ import annotations
 
+import html
 import json
 import os
 import re
@@ -13,7 +14,7 @@ import textwrap
 
 import pandas as pd
 import pytest
-from checkout_copy import copy_checkout, installed_layout
+from checkout_copy import copy_checkout, installed_layout, installed_metadata
 
 from textmetric_bench import PROJECT_ROOT
 from textmetric_bench.measures import registry
@@ -115,12 +116,7 @@ def guide_entry() -> str:
 
 def test_the_guides_measure_is_shown_by_every_view(tmp_path):
     copy = copy_checkout(tmp_path / "checkout")
-    source = copy / "bench" / "measures" / "registry.py"
-    text = source.read_text(encoding="utf-8")
-    end = "\n    )\n}\n"  # the end of the MEASURES tuple
-    assert text.count(end) == 1
-    entry = textwrap.indent(guide_entry().strip(), " " * 8) + ",\n"
-    source.write_text(text.replace(end, "\n" + entry + end[1:]), encoding="utf-8")
+    with_guide_entry(copy)
     layout = installed_layout(copy, tmp_path / "importable")
     proc = subprocess.run(
         [sys.executable, "-c", VIEWS],
@@ -138,6 +134,49 @@ def test_the_guides_measure_is_shown_by_every_view(tmp_path):
     assert shown["html"] == shown["figure"] == "sep" and shown["panel_last"] == "separated"
     assert shown["mean"] == pytest.approx(0.75)
     assert len(shown["docs_row"]) == 1 and "`halves`" in shown["docs_row"][0]
+
+
+def with_guide_entry(copy) -> None:
+    """docs/measures.md's entry added to the MEASURES of the checkout copy ``copy``."""
+    source = copy / "bench" / "measures" / "registry.py"
+    text = source.read_text(encoding="utf-8")
+    end = "\n    )\n}\n"  # the end of the MEASURES tuple
+    assert text.count(end) == 1
+    entry = textwrap.indent(guide_entry().strip(), " " * 8) + ",\n"
+    source.write_text(text.replace(end, "\n" + entry + end[1:]), encoding="utf-8")
+
+
+def test_the_guides_measure_goes_through_a_whole_run_of_the_guides_task_into_its_report(tmp_path, cache_dir):
+    """Both guides followed in one copy of the checkout: the task of docs/tasks.md (its file and its entry-point
+    line) and the measure of docs/measures.md. A run of that task writes the measure, and its report.html shows it
+    by the registry's symbol and legend."""
+    from test_adding_a_task import guide_entry_point, guide_task_file
+
+    copy = copy_checkout(tmp_path / "checkout")
+    path, code = guide_task_file()
+    (copy / path).write_text(code, encoding="utf-8")
+    group, entry = guide_entry_point()
+    pyproject = copy / "pyproject.toml"
+    pyproject.write_text(pyproject.read_text(encoding="utf-8").replace(group, f"{group}\n{entry}", 1), encoding="utf-8")
+    with_guide_entry(copy)
+    layout = installed_layout(copy, tmp_path / "importable")
+    installed_metadata(copy, layout)
+    out = tmp_path / "run"
+    proc = subprocess.run(
+        [sys.executable, "-m", "textmetric_bench", "task=halves", "metrics=[fid,zipf]", "n=40", "repetitions=2"]
+        + ["progress=false", f"hydra.run.dir={out}"],
+        env={**os.environ, "PYTHONPATH": str(layout), "BENCH_CACHE_DIR": str(cache_dir)},
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert set(pd.read_csv(out / "measures.csv").columns) >= {"metric", "repetition", "separated"}
+    report = (out / "report.html").read_text(encoding="utf-8")
+    legend = html.escape("separated: share of repetitions where d(A1, B) > d(A1, A2)", quote=True)
+    assert f"<th title='{legend}'>sep</th>" in report, "the measure's symbol heads a column, its legend on hover"
 
 
 def test_the_generated_measures_table_is_todays():

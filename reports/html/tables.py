@@ -14,7 +14,7 @@ from textmetric_bench.measures.intervals import INTERVAL_NAME, few_repetitions_w
 from textmetric_bench.measures.paired import TEST_NAME
 from textmetric_bench.measures.text_limits import over_limit_sentence, reader_name
 from textmetric_bench.reports.bounds import bound_label, bound_of
-from textmetric_bench.reports.labels import format_score, metric_labels, plural
+from textmetric_bench.reports.labels import MEASURE_LABELS, format_score, metric_labels, plural
 from textmetric_bench.reports.tables.significance import TOP_MARK, WILCOXON_NOTE
 from textmetric_bench.reports.tables.table3 import (
     BELOW_MARK,
@@ -87,7 +87,7 @@ def table3_html(
     columns = [c for c in SYMBOLS if c in means.columns and c not in missing]
     bold = best_mask(means)
     labels = metric_labels(summary)
-    head = "".join(f"<th>{SYMBOLS[c]}</th>" for c in columns)
+    head = "".join(f"<th title='{escape(MEASURE_LABELS.get(c, c))}'>{SYMBOLS[c]}</th>" for c in columns)
     rows = []
     for metric in means.index:
         name, cls = _row_head(metric, labels)
