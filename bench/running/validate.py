@@ -70,11 +70,12 @@ def validate_config(cfg: DictConfig, out_dir: Path | str | None = None) -> RunIn
     task = get_task(str(OmegaConf.select(cfg, "task.name", default="")))
     common = {rule.key: problem for rule in COMMON_RULES if (problem := rule_problem(cfg, rule))}
     problems = list(common.values())
-    shared_ok = True
-    for block in SHARED:
+    shared = {}
+    for block in SHARED:  # each read once here, and carried typed by the run's inputs
         found, bad_values, _ = read_settings(block, cfg)
         problems += bad_values
-        shared_ok = shared_ok and found is not None
+        if found is not None:
+            shared[block] = found
     settings, bad_settings, _ = read_settings(task.settings, cfg)
     problems += bad_settings
     metrics = []
@@ -85,8 +86,8 @@ def validate_config(cfg: DictConfig, out_dir: Path | str | None = None) -> RunIn
         except ConfigError as exc:
             problems.append(str(exc))
     inputs = None
-    if settings is not None and shared_ok and "seed" not in common:
-        inputs = RunInputs.of(cfg, settings, metrics, out_dir or ".")
+    if settings is not None and len(shared) == len(SHARED) and "seed" not in common:
+        inputs = RunInputs.of(cfg, settings, metrics, out_dir or ".", shared)
         try:
             task.preflight(inputs)
         except ConfigError as exc:

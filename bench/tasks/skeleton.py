@@ -126,10 +126,21 @@ class RunInputs:
 
     @classmethod
     def of(
-        cls, cfg: DictConfig, settings: TaskSettings, metrics: list[tuple[MetricInfo, dict]], out_dir: Path | str
+        cls,
+        cfg: DictConfig,
+        settings: TaskSettings,
+        metrics: list[tuple[MetricInfo, dict]],
+        out_dir: Path | str,
+        shared: Mapping[type, SharedSettings] | None = None,
     ) -> "RunInputs":
-        """The inputs with the seed, the shared blocks and the data locations read from ``cfg``."""
-        data = DataSettings.of(cfg)
+        """The inputs with the seed, the shared blocks (``shared``: as already read, by class) and the data
+        locations read from ``cfg``."""
+        shared = shared or {}
+
+        def block(kind):
+            return shared[kind] if kind in shared else kind.of(cfg)
+
+        data = block(DataSettings)
         cache_dir, mirror = data.locations()
         return cls(
             cfg,
@@ -139,10 +150,10 @@ class RunInputs:
             int(cfg.seed),
             cache_dir,
             mirror,
-            EngineSettings.of(cfg),
+            block(EngineSettings),
             data,
-            EmbedderSettings.of(cfg),
-            LMSettings.of(cfg),
+            block(EmbedderSettings),
+            block(LMSettings),
             bool(OmegaConf.select(cfg, "progress", default=True)),  # auto: the console decides whether a bar shows
         )
 
