@@ -148,6 +148,7 @@ def test_four_minilm_jobs_with_random_kills_crash_never_corrupt_nothing_and_embe
     _chaos(tmp_path, "minilm", n_jobs=4, max_delay=8.0, direct=embedder.encode)
 
 
+@pytest.mark.slow  # one of the slowest of the default suite (make test --durations)
 def test_two_cold_jobs_started_together_embed_each_text_once(tmp_path, intent_texts, embedder):
     texts = list(dict.fromkeys(intent_texts["a"][:150] + intent_texts["b"][:150]))
     ctx = mp.get_context("spawn")

@@ -41,6 +41,7 @@ def run_app(out: Path, cache: Path, *overrides: str, task: tuple[str, ...] = KSC
     return proc.stdout
 
 
+@pytest.mark.slow  # one of the slowest of the default suite (make test --durations)
 def test_a_run_shows_no_warning_logs_them_and_ends_with_its_report(tmp_path, cache_dir):
     out = tmp_path / "run"
     console = run_app(out, cache_dir)  # progress left at auto: a pipe is not a terminal
@@ -60,6 +61,7 @@ def test_a_run_shows_no_warning_logs_them_and_ends_with_its_report(tmp_path, cac
     assert report.is_absolute() and report.is_file() and report.parent == out.resolve()
 
 
+@pytest.mark.slow  # one of the slowest of the default suite (make test --durations)
 def test_forced_bars_show_rates_of_embedding_and_evaluations(tmp_path):
     console = run_app(tmp_path / "run", tmp_path / "fresh-cache", "progress=true")  # every text is embedded
     assert re.search(r"embedding: 100%.*(text/s|s/text)\]", console)

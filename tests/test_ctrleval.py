@@ -79,6 +79,7 @@ def test_true_span_is_more_likely_than_a_random_one(lm_context, intent_texts):
     assert right.mean() > wrong.mean() + 1.0
 
 
+@pytest.mark.slow  # one of the slowest of the default suite (make test --durations)
 def test_coherence_metric_is_w1_of_per_text_scores(lm_context, intent_texts):
     a, b = intent_texts["a"][:12], intent_texts["b"][:12]
     m = get_metric("ctrleval_coherence")

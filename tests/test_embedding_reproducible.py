@@ -85,6 +85,7 @@ def vectors_in_a_new_process(texts, threads: int, where: str = "helper", **env: 
     return capability, used_threads, cbwr, digest
 
 
+@pytest.mark.slow  # one of the slowest of the default suite (make test --durations)
 def test_threads_jobs_and_every_mkl_branch_give_the_same_vectors(encoder, texts):
     """MKL_ENABLE_INSTRUCTIONS=AVX2 makes MKL dispatch as on a CPU without AVX-512, MKL_CBWR=COMPATIBLE takes its
     SSE2 branch (which sums otherwise, and otherwise per batch size) and MKL_CBWR=AUTO its own choice for this CPU,
@@ -138,6 +139,7 @@ def test_the_vectors_are_the_models_to_float32_precision(encoder, texts):
     assert np.abs(ours - plain).max() < 2e-6 and (ours * plain).sum(axis=1).min() > 0.999999
 
 
+@pytest.mark.slow  # one of the slowest of the default suite (make test --durations)
 @pytest.mark.skipif("avx512f" not in cpu_flags(), reason="shows the machine dependence only where AVX-512 exists")
 def test_without_the_pins_an_avx512_machine_computes_other_vectors(texts):
     """The switches matter: this machine's own kernels give different bits (why the tables moved between machines)."""
@@ -146,6 +148,7 @@ def test_without_the_pins_an_avx512_machine_computes_other_vectors(texts):
     assert native[0] == "AVX512" and native[3] != pinned[3]
 
 
+@pytest.mark.slow  # one of the slowest of the default suite (make test --durations)
 def test_torch_used_before_the_package_is_refused_with_the_fix_unless_a_helper_embeds(texts, tmp_path):
     """ATen fixes its kernels when it first computes: a process that used torch before importing the package
     cannot embed with the pinned ones itself. The helper process is new, so it can; embedding in-process (here

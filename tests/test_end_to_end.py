@@ -62,6 +62,7 @@ def test_embedded_pair_run_writes_every_output_and_reruns_identically(tmp_path, 
     assert json.loads((second / "run.json").read_text())["embedding"]["encoded"] == 0
 
 
+@pytest.mark.slow  # one of the slowest of the default suite (make test --durations)
 def test_paper_pair_runs_via_the_mirror(tmp_path, cache_dir, mirror_dir):
     out = tmp_path / "clinc"
     proc = run_bench(
@@ -119,6 +120,7 @@ def test_bad_configuration_fails_fast_with_a_clear_message(override, message, tm
     assert message in proc.stderr + proc.stdout
 
 
+@pytest.mark.slow  # one of the slowest of the default suite (make test --durations)
 def test_a_run_killed_mid_way_resumes_to_the_same_tables(tmp_path, cache_dir):
     import signal
     import time

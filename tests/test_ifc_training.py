@@ -348,6 +348,7 @@ def test_recomputing_activations_is_not_part_of_what_a_saved_corpus_must_share()
     assert GenerationPlan(**{**plan.__dict__, "learning_rate": 2e-4}).fingerprint() != plan.fingerprint()
 
 
+@pytest.mark.slow  # one of the slowest of the default suite (make test --durations)
 def test_the_loss_in_parts_is_the_models_own_loss_and_adds_the_output_gradient_in_place(smollm2):
     """``head_loss`` (the output layer's loss 64 positions at a time, ``chunked_head_loss``) gives the model's own
     loss and gradients to float32 rounding (measured: 2.5e-6 of the loss, 1.4e-5 of a gradient's largest element),

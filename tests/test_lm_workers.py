@@ -52,6 +52,7 @@ def test_the_worker_count_is_read_from_lm_workers():
             resolve_workers({"workers": wrong})
 
 
+@pytest.mark.slow  # one of the slowest of the default suite (make test --durations)
 def test_scores_from_two_workers_equal_serial_scores(scores_dir, smollm2_cfg, intent_texts):
     """Infilling and plain log-likelihood: equal to the last bit, as both score the same padded batches
     (textmetric_bench.features.lm.model.length_batches) with one torch thread; only which process runs a batch differs."""

@@ -146,6 +146,7 @@ def with_guide_entry(copy) -> None:
     source.write_text(text.replace(end, "\n" + entry + end[1:]), encoding="utf-8")
 
 
+@pytest.mark.slow  # one of the slowest of the default suite (make test --durations)
 def test_the_guides_measure_goes_through_a_whole_run_of_the_guides_task_into_its_report(tmp_path, cache_dir):
     """Both guides followed in one copy of the checkout: the task of docs/tasks.md (its file and its entry-point
     line) and the measure of docs/measures.md. A run of that task writes the measure, and its report.html shows it

@@ -194,6 +194,7 @@ def test_a_failed_evaluation_is_recorded_and_costs_only_its_shift():
     )
 
 
+@pytest.mark.slow  # one of the slowest of the default suite (make test --durations)
 def test_end_to_end_perturbation_run_on_the_embedded_pair(tmp_path, cache_dir):
     out = tmp_path / "run"
     proc = run_bench(

@@ -144,6 +144,7 @@ def test_s_and_i_join_a_ksc_run_on_one_radar(tmp_path, cache_dir):
     assert ">S<" in labels and ">I<" in labels and ">ρ<" in labels
 
 
+@pytest.mark.slow  # one of the slowest of the default suite (make test --durations)
 def test_end_to_end_small_grid_on_the_embedded_pair(tmp_path, cache_dir):
     out = tmp_path / "run"
     proc = run_bench("task=robustness", *SMALL, "metrics=[fid,chi]", f"hydra.run.dir={out}", cache_dir=cache_dir)
