@@ -32,10 +32,8 @@ def guide_entry_point() -> tuple[str, str]:
     return header, entry
 
 
-@pytest.fixture(scope="module")
-def checkout_with_toy_task(tmp_path_factory):
-    base = tmp_path_factory.mktemp("toy_task")
-    copy = copy_checkout(base / "checkout")
+def with_guide_task(copy) -> None:
+    """docs/tasks.md followed in the checkout copy ``copy``: its one new file and its entry-point line."""
     path, code = guide_task_file()
     assert path == "bench/tasks/halves.py"
     (copy / path).write_text(code)
@@ -44,6 +42,13 @@ def checkout_with_toy_task(tmp_path_factory):
     text = pyproject.read_text()
     assert group in text
     pyproject.write_text(text.replace(group, f"{group}\n{entry}", 1))  # the guide's line, under its group
+
+
+@pytest.fixture(scope="module")
+def checkout_with_toy_task(tmp_path_factory):
+    base = tmp_path_factory.mktemp("toy_task")
+    copy = copy_checkout(base / "checkout")
+    with_guide_task(copy)
     layout = installed_layout(copy, base / "importable")
     installed_metadata(copy, layout)  # what installing the copy again writes (make venv, pip install -e .)
     return copy, layout

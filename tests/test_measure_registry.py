@@ -151,14 +151,10 @@ def test_the_guides_measure_goes_through_a_whole_run_of_the_guides_task_into_its
     """Both guides followed in one copy of the checkout: the task of docs/tasks.md (its file and its entry-point
     line) and the measure of docs/measures.md. A run of that task writes the measure, and its report.html shows it
     by the registry's symbol and legend."""
-    from test_adding_a_task import guide_entry_point, guide_task_file
+    from test_adding_a_task import with_guide_task
 
     copy = copy_checkout(tmp_path / "checkout")
-    path, code = guide_task_file()
-    (copy / path).write_text(code, encoding="utf-8")
-    group, entry = guide_entry_point()
-    pyproject = copy / "pyproject.toml"
-    pyproject.write_text(pyproject.read_text(encoding="utf-8").replace(group, f"{group}\n{entry}", 1), encoding="utf-8")
+    with_guide_task(copy)
     with_guide_entry(copy)
     layout = installed_layout(copy, tmp_path / "importable")
     installed_metadata(copy, layout)
