@@ -67,6 +67,7 @@ def cli(checkout, importable, cache_dir, *args, cwd=None):
     )
 
 
+@pytest.mark.slow  # one of the slowest of the default suite (make test --durations)
 def test_the_guides_task_runs_from_one_new_file(checkout_with_toy_task, tmp_path, cache_dir):
     checkout, importable = checkout_with_toy_task
     out = tmp_path / "run"

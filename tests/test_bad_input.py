@@ -232,6 +232,7 @@ def ksc_config(cache_dir, *overrides):
     return compose_config(["k=3", "n=12", "repetitions=1", "progress=false", f"data.cache_dir={cache_dir}", *overrides])
 
 
+@pytest.mark.slow  # one of the slowest of the default suite (make test --durations)
 def test_corrupted_embedding_shards_are_set_aside_and_the_run_gives_the_same_tables(tmp_path, caplog):
     cache = tmp_path / "cache"
     first = run_ksc(ksc_config(cache, "metrics=[fid]"), tmp_path / "first")

@@ -41,6 +41,7 @@ def check_config(tmp_path, cache_dir, *overrides):
     )
 
 
+@pytest.mark.slow  # one of the slowest of the default suite (make test --durations)
 def test_gate_passes_unchanged_and_fails_on_degradation(tmp_path, cache_dir, fake_degradable_chi):
     metrics = f"metrics=[chi,{fake_degradable_chi}]"
     run_check(check_config(tmp_path, cache_dir, metrics, "update=true"), tmp_path / "base")
@@ -156,6 +157,7 @@ def test_the_committed_baseline_was_written_by_todays_metrics():
     assert stale == {}, f"the baseline is stale for {sorted(stale)}: run `make regenerate`"
 
 
+@pytest.mark.slow  # one of the slowest of the default suite (make test --durations)
 def test_make_check_fails_when_a_built_in_metric_rises_and_names_the_command(tmp_path, cache_dir):
     """Through the CLI, as CI runs it: the committed baseline with CHI's values lowered is a CHI that now rises."""
     import subprocess

@@ -65,6 +65,7 @@ def test_generated_tables_are_included_not_pasted():
         assert (PROJECT_ROOT / generated).is_file(), generated
 
 
+@pytest.mark.slow  # one of the slowest of the default suite (make test --durations)
 def test_the_docs_site_builds_strictly(tmp_path):
     """As `make docs` does, from another directory: a broken link, anchor, include or docstring fails the build."""
     pytest.importorskip("mkdocs")

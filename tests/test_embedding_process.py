@@ -97,6 +97,7 @@ def test_the_helper_ends_with_the_process_that_started_it(end):
     assert not _alive(helper_pid)
 
 
+@pytest.mark.slow  # one of the slowest of the default suite (make test --durations)
 def test_an_empty_cache_starts_loading_the_model_ahead_and_the_vectors_are_the_same(tmp_path):
     """``warm_up_if_uncached`` starts the helper and its model load in the background on an empty cache only; the
     first embedding reads that load's answer and gives the vectors of a helper started on demand."""

@@ -40,6 +40,7 @@ def test_the_package_pins_the_kernels_on_import():
     assert all(os.environ[name] == value for name, value in PINNED.items())
 
 
+@pytest.mark.slow  # one of the slowest of the default suite (make test --durations)
 def test_a_text_has_the_same_vector_in_every_batch_composition(encoder, texts):
     together = encoder.encode(texts)
     alone = np.concatenate([encoder.encode([t]) for t in texts])

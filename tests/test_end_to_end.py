@@ -29,6 +29,7 @@ def run_bench(*args, cache_dir, mirror=None, timeout=900):
     )
 
 
+@pytest.mark.slow  # one of the slowest of the default suite (make test --durations)
 def test_embedded_pair_run_writes_every_output_and_reruns_identically(tmp_path, cache_dir):
     first, second = tmp_path / "first", tmp_path / "second"
     for out in (first, second):
@@ -85,6 +86,7 @@ def test_paper_pair_runs_via_the_mirror(tmp_path, cache_dir, mirror_dir):
     assert (measures.loc[PAPER_METRICS, "A"] > 0.6).all()
 
 
+@pytest.mark.slow  # one of the slowest of the default suite (make test --durations)
 def test_multirun_sweep_and_its_aggregate(tmp_path, cache_dir):
     sweep = tmp_path / "sweep"
     proc = run_bench(

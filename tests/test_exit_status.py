@@ -63,6 +63,7 @@ def test_a_run_whose_metrics_all_succeed_exits_0(tmp_path, plugin_path, cache_di
     assert "FAILED" not in proc.stderr and not (out / "failures.csv").exists()
 
 
+@pytest.mark.slow  # one of the slowest of the default suite (make test --durations)
 def test_a_metrics_output_below_python_goes_to_the_log_not_the_console(tmp_path, plugin_path, cache_dir):
     """Text a metric's C code writes straight on file descriptor 2 (faiss did, on every small k-means) is in the run's
     log file and never on the console (docs/running.md, "Console, log file and progress")."""
@@ -149,6 +150,7 @@ def launchers() -> list[str]:
     return ["basic", pytest.param("joblib", marks=pytest.mark.skipif(not joblib, reason="no joblib launcher"))]
 
 
+@pytest.mark.slow  # one of the slowest of the default suite (make test --durations)
 @pytest.mark.parametrize("launcher", launchers())
 def test_a_sweep_exits_non_zero_when_a_job_failed_and_names_it(tmp_path, plugin_path, cache_dir, launcher):
     proc, out = sweep(
@@ -202,6 +204,7 @@ def broken_plugins(tmp_path_factory) -> Path:
     return site
 
 
+@pytest.mark.slow  # one of the slowest of the default suite (make test --durations)
 def test_a_plugin_that_fails_to_import_is_reported_everywhere_and_fails_the_run(tmp_path, broken_plugins, cache_dir):
     proc, out = run(tmp_path, broken_plugins, cache_dir, "[chi]")
     assert proc.returncode == EXIT_METRIC_FAILED, proc.stderr[-3000:]
@@ -235,6 +238,7 @@ def test_naming_a_metric_of_a_plugin_that_failed_to_import_names_the_import_erro
     assert "Metric plugins that failed to load: top (broken_top: ModuleNotFoundError" in proc.stderr
 
 
+@pytest.mark.slow  # one of the slowest of the default suite (make test --durations)
 def test_a_partly_failing_metric_keeps_its_row_and_its_failed_corpora_can_be_written(tmp_path, plugin_path, cache_dir):
     """fake_fails_once fails 1 of 6 evaluations (repetition 0 of 2), fake_divides_by_zero all 6: both keep a row
     in every table, marked; the failed evaluations' corpora are rebuilt from the saved config."""

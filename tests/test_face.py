@@ -102,6 +102,7 @@ def corpora(intent_texts):
     return {"a1": a[:24], "a2": a[24:48], "b1": b[:24]}
 
 
+@pytest.mark.slow  # one of the slowest of the default suite (make test --durations)
 def test_face_metrics_on_real_texts(lm_context, corpora):
     a1, b1 = corpora["a1"], corpora["b1"]
     for name in FACE:

@@ -137,6 +137,7 @@ def test_the_shipped_generated_pairs_keep_their_prompts_out_of_the_human_side():
         assert pair.a_select is not None and pair.a_select.part != generated.select.part
 
 
+@pytest.mark.slow  # one of the slowest of the default suite (make test --durations)
 def test_a_small_generated_corpus_is_written_cached_and_reused(
     human_cards, smollm2_cfg, smollm2, tmp_path, cache_dir, monkeypatch
 ):
@@ -145,10 +146,14 @@ def test_a_small_generated_corpus_is_written_cached_and_reused(
     from textmetric_bench.collections import generated as module
     from textmetric_bench.collections.generated import corpus_generator
 
+    from textmetric_bench.features import embedding_process
+
     write_docs_cards(human_cards, texts=16)
     dirs = card_dirs([human_cards])
     generate = corpus_generator({**smollm2_cfg, "device": "cpu"}, progress=False)
+    warming = embedding_process.helper()  # as a run on an empty cache starts it, ahead of its first text
     human, machine = load_pair("tickets_human_generated", cards=dirs, cache_dir=cache_dir, generate=generate)
+    assert warming.process.poll() is not None  # ended before the language model loaded: not both in memory
     tickets = load_source("tickets", cards=dirs).texts
     prompts = [t for t in tickets if in_part(t, Selection(0, 2))]
     assert len(machine.texts) == 16 and not set(machine.texts) & set(tickets)
@@ -173,6 +178,7 @@ def test_a_small_generated_corpus_is_written_cached_and_reused(
     assert len(set(reseeded.texts) & set(machine.texts)) < 4
 
 
+@pytest.mark.slow  # one of the slowest of the default suite (make test --durations)
 def test_the_docs_example_runs_through_the_command_line_and_is_recorded(human_cards, smollm2, cache_dir):
     """The docs' cards (16 texts) in a KSC run from the user's directory: run.json records the generated source."""
     write_docs_cards(human_cards, texts=16)

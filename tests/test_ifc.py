@@ -73,6 +73,7 @@ def tiny_run(tmp_path_factory, cache_dir, mirror_dir, smollm2):
     return cfg, out, run_ifc(cfg, out)
 
 
+@pytest.mark.slow  # one of the slowest of the default suite (make test --durations)
 def test_tiny_run_generates_every_corpus_and_scores_it(tiny_run):
     cfg, out, result = tiny_run
     gen = out / "generated"
@@ -99,12 +100,14 @@ def test_tiny_run_generates_every_corpus_and_scores_it(tiny_run):
     assert "| fid |" in (out / "table3.md").read_text()
 
 
+@pytest.mark.slow  # one of the slowest of the default suite (make test --durations)
 def test_g0_is_farther_from_the_source_than_a_reference_sample_is(tiny_run):
     _, _, result = tiny_run
     for row in result.summary.itertuples():
         assert row.first_distance > row.self_distance, row.metric
 
 
+@pytest.mark.slow  # one of the slowest of the default suite (make test --durations)
 def test_a_rerun_regenerates_only_the_deleted_corpus(tiny_run):
     cfg, out, _ = tiny_run
     gen = out / "generated"
@@ -121,6 +124,7 @@ def test_a_rerun_regenerates_only_the_deleted_corpus(tiny_run):
     assert len((gen / "iter_2.jsonl").read_text().splitlines()) == 24
 
 
+@pytest.mark.slow  # one of the slowest of the default suite (make test --durations)
 def test_a_deleted_middle_corpus_is_rebuilt_by_replaying_its_seeded_step(tiny_run):
     cfg, out, _ = tiny_run
     gen = out / "generated"
@@ -137,6 +141,7 @@ def test_a_deleted_middle_corpus_is_rebuilt_by_replaying_its_seeded_step(tiny_ru
     assert (gen / "checkpoint" / "model.safetensors").stat().st_mtime_ns == weights  # step 2 stays saved
 
 
+@pytest.mark.slow  # one of the slowest of the default suite (make test --durations)
 def test_a_rerun_missing_g0_and_the_last_corpus_samples_the_last_from_the_saved_weights(tiny_run):
     """g_0 needs the base model; g_2 then comes from the saved weights of step 2, not from replaying steps 1-2."""
     cfg, out, _ = tiny_run
@@ -154,6 +159,7 @@ def test_a_rerun_missing_g0_and_the_last_corpus_samples_the_last_from_the_saved_
     assert (gen / "checkpoint" / "model.safetensors").stat().st_mtime_ns == weights
 
 
+@pytest.mark.slow  # one of the slowest of the default suite (make test --durations)
 def test_scoring_again_with_another_metric_needs_no_generation(tiny_run, cache_dir, mirror_dir):
     _, out, _ = tiny_run
     cfg = ifc_config(cache_dir, mirror_dir, "ifc.generate=false", "metrics=[chi]")
@@ -172,6 +178,7 @@ def test_scoring_again_with_another_metric_needs_no_generation(tiny_run, cache_d
     assert sorted(p.name for p in out.glob("*.png")) == figures
 
 
+@pytest.mark.slow  # one of the slowest of the default suite (make test --durations)
 def test_changed_generation_settings_are_refused_in_a_used_directory(tiny_run, cache_dir, mirror_dir):
     _, out, _ = tiny_run
     cfg = ifc_config(cache_dir, mirror_dir, "ifc.learning_rate=0.001")

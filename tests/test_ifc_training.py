@@ -140,6 +140,7 @@ def test_a_batch_in_parts_gives_the_gradient_of_one_pass(smollm2, monkeypatch):
         )
 
 
+@pytest.mark.slow  # one of the slowest of the default suite (make test --durations)
 def test_recomputing_activations_changes_no_bit_fused_adamw_only_rounding_and_the_model_is_left_as_it_was(
     smollm2, monkeypatch
 ):

@@ -153,6 +153,7 @@ SHADOWS = {
 }
 
 
+@pytest.mark.slow  # one of the slowest of the default suite (make test --durations)
 def test_files_in_the_working_directory_do_not_shadow_the_installed_harness(ksc_run, venv, tmp_path):
     """A researcher's metrics.py, a reports/ folder, a bench.py and a conf/ beside them change nothing,
     also in the engine's worker processes, and the run exits 0 with the same table as in an empty directory."""
@@ -229,6 +230,7 @@ if __name__ == "__main__":
 '''
 
 
+@pytest.mark.slow  # one of the slowest of the default suite (make test --durations)
 def test_the_installed_python_api_evaluates_a_metric_of_a_script_as_the_command_line_does(ksc_run, venv, tmp_path):
     """A user's script with its own metric, run by the installed wheel from another directory: the metric is
     evaluated in the worker processes, and the built-in one gets the command line's values on the same setting."""

@@ -126,6 +126,7 @@ def test_every_launcher_config_composes_on_its_plugin(launcher):
         pytest.param("ray_local", marks=needs_ray),
     ],
 )
+@pytest.mark.slow  # one of the slowest of the default suite (make test --durations)
 def test_a_sweep_gives_the_same_tables_on_every_launcher(launcher, basic_tables, tmp_path, cache_dir):
     extra = ["hydra.launcher.n_jobs=2"] if launcher == "joblib" else []
     proc = sweep(launcher, tmp_path, cache_dir, *extra)

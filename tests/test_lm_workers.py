@@ -108,6 +108,7 @@ def _scoring_job(root: str, cfg: dict, texts: list[str], out: str, barrier) -> N
     Path(out).write_text(json.dumps({"scored": lm.scored, "values": [v.tolist() for v in values]}))
 
 
+@pytest.mark.slow  # one of the slowest of the default suite (make test --durations)
 def test_two_jobs_share_one_score_cache(scores_dir, smollm2_cfg, intent_texts):
     """Two processes scoring overlapping texts at once: each text scored once between them, identical
     scores, a consistent cache that a third run reads without scoring anything."""

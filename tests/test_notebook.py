@@ -32,6 +32,7 @@ def data(outputs: list, mime: str) -> list[str]:
     return [o["data"][mime] for o in outputs if mime in o.get("data", {})]
 
 
+@pytest.mark.slow  # one of the slowest of the default suite (make test --durations)
 def test_the_plugin_notebook_runs_end_to_end(tmp_path, monkeypatch):
     monkeypatch.setenv("BENCH_CACHE_DIR", str(tmp_path / "cache"))
     notebook = execute(nbformat.read(NOTEBOOK, as_version=4), tmp_path)

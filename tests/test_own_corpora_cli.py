@@ -106,6 +106,7 @@ def test_user_cards_and_a_pair_config_on_the_search_path_run(fortune, tmp_path, 
     assert info["sources"]["computing"]["texts"] == info["sources"]["people"]["texts"] == 40
 
 
+@pytest.mark.slow  # one of the slowest of the default suite (make test --durations)
 def test_the_card_command_writes_cards_that_run(fortune, tmp_path, cache_dir):
     write_texts(tmp_path / "ours.csv", fortune[0][:40])
     write_texts(tmp_path / "theirs.jsonl", fortune[1][:40], field="body")

@@ -46,6 +46,7 @@ def test_bad_seed_count_is_rejected(tmp_path, cache_dir):
         run_ksc(small_run(cache_dir, "metrics=[chi]", "own_noise.seeds=1"), tmp_path)
 
 
+@pytest.mark.slow  # one of the slowest of the default suite (make test --durations)
 def test_ksc_run_writes_own_noise_of_its_stochastic_metrics(tmp_path, cache_dir):
     cfg = small_run(cache_dir, "metrics=[chi,mauve,classifier,chance]", "own_noise.seeds=3")
     result = run_ksc(cfg, tmp_path)

@@ -81,6 +81,7 @@ def test_the_installed_metric_is_registered(readme_plugin, tmp_path, cache_dir, 
     assert params == {"min_count": 1} and distance is False  # the guide's text describes a similarity
 
 
+@pytest.mark.slow  # one of the slowest of the default suite (make test --durations)
 def test_the_installed_metric_runs_in_a_ksc_study(readme_plugin, tmp_path, cache_dir, mirror_dir):
     name, _, site = readme_plugin
     out = tmp_path / "run"

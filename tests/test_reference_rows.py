@@ -96,6 +96,7 @@ def test_reference_rows_of_text_metrics_equal_a_fresh_run(tmp_path, cache_dir):
         )
 
 
+@pytest.mark.slow  # one of the slowest of the default suite (make test --durations)
 def test_a_new_metric_alone_gets_every_reference_metric_beside_it(tmp_path, cache_dir, length_gap):
     out = tmp_path / "run"
     result = run_ksc(ksc_config(cache_dir, f"metrics=[{length_gap}]", *REFERENCE_SETTINGS), out)
@@ -132,6 +133,7 @@ def test_a_new_metric_alone_gets_every_reference_metric_beside_it(tmp_path, cach
     assert "<th>mauve (reference)</th>" in page and "reports/reference/" in page
 
 
+@pytest.mark.slow  # one of the slowest of the default suite (make test --durations)
 def test_settings_that_do_not_match_merge_nothing(tmp_path, cache_dir, length_gap, caplog):
     other_n = run_ksc(
         ksc_config(cache_dir, f"metrics=[{length_gap}]", "k=7", "n=50", "repetitions=5"), tmp_path / "n50"

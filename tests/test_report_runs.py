@@ -71,6 +71,7 @@ def report(runs, tmp_path_factory):
     return out, page
 
 
+@pytest.mark.slow  # one of the slowest of the default suite (make test --durations)
 def test_report_and_aggregate_agree_on_every_interval(runs, report):
     out, _ = report
     long = aggregate_sweep(runs).set_index(["run_dir", "metric", "measure"])
@@ -92,6 +93,7 @@ def test_report_and_aggregate_agree_on_every_interval(runs, report):
     assert checked == 3 * 2 * 8 * 3
 
 
+@pytest.mark.slow  # one of the slowest of the default suite (make test --durations)
 def test_two_runs_of_one_setting_are_labelled_and_not_pooled(report):
     _, page = report
     section = page[page.index("KSC k=4") : page.index("KSC k=5")]
@@ -101,6 +103,7 @@ def test_two_runs_of_one_setting_are_labelled_and_not_pooled(report):
     assert "(generated)" not in page and "robustness</h2>" not in page  # robustness joined, not a section
 
 
+@pytest.mark.slow  # one of the slowest of the default suite (make test --durations)
 def test_a_pairs_tasks_join_one_profile_and_unmeasured_axes_are_marked(report, runs, tmp_path):
     _, page = report
     head = re.search(r"<table class=table3><thead><tr>(.*?)</tr>", page).group(1)
@@ -136,6 +139,7 @@ def test_a_pairs_tasks_join_one_profile_and_unmeasured_axes_are_marked(report, r
     assert table["IFC"].notna().all() and table["runs"].iloc[0].count(";") == 2
 
 
+@pytest.mark.slow  # one of the slowest of the default suite (make test --durations)
 def test_significance_matrix_warning_and_symbols(report):
     _, page = report
     assert page.count("<h4>Which metric is better</h4>") == 3
@@ -149,6 +153,7 @@ def test_significance_matrix_warning_and_symbols(report):
     assert "percentile bootstrap interval over repetitions" in page and "pooled" in page
 
 
+@pytest.mark.slow  # one of the slowest of the default suite (make test --durations)
 def test_the_report_of_several_runs_never_replaces_a_runs_own_page(runs, tmp_path, monkeypatch, capsys):
     from textmetric_bench.reports.__main__ import main as report_main
 
@@ -167,6 +172,7 @@ def test_the_report_of_several_runs_never_replaces_a_runs_own_page(runs, tmp_pat
     assert "is a run's directory" in capsys.readouterr().err and own["ksc_seed1"].read_text() == "the page of ksc_seed1"
 
 
+@pytest.mark.slow  # one of the slowest of the default suite (make test --durations)
 def test_own_noise_table_is_shown_when_the_run_has_one(runs, tmp_path):
     copy = tmp_path / "runs"
     shutil.copytree(runs / "ksc_seed0", copy / "ksc_seed0")
@@ -177,6 +183,7 @@ def test_own_noise_table_is_shown_when_the_run_has_one(runs, tmp_path):
     assert "A metric's own noise" in page and "<td>.200</td>" in page
 
 
+@pytest.mark.slow  # one of the slowest of the default suite (make test --durations)
 def test_aggregate_warns_and_writes_significance(runs, tmp_path):
     paths = write_sweep_tables(runs, tmp_path)
     summary = pd.read_csv(paths["sweep_summary"])

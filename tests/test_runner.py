@@ -66,6 +66,7 @@ def test_adding_repetitions_keeps_the_earlier_ones(tmp_path, cache_dir):
     assert len(longer.measures) == 3
 
 
+@pytest.mark.slow  # one of the slowest of the default suite (make test --durations)
 def test_parallel_workers_give_the_serial_tables(tmp_path, cache_dir):
     serial = run_ksc(ksc_config(cache_dir, "metrics=[chi,fid,mauve,dc]"), tmp_path / "serial")
     parallel = run_ksc(ksc_config(cache_dir, "metrics=[chi,fid,mauve,dc]", "engine.workers=2"), tmp_path / "parallel")

@@ -140,6 +140,7 @@ def comparable(frame: pd.DataFrame) -> pd.DataFrame:
     return frame.reset_index(drop=True)
 
 
+@pytest.mark.slow  # one of the slowest of the default suite (make test --durations)
 def test_the_api_and_the_command_line_give_the_same_tables(tmp_path, monkeypatch):
     """The same small setting through `python -m textmetric_bench` (from a directory outside the checkout) and
     through `textmetric_bench.evaluate`, with the same cache: every table equal but for timings."""

@@ -151,6 +151,7 @@ def test_the_recorded_catalogue_is_the_registrys():
     assert facts.loc["gone_plugin", "failure_modes"] == "not registered"
 
 
+@pytest.mark.slow  # one of the slowest of the default suite (make test --durations)
 def test_the_docs_count_the_settings_the_suites_compose_and_the_threshold_the_code_uses():
     from textmetric_bench import PROJECT_ROOT
     from textmetric_bench.reports.suite.ranks import ENOUGH_SETTINGS

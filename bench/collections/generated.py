@@ -174,10 +174,15 @@ def write_corpus(
     """Load the model, fine-tune it if the card says so, write the continuations and their statistics."""
     import torch
 
+    from textmetric_bench.features.embedding_process import close_helper
     from textmetric_bench.features.lm.model import generation_threads, load_causal_lm, return_freed_memory
 
     origin = card.generated
     assert origin is not None
+    # A run on an empty cache starts the embedder's model loading in its helper process while the corpora are built
+    # (`Embedder.warm_up_if_uncached`): beside the language model it would hold its ~800 MB for the minutes of
+    # writing. End it; the first text to embed starts a new one.
+    close_helper()
     lm = model_config(origin, lm_cfg)
     threads = torch.get_num_threads()
     start = time.perf_counter()
