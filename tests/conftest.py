@@ -148,6 +148,31 @@ def _fast_tier_loads_no_model(request, monkeypatch):
     yield
 
 
+@pytest.fixture(autouse=True)
+def _no_metric_left_registered():
+    """Every test leaves the metric registry as it found it: a metric a test registers and leaves behind (a fake
+    plugin imported in the test process, a fixture without its ``unregister``) would join every later in-process run
+    of the default metrics in the session. It is unregistered, and the test fails naming it. The installed plugins
+    are loaded before the first look (``available_metrics``), so they are never counted as the test's."""
+    from textmetric_bench.api.registry import available_metrics, get_metric, unregister
+
+    before = {name: get_metric(name) for name in available_metrics()}
+    yield
+    after = {name: get_metric(name) for name in available_metrics()}
+    added = sorted(set(after) - set(before))
+    for name in added:
+        unregister(name)
+    replaced = sorted(name for name in before if name in after and after[name] != before[name])  # equal: restored
+    removed = sorted(set(before) - set(after))
+    problems = [
+        f"{what}: {', '.join(names)}"
+        for what, names in (("left registered", added), ("replaced", replaced), ("unregistered", removed))
+        if names
+    ]
+    if problems:
+        pytest.fail(f"the test changed the metric registry ({'; '.join(problems)}); restore it in the test")
+
+
 def pytest_sessionfinish(session, exitstatus):
     """A run of the fast tier alone ends with sentence-transformers never imported. (transformers is: the
     reference package mauve-text imports it with itself, which loads no model.)"""

@@ -7,6 +7,8 @@ Registered when imported: tests make a run load this module through the plugin e
 
 import os
 
+from fake_lines import FD2_LINE  # tests/ is on the run's PYTHONPATH
+
 from textmetric_bench.api.registry import metric
 
 #: env var: a file that ``fake_fails_once`` creates at its first call (which fails); later calls succeed.
@@ -31,10 +33,6 @@ def fake_fails_once(p, q, *, seed: int = 0) -> float:
     except FileExistsError:
         return float(len(p) + len(q))
     raise RuntimeError("fake first call fails")
-
-
-#: What ``fake_writes_to_fd2`` writes on file descriptor 2 at each call.
-FD2_LINE = "fake C-level line on file descriptor 2"
 
 
 @metric("fake_writes_to_fd2", inputs="texts", symmetric=True)

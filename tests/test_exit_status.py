@@ -7,7 +7,6 @@ PYTHONPATH): ``fake_divides_by_zero`` fails every evaluation, ``fake_fails_once`
 
 from __future__ import annotations
 
-import ast
 import json
 import os
 import subprocess
@@ -16,6 +15,8 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+
+from fake_lines import FD2_LINE
 
 from textmetric_bench.errors import EXIT_BAD_INPUT, EXIT_METRIC_FAILED, EXIT_REGRESSION, EXIT_OK, worst_exit_status
 
@@ -51,20 +52,6 @@ def cli(tmp_path: Path, plugin_path: Path, cache_dir: Path, *args: str) -> subpr
     )
 
 
-def plugin_constant(name: str) -> str:
-    """A constant of tests/fake_failing_plugin.py, read without importing it: an import would register its fakes in
-    this process, and a later in-process run of the default metrics in the same session (the slow tier's
-    reference-row runs) would run them too."""
-    tree = ast.parse((TESTS_DIR / "fake_failing_plugin.py").read_text())
-    values = [
-        node.value.value
-        for node in tree.body
-        if isinstance(node, ast.Assign) and [getattr(t, "id", None) for t in node.targets] == [name]
-    ]
-    assert len(values) == 1, name
-    return values[0]
-
-
 def run(tmp_path, plugin_path, cache_dir, metrics: str, *extra: str):
     out = tmp_path / "run"
     proc = cli(tmp_path, plugin_path, cache_dir, *TINY, f"metrics={metrics}", f"hydra.run.dir={out}", *extra)
@@ -82,8 +69,6 @@ def test_a_run_whose_metrics_all_succeed_exits_0(tmp_path, plugin_path, cache_di
 def test_a_metrics_output_below_python_goes_to_the_log_not_the_console(tmp_path, plugin_path, cache_dir):
     """Text a metric's C code writes straight on file descriptor 2 (faiss did, on every small k-means) is in the run's
     log file and never on the console (docs/running.md, "Console, log file and progress")."""
-    FD2_LINE = plugin_constant("FD2_LINE")
-
     proc, out = run(tmp_path, plugin_path, cache_dir, "[chi,fake_writes_to_fd2]")
     assert proc.returncode == EXIT_OK, proc.stderr[-3000:]
     assert FD2_LINE not in proc.stderr + proc.stdout
