@@ -128,6 +128,24 @@ def test_the_cache_key_names_the_device_and_the_model_files(tmp_path):
     assert _minilm(tmp_path, path=str(local)).cache.dir != before
 
 
+def test_texts_are_encoded_shortest_first_and_returned_in_the_callers_order(tmp_path, monkeypatch):
+    """Chunks hold texts of similar length (fuller batches of one length in the model), whatever the order asked."""
+    import textmetric_bench.features.embedding as embedding
+
+    monkeypatch.setattr(embedding, "CHUNK", 3)
+    calls = []
+
+    def fake_encoder_recording_its_chunks(texts):
+        calls.append(list(texts))
+        return np.array([[float(len(t)), 1.0] for t in texts])
+
+    texts = ["a" * n for n in (7, 2, 9, 1, 5, 8, 3)]
+    emb = Embedder("fake", fake_encoder_recording_its_chunks, EmbeddingCache(tmp_path, "fake"))
+    vectors = emb.embed(texts)
+    assert calls == [["a", "aa", "aaa"], ["a" * 5, "a" * 7, "a" * 8], ["a" * 9]]
+    assert vectors[:, 0].tolist() == [float(len(t)) for t in texts]
+
+
 def test_a_large_request_is_written_chunk_by_chunk_and_a_failure_keeps_the_chunks_done(tmp_path, monkeypatch):
     import textmetric_bench.features.embedding as embedding
 

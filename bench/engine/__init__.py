@@ -18,6 +18,7 @@ Every task reduces to a list of ``Job``s over corpora held in one ``CorpusStore`
 """
 
 from textmetric_bench.engine.jobs import CRASH, ERROR, OK, SKIPPED, TIMEOUT, Job, Outcome, evaluate, params_digest
+from textmetric_bench.engine.pool import start_worker_server
 from textmetric_bench.engine.result_log import ResultLog
 from textmetric_bench.engine.run import (
     DEFAULT_MAX_TIMEOUTS,
@@ -49,4 +50,5 @@ __all__ = [
     "params_digest",
     "result_log_for",
     "run_jobs",
+    "start_worker_server",
 ]

@@ -189,8 +189,10 @@ def serve() -> None:
     while True:
         try:
             name, args = _receive(calls)
-        except EOFError:
-            return
+        except EOFError:  # the caller closed the pipe: end now (an interpreter's teardown with torch takes a second)
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(0)
         try:
             answer: tuple = (True, CALLS[name](*args))
         except BaseException as exc:  # noqa: B036 - every failure goes back to the caller, which raises it

@@ -57,6 +57,7 @@ from textmetric_bench.engine import (
     params_digest,
     result_log_for,
     run_jobs,
+    start_worker_server,
 )
 from textmetric_bench.features.embedder_settings import EmbedderSettings
 from textmetric_bench.features.lm.settings import LMSettings
@@ -336,6 +337,7 @@ def run_task(task: Task, run: RunInputs) -> TaskResult:
     out_dir, metrics = run.out_dir, run.metrics
     out_dir.mkdir(parents=True, exist_ok=True)
     embedder, embed_seconds = None, 0.0
+    start_worker_server()  # the evaluation workers' imports overlap building the corpora and embedding them
     if any(m.inputs == "embeddings" for m, _ in metrics):
         embedder = build_embedder(
             run.embedder, run.cache_dir
