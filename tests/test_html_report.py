@@ -93,7 +93,10 @@ def test_every_figure_title_names_the_pair_k_n_and_repetitions(sweep, tmp_path, 
         titles.append(" ".join(texts))
         return save(fig, *args, **kwargs)
 
+    from textmetric_bench.reports.figures import parallel
+
     monkeypatch.setattr(Figure, "savefig", read_titles)
+    monkeypatch.setattr(parallel, "PROCESSES", 1)  # every figure drawn in this process, where the patch is
     build_report([sweep], tmp_path / "report")
     assert len(titles) >= 10
     for text in titles:

@@ -61,7 +61,13 @@ def _raise_unpicklable(name, error):
 
 #: What a forkserver imports once, before it forks any worker: the engine's worker module and the built-in metrics
 #: (textmetric_bench.engine.preload), and the libraries they import lazily (faiss, sklearn's SVM).
-PRELOAD = ["textmetric_bench.engine.preload", "faiss", "sklearn.svm", "sklearn.model_selection"]
+PRELOAD = [
+    "textmetric_bench.engine.preload",
+    "faiss",
+    "sklearn.svm",
+    "sklearn.model_selection",
+    "textmetric_bench.reports.figures.preload",
+]
 
 
 def worker_context() -> mp.context.BaseContext:

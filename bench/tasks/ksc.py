@@ -139,7 +139,8 @@ class KSCTask(Task, name="ksc", settings=KSCSettings, fields=("repetition", "i",
     def write(self, result: TaskResult, out_dir: Path) -> dict[str, Path]:
         """Table 3, radar chart, scatter plots, and the stochastic metrics' own noise (``own_noise.csv``)."""
         from textmetric_bench.measures.summaries import summarise_measures
-        from textmetric_bench.reports.figures.ksc import distance_scatter
+        from textmetric_bench.reports.figures.ksc import scatter_file, scatter_names
+        from textmetric_bench.reports.figures.parallel import FigureDrawer
         from textmetric_bench.reports.figures.radar import radar_chart
         from textmetric_bench.reports.tables.files import write_tables
 
@@ -153,16 +154,25 @@ class KSCTask(Task, name="ksc", settings=KSCSettings, fields=("repetition", "i",
             pd.DataFrame(result.info["own_noise"], columns=OWN_NOISE_COLUMNS).to_csv(
                 own_noise["own_noise"], index=False
             )
-        files = own_noise | write_tables(
-            result.measures, out_dir, title=title, failures=result.failures, repetitions=result.info.get("repetitions")
-        )
-        try:
-            for path in radar_chart(summarise_measures(result.measures), out_dir / "radar", title=title):
-                files[f"radar{path.suffix}"] = path
-        except ValueError as exc:
-            log.warning("no radar chart: %s", exc)
-        for path in distance_scatter(result.distances, out_dir, setting=title):
-            files[path.stem] = path
+        names = scatter_names(result.distances)
+        with FigureDrawer(jobs=1 + len(names)) as drawer:  # the figures are drawn while the tables are written
+            radar = drawer.submit(radar_chart, summarise_measures(result.measures), out_dir / "radar", title=title)
+            scatters = [drawer.submit(scatter_file, result.distances, out_dir, name, setting=title) for name in names]
+            files = own_noise | write_tables(
+                result.measures,
+                out_dir,
+                title=title,
+                failures=result.failures,
+                repetitions=result.info.get("repetitions"),
+            )
+            try:
+                for path in drawer.result(radar):
+                    files[f"radar{path.suffix}"] = path
+            except ValueError as exc:
+                log.warning("no radar chart: %s", exc)
+            for future in scatters:
+                path = drawer.result(future)
+                files[path.stem] = path
         return files
 
 

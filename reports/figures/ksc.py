@@ -80,7 +80,24 @@ def distance_scatter(
     ]
 
 
-def scatter_figures(distances: pd.DataFrame, setting: str = "", *, per_metric: bool = True) -> dict[str, Figure]:
+def scatter_names(distances: pd.DataFrame, *, per_metric: bool = True) -> list[str]:
+    """The names of the figures ``scatter_figures`` draws, in its order (none without a finite distance)."""
+    metrics = sorted(_finite_rows(distances, "distance")["metric"].unique(), key=str)
+    if not metrics:
+        return []
+    return [f"scatter_{safe_name(m)}" for m in metrics if per_metric] + ["scatter_all"]
+
+
+def scatter_file(distances: pd.DataFrame, out_dir: Path, name: str, *, setting: str = "") -> Path:
+    """The one figure ``name`` of ``scatter_figures`` written as ``<name>.png`` into ``out_dir`` (a job of
+    ``textmetric_bench.reports.figures.parallel``)."""
+    figure = scatter_figures(distances, setting, names={name})[name]
+    return save_figure(figure, Path(out_dir) / f"{name}.png")
+
+
+def scatter_figures(
+    distances: pd.DataFrame, setting: str = "", *, per_metric: bool = True, names=None
+) -> dict[str, Figure]:
     """Raw distance against ℓ per metric, pooled over repetitions (004 Figure 2 top), plus a z-scored grid.
 
     ``scatter_<metric>`` for every metric with at least one finite distance and ``scatter_all`` with one panel
@@ -88,7 +105,7 @@ def scatter_figures(distances: pd.DataFrame, setting: str = "", *, per_metric: b
     it works; its z (computed on the negation, as every measure) rises like a distance's. Each title gives the
     table's ρ (mean over repetitions) and the pooled ρ of the points drawn, each named, and ``setting`` (the
     pair, k, n and repetitions). ``per_metric=False``: the grid only (what the report shows; drawing a figure
-    costs about 0.3 s).
+    costs about 0.3 s). ``names``: only the figures of these names (``scatter_names``).
     """
     raw = _finite_rows(distances, "distance")
     if "repetition" in distances.columns:
@@ -98,6 +115,8 @@ def scatter_figures(distances: pd.DataFrame, setting: str = "", *, per_metric: b
     table_rho = {m: mean_rho(raw, m, m in similar) for m in metrics}
     figures: dict[str, Figure] = {}
     for metric in metrics if per_metric else []:
+        if names is not None and f"scatter_{safe_name(metric)}" not in names:
+            continue
         rows = raw[raw["metric"] == metric]
         fig = Figure(figsize=(5.5, 4.2))
         ax = fig.add_subplot()
@@ -112,7 +131,7 @@ def scatter_figures(distances: pd.DataFrame, setting: str = "", *, per_metric: b
             fontsize="medium",
         )
         figures[f"scatter_{safe_name(metric)}"] = fig
-    if not metrics:
+    if not metrics or (names is not None and "scatter_all" not in names):
         return figures
 
     zrows = _finite_rows(_with_z(distances), "z")

@@ -11,16 +11,18 @@ import base64
 import html
 import re
 from pathlib import Path
+from typing import Callable
 
 import pandas as pd
 
 from textmetric_bench.measures.intervals import INTERVAL_NAME
 from textmetric_bench.measures.paired import all_comparisons
 from textmetric_bench.measures.summaries import RAW_MEASURES, labelled
-from textmetric_bench.reports.figures.drawing import MEASURE_SYMBOLS, save_figure
+from textmetric_bench.reports.figures.drawing import MEASURE_SYMBOLS
 from textmetric_bench.reports.figures.heatmap import heatmap_caption, measure_heatmap
 from textmetric_bench.reports.figures.ksc import distance_scatter
 from textmetric_bench.reports.figures.overview import measure_boxplots, sweep_trends
+from textmetric_bench.reports.figures.parallel import FigureDrawer, saved
 from textmetric_bench.reports.figures.radar import radar_chart, radar_small_multiples, small_multiples_caption
 from textmetric_bench.reports.html.tables import (
     below_chance_html,
@@ -126,36 +128,35 @@ def _run_block(run: Run, joined: list[Run], fig_dir: Path, slug: str, out_dir: P
     if run.measures.empty:
         return "".join(parts) + "<p class=note>No metric produced measures.</p>"
     summary, missing = profile(run, joined) if run.task == "ksc" else (run.summary(), {})
-    comparisons = {}
-    for member in (run, *joined):
-        comparisons.update(all_comparisons(labelled(member.measures), RAW_MEASURES))
-    means = table3(summary)
-    marks = column_marks(comparisons, means)
-    failed = {m: c for member in (run, *joined) for m, c in failed_counts(member.failures).items()}
-    parts.append(table3_html(summary, marks, missing, marks_note(comparisons, marks), failed))
-    legend = ""
-    if similarities(summary):
-        legend += SIMILARITY_NOTE + " "
-    if any(map(is_reference, means.index)):
-        legend += REFERENCE_NOTE
-    if legend:
-        parts.append(f"<p class=legend>{escape(legend)}</p>")
-    wide = table3(summary, with_ci=True).rename_axis("metric")
-    wide.insert(0, "runs", ";".join(str(r.path) for r in (run, *joined)))  # where every number comes from
-    wide.to_csv(out_dir / f"table3_{slug}.csv")
-    parts += [
-        below_chance_html(summary),
-        significance_html(comparisons, means),
-        own_noise_html(run.path),
-        negative_divergence_html(run.distances),
-        _notes_html([run, *joined]),
-    ]
     setting = run.setting + "".join(f" + {r.task} ({r.setting})" for r in joined)
-    parts.append(_overview_figures(summary, fig_dir, slug, setting))
     measures = labelled(pd.concat([r.measures for r in (run, *joined)], ignore_index=True))
-    parts.append(
-        _figure(measure_boxplots(measures, fig_dir / f"boxplots_{slug}.png", setting=setting), CAPTIONS["boxplots"])
-    )
+    with FigureDrawer(jobs=4) as drawer:  # the figures are drawn while the tables are made
+        figures = _submit_overview_figures(drawer, summary, measures, fig_dir, slug, setting)
+        comparisons = {}
+        for member in (run, *joined):
+            comparisons.update(all_comparisons(labelled(member.measures), RAW_MEASURES))
+        means = table3(summary)
+        marks = column_marks(comparisons, means)
+        failed = {m: c for member in (run, *joined) for m, c in failed_counts(member.failures).items()}
+        parts.append(table3_html(summary, marks, missing, marks_note(comparisons, marks), failed))
+        legend = ""
+        if similarities(summary):
+            legend += SIMILARITY_NOTE + " "
+        if any(map(is_reference, means.index)):
+            legend += REFERENCE_NOTE
+        if legend:
+            parts.append(f"<p class=legend>{escape(legend)}</p>")
+        wide = table3(summary, with_ci=True).rename_axis("metric")
+        wide.insert(0, "runs", ";".join(str(r.path) for r in (run, *joined)))  # where every number comes from
+        wide.to_csv(out_dir / f"table3_{slug}.csv")
+        parts += [
+            below_chance_html(summary),
+            significance_html(comparisons, means),
+            own_noise_html(run.path),
+            negative_divergence_html(run.distances),
+            _notes_html([run, *joined]),
+        ]
+        parts += figures(drawer)
     if run.task == "ksc" and run.distances is not None and not run.distances.empty:
         parts.append(_figure(_scatter_grid(run, fig_dir / slug), CAPTIONS["scatter"]))
     for member in (run, *joined):
@@ -173,31 +174,45 @@ def _scatter_grid(run: Run, out_dir: Path) -> Path | None:
     return scatter[0] if scatter else None
 
 
-def _overview_figures(summary: pd.DataFrame, fig_dir: Path, slug: str, setting: str) -> str:
-    """The heatmap of every metric and measure, one small radar per metric, and one overlaid radar; each titled
-    with the run's ``setting`` (pair, k, n, repetitions)."""
-    parts = []
-    try:
-        heatmap = save_figure(measure_heatmap(summary, sort_by="A", setting=setting), fig_dir / f"heatmap_{slug}.png")
-        parts.append(_figure(heatmap, heatmap_caption(summary)))
-    except ValueError as exc:
-        parts.append(f"<p class=note>No heatmap: {escape(exc)}</p>")
-    try:
-        drawable = summary[summary["measure"].isin([*MEASURE_SYMBOLS, "T", "T100"])]  # axes the radars can label
-        small = save_figure(
-            radar_small_multiples(drawable, title=f"Each metric's profile (mean over repetitions): {setting}"),
-            fig_dir / f"radars_{slug}.png",
-        )
-        parts.append(_figure(small, small_multiples_caption(drawable)))
-        radar = radar_chart(
-            drawable,
-            fig_dir / f"radar_{slug}",
-            title=f"Quality measures per metric (mean over repetitions):\n{setting}",
-        )[0]
-        parts.append(_figure(radar, CAPTIONS["radar"]))
-    except ValueError as exc:
-        parts.append(f"<p class=note>No radar chart: {escape(exc)}</p>")
-    return "\n".join(parts)
+def _submit_overview_figures(
+    drawer: FigureDrawer, summary: pd.DataFrame, measures: pd.DataFrame, fig_dir: Path, slug: str, setting: str
+) -> Callable[[FigureDrawer], list[str]]:
+    """Start drawing the heatmap of every metric and measure, one small radar per metric, one overlaid radar (each
+    titled with the run's ``setting``: pair, k, n, repetitions) and the box plots; returns what gives their HTML."""
+    drawable = summary[summary["measure"].isin([*MEASURE_SYMBOLS, "T", "T100"])]  # axes the radars can label
+    heatmap = drawer.submit(
+        saved, measure_heatmap, fig_dir / f"heatmap_{slug}.png", summary, sort_by="A", setting=setting
+    )
+    small = drawer.submit(
+        saved,
+        radar_small_multiples,
+        fig_dir / f"radars_{slug}.png",
+        drawable,
+        title=f"Each metric's profile (mean over repetitions): {setting}",
+    )
+    radar = drawer.submit(
+        radar_chart,
+        drawable,
+        fig_dir / f"radar_{slug}",
+        title=f"Quality measures per metric (mean over repetitions):\n{setting}",
+    )
+    boxplots = drawer.submit(measure_boxplots, measures, fig_dir / f"boxplots_{slug}.png", setting=setting)
+
+    def html_of(drawer: FigureDrawer) -> list[str]:
+        parts = []
+        try:
+            parts.append(_figure(drawer.result(heatmap), heatmap_caption(summary)))
+        except ValueError as exc:
+            parts.append(f"<p class=note>No heatmap: {escape(exc)}</p>")
+        try:
+            parts.append(_figure(drawer.result(small), small_multiples_caption(drawable)))
+            parts.append(_figure(drawer.result(radar)[0], CAPTIONS["radar"]))
+        except ValueError as exc:
+            parts.append(f"<p class=note>No radar chart: {escape(exc)}</p>")
+        parts.append(_figure(drawer.result(boxplots), CAPTIONS["boxplots"]))
+        return parts
+
+    return html_of
 
 
 def _section_html(section: Section, fig_dir: Path, slug: str, out_dir: Path, root: Path | None) -> str:
