@@ -69,9 +69,10 @@ def app(cfg: DictConfig) -> int:
         return finish(out_dir, EXIT_BAD_INPUT, first_line(message), error=message)
     report = None
     try:  # the HTML report of this run; a failure here must not hide the results
+        from textmetric_bench.engine.pool import worker_context
         from textmetric_bench.reports.html.report import build_report
 
-        build_report([out_dir], out_dir)
+        build_report([out_dir], out_dir, figure_context=worker_context())  # the run's forkserver draws its figures
         report = out_dir / "report.html"
     except Exception as exc:
         log.warning("could not build report.html: %s", exc)

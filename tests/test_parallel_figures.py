@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from textmetric_bench.engine.pool import worker_context
 from textmetric_bench.reports.figures import parallel
 from textmetric_bench.reports.figures.ksc import scatter_file, scatter_names
 from textmetric_bench.reports.figures.parallel import FigureDrawer
@@ -36,7 +37,7 @@ def test_figures_drawn_in_two_processes_are_the_files_drawn_in_this_one(tmp_path
     for processes in (1, 2):
         monkeypatch.setattr(parallel, "PROCESSES", processes)
         out = tmp_path / str(processes)
-        with FigureDrawer(jobs=len(names)) as drawer:
+        with FigureDrawer(len(names), worker_context(parallel.PRELOAD)) as drawer:
             assert (drawer.pool is not None) == (processes == 2 and len(os.sched_getaffinity(0)) > 1)
             futures = [drawer.submit(scatter_file, frame, out, name, setting="a setting") for name in names]
             written[processes] = [drawer.result(f) for f in futures]
@@ -45,10 +46,18 @@ def test_figures_drawn_in_two_processes_are_the_files_drawn_in_this_one(tmp_path
         assert one.read_bytes() == two.read_bytes(), one.name
 
 
+def test_without_a_context_every_figure_is_drawn_in_this_process(monkeypatch):
+    """A report built on its own (no run, so no forkserver its caller's script is known to survive) starts no process."""
+    monkeypatch.setattr(parallel, "PROCESSES", 2)
+    with FigureDrawer(4) as drawer:
+        assert drawer.processes == 1 and drawer.pool is None
+        assert drawer.result(drawer.submit(fake_job_that_kills_its_worker_process, 2)) == 4
+
+
 def test_what_a_job_raises_is_raised_by_its_result(tmp_path, monkeypatch):
     monkeypatch.setattr(parallel, "PROCESSES", 2)
     empty = pd.DataFrame(columns=["metric", "measure", "mean"])
-    with FigureDrawer(jobs=2) as drawer:
+    with FigureDrawer(2, worker_context(parallel.PRELOAD)) as drawer:
         future = drawer.submit(radar_chart, empty, tmp_path / "radar")
         with pytest.raises(ValueError):
             drawer.result(future)
@@ -65,7 +74,7 @@ def test_a_job_whose_process_died_is_drawn_in_this_process(monkeypatch):
     monkeypatch.setattr(parallel, "PROCESSES", 2)
     if len(os.sched_getaffinity(0)) < 2:
         pytest.skip("one CPU: every job runs in this process")
-    with FigureDrawer(jobs=2) as drawer:
+    with FigureDrawer(2, worker_context(parallel.PRELOAD)) as drawer:
         assert drawer.pool is not None
         future = drawer.submit(fake_job_that_kills_its_worker_process, 21)
         assert drawer.result(future) == 42

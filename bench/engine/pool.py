@@ -14,7 +14,7 @@ import multiprocessing as mp
 import os
 import pickle
 import signal
-from typing import Callable, Iterator, Mapping
+from typing import Callable, Iterator, Mapping, Sequence
 
 from pebble import ProcessExpired, ProcessPool
 
@@ -61,16 +61,10 @@ def _raise_unpicklable(name, error):
 
 #: What a forkserver imports once, before it forks any worker: the engine's worker module and the built-in metrics
 #: (textmetric_bench.engine.preload), and the libraries they import lazily (faiss, sklearn's SVM).
-PRELOAD = [
-    "textmetric_bench.engine.preload",
-    "faiss",
-    "sklearn.svm",
-    "sklearn.model_selection",
-    "textmetric_bench.reports.figures.preload",
-]
+PRELOAD = ["textmetric_bench.engine.preload", "faiss", "sklearn.svm", "sklearn.model_selection"]
 
 
-def worker_context() -> mp.context.BaseContext:
+def worker_context(preload: Sequence[str] = ()) -> mp.context.BaseContext:
     """How workers start: forked from a forkserver where the platform has one, else spawned.
 
     A spawned worker imports numpy, scipy, sklearn and the metrics itself, 1.3 s before its first
@@ -83,16 +77,17 @@ def worker_context() -> mp.context.BaseContext:
     """
     if "forkserver" in mp.get_all_start_methods():
         context = mp.get_context("forkserver")
-        context.set_forkserver_preload(PRELOAD)  # read when the server starts; later calls change nothing
+        context.set_forkserver_preload([*PRELOAD, *preload])  # read when the server starts; later calls change nothing
         return context
     return mp.get_context("spawn")
 
 
-def start_worker_server() -> None:
-    """Start the forkserver now, if workers fork from one (``worker_context``): its ``PRELOAD`` imports (1.4 s on
-    our AMD EPYC) then overlap what the caller does before its first pool, such as embedding, instead of
-    delaying the first evaluation. Returns at once; best effort (the first pool starts it otherwise)."""
-    context = worker_context()
+def start_worker_server(preload: Sequence[str] = ()) -> None:
+    """Start the forkserver now, if workers fork from one (``worker_context``): its ``PRELOAD`` imports, and the
+    modules ``preload`` names (1.4 s on our AMD EPYC), then overlap what the caller does before its first pool, such
+    as embedding, instead of delaying the first evaluation. Returns at once; best effort (the first pool starts it
+    otherwise)."""
+    context = worker_context(preload)
     if context.get_start_method() != "forkserver":
         return
     from multiprocessing import forkserver

@@ -210,8 +210,9 @@ def save_config(cfg, overrides: Sequence[str], out_dir: Path) -> None:
 def _build_report(out_dir: Path) -> None:
     """``report.html`` of the run, as the command line writes it; a failure here must not hide the results."""
     try:
+        from textmetric_bench.engine.pool import worker_context
         from textmetric_bench.reports.html.report import build_report
 
-        build_report([out_dir], out_dir)
+        build_report([out_dir], out_dir, figure_context=worker_context())  # the run's forkserver draws its figures
     except Exception as exc:  # noqa: BLE001 - the tables are written; the page is a view of them
         log.warning("could not build report.html: %s", exc)

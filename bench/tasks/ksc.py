@@ -139,6 +139,7 @@ class KSCTask(Task, name="ksc", settings=KSCSettings, fields=("repetition", "i",
     def write(self, result: TaskResult, out_dir: Path) -> dict[str, Path]:
         """Table 3, radar chart, scatter plots, and the stochastic metrics' own noise (``own_noise.csv``)."""
         from textmetric_bench.measures.summaries import summarise_measures
+        from textmetric_bench.engine.pool import worker_context
         from textmetric_bench.reports.figures.ksc import scatter_file, scatter_names
         from textmetric_bench.reports.figures.parallel import FigureDrawer
         from textmetric_bench.reports.figures.radar import radar_chart
@@ -155,7 +156,7 @@ class KSCTask(Task, name="ksc", settings=KSCSettings, fields=("repetition", "i",
                 own_noise["own_noise"], index=False
             )
         names = scatter_names(result.distances)
-        with FigureDrawer(jobs=1 + len(names)) as drawer:  # the figures are drawn while the tables are written
+        with FigureDrawer(1 + len(names), worker_context()) as drawer:  # drawn while the tables are written
             radar = drawer.submit(radar_chart, summarise_measures(result.measures), out_dir / "radar", title=title)
             scatters = [drawer.submit(scatter_file, result.distances, out_dir, name, setting=title) for name in names]
             files = own_noise | write_tables(

@@ -74,6 +74,7 @@ from textmetric_bench.tasks.config import build_embedder, selected_metrics
 from textmetric_bench.settings import SharedSettings
 from textmetric_bench.tasks.settings import TaskSettings, read_settings
 from textmetric_bench.tasks.text_lengths import long_text_records
+from textmetric_bench.reports.figures.parallel import PRELOAD as FIGURE_PRELOAD
 
 log = logging.getLogger(__name__)
 
@@ -337,7 +338,7 @@ def run_task(task: Task, run: RunInputs) -> TaskResult:
     out_dir, metrics = run.out_dir, run.metrics
     out_dir.mkdir(parents=True, exist_ok=True)
     embedder, embed_seconds = None, 0.0
-    start_worker_server()  # the evaluation workers' imports overlap building the corpora and embedding them
+    start_worker_server(FIGURE_PRELOAD)  # its imports overlap building the corpora and embedding them
     if any(m.inputs == "embeddings" for m, _ in metrics):
         embedder = build_embedder(
             run.embedder, run.cache_dir

@@ -2,11 +2,15 @@
 
 matplotlib draws on one core, and the figures of a run do not depend on each other: a KSC run's scatter per metric,
 its grid and its radar, the report's heatmap, radars and box plots. ``FigureDrawer`` runs each as a job in up to
-``PROCESSES`` processes (no more than the CPUs this process may use, nor than its jobs), forked from the evaluation
-workers' forkserver (``textmetric_bench.engine.pool.worker_context``), which a run has started before it builds
-its corpora, so they start at once. A job is a module-level function and its arguments (picklable: frames, paths,
-strings); its return value, or what it raised, comes back through its future. With one process, or if the pool
-cannot run a job (it could not start, a process died), the job runs here instead: the files are the same either way.
+``PROCESSES`` processes (no more than the CPUs this process may use, nor than its jobs), started by the
+multiprocessing ``context`` its caller gives: a run gives the evaluation workers' forkserver
+(``textmetric_bench.engine.pool.worker_context``), which it started before building its corpora with ``PRELOAD``
+imported, so they start at once. Without a context every figure is drawn in the caller's process, as for a report
+built on its own: a process started by multiprocessing imports the caller's script again, which a script without
+a main guard does not survive, and a run's workers need that guard anyway. A job is a module-level function and
+its arguments (picklable: frames, paths, strings); its return value, or what it raised, comes back through its
+future. With one process, or if the pool cannot run a job (it could not start, a process died), the job runs here
+instead: the files are the same either way.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import concurrent.futures as cf
 import logging
 import os
 from concurrent.futures.process import BrokenProcessPool
+from multiprocessing.context import BaseContext
 from pathlib import Path
 from typing import Any, Callable
 
@@ -22,6 +27,8 @@ log = logging.getLogger(__name__)
 
 #: At most this many drawing processes (the machines here have 2 cores); 1 draws everything in this process.
 PROCESSES = 2
+#: What a forkserver that forks drawing processes should import first: the modules of the jobs, and matplotlib.
+PRELOAD = ["textmetric_bench.reports.figures.preload"]
 
 
 def saved(make: Callable[..., Any], path: Path, *args: Any, **kwargs: Any) -> Path:
@@ -49,18 +56,17 @@ def _done(fn: Callable[..., Any], args: tuple, kwargs: dict) -> cf.Future:
 
 
 class FigureDrawer:
-    """``submit`` figure jobs (``jobs``: how many the caller will submit, for the number of processes); each
-    future's ``result()`` is the job's. Use as a context manager: leaving it waits for every job."""
+    """``submit`` figure jobs (``jobs``: how many the caller will submit, for the number of processes), drawn in
+    processes that ``context`` starts (None: in this process); each future's ``result()`` is the job's. Use as a
+    context manager: leaving it waits for every job."""
 
-    def __init__(self, jobs: int):
-        self.processes = min(PROCESSES, _cpus(), jobs)
+    def __init__(self, jobs: int, context: BaseContext | None = None):
+        self.processes = min(PROCESSES, _cpus(), jobs) if context is not None else 1
         self.pool: cf.ProcessPoolExecutor | None = None
         self.jobs: dict[cf.Future, tuple[Callable[..., Any], tuple, dict]] = {}
         if self.processes > 1:
-            from textmetric_bench.engine.pool import worker_context
-
             try:
-                self.pool = cf.ProcessPoolExecutor(self.processes, mp_context=worker_context())
+                self.pool = cf.ProcessPoolExecutor(self.processes, mp_context=context)
             except Exception as exc:  # noqa: BLE001 - drawn here instead
                 log.debug("figures drawn in this process: %s", exc)
 

@@ -1,5 +1,5 @@
-"""What the evaluation workers' forkserver imports for the figures (``textmetric_bench.engine.pool.PRELOAD``): the
-modules whose functions ``textmetric_bench.reports.figures.parallel`` runs as jobs, so that a drawing process forked
-from it starts with matplotlib and them imported."""
+"""What a run's forkserver imports for its figures (``textmetric_bench.reports.figures.parallel.PRELOAD``, given to
+``textmetric_bench.engine.pool.start_worker_server`` by the tasks): the modules whose functions are drawing jobs, so
+that a drawing process forked from it starts with matplotlib and them imported."""
 
-from textmetric_bench.reports.figures import heatmap, ksc, overview, parallel, radar  # noqa: F401
+from textmetric_bench.reports.figures import drawing, heatmap, ksc, overview, radar  # noqa: F401

@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import html
 import re
+from multiprocessing.context import BaseContext
 from pathlib import Path
 from typing import Callable
 
@@ -116,8 +117,17 @@ def _task_figures(run: Run) -> list[str]:
     return parts
 
 
-def _run_block(run: Run, joined: list[Run], fig_dir: Path, slug: str, out_dir: Path, root: Path | None) -> str:
-    """One run's Table 3 (its joined runs' columns added), significance, notes and figures."""
+def _run_block(
+    run: Run,
+    joined: list[Run],
+    fig_dir: Path,
+    slug: str,
+    out_dir: Path,
+    root: Path | None,
+    figure_context: BaseContext | None = None,
+) -> str:
+    """One run's Table 3 (its joined runs' columns added), significance, notes and figures (drawn in processes
+    ``figure_context`` starts, textmetric_bench.reports.figures.parallel)."""
     parts = [f"<h3 class=run>Run {escape(run.label(root))}</h3>"]
     if joined:
         parts.append(
@@ -130,7 +140,7 @@ def _run_block(run: Run, joined: list[Run], fig_dir: Path, slug: str, out_dir: P
     summary, missing = profile(run, joined) if run.task == "ksc" else (run.summary(), {})
     setting = run.setting + "".join(f" + {r.task} ({r.setting})" for r in joined)
     measures = labelled(pd.concat([r.measures for r in (run, *joined)], ignore_index=True))
-    with FigureDrawer(jobs=4) as drawer:  # the figures are drawn while the tables are made
+    with FigureDrawer(4, figure_context) as drawer:  # the figures are drawn while the tables are made
         figures = _submit_overview_figures(drawer, summary, measures, fig_dir, slug, setting)
         comparisons = {}
         for member in (run, *joined):
@@ -215,19 +225,21 @@ def _submit_overview_figures(
     return html_of
 
 
-def _section_html(section: Section, fig_dir: Path, slug: str, out_dir: Path, root: Path | None) -> str:
+def _section_html(
+    section: Section, fig_dir: Path, slug: str, out_dir: Path, root: Path | None, figure_context: BaseContext | None
+) -> str:
     parts = [f"<section><h2>{escape(section.title)}</h2>"]
     if len(section.ksc) > 1:
         parts.append(
             f"<p class=runs>{len(section.ksc)} separate runs of this setting, shown one by one (never pooled).</p>"
         )
     for n, run in enumerate(section.ksc):
-        parts.append(_run_block(run, section.joined[run.path], fig_dir, f"{slug}r{n}", out_dir, root))
+        parts.append(_run_block(run, section.joined[run.path], fig_dir, f"{slug}r{n}", out_dir, root, figure_context))
     for n, run in enumerate(section.others):
         if run.task == "perturb" or run.measures.empty:
             parts += [f"<h3 class=run>Run {escape(run.label(root))}</h3>", *_task_figures(run), _notes_html([run])]
         else:
-            parts.append(_run_block(run, [], fig_dir, f"{slug}o{n}", out_dir, root))
+            parts.append(_run_block(run, [], fig_dir, f"{slug}o{n}", out_dir, root, figure_context))
     parts.append("</section>")
     return "\n".join(parts)
 
@@ -273,8 +285,12 @@ window.addEventListener('load', () => {
 });"""
 
 
-def build_report(dirs: list[Path | str], out_dir: Path | str | None = None) -> dict[str, Path]:
-    """Write ``report.html`` (self-contained) and one Table 3 CSV per run block (``table3_s<i>r<j>.csv``)."""
+def build_report(
+    dirs: list[Path | str], out_dir: Path | str | None = None, *, figure_context: BaseContext | None = None
+) -> dict[str, Path]:
+    """Write ``report.html`` (self-contained) and one Table 3 CSV per run block (``table3_s<i>r<j>.csv``); its
+    figures drawn in processes that ``figure_context`` starts (None: in this process;
+    textmetric_bench.reports.figures.parallel)."""
     dirs = [Path(d) for d in dirs]
     run_dirs = sorted({r for d in dirs for r in find_run_dirs(d)})
     if not run_dirs:
@@ -284,7 +300,10 @@ def build_report(dirs: list[Path | str], out_dir: Path | str | None = None) -> d
     fig_dir.mkdir(parents=True, exist_ok=True)
     runs = [load_run(p) for p in run_dirs]
     root = dirs[0] if len(dirs) == 1 else None
-    body = [_section_html(section, fig_dir, f"s{n}", out_dir, root) for n, section in enumerate(sections(runs))]
+    body = [
+        _section_html(section, fig_dir, f"s{n}", out_dir, root, figure_context)
+        for n, section in enumerate(sections(runs))
+    ]
     if sum(r.task == "ksc" for r in runs) > 1:
         long = pd.concat([aggregate_sweep(d) for d in dirs], ignore_index=True)
         body.append(
