@@ -338,7 +338,6 @@ def run_task(task: Task, run: RunInputs) -> TaskResult:
     out_dir, metrics = run.out_dir, run.metrics
     out_dir.mkdir(parents=True, exist_ok=True)
     embedder, embed_seconds = None, 0.0
-    start_worker_server(FIGURE_PRELOAD)  # its imports overlap building the corpora and embedding them
     if any(m.inputs == "embeddings" for m, _ in metrics):
         embedder = build_embedder(
             run.embedder, run.cache_dir
@@ -346,6 +345,9 @@ def run_task(task: Task, run: RunInputs) -> TaskResult:
         if task.warms_embedder:
             embedder.warm_up_if_uncached()  # an empty cache: the model loads while the corpora are built
     collections = task.build(run)
+    # the workers' forkserver imports while the texts are embedded; not before the build, which may be minutes of
+    # language-model work (IFC, a machine-written corpus) that it would only sit beside in memory
+    start_worker_server(FIGURE_PRELOAD)
 
     start = time.perf_counter()
     store = CorpusStore.from_corpora(collections.corpora, embed=embedder.embed if embedder else None)

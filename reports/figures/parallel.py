@@ -4,7 +4,7 @@ matplotlib draws on one core, and the figures of a run do not depend on each oth
 its grid and its radar, the report's heatmap, radars and box plots. ``FigureDrawer`` runs each as a job in up to
 ``PROCESSES`` processes (no more than the CPUs this process may use, nor than its jobs), started by the
 multiprocessing ``context`` its caller gives: a run gives the evaluation workers' forkserver
-(``textmetric_bench.engine.pool.worker_context``), which it started before building its corpora with ``PRELOAD``
+(``textmetric_bench.engine.pool.worker_context``), which it started once its corpora were built, with ``PRELOAD``
 imported, so they start at once. Without a context every figure is drawn in the caller's process, as for a report
 built on its own: a process started by multiprocessing imports the caller's script again, which a script without
 a main guard does not survive, and a run's workers need that guard anyway. A job is a module-level function and
