@@ -63,22 +63,24 @@ class FigureDrawer:
     def __init__(self, jobs: int, context: BaseContext | None = None):
         self.processes = min(PROCESSES, _cpus(), jobs) if context is not None else 1
         self.pool: cf.ProcessPoolExecutor | None = None
+        self.usable = False  # the pool takes jobs; once it refuses one, later jobs are drawn here
         self.jobs: dict[cf.Future, tuple[Callable[..., Any], tuple, dict]] = {}
         if self.processes > 1:
             try:
                 self.pool = cf.ProcessPoolExecutor(self.processes, mp_context=context)
+                self.usable = True
             except Exception as exc:  # noqa: BLE001 - drawn here instead
                 log.debug("figures drawn in this process: %s", exc)
 
     def submit(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> cf.Future:
-        if self.pool is not None:
+        if self.usable and self.pool is not None:
             try:
                 future = self.pool.submit(fn, *args, **kwargs)
                 self.jobs[future] = (fn, args, kwargs)
                 return future
             except Exception as exc:  # noqa: BLE001 - a broken pool: this and later jobs are drawn here
                 log.debug("figures drawn in this process: %s", exc)
-                self.pool = None
+                self.usable = False  # still shut down on leaving, with whatever it started
         return _done(fn, args, kwargs)
 
     def result(self, future: cf.Future) -> Any:

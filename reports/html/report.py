@@ -166,7 +166,7 @@ def _run_block(
             negative_divergence_html(run.distances),
             _notes_html([run, *joined]),
         ]
-        parts += figures(drawer)
+        parts += figures()
     if run.task == "ksc" and run.distances is not None and not run.distances.empty:
         parts.append(_figure(_scatter_grid(run, fig_dir / slug), CAPTIONS["scatter"]))
     for member in (run, *joined):
@@ -186,7 +186,7 @@ def _scatter_grid(run: Run, out_dir: Path) -> Path | None:
 
 def _submit_overview_figures(
     drawer: FigureDrawer, summary: pd.DataFrame, measures: pd.DataFrame, fig_dir: Path, slug: str, setting: str
-) -> Callable[[FigureDrawer], list[str]]:
+) -> Callable[[], list[str]]:
     """Start drawing the heatmap of every metric and measure, one small radar per metric, one overlaid radar (each
     titled with the run's ``setting``: pair, k, n, repetitions) and the box plots; returns what gives their HTML."""
     drawable = summary[summary["measure"].isin([*MEASURE_SYMBOLS, "T", "T100"])]  # axes the radars can label
@@ -208,7 +208,7 @@ def _submit_overview_figures(
     )
     boxplots = drawer.submit(measure_boxplots, measures, fig_dir / f"boxplots_{slug}.png", setting=setting)
 
-    def html_of(drawer: FigureDrawer) -> list[str]:
+    def html_of() -> list[str]:
         parts = []
         try:
             parts.append(_figure(drawer.result(heatmap), heatmap_caption(summary)))
