@@ -28,7 +28,6 @@ from statsmodels.stats.multitest import multipletests
 from textmetric_bench.reports.suite.groups import (
     RESAMPLES,
     compare,
-    holm,
     sign_flip_p,
     significance_groups,
     stratified_weights,
@@ -120,12 +119,6 @@ def test_every_setting_weighs_the_same_whatever_its_repetitions():
     result = compare(values, np.array([0, 0, 0, 1]), ["a", "b"])
     assert result.means["a"] == pytest.approx(0.5)  # (1 + 0) / 2, not 3 / 4
     assert result.difference.loc["a", "b"] == pytest.approx(0.5)
-
-
-def test_holm_is_statsmodels_holm():
-    rng = np.random.default_rng(3)
-    for p in (rng.uniform(0, 0.1, 15), rng.uniform(0, 1, 153), np.array([0.01, 0.01, 0.5, 1.0])):
-        np.testing.assert_allclose(holm(p), multipletests(p, method="holm")[1], rtol=1e-12)
 
 
 def test_groups_follow_mt_metrics_evals_rule():

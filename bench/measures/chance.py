@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 from textmetric_bench.measures import registry
+from textmetric_bench.measures.holm import holm
 from textmetric_bench.measures.intervals import FEW_REPETITIONS
 
 #: What a constant metric scores on each judgement-accuracy measure.
@@ -57,8 +58,6 @@ def below_chance(summary: pd.DataFrame, excluded=(), min_repetitions: int = FEW_
     ``excluded``: metrics not tested (the bounds); a row over fewer than ``min_repetitions`` is not tested.
     Returns columns metric, measure, mean, n, p, p_holm.
     """
-    from statsmodels.stats.multitest import multipletests
-
     columns = ["metric", "measure", "mean", "n", "p", "p_holm"]
     if summary.empty:
         return pd.DataFrame(columns=columns)
@@ -75,7 +74,7 @@ def below_chance(summary: pd.DataFrame, excluded=(), min_repetitions: int = FEW_
         rows = rows[rows["p"].notna()]
         if rows.empty:
             continue
-        rows["p_holm"] = multipletests(rows["p"], alpha=ALPHA, method="holm")[1]
+        rows["p_holm"] = holm(rows["p"])
         found.append(rows[(rows["p_holm"] < ALPHA) & (rows["mean"] < chance)])
     found = [f for f in found if not f.empty]
     if not found:

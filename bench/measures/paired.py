@@ -5,7 +5,7 @@ repetition r of the other. For each measure and each two metrics the test is a *
 bootstrap** of the mean difference: the differences are centred on zero (the null hypothesis),
 resampled 9999 times with a fixed seed, and p is the share of resampled means at least as far
 from zero as the observed one (two-sided, (count + 1) / (resamples + 1)). The p values of one
-measure are corrected together by Holm (statsmodels ``multipletests``).
+measure are corrected together by Holm (textmetric_bench.measures.holm: statsmodels' numbers).
 
 Why not Wilcoxon signed-rank: the default run has ``repetitions=5`` (the KSC task's settings), and with
 five pairs the smallest two-sided Wilcoxon p is 2 / 2^5 = .0625, so it could never show a
@@ -20,8 +20,7 @@ from functools import lru_cache
 
 import numpy as np
 import pandas as pd
-from statsmodels.stats.multitest import multipletests
-
+from textmetric_bench.measures.holm import holm
 from textmetric_bench.measures.intervals import FEW_REPETITIONS
 
 ALPHA = 0.05
@@ -80,7 +79,7 @@ def paired_comparisons(measures: pd.DataFrame, measure: str) -> pd.DataFrame:
     frame["p_holm"] = np.nan
     tested = frame["p"].notna()
     if tested.any():
-        frame.loc[tested, "p_holm"] = multipletests(frame.loc[tested, "p"], alpha=ALPHA, method="holm")[1]
+        frame.loc[tested, "p_holm"] = holm(frame.loc[tested, "p"])
     significant = frame["p_holm"] < ALPHA
     frame["better"] = np.where(significant, np.where(frame["mean_diff"] > 0, frame["metric_a"], frame["metric_b"]), "")
     frame["caution"] = [caution(int(n)) for n in frame["n"]]

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from textmetric_bench.measures.holm import holm
 from textmetric_bench.reports.suite.ranks import ALPHA, HIGHER_IS_BETTER
 
 #: Random sign patterns of the permutation test (the smallest p is 1/(RESAMPLES + 1); Holm over the 153 pairs of
@@ -87,17 +88,6 @@ def sign_flip_p(
     greater = ((null >= observed - gamma).sum(axis=0) + adjust) / (len(signs) + adjust)
     less = ((null <= observed + gamma).sum(axis=0) + adjust) / (len(signs) + adjust)
     return observed, np.clip(2 * np.minimum(greater, less), 0, 1)
-
-
-def holm(p: np.ndarray) -> np.ndarray:
-    """Holm's step-down adjusted p (Holm 1979): the i-th smallest times (pairs - i + 1), kept monotone, at most 1.
-    The same numbers as statsmodels' ``multipletests(method="holm")`` (tested), which calls ``gc.collect()`` on
-    every call: 0.23 s a call in a test process, most of the simulation's time."""
-    p = np.asarray(p, float)
-    order = np.argsort(p, kind="stable")
-    adjusted = np.empty_like(p)
-    adjusted[order] = np.minimum(1.0, np.maximum.accumulate(p[order] * np.arange(len(p), 0, -1)))
-    return adjusted
 
 
 def significance_groups(order: list[str], p: pd.DataFrame, alpha: float = ALPHA) -> pd.Series:
