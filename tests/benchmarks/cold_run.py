@@ -6,10 +6,12 @@ included. The goal (issue 48): under 60 s on 2 idle cores, on every CPU type her
     python tests/benchmarks/cold_run.py --docs       # the page again from the quote
 
 The quote, ``tests/benchmarks/cold_run.json``, keeps one record per measurement: the machine as ``make benchmark``
-records it (tests/benchmarks/summary.py: the CPU's model name, logical cores, memory, date and time), the commit
-(and whether the tree had changes), the load average before the first run, and each run's wall seconds with the embedding's seconds and texts from its ``run.json``. The page
-``docs/generated/cold_run.md`` (included by docs/reproducibility.md) is made from the quote alone;
-tests/test_cold_run_quote.py checks that it is, unedited. The run directories the script makes are removed.
+records it (tests/benchmarks/summary.py: the CPU's model name, logical cores, memory, Python, date and time), the
+commit (and whether the tracked files had changes), the load average before the first run, and each run's wall
+seconds with the embedding's seconds and texts from its ``run.json``. The page ``docs/generated/cold_run.md``
+(included by docs/reproducibility.md) is made from the quote alone; tests/test_cold_run_quote.py checks that it
+is, unedited. The run directories the script makes are removed. It refuses to time a ``make run`` that would
+first set up ``.venv`` (run ``make venv`` first).
 """
 
 from __future__ import annotations
@@ -40,6 +42,18 @@ def commit() -> str:
     ).stdout.strip()
     dirty = subprocess.run(["git", "diff", "--quiet", "HEAD"], cwd=PROJECT_ROOT).returncode != 0
     return f"{head or 'unknown'}{'+changes' if dirty else ''}"
+
+
+#: What ``machine()`` records that says nothing here (the load it takes is before the runs, not at their end).
+NOT_RECORDED = ("load_average_at_end", "robustness_grid")
+
+
+def make_run_is_only_the_run() -> None:
+    """Refuse when ``make run`` would first (re)install ``.venv``: minutes of pip that no user's run has twice."""
+    planned = subprocess.run(["make", "-n", "run"], cwd=PROJECT_ROOT, capture_output=True, text=True).stdout
+    commands = [line for line in planned.splitlines() if line.strip()]
+    if len(commands) != 1 or "-m textmetric_bench" not in commands[0]:
+        raise SystemExit("make run would first set up .venv (`make -n run` plans more than the run): run `make venv`")
 
 
 def one_run() -> dict:
@@ -93,7 +107,9 @@ def main(argv: list[str]) -> None:
         count = int(argv[argv.index("--runs") + 1]) if "--runs" in argv else 4
         from summary import machine  # tests/benchmarks/summary.py: this script's directory is on sys.path
 
-        record = {**machine(), "load_average_before": [round(v, 2) for v in os.getloadavg()], "commit": commit()}
+        make_run_is_only_the_run()
+        about = {key: value for key, value in machine().items() if key not in NOT_RECORDED}
+        record = {**about, "load_average_before": [round(v, 2) for v in os.getloadavg()], "commit": commit()}
         runs = []
         for i in range(count):
             runs.append(one_run())
