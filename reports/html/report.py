@@ -190,9 +190,7 @@ def _submit_overview_figures(
     """Start drawing the heatmap of every metric and measure, one small radar per metric, one overlaid radar (each
     titled with the run's ``setting``: pair, k, n, repetitions) and the box plots; returns what gives their HTML."""
     drawable = summary[summary["measure"].isin([*MEASURE_SYMBOLS, "T", "T100"])]  # axes the radars can label
-    heatmap = drawer.submit(
-        saved, measure_heatmap, fig_dir / f"heatmap_{slug}.png", summary, sort_by="A", setting=setting
-    )
+    # the longest jobs first (the small radars, then the box plots), so no process idles at the end
     small = drawer.submit(
         saved,
         radar_small_multiples,
@@ -200,13 +198,16 @@ def _submit_overview_figures(
         drawable,
         title=f"Each metric's profile (mean over repetitions): {setting}",
     )
+    boxplots = drawer.submit(measure_boxplots, measures, fig_dir / f"boxplots_{slug}.png", setting=setting)
+    heatmap = drawer.submit(
+        saved, measure_heatmap, fig_dir / f"heatmap_{slug}.png", summary, sort_by="A", setting=setting
+    )
     radar = drawer.submit(
         radar_chart,
         drawable,
         fig_dir / f"radar_{slug}",
         title=f"Quality measures per metric (mean over repetitions):\n{setting}",
     )
-    boxplots = drawer.submit(measure_boxplots, measures, fig_dir / f"boxplots_{slug}.png", setting=setting)
 
     def html_of() -> list[str]:
         parts = []
