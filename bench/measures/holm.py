@@ -1,8 +1,8 @@
 """Holm's step-down correction (Holm 1979), the one every significance test of the harness uses.
 
 The numbers are statsmodels' ``multipletests(method="holm")[1]``, bit for bit (tests/test_holm.py). That function
-calls ``gc.collect()`` on every call: with a run's objects in memory 0.1-0.2 s a call, 22 calls for the default
-run's tables and report (2-4 s of a cold ``make run`` whose goal is a minute). Here it is four array operations.
+calls ``gc.collect()`` on every call, 22 calls for the default run's tables and report: with the embeddings
+cached, that run took 17.1-18.4 s with it and 15.6-15.8 s with this (docs/reproducibility.md, AMD EPYC).
 """
 
 from __future__ import annotations

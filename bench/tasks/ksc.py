@@ -157,7 +157,7 @@ class KSCTask(Task, name="ksc", settings=KSCSettings, fields=("repetition", "i",
             )
         names = scatter_names(result.distances)
         with FigureDrawer(1 + len(names), worker_context()) as drawer:  # drawn while the tables are written
-            # the longest job first (the grid of every metric, about four scatters' time), so no process idles at the end
+            # the longest job first (the grid of every metric: about four scatters' time), so no process idles last
             scatters = {
                 name: drawer.submit(scatter_file, result.distances, out_dir, name, setting=title)
                 for name in sorted(names, key=lambda name: name != "scatter_all")
