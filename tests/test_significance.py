@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
+from textmetric_bench.measures import paired
 from textmetric_bench.measures.paired import all_comparisons, paired_bootstrap_p, paired_comparisons, separated
 from textmetric_bench.reports.bounds import bound_label, bound_of, ranked
 from textmetric_bench.reports.tables.files import write_tables
@@ -39,6 +40,37 @@ def test_p_is_large_for_differences_centred_on_zero_and_one_for_identical_metric
     assert paired_bootstrap_p([0.03, -0.02, 0.01, -0.03, 0.02]) > 0.5
     assert paired_bootstrap_p([0.0] * 5) == 1.0
     assert np.isnan(paired_bootstrap_p([0.1]))
+
+
+def one_at_a_time(differences) -> float:
+    """The paired bootstrap's p by its definition, one array alone: the zero-centred differences resampled with the
+    module's draws, p = (count of |resampled mean| >= |observed mean| + 1) / (resamples + 1)."""
+    d = np.asarray(differences, dtype=float)
+    if d.size < 2:
+        return np.nan
+    observed = abs(d.mean())
+    if np.ptp(d) == 0:
+        return 1.0 if observed == 0 else 1.0 / (paired.RESAMPLES + 1)
+    means = (d - d.mean())[paired.resample_indices(d.size)].mean(axis=1)
+    return float((np.sum(np.abs(means) >= observed - 1e-12) + 1) / (paired.RESAMPLES + 1))
+
+
+def test_arrays_resampled_together_give_each_its_own_p_bit_for_bit(monkeypatch):
+    """Sizes 0-39 mixed, constant arrays among them, chunks small enough that a size spans several."""
+    rng = np.random.default_rng(1)
+    samples = []
+    for _ in range(400):
+        size = int(rng.integers(0, 40))
+        if rng.random() < 0.1:
+            samples.append(np.full(size, rng.choice([0.0, 0.5])))
+        else:
+            samples.append(rng.normal(rng.choice([0.0, 0.01, 1.0]), rng.choice([1e-3, 1.0, 100.0]), size))
+    monkeypatch.setattr(paired, "CHUNK_VALUES", 3 * paired.RESAMPLES * 39)
+    batched = np.array(paired.paired_bootstrap_ps(samples))
+    alone = np.array([one_at_a_time(s) for s in samples])
+    assert batched.tobytes() == alone.tobytes()
+    assert np.isnan(batched).sum() == sum(len(s) < 2 for s in samples) > 0
+    assert len({p for p in batched if not np.isnan(p)}) > 50
 
 
 def test_pairing_uses_the_same_repetition():

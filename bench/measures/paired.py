@@ -35,15 +35,43 @@ TEST_NAME = (
 
 def paired_bootstrap_p(differences) -> float:
     """Two-sided p of "mean difference = 0" from a bootstrap of the zero-centred differences."""
-    d = np.asarray(differences, dtype=float)
-    if d.size < 2:
-        return np.nan
-    observed = abs(d.mean())
-    if np.ptp(d) == 0:  # identical differences: none (p = 1) or a constant shift, which no resampling varies
-        return 1.0 if observed == 0 else 1.0 / (RESAMPLES + 1)
-    centred = d - d.mean()
-    means = centred[resample_indices(d.size)].mean(axis=1)
-    return float((np.sum(np.abs(means) >= observed - 1e-12) + 1) / (RESAMPLES + 1))
+    return paired_bootstrap_ps([differences])[0]
+
+
+#: At most this many resampled values (pairs x RESAMPLES x repetitions) are held at once by ``paired_bootstrap_ps``.
+CHUNK_VALUES = 1 << 22
+
+
+def paired_bootstrap_ps(samples) -> list[float]:
+    """``paired_bootstrap_p`` of each array of differences in ``samples``, the same numbers bit for bit.
+
+    The arrays of one size share their resampling (one seed), so they are resampled together: one indexing and one
+    mean over the last axis per chunk of arrays instead of one per array (a run's tables compare 153 pairs of metrics
+    on six measures twice; 0.28 s a time, one array after another, on our AMD EPYC). Each row's mean is the same
+    reduction of the same contiguous values as for one array alone.
+    """
+    out = [np.nan] * len(samples)
+    by_size: dict[int, list[tuple[int, float, np.ndarray]]] = {}
+    for i, differences in enumerate(samples):
+        d = np.asarray(differences, dtype=float)
+        if d.size < 2:
+            continue
+        observed = abs(d.mean())
+        if np.ptp(d) == 0:  # identical differences: none (p = 1) or a constant shift, which no resampling varies
+            out[i] = 1.0 if observed == 0 else 1.0 / (RESAMPLES + 1)
+            continue
+        by_size.setdefault(d.size, []).append((i, observed, d - d.mean()))
+    for size, group in by_size.items():
+        indices = resample_indices(size)
+        step = max(1, CHUNK_VALUES // (RESAMPLES * size))
+        for start in range(0, len(group), step):
+            chunk = group[start : start + step]
+            means = np.stack([centred for _, _, centred in chunk])[:, indices].mean(axis=2)
+            observed = np.array([o for _, o, _ in chunk])
+            counts = np.sum(np.abs(means) >= (observed - 1e-12)[:, None], axis=1)
+            for (i, _, _), count in zip(chunk, counts):
+                out[i] = float((count + 1) / (RESAMPLES + 1))
+    return out
 
 
 @lru_cache(maxsize=16)
@@ -59,11 +87,12 @@ def paired_comparisons(measures: pd.DataFrame, measure: str) -> pd.DataFrame:
     """One row per two metrics (a before b in name order): means, paired difference a − b, p, Holm p, better."""
     wide = measures.pivot_table(index="repetition", columns="metric", values=measure, aggfunc="first")
     values = {m: pd.to_numeric(wide[m], errors="coerce").to_numpy(dtype=float) for m in wide.columns}
-    rows = []
+    rows, differences = [], []
     for a, b in itertools.combinations(sorted(wide.columns, key=str), 2):
         both = ~(np.isnan(values[a]) | np.isnan(values[b]))  # the repetitions where both have a value
         va, vb = values[a][both], values[b][both]
         d = va - vb
+        differences.append(d)
         rows.append(
             [
                 a,
@@ -72,10 +101,10 @@ def paired_comparisons(measures: pd.DataFrame, measure: str) -> pd.DataFrame:
                 va.mean() if len(d) else np.nan,
                 vb.mean() if len(d) else np.nan,
                 d.mean() if len(d) else np.nan,
-                paired_bootstrap_p(d),
             ]
         )
-    frame = pd.DataFrame(rows, columns=COLUMNS[:7])
+    frame = pd.DataFrame(rows, columns=COLUMNS[:6])
+    frame["p"] = paired_bootstrap_ps(differences) if differences else []
     frame["p_holm"] = np.nan
     tested = frame["p"].notna()
     if tested.any():
