@@ -27,7 +27,7 @@ import inspect
 
 import numpy as np
 
-from textmetric_bench.api.inputs import as_embeddings, canonical_pair, same_dims
+from textmetric_bench.api.inputs import as_embeddings, canonical_pair, lexicographic_order, same_dims
 from textmetric_bench.api.registry import metric
 from textmetric_bench.api.sharing import per_pair
 from textmetric_bench.metrics.divergences import (
@@ -80,7 +80,7 @@ def cluster_frontier(
     same_dims(x, y)
     buckets = bucket_count(num_buckets, kmeans_explained_var, len(x), len(y), owner="cluster divergences")
     first, second = canonical_pair(x, y)
-    swapped = not np.array_equal(first, x[np.lexsort(x.T[::-1])])
+    swapped = not np.array_equal(first, x[lexicographic_order(x)])  # canonical_pair put y first
     counts = cluster_counts(
         first,
         second,
