@@ -112,7 +112,8 @@ def scatter_figures(
         raw["repetition"] = distances.loc[raw.index, "repetition"]
     metrics = sorted(raw["metric"].unique(), key=str)
     labels, similar = metric_labels(distances), similarities(distances)
-    table_rho = {m: mean_rho(raw, m, m in similar) for m in metrics}
+    wanted = [m for m in metrics if names is None or "scatter_all" in names or f"scatter_{safe_name(m)}" in names]
+    table_rho = {m: mean_rho(raw, m, m in similar) for m in wanted}  # one figure of a metric needs its ρ alone
     figures: dict[str, Figure] = {}
     for metric in metrics if per_metric else []:
         if names is not None and f"scatter_{safe_name(metric)}" not in names:
