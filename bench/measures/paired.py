@@ -46,9 +46,9 @@ def paired_bootstrap_ps(samples) -> list[float]:
     """``paired_bootstrap_p`` of each array of differences in ``samples``, the same numbers bit for bit.
 
     The arrays of one size share their resampling (one seed), so they are resampled together: one indexing and one
-    mean over the last axis per chunk of arrays instead of one per array (a run's tables compare 153 pairs of metrics
-    on six measures twice; 0.28 s a time, one array after another, on our AMD EPYC). Each row's mean is the same
-    reduction of the same contiguous values as for one array alone.
+    mean over the last axis per chunk of arrays instead of one per array. A run's tables compare 153 pairs of metrics
+    on six measures, twice: 0.27-0.28 s a time one array after another, 0.13 s together (our AMD EPYC). Each row's
+    mean is the same reduction of the same contiguous values as for one array alone.
     """
     out = [np.nan] * len(samples)
     by_size: dict[int, list[tuple[int, float, np.ndarray]]] = {}
