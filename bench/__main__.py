@@ -269,6 +269,9 @@ def hydra_overrides(argv: list[str]) -> list[str]:
 
 
 def main() -> None:
+    from textmetric_bench.running.ahead import start_embedding_ahead
+
+    start_embedding_ahead(sys.argv[1:])  # a first run: the embedding helper imports while this one composes
     register_task_configs()  # Hydra composes `task` from the tasks' settings
     register_metric_configs()  # ... and `metric` from the registry's signatures
     from textmetric_bench.running.suite import suite_override_problems

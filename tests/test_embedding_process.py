@@ -150,3 +150,58 @@ def test_a_load_ahead_that_fails_is_said_by_the_first_encode_and_a_helper_left_l
     start = time.perf_counter()
     embedding_process.close_helper()
     assert time.perf_counter() - start < 5 and helper.process.poll() is not None
+
+
+def test_a_helper_started_ahead_is_the_one_that_embeds_and_gives_the_same_vectors():
+    """``start_ahead`` (the command line on a first run) starts the helper's imports before any model is chosen;
+    the load and the first encode then use that process, and the vectors are the in-process ones bit for bit."""
+    embedding_process.close_helper()
+    embedding_process.start_ahead()
+    ahead = embedding_process.helper()
+    assert ahead.ahead and ahead.unanswered == 1
+    embedding_process.start_ahead()  # a helper is there: left alone
+    assert embedding_process.helper() is ahead and ahead.unanswered == 1
+    spec = embedding_process.ModelSpec(
+        model="all-MiniLM-L6-v2",
+        path=str(embedder_path()),
+        device="cpu",
+        batch_size=64,
+        exact=True,
+        window=256,
+        long_texts="truncate",
+    )
+    embedding_process.start_loading(spec)
+    assert not ahead.ahead
+    vectors = embedding_process.encode(spec, TEXTS)
+    assert embedding_process.helper() is ahead and ahead.unanswered == 0
+    embedding_process.end_if_started_ahead()  # asked for a model since: kept
+    assert ahead.process.poll() is None
+    embedding_process.close_helper()
+    assert np.array_equal(vectors, embedding_process.encode_texts(spec, TEXTS))
+
+
+def test_a_helper_started_ahead_for_a_run_that_embeds_nothing_ends_at_once(tmp_path, monkeypatch):
+    """The guess was wrong (a run of metrics of texts only): the task ends the helper before its build, and an
+    embedder that computes in this process ends it too."""
+    from textmetric_bench.session import evaluate
+
+    embedding_process.close_helper()
+    embedding_process.start_ahead()
+    ahead = embedding_process.helper()
+    monkeypatch.setenv("BENCH_CACHE_DIR", str(tmp_path / "cache"))
+    evaluate(["zipf"], k=3, n=10, repetitions=1, progress=False, out_dir=tmp_path / "run")
+    assert ahead.process.wait(timeout=5) is not None
+
+    embedding_process.start_ahead()
+    ahead = embedding_process.helper()
+    native = embedding_process.ModelSpec(
+        model="all-MiniLM-L6-v2",
+        path=str(embedder_path()),
+        device="cpu",
+        batch_size=64,
+        exact=False,  # BENCH_CPU_NUMERICS=native: embedded in this process
+        window=256,
+        long_texts="truncate",
+    )
+    embedding_process.start_loading(native)
+    assert ahead.process.wait(timeout=5) is not None

@@ -90,6 +90,23 @@ def test_interval_is_a_bootstrap_of_the_mean_inside_the_range_of_the_repetitions
         assert row["std"] == pytest.approx(values.std(ddof=1))
 
 
+def test_an_interval_computed_once_is_scipy_s_seeded_bootstrap_of_those_values_bit_for_bit():
+    """Intervals are kept per values (a run's tables, figures and report summarise the same measures); a kept one
+    is the one scipy gives for those values now, and other values, or a float64 view of other bytes, get theirs."""
+    from textmetric_bench.measures.intervals import RESAMPLES, SEED, bootstrap_interval
+
+    rng = np.random.default_rng(4)
+    samples = [rng.normal(0.5, 0.1, int(size)) for size in rng.integers(2, 12, 40)]
+    for values in samples + samples:  # the second pass finds each kept
+        kept = bootstrap_interval(values)
+        fresh = stats.bootstrap(
+            (values,), np.mean, method="percentile", n_resamples=RESAMPLES, rng=np.random.default_rng(SEED)
+        ).confidence_interval
+        assert np.array([kept]).tobytes() == np.array([[fresh.low, fresh.high]]).tobytes()
+    assert bootstrap_interval([0.1, 0.2, 0.3]) != bootstrap_interval([0.1, 0.2, 0.4])
+    assert bootstrap_interval([0.1, 0.2, 0.3], confidence=0.5) != bootstrap_interval([0.1, 0.2, 0.3])
+
+
 def test_interval_of_a_measure_near_its_bound_stays_inside_the_range():
     """A = 1, 1, 1, .9 would give a Student t-interval reaching 1.06; the bootstrap stays in [0, 1]."""
     values = [1.0, 1.0, 1.0, 0.9]

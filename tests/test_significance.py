@@ -73,6 +73,19 @@ def test_arrays_resampled_together_give_each_its_own_p_bit_for_bit(monkeypatch):
     assert len({p for p in batched if not np.isnan(p)}) > 50
 
 
+def test_comparing_the_same_values_again_gives_the_same_table_and_each_caller_its_own():
+    """A run's tables and its report compare the same measures: computed once, handed out as copies."""
+    measures = measures_of({"a": 0.9, "b": 0.85, "c": 0.7}, noise=0.02)
+    first = paired_comparisons(measures, "rho")
+    first.loc[0, "better"], first.loc[0, "p"] = "changed by a caller", -1.0
+    again = paired_comparisons(measures.sample(frac=1.0, random_state=0), "rho")  # the same values, rows shuffled
+    assert again.loc[0, "better"] != "changed by a caller" and again.loc[0, "p"] > 0
+    assert again.equals(paired_comparisons(measures_of({"a": 0.9, "b": 0.85, "c": 0.7}, noise=0.02), "rho"))
+    moved = measures.copy()
+    moved.loc[(moved["metric"] == "a") & (moved["repetition"] == 0), "rho"] += 0.05
+    assert paired_comparisons(moved, "rho")["mean_a"].iloc[0] != again["mean_a"].iloc[0]  # other values: computed
+
+
 def test_pairing_uses_the_same_repetition():
     """The shared collection effect (sd .05) dwarfs the .02 gap; only a paired test sees the gap."""
     frame = paired_comparisons(measures_of({"good": 0.82, "worse": 0.80}, noise=0.002), "rho")

@@ -154,8 +154,21 @@ def load_model(spec: ModelSpec) -> None:
     loaded(spec)
 
 
+def import_libraries() -> None:
+    """Import what loading any model takes (sentence-transformers, torch, transformers: about 5 s in a new
+    interpreter), before the model is known (``start_ahead``)."""
+    import sentence_transformers  # noqa: F401
+
+    import textmetric_bench.features.exact_gemm  # noqa: F401
+
+
 #: What the helper process can be asked to do, by name.
-CALLS: dict[str, Callable[..., Any]] = {"encode": encode_texts, "numerics": numerics_here, "load": load_model}
+CALLS: dict[str, Callable[..., Any]] = {
+    "encode": encode_texts,
+    "numerics": numerics_here,
+    "load": load_model,
+    "import": import_libraries,
+}
 
 
 def _send(stream: BinaryIO, message: Any) -> None:
@@ -215,10 +228,12 @@ class EmbeddingHelper:
         )
         self.lock = threading.Lock()
         self.broken = False
-        self.unanswered = 0  # calls sent by ``start_loading`` whose answers are not read yet
+        self.unanswered = 0  # calls sent by ``start_call`` whose answers are not read yet
+        self.ahead = False  # started by ``start_ahead`` and not asked for a model or a vector since
 
     def call(self, name: str, *args: Any) -> Any:
         with self.lock:
+            self.ahead = False
             try:
                 while self.unanswered:  # a background load's answer; whatever it met recurs in this call
                     _receive(self.process.stdout)
@@ -246,11 +261,12 @@ class EmbeddingHelper:
                 raise EmbeddingError(f"embedder {spec.model!r}: {exc}") from exc
             raise
 
-    def start_loading(self, spec: ModelSpec) -> None:
-        """Ask the helper to load ``spec``'s model and return at once; the next call reads its answer first."""
+    def start_call(self, name: str, *args: Any) -> None:
+        """Send the call ``name`` and return at once; the next ``call`` reads its answer first."""
         with self.lock:
+            self.ahead = self.ahead and name == "import"
             try:
-                _send(self.process.stdin, ("load", (spec,)))
+                _send(self.process.stdin, (name, args))
                 self.unanswered += 1
             except (BrokenPipeError, OSError):
                 self.broken = True
@@ -302,13 +318,40 @@ atexit.register(close_helper)
 def start_loading(spec: ModelSpec) -> None:
     """Start the helper process and its loading of ``spec``'s model in the background, where a helper embeds
     (``gains_from_a_helper``), so that both overlap the caller's work before its first text. Best effort: a helper
-    that cannot start is started again, and reports why, at the first ``encode``."""
+    that cannot start is started again, and reports why, at the first ``encode``. Where ``spec`` embeds in this
+    process, a helper started ahead (``start_ahead``) for nothing is ended."""
     if not gains_from_a_helper(spec):
+        end_if_started_ahead()
         return
     try:
-        helper().start_loading(spec)
+        helper().start_call("load", spec)
     except Exception as exc:  # noqa: BLE001 - the first encode starts it again and says what is wrong
         log.debug("the embedding helper was not started ahead: %s", exc)
+
+
+def start_ahead() -> None:
+    """Start the helper process and its imports before any model is chosen (``import_libraries``, about 5 s), for
+    a command line that will likely embed every text (textmetric_bench.running.ahead); ``start_loading`` and the
+    first ``encode`` then find it ready. A helper already there is left alone. Best effort, like ``start_loading``."""
+    try:
+        with _LOCK:
+            if _HELPER is not None and not _HELPER.broken:
+                return
+        started = helper()
+        started.ahead = True
+        started.start_call("import")
+    except Exception as exc:  # noqa: BLE001 - the first encode starts one and says what is wrong
+        log.debug("the embedding helper was not started ahead: %s", exc)
+
+
+def end_if_started_ahead() -> None:
+    """End the helper if ``start_ahead`` started it and nothing asked it for a model or a vector since: the run
+    does not embed there (its cache holds the vectors, its task or its metrics need none, or it embeds in this
+    process)."""
+    with _LOCK:
+        unused = _HELPER is not None and _HELPER.ahead
+    if unused:
+        close_helper()
 
 
 def encode(spec: ModelSpec, texts: list[str]) -> np.ndarray:

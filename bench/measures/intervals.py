@@ -12,6 +12,8 @@ too narrow; they get the same bootstrap over repetitions as the other measures.
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 
 CONFIDENCE = 0.95
@@ -30,10 +32,17 @@ def bootstrap_interval(values, confidence: float = CONFIDENCE) -> tuple[float, f
         return np.nan, np.nan
     if np.ptp(x) == 0:
         return float(x[0]), float(x[0])
+    return _percentile_interval(x.tobytes(), float(confidence))
+
+
+@lru_cache(maxsize=4096)
+def _percentile_interval(values: bytes, confidence: float) -> tuple[float, float]:
+    """``bootstrap_interval`` of the float64 ``values`` (their bytes): seeded, so the same values give the same
+    interval, and a run's tables, figures and report, which summarise the same measures, compute each once."""
     from scipy import stats
 
     result = stats.bootstrap(
-        (x,),
+        (np.frombuffer(values, dtype=float),),
         np.mean,
         method="percentile",
         n_resamples=RESAMPLES,

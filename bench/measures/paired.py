@@ -86,9 +86,21 @@ def resample_indices(size: int) -> np.ndarray:
 def paired_comparisons(measures: pd.DataFrame, measure: str) -> pd.DataFrame:
     """One row per two metrics (a before b in name order): means, paired difference a − b, p, Holm p, better."""
     wide = measures.pivot_table(index="repetition", columns="metric", values=measure, aggfunc="first")
-    values = {m: pd.to_numeric(wide[m], errors="coerce").to_numpy(dtype=float) for m in wide.columns}
+    table = np.empty((len(wide), len(wide.columns)))
+    for i, m in enumerate(wide.columns):
+        table[:, i] = pd.to_numeric(wide[m], errors="coerce").to_numpy(dtype=float)
+    return _compared(tuple(wide.columns), table.shape, table.tobytes()).copy()
+
+
+@lru_cache(maxsize=64)
+def _compared(metrics: tuple, shape: tuple[int, int], table: bytes) -> pd.DataFrame:
+    """``paired_comparisons`` of the metrics' values (one column each, one row per repetition; the bytes of a
+    float64 table of ``shape``). Seeded, so the same values give the same table, and a run's tables and report,
+    which compare the same measures, compute each once (callers get a copy)."""
+    columns = np.frombuffer(table, dtype=float).reshape(shape)
+    values = {m: columns[:, i] for i, m in enumerate(metrics)}
     rows, differences = [], []
-    for a, b in itertools.combinations(sorted(wide.columns, key=str), 2):
+    for a, b in itertools.combinations(sorted(metrics, key=str), 2):
         both = ~(np.isnan(values[a]) | np.isnan(values[b]))  # the repetitions where both have a value
         va, vb = values[a][both], values[b][both]
         d = va - vb

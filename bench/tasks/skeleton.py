@@ -59,6 +59,7 @@ from textmetric_bench.engine import (
     run_jobs,
     start_worker_server,
 )
+from textmetric_bench.features.embedding_process import end_if_started_ahead
 from textmetric_bench.features.embedder_settings import EmbedderSettings
 from textmetric_bench.features.lm.settings import LMSettings
 from textmetric_bench.measures.failures import write_failures_csv
@@ -337,13 +338,15 @@ def run_task(task: Task, run: RunInputs) -> TaskResult:
     """Run ``task`` on ``run``'s inputs and write everything into ``run.out_dir``."""
     out_dir, metrics = run.out_dir, run.metrics
     out_dir.mkdir(parents=True, exist_ok=True)
-    embedder, embed_seconds = None, 0.0
+    embedder, embed_seconds, warming = None, 0.0, False
     if any(m.inputs == "embeddings" for m, _ in metrics):
         embedder = build_embedder(
             run.embedder, run.cache_dir
         )  # the model loads only if a text is not in the embedding cache
-        if task.warms_embedder:
-            embedder.warm_up_if_uncached()  # an empty cache: the model loads while the corpora are built
+        if task.warms_embedder:  # an empty cache: the model loads while the corpora are built
+            warming = embedder.warm_up_if_uncached()
+    if not warming:
+        end_if_started_ahead()  # the command line guessed a first run (textmetric_bench.running.ahead): not here
     collections = task.build(run)
     # the workers' forkserver imports while the texts are embedded; not before the build, which may be minutes of
     # language-model work (IFC, a machine-written corpus) that it would only sit beside in memory
