@@ -14,6 +14,7 @@ from hydra.utils import get_original_cwd
 from hydra.types import RunMode
 from omegaconf import DictConfig
 
+from textmetric_bench.api.registry import announce_plugin_failures
 from textmetric_bench.console import FILE_ONLY, log_file, setup_run_console
 from textmetric_bench.errors import EXIT_BAD_INPUT, EXIT_OK, BenchError, ConfigError, DataError
 from textmetric_bench.measures.failures import failure_counts
@@ -272,6 +273,7 @@ def main() -> None:
     from textmetric_bench.running.ahead import start_embedding_ahead
 
     start_embedding_ahead(sys.argv[1:])  # a first run: the embedding helper imports while this one composes
+    announce_plugin_failures(False)  # each run reports a plugin that failed to import, and "unknown metric" names it
     register_task_configs()  # Hydra composes `task` from the tasks' settings
     register_metric_configs()  # ... and `metric` from the registry's signatures
     from textmetric_bench.running.suite import suite_override_problems

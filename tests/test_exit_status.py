@@ -215,10 +215,25 @@ def test_a_plugin_that_fails_to_import_is_reported_everywhere_and_fails_the_run(
         f"metric plugin end (broken_end) FAILED to import: RuntimeError: broken at the end of the module; left out: "
         f"punct_gap; traceback in {out / '__main__.log'}",
     ], proc.stderr
+    assert "could not load metric plugin" not in proc.stderr  # said once per failure, not again at loading
     info = json.loads((out / "run.json").read_text())
     assert set(info["plugin_failures"]) == {"broken_top", "broken_end"}
     assert info["plugin_failures"]["broken_end"]["withdrawn"] == ["punct_gap"]
     assert "punct_gap" not in info["metrics"]  # a half-imported module never runs
+    said = (
+        "Metric plugin end (broken_end) failed to import: RuntimeError: broken at the end of the module; its "
+        "metrics punct_gap did not run"
+    )
+    page = (out / "table3.md").read_text()  # the printed page, under its title: the console shows it too
+    assert (
+        page.split("\n")[2]
+        == "**Warning: Metric plugin top (broken_top) failed to import: ModuleNotFoundError: "
+        "No module named 'a_module_that_does_not_exist'**"
+        and f"**Warning: {said}**" in page
+    )
+    assert " ".join(said.split()) in " ".join(proc.stdout.split())
+    assert f"{said}.</p>" in (out / "report.html").read_text()
+    assert said.split(";")[0] in " ".join((out / "radar.svg").read_text().split())  # the radar's caption
     log_file = (out / "__main__.log").read_text()
     assert "Traceback (most recent call last)" in log_file and 'broken_end.py", line 7' in log_file
     status = json.loads((out / "exit_status.json").read_text())

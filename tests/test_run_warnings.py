@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 
 from textmetric_bench.measures.paired import paired_comparisons
-from textmetric_bench.measures.run_warnings import run_warnings
+from textmetric_bench.measures.run_warnings import run_warnings, unstated_warnings
 
 LONG = {
     "embedder": {
@@ -38,6 +38,28 @@ def test_each_kind_of_trouble_is_one_sentence_and_a_clean_run_has_none():
     assert found[1] == "Metric mauve failed: ValueError: NaN in embeddings"
     assert found[2].startswith("Orientation of zipf") and "digest differs" in found[3] and "900" in found[4]
     assert run_warnings({"repetitions": 5, "long_texts": {}, "failures": {}}) == []
+
+
+def test_the_warnings_no_table_states_are_the_plugins_and_the_merges_in_the_runs_order():
+    info = {
+        "repetitions": 2,
+        "long_texts": LONG,
+        "plugin_failures": {"broken": {"plugin": "b", "error": "RuntimeError: x", "withdrawn": ["gap"]}},
+        "failures": {"mauve": "ValueError"},
+        "earlier_metrics": ["chi"],
+        "metrics_this_run": ["zipf"],
+        "grid": {"truncated": ["n_ref capped"]},
+    }
+    unstated = unstated_warnings(info)
+    assert unstated == [
+        "Metric plugin b (broken) failed to import: RuntimeError: x; its metrics gap did not run",
+        "Merged from an earlier run in this directory: chi (this run computed zipf); a new directory keeps a run's "
+        "metrics alone",
+        "Grid truncated: n_ref capped",
+    ]
+    every = run_warnings(info)
+    assert [w for w in every if w in unstated] == unstated and len(every) == len(unstated) + 3
+    assert unstated_warnings({"repetitions": 2, "long_texts": LONG, "failures": {"mauve": "ValueError"}}) == []
 
 
 def test_fewer_than_five_completed_repetitions_warn_whatever_the_setting_asked():

@@ -93,6 +93,8 @@ def test_a_second_call_into_the_same_directory_says_what_it_merged(tmp_path, mon
     (merged,) = [w for w in second.warnings if w.startswith("Merged from an earlier run")]
     assert "chi (this run computed zipf)" in merged and merged in second.summary.attrs["warnings"]
     assert "merged into these tables" in (tmp_path / "run" / "session.log").read_text()
+    assert f"**Warning: {merged}**" in (tmp_path / "run" / "table3.md").read_text()  # the run's own page says it
+    assert second.text().count("Merged from an earlier run") == 1  # and text() does not say it twice
 
 
 def test_a_run_directory_is_required_to_load(tmp_path):

@@ -94,6 +94,16 @@ _REGISTRY: dict[str, MetricInfo] = {}
 _PLUGINS_LOADED = False
 #: Metric modules that failed to import, by module: the plugin, the error, its traceback, the metrics withdrawn.
 _PLUGIN_FAILURES: dict[str, dict] = {}
+#: Whether a plugin that fails to import is logged when it is loaded (off where every run reports it: the CLI).
+_ANNOUNCE_FAILURES = True
+
+
+def announce_plugin_failures(enabled: bool) -> None:
+    """Log (``enabled``, the default) or keep quiet a plugin's import failure when it is loaded. The command line
+    turns it off: each of its runs reports the failure itself (console, log, run.json, exit status) and an unknown
+    metric names it, so the line at loading said the same thing twice."""
+    global _ANNOUNCE_FAILURES
+    _ANNOUNCE_FAILURES = enabled
 
 
 #: The default of the decorator's required arguments: absent, reported with the function they were meant for.
@@ -426,7 +436,11 @@ def import_metric_module(module: str, plugin: str | None = None, load: Callable[
             if name in before:
                 _REGISTRY[name] = before[name]
         error = f"{type(exc).__name__}: {exc}"
-        if (_PLUGIN_FAILURES.get(module) or {}).get("error") != error and multiprocessing.parent_process() is None:
+        if (
+            _ANNOUNCE_FAILURES
+            and (_PLUGIN_FAILURES.get(module) or {}).get("error") != error
+            and multiprocessing.parent_process() is None
+        ):
             # said once, by the process the user started (not by each worker); every run reports it again
             log.error("could not load metric plugin %s: %s", plugin if plugin else module, error)
         _PLUGIN_FAILURES[module] = {

@@ -25,13 +25,35 @@ def run_warnings(info: Mapping, repetitions: int | None = None) -> list[str]:
     for key, record in (info.get("long_texts") or {}).items():
         if record.get("cuts") and (sentence := over_limit_sentence(reader_name(key, record), record)):
             out.append(f"Long texts cut: {sentence}")
-    for module, record in (info.get("plugin_failures") or {}).items():
-        left = f"; its metrics {', '.join(record['withdrawn'])} did not run" if record.get("withdrawn") else ""
-        out.append(f"Metric plugin {record.get('plugin', module)} ({module}) failed to import: {record['error']}{left}")
+    out += plugin_warnings(info)
     for metric, reason in (info.get("failures") or {}).items():
         out.append(f"Metric {metric} failed: {' '.join(str(reason).split())[:300]}")
     for metric, note in (info.get("orientation_warnings") or {}).items():
         out.append(f"Orientation of {metric}: {' '.join(str(note).split())[:300]}")
+    return out + merge_warnings(info)
+
+
+def unstated_warnings(info: Mapping) -> list[str]:
+    """The warnings of ``run_warnings`` that no table of the run states on its own (the tables state too few
+    repetitions, failed metrics and reversed orientations; the long texts have their own record): a metric plugin
+    that failed to import, reference rows not used, metrics merged from an earlier run, a truncated grid. The run's
+    printed page (``table3.md``) and its report put them at the top."""
+    return plugin_warnings(info) + merge_warnings(info)
+
+
+def plugin_warnings(info: Mapping) -> list[str]:
+    """One sentence per metric plugin that failed to import (``run.json``'s ``plugin_failures``)."""
+    out = []
+    for module, record in (info.get("plugin_failures") or {}).items():
+        left = f"; its metrics {', '.join(record['withdrawn'])} did not run" if record.get("withdrawn") else ""
+        out.append(f"Metric plugin {record.get('plugin', module)} ({module}) failed to import: {record['error']}{left}")
+    return out
+
+
+def merge_warnings(info: Mapping) -> list[str]:
+    """Rows that are not this run's own computation as asked: reference rows not used, metrics merged from an
+    earlier run in the same directory, a grid truncated to the sources."""
+    out = []
     reference = info.get("reference") or {}
     if reference.get("not_used"):
         out.append(f"Reference rows {reference.get('file')} not used: {reference['not_used']}")

@@ -138,6 +138,7 @@ class KSCTask(Task, name="ksc", settings=KSCSettings, fields=("repetition", "i",
 
     def write(self, result: TaskResult, out_dir: Path) -> dict[str, Path]:
         """Table 3, radar chart, scatter plots, and the stochastic metrics' own noise (``own_noise.csv``)."""
+        from textmetric_bench.measures.run_warnings import run_warnings
         from textmetric_bench.measures.summaries import summarise_measures
         from textmetric_bench.engine.pool import worker_context
         from textmetric_bench.reports.figures.ksc import scatter_file, scatter_names
@@ -162,7 +163,9 @@ class KSCTask(Task, name="ksc", settings=KSCSettings, fields=("repetition", "i",
                 name: drawer.submit(scatter_file, result.distances, out_dir, name, setting=title)
                 for name in sorted(names, key=lambda name: name != "scatter_all")
             }
-            radar = drawer.submit(radar_chart, summarise_measures(result.measures), out_dir / "radar", title=title)
+            summary = summarise_measures(result.measures)
+            warnings = run_warnings(result.info, int(summary["n"].max()) if not summary.empty else None)
+            radar = drawer.submit(radar_chart, summary, out_dir / "radar", title=title, warnings=warnings)
             files = own_noise | write_tables(
                 result.measures,
                 out_dir,

@@ -65,6 +65,7 @@ from textmetric_bench.features.embedder_settings import EmbedderSettings
 from textmetric_bench.features.lm.settings import LMSettings
 from textmetric_bench.measures import LIBRARIES as MEASURE_LIBRARIES
 from textmetric_bench.measures.failures import write_failures_csv
+from textmetric_bench.measures.run_warnings import unstated_warnings
 from textmetric_bench.measures.orientation import (
     DISTANCE,
     orientation_of,
@@ -545,6 +546,8 @@ def write_artifacts(task: Task, result: TaskResult, out_dir: Path, *, title: str
 
         with files["table3_md"].open("a", encoding="utf-8") as md:
             md.write("\n".join(["", *orientation_markdown(result.info["orientation_warnings"])]))
+    if page := next((files[name] for name in task.printed if name in files), None):
+        head_with_warnings(page, unstated_warnings(result.info))
     result.info["files"] = sorted(str(p.relative_to(out_dir)) for p in files.values() if p.is_relative_to(out_dir))
     files["run"].write_text(json.dumps(result.info, indent=2, default=str))
     for stale in previous - set(result.info["files"]):
@@ -553,6 +556,17 @@ def write_artifacts(task: Task, result: TaskResult, out_dir: Path, *, title: str
             path.unlink()
             log.info("removed %s, written by an earlier run and not by this one", path)
     return files
+
+
+def head_with_warnings(page: Path, warnings: Sequence[str]) -> None:
+    """Put ``warnings`` under the title of the markdown ``page`` (the run's printed page), one bold line each, so the
+    console, the file and ``Result.text()`` carry them."""
+    if not warnings:
+        return
+    lines = page.read_text(encoding="utf-8").split("\n")
+    at = 2 if lines[0].startswith("# ") else 0
+    lines[at:at] = [line for w in warnings for line in (f"**Warning: {' '.join(w.split())}**", "")]
+    page.write_text("\n".join(lines), encoding="utf-8")
 
 
 def _previous_files(out_dir: Path) -> set[str]:

@@ -148,10 +148,16 @@ def radar_small_multiples(
 
 
 def radar_chart(
-    summary: pd.DataFrame, out_stem: Path, *, title: str | None = None, metrics=None, axes=None
+    summary: pd.DataFrame,
+    out_stem: Path,
+    *,
+    title: str | None = None,
+    metrics=None,
+    axes=None,
+    warnings: Sequence[str] = (),
 ) -> list[Path]:
-    """``overlaid_radar`` written to ``<out_stem>.png`` and ``<out_stem>.svg``."""
-    fig = overlaid_radar(summary, title=title, metrics=metrics, axes=axes)
+    """``overlaid_radar`` written to ``<out_stem>.png`` and ``<out_stem>.svg`` (``warnings`` in its caption)."""
+    fig = overlaid_radar(summary, title=title, metrics=metrics, axes=axes, warnings=warnings)
     out_stem = Path(out_stem)
     return [save_figure(fig, out_stem.with_name(out_stem.name + ext)) for ext in (".png", ".svg")]
 

@@ -34,6 +34,7 @@ from textmetric_bench.reports.html.tables import (
     scroll,
     significance_html,
     table3_html,
+    unstated_html,
     warning_html,
 )
 from textmetric_bench.reports.labels import SIMILARITY_NOTE, metric_labels, similarities
@@ -135,6 +136,7 @@ def _run_block(
         )
     parts += [warning_html(r.repetitions, f"{r.task} run {r.label(root)}") for r in (run, *joined)]
     parts += [long_texts_html(r.manifest, f"{r.task} run {r.label(root)}") for r in (run, *joined)]
+    parts += [unstated_html(r.manifest, f"{r.task} run {r.label(root)}") for r in (run, *joined)]
     if run.measures.empty:
         return "".join(parts) + "<p class=note>No metric produced measures.</p>"
     summary, missing = profile(run, joined) if run.task == "ksc" else (run.summary(), {})

@@ -12,6 +12,7 @@ import pandas as pd
 from textmetric_bench.measures import registry
 from textmetric_bench.measures.intervals import INTERVAL_NAME, few_repetitions_warning
 from textmetric_bench.measures.paired import TEST_NAME
+from textmetric_bench.measures.run_warnings import unstated_warnings
 from textmetric_bench.measures.text_limits import over_limit_sentence, reader_name
 from textmetric_bench.reports.bounds import bound_label, bound_of
 from textmetric_bench.reports.labels import MEASURE_LABELS, format_score, metric_labels, plural
@@ -49,6 +50,13 @@ def long_texts_html(manifest: dict, which: str = "") -> str:
             kind, mark = ("warning", "⚠ Long texts") if record.get("cuts") else ("note", "Long texts")
             parts.append(f"<p class={kind}>{mark}{where}: {escape(sentence)}.</p>")
     return "".join(parts)
+
+
+def unstated_html(manifest: dict, which: str = "") -> str:
+    """The run's warnings that no table states (``unstated_warnings``: a plugin that failed to import, reference rows
+    not used, metrics merged from an earlier run, a truncated grid), one visible warning each."""
+    where = f" ({escape(which)})" if which else ""
+    return "".join(f"<p class=warning>⚠ Warning{where}: {escape(w)}.</p>" for w in unstated_warnings(manifest))
 
 
 def warning_html(n: int, which: str = "") -> str:
