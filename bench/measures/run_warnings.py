@@ -34,10 +34,11 @@ def run_warnings(info: Mapping, repetitions: int | None = None) -> list[str]:
 
 
 def unstated_warnings(info: Mapping) -> list[str]:
-    """The warnings of ``run_warnings`` that no table of the run states on its own (the tables state too few
-    repetitions, failed metrics and reversed orientations; the long texts have their own record): a metric plugin
+    """The warnings of ``run_warnings`` that nothing of the run said but its log and ``run.json``: a metric plugin
     that failed to import, reference rows not used, metrics merged from an earlier run, a truncated grid. The run's
-    printed page (``table3.md``) and its report put them at the top."""
+    printed page (``table3.md``) and its report put them at the top. (The page states too few repetitions, failed
+    metrics and reversed orientations itself; cut long texts are a console line and a box of their own in the
+    report.)"""
     return plugin_warnings(info) + merge_warnings(info)
 
 
