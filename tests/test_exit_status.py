@@ -17,7 +17,12 @@ import pandas as pd
 import pytest
 
 from fake_lines import FD2_LINE
+from figure_captions import assert_caption_warns
 
+from textmetric_bench.measures.run_warnings import run_warnings
+from textmetric_bench.measures.summaries import most_repetitions
+from textmetric_bench.reports.figures.ksc import distance_scatter
+from textmetric_bench.reports.sweep.runs import load_run
 from textmetric_bench.errors import EXIT_BAD_INPUT, EXIT_METRIC_FAILED, EXIT_REGRESSION, EXIT_OK, worst_exit_status
 
 TESTS_DIR = Path(__file__).parent
@@ -234,6 +239,16 @@ def test_a_plugin_that_fails_to_import_is_reported_everywhere_and_fails_the_run(
     assert " ".join(said.split()) in " ".join(proc.stdout.split())
     assert f"{said}.</p>" in (out / "report.html").read_text()
     assert said.split(";")[0] in " ".join((out / "radar.svg").read_text().split())  # the radar's caption
+    scatters = load_run(out)
+    warnings = run_warnings(info, most_repetitions(scatters.measures))
+    assert "Metric plugin end (broken_end) failed to import" in " ".join(warnings)
+    for name in ("scatter_all", "scatter_chi"):  # and every other figure's
+
+        def draw(shown, where, name=name):
+            paths = distance_scatter(scatters.distances, where, setting=info["title"], warnings=shown)
+            return next(p for p in paths if p.stem == name)
+
+        assert_caption_warns(out / f"{name}.png", draw, warnings, tmp_path / name)
     log_file = (out / "__main__.log").read_text()
     assert "Traceback (most recent call last)" in log_file and 'broken_end.py", line 7' in log_file
     status = json.loads((out / "exit_status.json").read_text())

@@ -9,9 +9,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from figure_captions import assert_caption_warns
+
 from textmetric_bench.collections.ifc import reference_samples, split_source
 from textmetric_bench.errors import ConfigError, DataError
 from textmetric_bench.measures.ifc import gap_closed, ifc_score, type_token_ratio
+from textmetric_bench.measures.run_warnings import run_warnings
+from textmetric_bench.reports.figures.ifc import ifc_figures
 from textmetric_bench.running.registry import compose_config
 from textmetric_bench.tasks.ifc import run_ifc
 
@@ -74,7 +78,7 @@ def tiny_run(tmp_path_factory, cache_dir, mirror_dir, smollm2):
 
 
 @pytest.mark.slow  # one of the slowest of the default suite (make test --durations)
-def test_tiny_run_generates_every_corpus_and_scores_it(tiny_run):
+def test_tiny_run_generates_every_corpus_and_scores_it(tiny_run, tmp_path):
     cfg, out, result = tiny_run
     gen = out / "generated"
     for i in range(3):
@@ -98,6 +102,14 @@ def test_tiny_run_generates_every_corpus_and_scores_it(tiny_run):
     for name in ("ifc_fid.png", "ifc_chi.png", "ifc_all.png", "table3.md"):
         assert (out / name).stat().st_size > 0
     assert "| fid |" in (out / "table3.md").read_text()
+    info = json.loads((out / "run.json").read_text())
+    for name in ("ifc_all", "ifc_chi"):  # 2 repetitions: each figure says so under it
+
+        def draw(shown, where, name=name):
+            paths = ifc_figures(result.distances, result.summary, where, setting=info["title"], warnings=shown)
+            return next(p for p in paths if p.stem == name)
+
+        assert_caption_warns(out / f"{name}.png", draw, run_warnings(info), tmp_path / name)
 
 
 @pytest.mark.slow  # one of the slowest of the default suite (make test --durations)

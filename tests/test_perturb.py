@@ -7,6 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from scipy import stats
+from figure_captions import assert_caption_warns
 from test_end_to_end import run_bench  # the Hydra app as a user starts it
 
 from textmetric_bench.collections.perturbation_samples import (
@@ -27,6 +28,7 @@ from textmetric_bench.collections.perturbations import (
 )
 from textmetric_bench.errors import ConfigError, DataError
 from textmetric_bench.measures.perturbation import perturbation_measures, relative_shift
+from textmetric_bench.measures.run_warnings import run_warnings
 from textmetric_bench.reports.figures.perturb import perturbation_cells, perturbation_heatmap, perturbation_markdown
 from textmetric_bench.tasks.perturb import summarise_shifts
 
@@ -228,6 +230,13 @@ def test_end_to_end_perturbation_run_on_the_embedded_pair(tmp_path, cache_dir):
     assert (chi.loc["remove_stopwords", "shift"] > 0.5).all()  # a third of the tokens gone: far from R
     fid = measures[(measures["metric"] == "fid") & (measures["perturbation"] == "truncate")]
     assert (fid["shift"] > 0.1).all()  # embeddings see the length change
+    summary = pd.read_csv(out / "perturbation.csv")
+    assert_caption_warns(  # 2 repetitions: the heatmap says so under it
+        out / "perturb_heatmap.png",
+        lambda shown, where: perturbation_heatmap(summary, where / "h.png", title=info["title"], warnings=shown),
+        run_warnings(info),
+        tmp_path / "redrawn",
+    )
     report = (out / "report.html").read_text()
     assert "Perturbation sensitivity (000 §6.2)" in report and report.count("<img") >= 1
 

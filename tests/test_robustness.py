@@ -6,6 +6,7 @@ import re
 import numpy as np
 import pandas as pd
 import pytest
+from figure_captions import assert_caption_warns
 from test_end_to_end import run_bench  # the Hydra app as a user starts it
 
 from textmetric_bench.api.registry import metric, unregister
@@ -17,6 +18,9 @@ from textmetric_bench.collections.size_imbalance import (
 )
 from textmetric_bench.errors import ConfigError, DataError
 from textmetric_bench.measures.robustness import imbalance_robustness, robustness_score, size_robustness
+from textmetric_bench.measures.run_warnings import run_warnings
+from textmetric_bench.measures.summaries import most_repetitions
+from textmetric_bench.reports.figures.robustness import robustness_figures
 from textmetric_bench.running.registry import compose_config
 from textmetric_bench.tasks.robustness import run_robustness
 
@@ -163,6 +167,21 @@ def test_end_to_end_small_grid_on_the_embedded_pair(tmp_path, cache_dir):
     for name in ("robustness_fid.png", "robustness_chi.png", "robustness_all.png", "table3.md", "table3.csv"):
         assert (out / name).stat().st_size > 0, name
     assert not (out / "radar.png").exists()
+    warnings = run_warnings(info, most_repetitions(measures))  # 2 repetitions: each figure says so under it
+    for name in ("robustness_all", "robustness_chi"):
+
+        def draw(shown, where, name=name):
+            paths = robustness_figures(
+                curves,
+                measures,
+                where,
+                imbalance_total=info["grid"]["imbalance_total"],
+                setting=info["title"],
+                warnings=shown,
+            )
+            return next(p for p in paths if p.stem == name)
+
+        assert_caption_warns(out / f"{name}.png", draw, warnings, tmp_path / name)
 
 
 def test_a_grid_larger_than_n_fails_with_a_clear_message(tmp_path, cache_dir):

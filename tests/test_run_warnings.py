@@ -83,3 +83,41 @@ def test_a_verdict_on_few_repetitions_carries_its_caution():
         assert frame["better"].tolist() == ["good"]  # the difference is plain either way
         assert bool(frame["caution"].iloc[0]) is cautioned
         assert not cautioned or frame["caution"].iloc[0].startswith("only 3 paired repetitions")
+
+
+def test_the_completed_repetitions_a_task_warns_on_are_the_summarys_largest_n():
+    from textmetric_bench.measures.summaries import most_repetitions, summarise_measures
+
+    computed = pd.DataFrame(
+        {
+            "metric": ["fid"] * 4 + ["chi"] * 4,
+            "repetition": [0, 1, 2, 3] * 2,
+            "rho": [0.9, np.nan, 0.8, np.inf, 0.5, 0.4, np.nan, np.nan],
+            "omega2": [np.nan, 0.7, np.nan, np.nan, 0.3, 0.2, 0.1, np.nan],
+            "source": "computed",
+        }
+    )
+    reference = pd.DataFrame(
+        {"metric": ["fid"], "repetition": [0], "rho": [0.9], "omega2": [0.9], "source": "reference"}
+    )
+    measures = pd.concat([computed, reference], ignore_index=True)
+    summary = summarise_measures(measures)
+    assert most_repetitions(measures) == int(summary["n"].max()) == 3  # chi's omega2: three finite values
+    assert most_repetitions(measures[measures["metric"] == "fid"]) == int(summary.query("metric == 'fid'")["n"].max())
+    assert most_repetitions(measures.iloc[:0]) is None
+
+
+def test_a_figures_caption_carries_the_runs_warnings_below_what_it_draws():
+    from test_reports import simulated_distances
+
+    from textmetric_bench.reports.figures.ksc import scatter_figures
+
+    warnings = run_warnings({"repetitions": 2, "failures": {"mauve": "ValueError: NaN in embeddings"}})
+    figures = scatter_figures(simulated_distances(), "a setting", warnings=warnings)
+    assert len(figures) > 2
+    for name, fig in figures.items():
+        below = [t.get_text() for t in fig.texts if t.get_position()[1] == 0.0 and t.get_va() == "top"]
+        assert len(below) == 1, name
+        assert below[0].startswith("⚠ Only 2 repetitions") and "⚠ Metric mauve failed: ValueError" in below[0]
+    bare = scatter_figures(simulated_distances(), "a setting")
+    assert not any("⚠" in t.get_text() for fig in bare.values() for t in fig.texts)

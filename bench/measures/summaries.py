@@ -7,6 +7,7 @@ Rows taken from shipped reference results (``source`` = reference) are summarise
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from textmetric_bench.measures import registry
@@ -53,3 +54,15 @@ def summarise_measures(measures: pd.DataFrame) -> pd.DataFrame:
     if "orientation" in frame.columns:
         summary["orientation"] = summary["metric"].map(frame.groupby("metric")["orientation"].first())
     return summary
+
+
+def most_repetitions(measures: pd.DataFrame) -> int | None:
+    """The largest ``n`` of ``summarise_measures(measures)`` (the most repetitions in which a metric has a finite
+    value of one measure) without its bootstrap, so a run's warnings are known before its summary; None for a
+    table without measures."""
+    frame = labelled(measures)
+    present = [m for m in RAW_MEASURES if m in frame.columns]
+    if frame.empty or not present or "metric" not in frame.columns:
+        return None
+    finite = np.isfinite(frame[present].apply(pd.to_numeric, errors="coerce").astype(float))
+    return int(finite.groupby(frame["metric"]).sum().to_numpy().max())

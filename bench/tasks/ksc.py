@@ -139,7 +139,7 @@ class KSCTask(Task, name="ksc", settings=KSCSettings, fields=("repetition", "i",
     def write(self, result: TaskResult, out_dir: Path) -> dict[str, Path]:
         """Table 3, radar chart, scatter plots, and the stochastic metrics' own noise (``own_noise.csv``)."""
         from textmetric_bench.measures.run_warnings import run_warnings
-        from textmetric_bench.measures.summaries import summarise_measures
+        from textmetric_bench.measures.summaries import most_repetitions, summarise_measures
         from textmetric_bench.engine.pool import worker_context
         from textmetric_bench.reports.figures.ksc import scatter_file, scatter_names
         from textmetric_bench.reports.figures.parallel import FigureDrawer
@@ -157,14 +157,14 @@ class KSCTask(Task, name="ksc", settings=KSCSettings, fields=("repetition", "i",
                 own_noise["own_noise"], index=False
             )
         names = scatter_names(result.distances)
+        warnings = run_warnings(result.info, most_repetitions(result.measures))  # every figure's caption
         with FigureDrawer(1 + len(names), worker_context()) as drawer:  # drawn while the tables are written
             # the longest job first (the grid of every metric: about four scatters' time), so no process idles last
             scatters = {
-                name: drawer.submit(scatter_file, result.distances, out_dir, name, setting=title)
+                name: drawer.submit(scatter_file, result.distances, out_dir, name, setting=title, warnings=warnings)
                 for name in sorted(names, key=lambda name: name != "scatter_all")
             }
             summary = summarise_measures(result.measures)
-            warnings = run_warnings(result.info, int(summary["n"].max()) if not summary.empty else None)
             radar = drawer.submit(radar_chart, summary, out_dir / "radar", title=title, warnings=warnings)
             files = own_noise | write_tables(
                 result.measures,

@@ -170,6 +170,7 @@ class PerturbTask(
 
     def write(self, result: TaskResult, out_dir: Path) -> dict[str, Path]:
         """perturbation.csv (summary), perturbation.md and the heatmap perturb_heatmap.png."""
+        from textmetric_bench.measures.run_warnings import run_warnings
         from textmetric_bench.reports.figures.perturb import perturbation_heatmap, perturbation_markdown
 
         title = result.info["title"]
@@ -178,7 +179,9 @@ class PerturbTask(
         files["perturbation_md"].write_text(
             perturbation_markdown(result.summary, result.info, title=title, failures=result.failures), encoding="utf-8"
         )
-        heatmap = perturbation_heatmap(result.summary, out_dir / "perturb_heatmap.png", title=title)
+        heatmap = perturbation_heatmap(
+            result.summary, out_dir / "perturb_heatmap.png", title=title, warnings=run_warnings(result.info)
+        )
         if heatmap is not None:
             files["perturb_heatmap"] = heatmap
         return files

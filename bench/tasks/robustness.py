@@ -164,6 +164,8 @@ class RobustnessTask(
 
         No radar chart: S and I alone are two axes; merge with a KSC run of the same pair for one.
         """
+        from textmetric_bench.measures.run_warnings import run_warnings
+        from textmetric_bench.measures.summaries import most_repetitions
         from textmetric_bench.reports.figures.robustness import robustness_figures
         from textmetric_bench.reports.tables.files import write_tables
 
@@ -188,6 +190,7 @@ class RobustnessTask(
             out_dir,
             imbalance_total=info["grid"]["imbalance_total"],
             setting=info["title"],
+            warnings=run_warnings(info, most_repetitions(result.measures)),
         ):
             files[path.stem] = path
         return files

@@ -28,6 +28,8 @@ MEASURE_SYMBOLS = {
 #: Smallest font size (points) a figure may use for any label or tick.
 MIN_FONT_PT = 7.0
 _SVG_METADATA = {"Date": None}  # keeps SVG output byte-stable between runs
+#: Characters of a small-text caption line per inch of figure width (wrapped before the figure's edge).
+CAPTION_CHARS_PER_INCH = 15
 #: Up to this many distinct values, an integer axis is ticked at exactly those values.
 _MAX_EXACT_TICKS = 12
 
@@ -86,3 +88,12 @@ def warnings_caption(warnings: Sequence[str], width: int) -> str:
     "" when there are none. Warnings go below a figure, never into the plot."""
     lines = [textwrap.fill(f"⚠ {w}", width, subsequent_indent="   ") for w in warnings]
     return "".join(f"\n{line}" for line in lines)
+
+
+def caption_below(fig: Figure, caption: str = "", warnings: Sequence[str] = ()) -> None:
+    """Write ``caption`` and then the run's ``warnings`` (``warnings_caption``) as one block of small text below
+    ``fig``'s drawing area (``save_figure``'s tight box takes it in); nothing when both are empty."""
+    width = int(CAPTION_CHARS_PER_INCH * fig.get_figwidth())
+    text = (textwrap.fill(caption, width) if caption else "") + warnings_caption(warnings, width)
+    if text:
+        fig.text(0.01, 0.0, text.lstrip("\n"), fontsize="small", ha="left", va="top")

@@ -8,14 +8,14 @@ line (green). Drawn on bare ``Figure`` objects like ``textmetric_bench.reports.f
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from textmetric_bench.reports.figures.drawing import ols_band, safe_name, save_figure
+from textmetric_bench.reports.figures.drawing import caption_below, ols_band, safe_name, save_figure
 from textmetric_bench.reports.labels import format_score, metric_labels
 from textmetric_bench.reports.tables.markdown import markdown_table
 
@@ -52,8 +52,16 @@ def _caption(summary: pd.DataFrame, metric: str) -> str:
     return f"{metric_labels(summary)[metric]}: IFC = {format_score(row['IFC'])}, gap closed = {format_score(row['gap_closed'])}"
 
 
-def ifc_figures(distances: pd.DataFrame, summary: pd.DataFrame, out_dir: Path, *, setting: str = "") -> list[Path]:
-    """``ifc_<metric>.png`` per metric with a finite distance (004 Figure 5), and ``ifc_all.png``."""
+def ifc_figures(
+    distances: pd.DataFrame,
+    summary: pd.DataFrame,
+    out_dir: Path,
+    *,
+    setting: str = "",
+    warnings: Sequence[str] = (),
+) -> list[Path]:
+    """``ifc_<metric>.png`` per metric with a finite distance (004 Figure 5), and ``ifc_all.png``; ``warnings``
+    (the run's, ``textmetric_bench.measures.run_warnings``) in a caption below each."""
     out_dir = Path(out_dir)
     finite = distances[np.isfinite(pd.to_numeric(distances["distance"], errors="coerce"))]
     metrics = sorted(finite["metric"].unique(), key=str)
@@ -69,6 +77,7 @@ def ifc_figures(distances: pd.DataFrame, summary: pd.DataFrame, out_dir: Path, *
         ax.legend(fontsize="small")
         if setting:  # the run: source, iterations, sizes, repetitions
             fig.suptitle(setting, fontsize="small")
+        caption_below(fig, warnings=warnings)
         paths.append(save_figure(fig, out_dir / f"ifc_{safe_name(metric)}.png"))
     if len(metrics) > 1:
         ncols = min(4, len(metrics))
@@ -87,6 +96,7 @@ def ifc_figures(distances: pd.DataFrame, summary: pd.DataFrame, out_dir: Path, *
             + (f"\n{setting}" if setting else "")
         )
         fig.supxlabel("fine-tuning iteration i")
+        caption_below(fig, warnings=warnings)
         paths.append(save_figure(fig, out_dir / "ifc_all.png"))
     return paths
 

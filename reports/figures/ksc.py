@@ -8,6 +8,7 @@ state), so plotting is safe in parallel sweep jobs and never opens a window.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -16,7 +17,7 @@ from matplotlib.figure import Figure
 from scipy import stats
 
 from textmetric_bench.measures.ksc import monotonicity
-from textmetric_bench.reports.figures.drawing import integer_axis, ols_band, safe_name, save_figure
+from textmetric_bench.reports.figures.drawing import caption_below, integer_axis, ols_band, safe_name, save_figure
 from textmetric_bench.reports.labels import format_score, metric_labels, similarities
 
 #: How the two ρ of a scatter are named: the table's mean of per-repetition ρ, and one ρ over pooled points.
@@ -71,12 +72,17 @@ def mean_rho(distances: pd.DataFrame, metric: str, negate: bool) -> float:
 
 
 def distance_scatter(
-    distances: pd.DataFrame, out_dir: Path, *, setting: str = "", per_metric: bool = True
+    distances: pd.DataFrame,
+    out_dir: Path,
+    *,
+    setting: str = "",
+    per_metric: bool = True,
+    warnings: Sequence[str] = (),
 ) -> list[Path]:
     """``scatter_figures`` written as ``<name>.png`` into ``out_dir``."""
     return [
         save_figure(fig, Path(out_dir) / f"{name}.png")
-        for name, fig in scatter_figures(distances, setting, per_metric=per_metric).items()
+        for name, fig in scatter_figures(distances, setting, per_metric=per_metric, warnings=warnings).items()
     ]
 
 
@@ -88,15 +94,22 @@ def scatter_names(distances: pd.DataFrame, *, per_metric: bool = True) -> list[s
     return [f"scatter_{safe_name(m)}" for m in metrics if per_metric] + ["scatter_all"]
 
 
-def scatter_file(distances: pd.DataFrame, out_dir: Path, name: str, *, setting: str = "") -> Path:
+def scatter_file(
+    distances: pd.DataFrame, out_dir: Path, name: str, *, setting: str = "", warnings: Sequence[str] = ()
+) -> Path:
     """The one figure ``name`` of ``scatter_figures`` written as ``<name>.png`` into ``out_dir`` (a job of
     ``textmetric_bench.reports.figures.parallel``)."""
-    figure = scatter_figures(distances, setting, names={name})[name]
+    figure = scatter_figures(distances, setting, names={name}, warnings=warnings)[name]
     return save_figure(figure, Path(out_dir) / f"{name}.png")
 
 
 def scatter_figures(
-    distances: pd.DataFrame, setting: str = "", *, per_metric: bool = True, names=None
+    distances: pd.DataFrame,
+    setting: str = "",
+    *,
+    per_metric: bool = True,
+    names=None,
+    warnings: Sequence[str] = (),
 ) -> dict[str, Figure]:
     """Raw distance against ℓ per metric, pooled over repetitions (004 Figure 2 top), plus a z-scored grid.
 
@@ -105,7 +118,8 @@ def scatter_figures(
     it works; its z (computed on the negation, as every measure) rises like a distance's. Each title gives the
     table's ρ (mean over repetitions) and the pooled ρ of the points drawn, each named, and ``setting`` (the
     pair, k, n and repetitions). ``per_metric=False``: the grid only (what the report shows; drawing a figure
-    costs about 0.3 s). ``names``: only the figures of these names (``scatter_names``).
+    costs about 0.3 s). ``names``: only the figures of these names (``scatter_names``). ``warnings``: the run's
+    (``textmetric_bench.measures.run_warnings``), in a caption below every figure.
     """
     raw = _finite_rows(distances, "distance")
     if "repetition" in distances.columns:
@@ -131,6 +145,7 @@ def scatter_figures(
             f"{POOLED_RHO} of the raw distances shown = {format_score(rho)}" + (f"\n{setting}" if setting else ""),
             fontsize="medium",
         )
+        caption_below(fig, warnings=warnings)
         figures[f"scatter_{safe_name(metric)}"] = fig
     if not metrics or (names is not None and "scatter_all" not in names):
         return figures
@@ -162,5 +177,6 @@ def scatter_figures(
         "004 Figure 2 top" + (f"\n{setting}" if setting else "") + f"\nρ: {MEAN_RHO}; pooled ρ (z): one "
         "Spearman ρ over the z-scores of every repetition drawn"
     )
+    caption_below(fig, warnings=warnings)
     figures["scatter_all"] = fig
     return figures

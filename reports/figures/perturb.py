@@ -7,7 +7,7 @@ raw distances of the same experiment; those are in the second table.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -16,7 +16,7 @@ from matplotlib.colors import Normalize
 from matplotlib.figure import Figure
 from matplotlib.ticker import PercentFormatter
 
-from textmetric_bench.reports.figures.drawing import save_figure
+from textmetric_bench.reports.figures.drawing import caption_below, save_figure
 from textmetric_bench.reports.labels import metric_labels, plural
 from textmetric_bench.reports.tables.markdown import failures_markdown, markdown_table
 
@@ -130,9 +130,12 @@ def perturbation_markdown(
     return "\n".join(lines + failures_markdown(failures))
 
 
-def perturbation_heatmap(summary: pd.DataFrame, out_path: Path, *, title: str = "") -> Path | None:
+def perturbation_heatmap(
+    summary: pd.DataFrame, out_path: Path, *, title: str = "", warnings: Sequence[str] = ()
+) -> Path | None:
     """Metric × perturbation heatmap of the mean shift, each cell annotated with mean and sd (in
-    percentage points); colours saturate at ±100%, a shift as large as the domain change."""
+    percentage points); colours saturate at ±100%, a shift as large as the domain change. ``warnings`` (the
+    run's, ``textmetric_bench.measures.run_warnings``) in the caption below."""
     if summary.empty:
         return None
     metrics = list(dict.fromkeys(summary["metric"]))
@@ -160,15 +163,10 @@ def perturbation_heatmap(summary: pd.DataFrame, out_path: Path, *, title: str = 
     ax.set_xticks(range(len(perts)), perts, rotation=20, ha="right")
     labels = metric_labels(summary)
     ax.set_yticks(range(len(metrics)), [f"{labels[m]} *" if flags.get(m) else labels[m] for m in metrics])
-    if any(flags.get(m) for m in metrics):
-        fig.text(
-            0.0,
-            0.0,
-            "* flagged: a gap d(R, O) − d(R, S) not positive or noisy; see the table",
-            fontsize="small",
-            ha="left",
-            va="top",
-        )
+    flagged = any(flags.get(m) for m in metrics)
+    caption_below(
+        fig, "* flagged: a gap d(R, O) − d(R, S) not positive or noisy; see the table" if flagged else "", warnings
+    )
     fig.colorbar(
         image,
         ax=ax,

@@ -8,6 +8,7 @@ horizontal line. ``robustness_all.png`` puts all metrics side by side, size curv
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -15,7 +16,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from textmetric_bench.reports.figures.drawing import integer_axis
-from textmetric_bench.reports.figures.drawing import safe_name, save_figure
+from textmetric_bench.reports.figures.drawing import caption_below, safe_name, save_figure
 from textmetric_bench.reports.labels import format_score, metric_labels
 
 PANEL_TITLES = {"size": "size: d(a_s, b_s)", "imbalance": "imbalance: d(a_s, b_(N−s)), N = {total}"}
@@ -71,10 +72,17 @@ def _scores(measures: pd.DataFrame | None, metric: str) -> str:
 
 
 def robustness_figures(
-    curves: pd.DataFrame, measures: pd.DataFrame | None, out_dir: Path, *, imbalance_total: int, setting: str = ""
+    curves: pd.DataFrame,
+    measures: pd.DataFrame | None,
+    out_dir: Path,
+    *,
+    imbalance_total: int,
+    setting: str = "",
+    warnings: Sequence[str] = (),
 ) -> list[Path]:
     """Write ``robustness_<metric>.png`` for every metric with a finite distance, and ``robustness_all.png``; each
-    title names the run's ``setting`` (pair, sizes, repetitions)."""
+    title names the run's ``setting`` (pair, sizes, repetitions), each caption its ``warnings``
+    (``textmetric_bench.measures.run_warnings``)."""
     line = f"\n{setting}" if setting else ""
     out_dir = Path(out_dir)
     rows = _finite(curves)
@@ -93,6 +101,7 @@ def robustness_figures(
             ax.set_ylabel("distance")
         axes[0].legend(fontsize="small")
         fig.suptitle(f"{labels[metric]}{_scores(measures, metric)} (004 Figure 2 middle and bottom){line}")
+        caption_below(fig, warnings=warnings)
         paths.append(save_figure(fig, out_dir / f"robustness_{safe_name(metric)}.png"))
     if not metrics:
         return paths
@@ -109,5 +118,6 @@ def robustness_figures(
     grid[0, 0].set_ylabel("d(a_s, b_s)")
     grid[1, 0].set_ylabel(f"d(a_s, b_(N−s)), N = {imbalance_total}")
     fig.suptitle(f"Distance against sample size s; green: d(A, B) (004 Figure 2 middle and bottom){line}")
+    caption_below(fig, warnings=warnings)
     paths.append(save_figure(fig, out_dir / "robustness_all.png"))
     return paths

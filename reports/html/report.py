@@ -18,7 +18,8 @@ import pandas as pd
 
 from textmetric_bench.measures.intervals import INTERVAL_NAME
 from textmetric_bench.measures.paired import all_comparisons
-from textmetric_bench.measures.summaries import RAW_MEASURES, labelled
+from textmetric_bench.measures.run_warnings import run_warnings
+from textmetric_bench.measures.summaries import RAW_MEASURES, labelled, most_repetitions
 from textmetric_bench.reports.figures.drawing import MEASURE_SYMBOLS
 from textmetric_bench.reports.figures.heatmap import heatmap_caption, measure_heatmap
 from textmetric_bench.reports.figures.ksc import distance_scatter
@@ -178,11 +179,13 @@ def _run_block(
 
 def _scatter_grid(run: Run, out_dir: Path) -> Path | None:
     """The run's own grid of z-scored distances (``scatter_all.png``, written by its task from the same
-    ``distances.csv``), or, where it is missing or older than the distances, the grid drawn afresh."""
+    ``distances.csv``), or, where it is missing or older than the distances, the grid drawn afresh (its caption,
+    as the task's, the run's warnings)."""
     written, distances = run.path / "scatter_all.png", run.path / "distances.csv"
     if written.is_file() and distances.is_file() and written.stat().st_mtime >= distances.stat().st_mtime:
         return written
-    scatter = distance_scatter(run.distances, out_dir, setting=run.setting, per_metric=False)
+    warnings = run_warnings(run.manifest, most_repetitions(run.measures)) if run.manifest else []
+    scatter = distance_scatter(run.distances, out_dir, setting=run.setting, per_metric=False, warnings=warnings)
     return scatter[0] if scatter else None
 
 
