@@ -1,6 +1,7 @@
 """The HTML report: self-contained, every figure decodes in a real headless Chromium."""
 
 import re
+from pathlib import Path
 import shutil
 import subprocess
 
@@ -143,3 +144,53 @@ def test_the_scatter_s_rho_is_the_table_s_rho(sweep):
         )
         table = pd.read_csv(sweep / run / "measures.csv").groupby("metric")["rho"].mean()
         assert mean_rho(distances, "chi", negate=False) == pytest.approx(table["chi"], abs=1e-12)
+
+
+def test_every_figure_the_report_draws_carries_the_runs_warnings_below_it(sweep, tmp_path, monkeypatch):
+    """3 repetitions: each figure of the run's block says so in its caption, the scatter grid drawn afresh too."""
+    import os
+
+    from matplotlib.figure import Figure
+
+    from textmetric_bench.reports.figures import parallel
+
+    run = tmp_path / "run"
+    shutil.copytree(sweep / "0", run)
+    later = (run / "scatter_all.png").stat().st_mtime + 10
+    os.utime(run / "distances.csv", (later, later))  # the report draws the grid itself
+    captions, save = {}, Figure.savefig
+
+    def read_captions(fig, path, *args, **kwargs):
+        captions[Path(path).name] = " ".join(t.get_text() for t in fig.texts)
+        return save(fig, path, *args, **kwargs)
+
+    monkeypatch.setattr(Figure, "savefig", read_captions)
+    monkeypatch.setattr(parallel, "PROCESSES", 1)  # every figure drawn in this process, where the patch is
+    build_report([run], tmp_path / "report")
+    stems = {name.split("_")[0] for name in captions}
+    assert {"heatmap", "radars", "radar", "boxplots", "scatter"} <= stems, sorted(captions)
+    for name, text in captions.items():
+        assert "⚠ Only 3 repetitions (fewer than 5)" in text, name
+
+
+def test_a_blocks_warnings_name_the_joined_run_they_come_from(sweep):
+    import pandas as pd
+
+    from textmetric_bench.reports.html.report import block_warnings
+    from textmetric_bench.reports.sweep.runs import Run, load_run
+
+    ksc = load_run(sweep / "0")
+    robustness = Run(
+        sweep / "robustness",
+        {"task": "robustness"},
+        pd.DataFrame({"metric": ["chi"] * 5, "repetition": range(5), "S": 0.9}),
+        None,
+        {"grid": {"truncated": ["sizes 5000 left out: the sources have 2,000 texts"]}},
+    )
+    alone = block_warnings([ksc])
+    assert alone[0].startswith("Only 3 repetitions") and len(alone) == 1
+    joined = block_warnings([ksc, robustness])
+    assert joined == [
+        f"ksc run: {alone[0]}",
+        "robustness run: Grid truncated: sizes 5000 left out: the sources have 2,000 texts",
+    ]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -11,7 +12,7 @@ from matplotlib.figure import Figure
 
 from textmetric_bench.measures import registry
 from textmetric_bench.reports.bounds import bound_label, bound_of
-from textmetric_bench.reports.figures.drawing import integer_axis, save_figure
+from textmetric_bench.reports.figures.drawing import caption_below, integer_axis, save_figure
 from textmetric_bench.reports.figures.palette import bound_line, metric_styles
 from textmetric_bench.reports.labels import QUALITY_MEASURES, metric_labels
 
@@ -54,15 +55,17 @@ def _panel(ax, measures: pd.DataFrame, measure: str, labels: dict, styles: dict)
     ax.grid(axis="x", alpha=0.3)
 
 
-def measure_boxplots(measures: pd.DataFrame, out_path: Path, *, setting: str = "") -> Path | None:
+def measure_boxplots(
+    measures: pd.DataFrame, out_path: Path, *, setting: str = "", warnings: Sequence[str] = ()
+) -> Path | None:
     """``boxplot_figure`` written to ``out_path``; None when no quality measure has a value."""
-    fig = boxplot_figure(measures, setting=setting)
+    fig = boxplot_figure(measures, setting=setting, warnings=warnings)
     return None if fig is None else save_figure(fig, out_path)
 
 
-def boxplot_figure(measures: pd.DataFrame, *, setting: str = "") -> Figure | None:
+def boxplot_figure(measures: pd.DataFrame, *, setting: str = "", warnings: Sequence[str] = ()) -> Figure | None:
     """004 Figure 6: per quality measure, one horizontal box per metric over repetitions, sorted by median;
-    ``setting`` (the pair, k, n and repetitions) is named in the title.
+    ``setting`` (the pair, k, n and repetitions) is named in the title, ``warnings`` (the run's) in a caption below.
 
     The bounds (oracle, chance) are grey bands over their range with a line at the median.
     """
@@ -83,6 +86,7 @@ def boxplot_figure(measures: pd.DataFrame, *, setting: str = "") -> Figure | Non
         "Measures across repetitions, one value per repetition (004 Figure 6); largest median on top, "
         "further right is better" + (f"\n{setting}" if setting else "")
     )
+    caption_below(fig, warnings=warnings)
     return fig
 
 

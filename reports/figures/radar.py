@@ -18,7 +18,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from textmetric_bench.reports.bounds import bound_label, bound_of
-from textmetric_bench.reports.figures.drawing import save_figure, symbol, warnings_caption
+from textmetric_bench.reports.figures.drawing import caption_below, save_figure, symbol, warnings_caption
 from textmetric_bench.reports.figures.palette import bound_line, metric_styles
 from textmetric_bench.reports.labels import QUALITY_MEASURES, metric_labels
 
@@ -120,9 +120,15 @@ def _axis_label(axis: str, missing: list[str]) -> str:
 
 
 def radar_small_multiples(
-    summary: pd.DataFrame, *, axes=None, ncols: int | None = None, title: str | None = None
+    summary: pd.DataFrame,
+    *,
+    axes=None,
+    ncols: int | None = None,
+    title: str | None = None,
+    warnings: Sequence[str] = (),
 ) -> Figure:
-    """One small radar per metric on a shared 0..1 scale, in a grid, best mean first (004 Figure 4)."""
+    """One small radar per metric on a shared 0..1 scale, in a grid, best mean first (004 Figure 4); ``warnings``
+    (the run's, ``textmetric_bench.measures.run_warnings``) in a caption below."""
     means = radar_means(summary, axes)
     metrics = ranked_metrics(means)
     if not metrics:
@@ -144,6 +150,7 @@ def radar_small_multiples(
     for ax in list(grid.flat)[len(metrics) :]:
         ax.set_visible(False)
     fig.suptitle(title or "Each metric's profile (mean over repetitions; 0–1, higher is better)")
+    caption_below(fig, warnings=warnings)
     return fig
 
 

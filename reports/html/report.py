@@ -144,7 +144,9 @@ def _run_block(
     setting = run.setting + "".join(f" + {r.task} ({r.setting})" for r in joined)
     measures = labelled(pd.concat([r.measures for r in (run, *joined)], ignore_index=True))
     with FigureDrawer(4, figure_context) as drawer:  # the figures are drawn while the tables are made
-        figures = _submit_overview_figures(drawer, summary, measures, fig_dir, slug, setting)
+        figures = _submit_overview_figures(
+            drawer, summary, measures, fig_dir, slug, setting, block_warnings([run, *joined])
+        )
         comparisons = {}
         for member in (run, *joined):
             comparisons.update(all_comparisons(labelled(member.measures), RAW_MEASURES))
@@ -189,11 +191,28 @@ def _scatter_grid(run: Run, out_dir: Path) -> Path | None:
     return scatter[0] if scatter else None
 
 
+def block_warnings(runs: list[Run]) -> list[str]:
+    """The warnings of a run block's figures: each run's (``run_warnings``, as its own figures carry them), named
+    after its task where runs are joined, each said once."""
+    said: dict[str, None] = {}
+    for r in runs:
+        for warning in run_warnings(r.manifest, most_repetitions(r.measures)):
+            said[f"{r.task} run: {warning}" if len(runs) > 1 else warning] = None
+    return list(said)
+
+
 def _submit_overview_figures(
-    drawer: FigureDrawer, summary: pd.DataFrame, measures: pd.DataFrame, fig_dir: Path, slug: str, setting: str
+    drawer: FigureDrawer,
+    summary: pd.DataFrame,
+    measures: pd.DataFrame,
+    fig_dir: Path,
+    slug: str,
+    setting: str,
+    warnings: list[str],
 ) -> Callable[[], list[str]]:
     """Start drawing the heatmap of every metric and measure, one small radar per metric, one overlaid radar (each
-    titled with the run's ``setting``: pair, k, n, repetitions) and the box plots; returns what gives their HTML."""
+    titled with the run's ``setting``: pair, k, n, repetitions; ``warnings`` in each caption) and the box plots;
+    returns what gives their HTML."""
     drawable = summary[summary["measure"].isin([*MEASURE_SYMBOLS, "T", "T100"])]  # axes the radars can label
     # the longest jobs first (the small radars, then the box plots), so no process idles at the end
     small = drawer.submit(
@@ -202,16 +221,26 @@ def _submit_overview_figures(
         fig_dir / f"radars_{slug}.png",
         drawable,
         title=f"Each metric's profile (mean over repetitions): {setting}",
+        warnings=warnings,
     )
-    boxplots = drawer.submit(measure_boxplots, measures, fig_dir / f"boxplots_{slug}.png", setting=setting)
+    boxplots = drawer.submit(
+        measure_boxplots, measures, fig_dir / f"boxplots_{slug}.png", setting=setting, warnings=warnings
+    )
     heatmap = drawer.submit(
-        saved, measure_heatmap, fig_dir / f"heatmap_{slug}.png", summary, sort_by="A", setting=setting
+        saved,
+        measure_heatmap,
+        fig_dir / f"heatmap_{slug}.png",
+        summary,
+        sort_by="A",
+        setting=setting,
+        warnings=warnings,
     )
     radar = drawer.submit(
         radar_chart,
         drawable,
         fig_dir / f"radar_{slug}",
         title=f"Quality measures per metric (mean over repetitions):\n{setting}",
+        warnings=warnings,
     )
 
     def html_of() -> list[str]:
