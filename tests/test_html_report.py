@@ -194,3 +194,31 @@ def test_a_blocks_warnings_name_the_joined_run_they_come_from(sweep):
         f"ksc run: {alone[0]}",
         "robustness run: Grid truncated: sizes 5000 left out: the sources have 2,000 texts",
     ]
+
+
+def test_the_sweeps_trend_figure_says_how_many_runs_each_warning_concerns(sweep, tmp_path, monkeypatch):
+    from matplotlib.figure import Figure
+
+    from textmetric_bench.reports.figures import parallel
+    from textmetric_bench.reports.html.report import SWEEP_WARNINGS_SHOWN, sweep_warnings
+    from textmetric_bench.reports.sweep.runs import load_run
+
+    captions, save = {}, Figure.savefig
+
+    def read_captions(fig, path, *args, **kwargs):
+        captions[Path(path).name] = " ".join(t.get_text() for t in fig.texts)
+        return save(fig, path, *args, **kwargs)
+
+    monkeypatch.setattr(Figure, "savefig", read_captions)
+    monkeypatch.setattr(parallel, "PROCESSES", 1)
+    build_report([sweep], tmp_path / "report")
+    assert "⚠ 2 of 2 runs: Only 3 repetitions (fewer than 5)" in captions["trends.png"]
+
+    runs = [load_run(sweep / "0"), load_run(sweep / "1")]
+    runs[1].manifest["failures"] = {f"m{i}": f"ValueError: {i}" for i in range(SWEEP_WARNINGS_SHOWN + 1)}
+    said = sweep_warnings(runs)
+    assert (
+        said[0].startswith("2 of 2 runs: Only 3 repetitions")
+        and said[1] == "1 of 2 runs: Metric m0 failed: ValueError: 0"
+    )
+    assert len(said) == SWEEP_WARNINGS_SHOWN + 1 and said[-1] == "2 more warnings: each run's block above says its own"

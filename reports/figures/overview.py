@@ -106,14 +106,15 @@ def _swept_setting(long: pd.DataFrame, axis: str) -> str:
     )
 
 
-def sweep_trends(long: pd.DataFrame, out_path: Path) -> Path | None:
+def sweep_trends(long: pd.DataFrame, out_path: Path, *, warnings: Sequence[str] = ()) -> Path | None:
     """``trends_figure`` written to ``out_path``; None when nothing was swept."""
-    fig = trends_figure(long)
+    fig = trends_figure(long, warnings=warnings)
     return None if fig is None else save_figure(fig, out_path)
 
 
-def trends_figure(long: pd.DataFrame) -> Figure | None:
-    """How each measure moves with the swept KSC parameter (k or n), one line per metric; ticks at the swept values."""
+def trends_figure(long: pd.DataFrame, *, warnings: Sequence[str] = ()) -> Figure | None:
+    """How each measure moves with the swept KSC parameter (k or n), one line per metric; ticks at the swept values;
+    ``warnings`` (the sweep's runs', ``textmetric_bench.reports.html.report.sweep_warnings``) in a caption below."""
     varying = [c for c in ("k", "n") if c in long and long[c].nunique() > 1]
     if not varying:
         return None
@@ -156,4 +157,5 @@ def trends_figure(long: pd.DataFrame) -> Figure | None:
     fig.suptitle(
         f"Measures against {axis} (mean and 95% CI over repetitions); higher is better\n{_swept_setting(long, axis)}"
     )
+    caption_below(fig, warnings=warnings)
     return fig

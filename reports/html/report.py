@@ -201,6 +201,26 @@ def block_warnings(runs: list[Run]) -> list[str]:
     return list(said)
 
 
+#: At most this many distinct warnings under the sweep's trend figure; the rest are counted (each run's block says
+#: its own).
+SWEEP_WARNINGS_SHOWN = 6
+
+
+def sweep_warnings(runs: list[Run]) -> list[str]:
+    """The warnings of a sweep's KSC runs (``run_warnings``) under its trend figure: each distinct one once, with how
+    many of the runs it concerns, the most common first; beyond ``SWEEP_WARNINGS_SHOWN`` a count of the rest."""
+    ksc = [r for r in runs if r.task == "ksc"]
+    counts: dict[str, int] = {}
+    for r in ksc:
+        for warning in dict.fromkeys(run_warnings(r.manifest, most_repetitions(r.measures))):
+            counts[warning] = counts.get(warning, 0) + 1
+    ranked = sorted(counts, key=lambda w: -counts[w])  # stable: the first run's order among equals
+    out = [f"{counts[w]} of {len(ksc)} runs: {w}" for w in ranked[:SWEEP_WARNINGS_SHOWN]]
+    if len(ranked) > SWEEP_WARNINGS_SHOWN:
+        out.append(f"{len(ranked) - SWEEP_WARNINGS_SHOWN} more warnings: each run's block above says its own")
+    return out
+
+
 def _submit_overview_figures(
     drawer: FigureDrawer,
     summary: pd.DataFrame,
@@ -343,7 +363,7 @@ def build_report(
         long = pd.concat([aggregate_sweep(d) for d in dirs], ignore_index=True)
         body.append(
             "<section><h2>Across the sweep</h2>"
-            + _figure(sweep_trends(long, fig_dir / "trends.png"), CAPTIONS["trend"])
+            + _figure(sweep_trends(long, fig_dir / "trends.png", warnings=sweep_warnings(runs)), CAPTIONS["trend"])
             + "</section>"
         )
     page = (
