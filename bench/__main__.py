@@ -6,6 +6,7 @@ import argparse
 import errno
 import logging
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 import hydra
@@ -14,7 +15,7 @@ from hydra.utils import get_original_cwd
 from hydra.types import RunMode
 from omegaconf import DictConfig
 
-from textmetric_bench.api.registry import announce_plugin_failures
+from textmetric_bench.api.registry import announce_plugin_failures, plugin_failures
 from textmetric_bench.console import FILE_ONLY, log_file, setup_run_console
 from textmetric_bench.errors import EXIT_BAD_INPUT, EXIT_OK, BenchError, ConfigError, DataError
 from textmetric_bench.measures.failures import failure_counts
@@ -117,6 +118,16 @@ def first_line(text: str) -> str:
     return text.strip().splitlines()[0] if text.strip() else ""
 
 
+def plugin_failure_line(module: str, record: Mapping, log: Path | None = None) -> str:
+    """The console line of a metric plugin that failed to import (``record``: its entry of ``plugin_failures``)."""
+    return (
+        f"metric plugin {record['plugin']}{'' if record['plugin'] == module else f' ({module})'} FAILED to "
+        f"import: {record['error']}"
+        + (f"; left out: {', '.join(record['withdrawn'])}" if record["withdrawn"] else "")
+        + (f"; traceback in {log}" if log else "")
+    )
+
+
 def failure_lines(result, out_dir: Path) -> list[str]:
     """One console line per failing metric: how many of its evaluations failed, the first reason, and where
     the details are (``failures.csv``, with tracebacks, and the run's log)."""
@@ -124,10 +135,7 @@ def failure_lines(result, out_dir: Path) -> list[str]:
     details = [str(p) for p in (result.files.get("failures"), log_file()) if p is not None]
     where = f"; details: {' and '.join(details)}" if details else ""
     lines = [
-        f"metric plugin {record['plugin']}{'' if record['plugin'] == module else f' ({module})'} FAILED to "
-        f"import: {record['error']}"
-        + (f"; left out: {', '.join(record['withdrawn'])}" if record["withdrawn"] else "")
-        + (f"; traceback in {log_file()}" if log_file() else "")
+        plugin_failure_line(module, record, log_file())
         for module, record in (result.info.get("plugin_failures") or {}).items()
     ]
     for name, failure in result.failures.items():
@@ -287,6 +295,9 @@ def main() -> None:
     if problems:
         print("\n".join(f"error: {problem}" for problem in problems), file=sys.stderr)
         raise SystemExit(EXIT_BAD_INPUT)
+    if (asked := command_line(sys.argv[1:])).cfg or asked.info:  # Hydra prints and runs nothing: no run will say it
+        for module, record in plugin_failures().items():
+            print(f"note: {plugin_failure_line(module, record)}", file=sys.stderr)
     try:
         app()
         code = EXIT_OK

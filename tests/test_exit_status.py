@@ -257,6 +257,21 @@ def test_a_plugin_that_fails_to_import_is_reported_everywhere_and_fails_the_run(
     assert allowed.returncode == EXIT_OK
 
 
+def test_printing_the_config_notes_a_plugin_that_failed_to_import(tmp_path, broken_plugins, cache_dir):
+    """Hydra's ``--cfg job`` runs nothing, so no run reports the plugin: the command says it beside the config."""
+    import yaml
+
+    proc = cli(tmp_path, broken_plugins, cache_dir, "--cfg", "job")
+    assert proc.returncode == EXIT_OK, proc.stderr[-3000:]
+    assert yaml.safe_load(proc.stdout)["task"]["name"] == "ksc"  # stdout stays the config alone
+    assert proc.stderr.splitlines() == [
+        "note: metric plugin top (broken_top) FAILED to import: ModuleNotFoundError: No module named "
+        "'a_module_that_does_not_exist'",
+        "note: metric plugin end (broken_end) FAILED to import: RuntimeError: broken at the end of the module; left "
+        "out: punct_gap",
+    ]
+
+
 def test_naming_a_metric_of_a_plugin_that_failed_to_import_names_the_import_error(tmp_path, broken_plugins, cache_dir):
     proc, _ = run(tmp_path, broken_plugins, cache_dir, "[chi,punct_gap]")
     assert proc.returncode == EXIT_BAD_INPUT
