@@ -272,11 +272,6 @@ def command_line(argv: list[str]) -> argparse.Namespace:
     return command_line_parser().parse_known_args(argv)[0]
 
 
-def hydra_overrides(argv: list[str]) -> list[str]:
-    """The overrides among Hydra's command-line arguments (flags such as ``-m`` left out)."""
-    return command_line(argv).overrides
-
-
 def main() -> None:
     from textmetric_bench.running.ahead import start_embedding_ahead
 
@@ -286,7 +281,8 @@ def main() -> None:
     register_metric_configs()  # ... and `metric` from the registry's signatures
     from textmetric_bench.running.suite import suite_override_problems
 
-    overrides = hydra_overrides(sys.argv[1:])
+    asked = command_line(sys.argv[1:])
+    overrides = asked.overrides
     problems = metric_override_problems(overrides) + suite_override_problems(overrides) or unknown_key_problems(
         overrides
     )
@@ -295,7 +291,7 @@ def main() -> None:
     if problems:
         print("\n".join(f"error: {problem}" for problem in problems), file=sys.stderr)
         raise SystemExit(EXIT_BAD_INPUT)
-    if (asked := command_line(sys.argv[1:])).cfg or asked.info:  # Hydra prints and runs nothing: no run will say it
+    if asked.cfg or asked.info:  # Hydra prints and runs nothing: no run will say it
         for module, record in plugin_failures().items():
             print(f"note: {plugin_failure_line(module, record)}", file=sys.stderr)
     try:

@@ -5,7 +5,7 @@ import re
 import subprocess
 import sys
 
-from textmetric_bench.__main__ import HYDRA_FLAGS, command_line, hydra_overrides, run_dir_problem
+from textmetric_bench.__main__ import HYDRA_FLAGS, command_line, run_dir_problem
 
 
 def test_the_parser_knows_exactly_the_flags_hydra_lists():
@@ -25,11 +25,8 @@ def test_the_parser_knows_exactly_the_flags_hydra_lists():
 
 
 def test_overrides_are_read_without_the_flags_and_their_values():
-    assert hydra_overrides(["-m", "--cfg", "job", "-cn", "other", "pair=atis_news", "k=7", "n=5"]) == [
-        "pair=atis_news",
-        "k=7",
-        "n=5",
-    ]
+    read = command_line(["-m", "--cfg", "job", "-cn", "other", "pair=atis_news", "k=7", "n=5"])
+    assert read.overrides == ["pair=atis_news", "k=7", "n=5"] and read.cfg == "job"
     assert command_line(["--info"]).info == "all" and command_line(["-i", "plugins"]).info == "plugins"
     assert command_line(["--version"]).version  # read, not acted on: no exit here
 

@@ -90,10 +90,13 @@ def warnings_caption(warnings: Sequence[str], width: int) -> str:
     return "".join(f"\n{line}" for line in lines)
 
 
-def caption_below(fig: Figure, caption: str = "", warnings: Sequence[str] = ()) -> None:
+def caption_below(
+    fig: Figure, caption: str = "", warnings: Sequence[str] = (), *, width: int | None = None, x: float = 0.01
+) -> None:
     """Write ``caption`` and then the run's ``warnings`` (``warnings_caption``) as one block of small text below
-    ``fig``'s drawing area (``save_figure``'s tight box takes it in); nothing when both are empty."""
-    width = int(CAPTION_CHARS_PER_INCH * fig.get_figwidth())
+    ``fig``'s drawing area (``save_figure``'s tight box takes it in), lines wrapped at ``width`` characters (by
+    default ``CAPTION_CHARS_PER_INCH`` per inch of figure width), from ``x``; nothing when both are empty."""
+    width = width or int(CAPTION_CHARS_PER_INCH * fig.get_figwidth())
     text = (textwrap.fill(caption, width) if caption else "") + warnings_caption(warnings, width)
     if text:
-        fig.text(0.01, 0.0, text.lstrip("\n"), fontsize="small", ha="left", va="top")
+        fig.text(x, 0.0, text.lstrip("\n"), fontsize="small", ha="left", va="top")

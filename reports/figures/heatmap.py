@@ -19,7 +19,7 @@ from matplotlib.figure import Figure
 from textmetric_bench.measures import registry
 from textmetric_bench.measures.chance import below_chance
 from textmetric_bench.reports.bounds import bound_label, bound_of
-from textmetric_bench.reports.figures.drawing import symbol, warnings_caption
+from textmetric_bench.reports.figures.drawing import caption_below, symbol
 from textmetric_bench.reports.labels import TABLE3_ORDER, format_score, metric_labels
 
 CMAP = colormaps["viridis"]  # the quality measures: perceptually uniform, readable with colour-vision deficiencies
@@ -177,9 +177,7 @@ def measure_heatmap(
         fontsize=10,
     )
     _colour_bars(fig, ax, means, measures, ordinary)
-    if warnings:
-        width = int(12 * fig.get_figwidth())
-        fig.supxlabel(warnings_caption(warnings, width).lstrip("\n"), fontsize="small", ha="left", x=0.01)
+    caption_below(fig, warnings=warnings, width=int(12 * fig.get_figwidth()))
     return fig
 
 

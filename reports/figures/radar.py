@@ -9,7 +9,6 @@ outline at its axis and is written "n/a" there; it is never drawn as zero. The b
 from __future__ import annotations
 
 import math
-import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -18,7 +17,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from textmetric_bench.reports.bounds import bound_label, bound_of
-from textmetric_bench.reports.figures.drawing import caption_below, save_figure, symbol, warnings_caption
+from textmetric_bench.reports.figures.drawing import caption_below, save_figure, symbol
 from textmetric_bench.reports.figures.palette import bound_line, metric_styles
 from textmetric_bench.reports.labels import QUALITY_MEASURES, metric_labels
 
@@ -228,5 +227,5 @@ def overlaid_radar(
         caption += " A gap: n/a, not zero."
     if has_bounds:
         caption += " Grey: ceiling (dashed), floor (dotted)."
-    fig.text(0.02, 0.01, textwrap.fill(caption, 110) + warnings_caption(warnings, 110), fontsize="small", va="top")
+    caption_below(fig, caption, warnings, width=110, x=0.02)
     return fig

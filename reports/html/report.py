@@ -18,8 +18,7 @@ import pandas as pd
 
 from textmetric_bench.measures.intervals import INTERVAL_NAME
 from textmetric_bench.measures.paired import all_comparisons
-from textmetric_bench.measures.run_warnings import run_warnings
-from textmetric_bench.measures.summaries import RAW_MEASURES, labelled, most_repetitions
+from textmetric_bench.measures.summaries import RAW_MEASURES, labelled
 from textmetric_bench.reports.figures.drawing import MEASURE_SYMBOLS
 from textmetric_bench.reports.figures.heatmap import heatmap_caption, measure_heatmap
 from textmetric_bench.reports.figures.ksc import distance_scatter
@@ -186,17 +185,16 @@ def _scatter_grid(run: Run, out_dir: Path) -> Path | None:
     written, distances = run.path / "scatter_all.png", run.path / "distances.csv"
     if written.is_file() and distances.is_file() and written.stat().st_mtime >= distances.stat().st_mtime:
         return written
-    warnings = run_warnings(run.manifest, most_repetitions(run.measures)) if run.manifest else []
-    scatter = distance_scatter(run.distances, out_dir, setting=run.setting, per_metric=False, warnings=warnings)
+    scatter = distance_scatter(run.distances, out_dir, setting=run.setting, per_metric=False, warnings=run.warnings)
     return scatter[0] if scatter else None
 
 
 def block_warnings(runs: list[Run]) -> list[str]:
-    """The warnings of a run block's figures: each run's (``run_warnings``, as its own figures carry them), named
+    """The warnings of a run block's figures: each run's (``Run.warnings``, as its own figures carry them), named
     after its task where runs are joined, each said once."""
     said: dict[str, None] = {}
     for r in runs:
-        for warning in run_warnings(r.manifest, most_repetitions(r.measures)):
+        for warning in r.warnings:
             said[f"{r.task} run: {warning}" if len(runs) > 1 else warning] = None
     return list(said)
 
@@ -207,12 +205,12 @@ SWEEP_WARNINGS_SHOWN = 6
 
 
 def sweep_warnings(runs: list[Run]) -> list[str]:
-    """The warnings of a sweep's KSC runs (``run_warnings``) under its trend figure: each distinct one once, with how
+    """The warnings of a sweep's KSC runs (``Run.warnings``) under its trend figure: each distinct one once, with how
     many of the runs it concerns, the most common first; beyond ``SWEEP_WARNINGS_SHOWN`` a count of the rest."""
     ksc = [r for r in runs if r.task == "ksc"]
     counts: dict[str, int] = {}
     for r in ksc:
-        for warning in dict.fromkeys(run_warnings(r.manifest, most_repetitions(r.measures))):
+        for warning in dict.fromkeys(r.warnings):
             counts[warning] = counts.get(warning, 0) + 1
     ranked = sorted(counts, key=lambda w: -counts[w])  # stable: the first run's order among equals
     out = [f"{counts[w]} of {len(ksc)} runs: {w}" for w in ranked[:SWEEP_WARNINGS_SHOWN]]

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from textmetric_bench.measures.summaries import summarise_measures
+from textmetric_bench.measures.run_warnings import run_warnings
+from textmetric_bench.measures.summaries import most_repetitions, summarise_measures
 from textmetric_bench.reports.labels import QUALITY_MEASURES, plural
 from textmetric_bench.reports.sweep.aggregate import read_run_config
 
@@ -56,6 +57,11 @@ class Run:
     @property
     def orientation_warnings(self) -> dict:
         return self.manifest.get("orientation_warnings") or {}
+
+    @property
+    def warnings(self) -> list[str]:
+        """The run's warnings (``run_warnings`` of its run.json and measures), as its own figures carry them."""
+        return run_warnings(self.manifest, most_repetitions(self.measures))
 
     @property
     def finished(self) -> datetime:
