@@ -19,10 +19,21 @@ def height(png: Path) -> int:
 
 
 def assert_caption_warns(
-    written: Path, draw: Callable[[Sequence[str], Path], Path], warnings: Sequence[str], tmp: Path
+    written: Path,
+    draw: Callable[[Sequence[str], Path], Path],
+    warnings: Sequence[str],
+    tmp: Path,
+    *,
+    rather_than: Sequence[str] = (),
 ):
-    """``draw(warnings, out_dir)`` draws ``written``'s figure again into ``out_dir`` and returns its path."""
+    """``draw(warnings, out_dir)`` draws ``written``'s figure again into ``out_dir`` and returns its path;
+    ``rather_than``: a longer list the figure must not carry (all the run's, where ``warnings`` are a metric's
+    own)."""
     assert warnings, "the run has no warning to carry"
     warned, bare = draw(warnings, tmp / "warned"), draw((), tmp / "bare")
     assert height(warned) > height(bare), "a caption of warnings adds lines below the figure"
     assert height(written) == height(warned), f"{written.name} is drawn without the run's warnings"
+    if rather_than:
+        longer = draw(rather_than, tmp / "longer")
+        assert height(longer) > height(warned), "the longer list adds lines"
+        assert height(written) != height(longer), f"{written.name} carries warnings not about what it draws"

@@ -103,13 +103,13 @@ def test_tiny_run_generates_every_corpus_and_scores_it(tiny_run, tmp_path):
         assert (out / name).stat().st_size > 0
     assert "| fid |" in (out / "table3.md").read_text()
     info = json.loads((out / "run.json").read_text())
-    for name in ("ifc_all", "ifc_chi"):  # 2 repetitions: each figure says so under it
+    for name, metric in (("ifc_all", None), ("ifc_chi", "chi")):  # 2 repetitions: each figure says so under it
 
         def draw(shown, where, name=name):
             paths = ifc_figures(result.distances, result.summary, where, setting=info["title"], warnings=shown)
             return next(p for p in paths if p.stem == name)
 
-        assert_caption_warns(out / f"{name}.png", draw, run_warnings(info), tmp_path / name)
+        assert_caption_warns(out / f"{name}.png", draw, run_warnings(info, metric=metric), tmp_path / name)
 
 
 @pytest.mark.slow  # one of the slowest of the default suite (make test --durations)

@@ -121,3 +121,60 @@ def test_a_figures_caption_carries_the_runs_warnings_below_what_it_draws():
         assert below[0].startswith("⚠ Only 2 repetitions") and "⚠ Metric mauve failed: ValueError" in below[0]
     bare = scatter_figures(simulated_distances(), "a setting")
     assert not any("⚠" in t.get_text() for fig in bare.values() for t in fig.texts)
+
+
+def test_a_figure_of_one_metric_carries_the_warnings_about_the_run_and_about_that_metric():
+    from textmetric_bench.measures.run_warnings import warnings_by_metric
+
+    faces = {"limit": 1024, "unit": "tokens", "param": "max_len", "done": "read on its first 1024 tokens", "cuts": True}
+    faces["corpora"] = {"bbc_news": {"texts": 10, "over_limit": 2, "share": 0.2, "longest": 3000}}
+    info = {
+        "repetitions": 3,
+        "metric_inputs": {"mauve": "embeddings", "zipf": "texts", "face_so": "texts", "face_cd": "texts"},
+        "long_texts": {**LONG, "face_so, face_cd": faces},
+        "plugin_failures": {"broken": {"plugin": "b", "error": "RuntimeError: x", "withdrawn": ["gap"]}},
+        "failures": {"mauve": "ValueError: NaN"},
+        "orientation_warnings": {"zipf": "reversed on 3 of 5 repetitions"},
+        "reference": {"file": "reports/reference/x.json", "not_used": "its corpora digest differs"},
+        "earlier_metrics": ["chi"],
+        "metrics_this_run": ["mauve", "zipf", "face_so", "face_cd"],
+        "grid": {"truncated": ["n_ref capped"]},
+    }
+    every = run_warnings(info)
+    assert len(every) == 9  # every figure of all metrics carries them all
+    own = warnings_by_metric(info, ["mauve", "zipf", "face_so", "chi"])
+    assert own == {m: run_warnings(info, metric=m) for m in own}
+    starts = {m: [w.split(":")[0] for w in warnings] for m, warnings in own.items()}
+    run_wide = ["Only 3 repetitions (fewer than 5)", "Grid truncated"]
+    assert starts["mauve"] == [run_wide[0], "Long texts cut", "Metric mauve failed", run_wide[1]]
+    assert "the embedder" in own["mauve"][1]  # mauve reads embeddings: the embedder's cuts are about it
+    assert starts["zipf"] == [run_wide[0], "Orientation of zipf", run_wide[1]]  # texts: the embedder's are not
+    assert starts["face_so"] == [run_wide[0], "Long texts cut", run_wide[1]] and "face_so, face_cd" in own["face_so"][1]
+    # chi merged from an earlier run: its inputs unknown here, so the embedder's cuts may concern it
+    assert starts["chi"] == [run_wide[0], "Long texts cut", "Merged from an earlier run in this directory", run_wide[1]]
+    assert all(every.index(w) >= 0 for warnings in own.values() for w in warnings)  # in the run's order
+    assert not any("failed to import" in w or "Reference rows" in w for ws in own.values() for w in ws)
+    old_run = {key: value for key, value in info.items() if key != "metric_inputs"}  # before inputs were recorded
+    assert any("the embedder" in w for w in run_warnings(old_run, metric="zipf"))
+
+
+def test_each_metrics_own_scatter_speaks_only_of_what_it_draws():
+    from test_reports import simulated_distances
+
+    from textmetric_bench.measures.run_warnings import warnings_by_metric
+    from textmetric_bench.reports.figures.ksc import scatter_figures
+
+    distances = simulated_distances()
+    metrics = sorted(set(distances["metric"]))
+    failed = metrics[0]
+    info = {"repetitions": 2, "failures": {failed: "ValueError: NaN in embeddings"}}
+    figures = scatter_figures(
+        distances,
+        "a setting",
+        warnings=run_warnings(info),
+        metric_warnings=warnings_by_metric(info, metrics),
+    )
+    for name, fig in figures.items():
+        below = " ".join(t.get_text() for t in fig.texts if t.get_position()[1] == 0.0 and t.get_va() == "top")
+        assert below.startswith("⚠ Only 2 repetitions"), name
+        assert (f"Metric {failed} failed" in below) == (name in ("scatter_all", f"scatter_{failed}")), name

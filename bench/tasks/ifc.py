@@ -220,7 +220,7 @@ class IFCTask(
 
     def write(self, result: TaskResult, out_dir: Path) -> dict[str, Path]:
         """The summary and TTR tables, the IFC table and the Figure 5 plots."""
-        from textmetric_bench.measures.run_warnings import run_warnings
+        from textmetric_bench.measures.run_warnings import run_warnings, warnings_by_metric
         from textmetric_bench.reports.figures.ifc import ifc_figures, ifc_markdown
 
         ttr = result.info.pop("ttr")
@@ -235,7 +235,12 @@ class IFCTask(
             ifc_markdown(result.summary, ttr, title=result.info["title"], failures=result.failures), encoding="utf-8"
         )
         figures = ifc_figures(
-            result.distances, result.summary, out_dir, setting=result.info["title"], warnings=run_warnings(result.info)
+            result.distances,
+            result.summary,
+            out_dir,
+            setting=result.info["title"],
+            warnings=run_warnings(result.info),
+            metric_warnings=warnings_by_metric(result.info, set(result.distances["metric"])),
         )
         for path in figures:
             files[path.stem] = path

@@ -138,7 +138,7 @@ class KSCTask(Task, name="ksc", settings=KSCSettings, fields=("repetition", "i",
 
     def write(self, result: TaskResult, out_dir: Path) -> dict[str, Path]:
         """Table 3, radar chart, scatter plots, and the stochastic metrics' own noise (``own_noise.csv``)."""
-        from textmetric_bench.measures.run_warnings import run_warnings
+        from textmetric_bench.measures.run_warnings import run_warnings, warnings_by_metric
         from textmetric_bench.measures.summaries import most_repetitions, summarise_measures
         from textmetric_bench.engine.pool import worker_context
         from textmetric_bench.reports.figures.ksc import scatter_file, scatter_names
@@ -157,11 +157,21 @@ class KSCTask(Task, name="ksc", settings=KSCSettings, fields=("repetition", "i",
                 own_noise["own_noise"], index=False
             )
         names = scatter_names(result.distances)
-        warnings = run_warnings(result.info, most_repetitions(result.measures))  # every figure's caption
+        repetitions = most_repetitions(result.measures)
+        warnings = run_warnings(result.info, repetitions)  # the caption of every figure of all metrics
+        metric_warnings = warnings_by_metric(result.info, set(result.distances["metric"]), repetitions)  # of one
         with FigureDrawer(1 + len(names), worker_context()) as drawer:  # drawn while the tables are written
             # the longest job first (the grid of every metric: about four scatters' time), so no process idles last
             scatters = {
-                name: drawer.submit(scatter_file, result.distances, out_dir, name, setting=title, warnings=warnings)
+                name: drawer.submit(
+                    scatter_file,
+                    result.distances,
+                    out_dir,
+                    name,
+                    setting=title,
+                    warnings=warnings,
+                    metric_warnings=metric_warnings,
+                )
                 for name in sorted(names, key=lambda name: name != "scatter_all")
             }
             summary = summarise_measures(result.measures)

@@ -164,12 +164,13 @@ class RobustnessTask(
 
         No radar chart: S and I alone are two axes; merge with a KSC run of the same pair for one.
         """
-        from textmetric_bench.measures.run_warnings import run_warnings
+        from textmetric_bench.measures.run_warnings import run_warnings, warnings_by_metric
         from textmetric_bench.measures.summaries import most_repetitions
         from textmetric_bench.reports.figures.robustness import robustness_figures
         from textmetric_bench.reports.tables.files import write_tables
 
         info, files = result.info, {}
+        repetitions = most_repetitions(result.measures)
         if not result.measures.empty:
             files.update(
                 write_tables(
@@ -190,7 +191,8 @@ class RobustnessTask(
             out_dir,
             imbalance_total=info["grid"]["imbalance_total"],
             setting=info["title"],
-            warnings=run_warnings(info, most_repetitions(result.measures)),
+            warnings=run_warnings(info, repetitions),
+            metric_warnings=warnings_by_metric(info, set(result.distances["metric"]), repetitions),
         ):
             files[path.stem] = path
         return files

@@ -433,6 +433,7 @@ def run_task(task: Task, run: RunInputs) -> TaskResult:
         "metrics_this_run": [m.name for m, _ in metrics],
         "earlier_metrics": sorted(set(names) - {m.name for m, _ in metrics}),
         "metric_params": {m.name: params for m, params in metrics},
+        "metric_inputs": {m.name: m.inputs for m, _ in metrics},
         **({"plugin_failures": failed_imports} if (failed_imports := reported_plugin_failures()) else {}),
         "failures": scores.failures,
         "orientation": orientation,

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import re
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -88,6 +88,14 @@ def warnings_caption(warnings: Sequence[str], width: int) -> str:
     "" when there are none. Warnings go below a figure, never into the plot."""
     lines = [textwrap.fill(f"⚠ {w}", width, subsequent_indent="   ") for w in warnings]
     return "".join(f"\n{line}" for line in lines)
+
+
+def own_warnings(
+    metric: str, warnings: Sequence[str], metric_warnings: Mapping[str, Sequence[str]] | None
+) -> Sequence[str]:
+    """The caption of a figure of ``metric`` alone: its entry of ``metric_warnings`` (the run's warnings about the
+    whole run and about it, ``textmetric_bench.measures.run_warnings.warnings_by_metric``), else ``warnings``."""
+    return warnings if metric_warnings is None else metric_warnings.get(metric, warnings)
 
 
 def caption_below(

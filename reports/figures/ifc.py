@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from textmetric_bench.reports.figures.drawing import caption_below, ols_band, safe_name, save_figure
+from textmetric_bench.reports.figures.drawing import caption_below, ols_band, own_warnings, safe_name, save_figure
 from textmetric_bench.reports.labels import format_score, metric_labels
 from textmetric_bench.reports.tables.markdown import markdown_table
 
@@ -59,9 +59,11 @@ def ifc_figures(
     *,
     setting: str = "",
     warnings: Sequence[str] = (),
+    metric_warnings: Mapping[str, Sequence[str]] | None = None,
 ) -> list[Path]:
     """``ifc_<metric>.png`` per metric with a finite distance (004 Figure 5), and ``ifc_all.png``; ``warnings``
-    (the run's, ``textmetric_bench.measures.run_warnings``) in a caption below each."""
+    (the run's, ``textmetric_bench.measures.run_warnings``) in a caption below each, or on a metric's own figure
+    its entry of ``metric_warnings`` when given (``warnings_by_metric``)."""
     out_dir = Path(out_dir)
     finite = distances[np.isfinite(pd.to_numeric(distances["distance"], errors="coerce"))]
     metrics = sorted(finite["metric"].unique(), key=str)
@@ -77,7 +79,7 @@ def ifc_figures(
         ax.legend(fontsize="small")
         if setting:  # the run: source, iterations, sizes, repetitions
             fig.suptitle(setting, fontsize="small")
-        caption_below(fig, warnings=warnings)
+        caption_below(fig, warnings=own_warnings(metric, warnings, metric_warnings))
         paths.append(save_figure(fig, out_dir / f"ifc_{safe_name(metric)}.png"))
     if len(metrics) > 1:
         ncols = min(4, len(metrics))

@@ -8,7 +8,7 @@ state), so plotting is safe in parallel sweep jobs and never opens a window.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -17,7 +17,14 @@ from matplotlib.figure import Figure
 from scipy import stats
 
 from textmetric_bench.measures.ksc import monotonicity
-from textmetric_bench.reports.figures.drawing import caption_below, integer_axis, ols_band, safe_name, save_figure
+from textmetric_bench.reports.figures.drawing import (
+    caption_below,
+    integer_axis,
+    ols_band,
+    own_warnings,
+    safe_name,
+    save_figure,
+)
 from textmetric_bench.reports.labels import format_score, metric_labels, similarities
 
 #: How the two ρ of a scatter are named: the table's mean of per-repetition ρ, and one ρ over pooled points.
@@ -78,12 +85,13 @@ def distance_scatter(
     setting: str = "",
     per_metric: bool = True,
     warnings: Sequence[str] = (),
+    metric_warnings: Mapping[str, Sequence[str]] | None = None,
 ) -> list[Path]:
     """``scatter_figures`` written as ``<name>.png`` into ``out_dir``."""
-    return [
-        save_figure(fig, Path(out_dir) / f"{name}.png")
-        for name, fig in scatter_figures(distances, setting, per_metric=per_metric, warnings=warnings).items()
-    ]
+    figures = scatter_figures(
+        distances, setting, per_metric=per_metric, warnings=warnings, metric_warnings=metric_warnings
+    )
+    return [save_figure(fig, Path(out_dir) / f"{name}.png") for name, fig in figures.items()]
 
 
 def scatter_names(distances: pd.DataFrame, *, per_metric: bool = True) -> list[str]:
@@ -95,12 +103,18 @@ def scatter_names(distances: pd.DataFrame, *, per_metric: bool = True) -> list[s
 
 
 def scatter_file(
-    distances: pd.DataFrame, out_dir: Path, name: str, *, setting: str = "", warnings: Sequence[str] = ()
+    distances: pd.DataFrame,
+    out_dir: Path,
+    name: str,
+    *,
+    setting: str = "",
+    warnings: Sequence[str] = (),
+    metric_warnings: Mapping[str, Sequence[str]] | None = None,
 ) -> Path:
     """The one figure ``name`` of ``scatter_figures`` written as ``<name>.png`` into ``out_dir`` (a job of
     ``textmetric_bench.reports.figures.parallel``)."""
-    figure = scatter_figures(distances, setting, names={name}, warnings=warnings)[name]
-    return save_figure(figure, Path(out_dir) / f"{name}.png")
+    figure = scatter_figures(distances, setting, names={name}, warnings=warnings, metric_warnings=metric_warnings)
+    return save_figure(figure[name], Path(out_dir) / f"{name}.png")
 
 
 def scatter_figures(
@@ -110,6 +124,7 @@ def scatter_figures(
     per_metric: bool = True,
     names=None,
     warnings: Sequence[str] = (),
+    metric_warnings: Mapping[str, Sequence[str]] | None = None,
 ) -> dict[str, Figure]:
     """Raw distance against ℓ per metric, pooled over repetitions (004 Figure 2 top), plus a z-scored grid.
 
@@ -119,7 +134,8 @@ def scatter_figures(
     table's ρ (mean over repetitions) and the pooled ρ of the points drawn, each named, and ``setting`` (the
     pair, k, n and repetitions). ``per_metric=False``: the grid only (what the report shows; drawing a figure
     costs about 0.3 s). ``names``: only the figures of these names (``scatter_names``). ``warnings``: the run's
-    (``textmetric_bench.measures.run_warnings``), in a caption below every figure.
+    (``textmetric_bench.measures.run_warnings``), in a caption below every figure; a metric's own figure carries
+    its entry of ``metric_warnings`` instead when given (``warnings_by_metric``: not another metric's failure).
     """
     raw = _finite_rows(distances, "distance")
     if "repetition" in distances.columns:
@@ -145,7 +161,7 @@ def scatter_figures(
             f"{POOLED_RHO} of the raw distances shown = {format_score(rho)}" + (f"\n{setting}" if setting else ""),
             fontsize="medium",
         )
-        caption_below(fig, warnings=warnings)
+        caption_below(fig, warnings=own_warnings(metric, warnings, metric_warnings))
         figures[f"scatter_{safe_name(metric)}"] = fig
     if not metrics or (names is not None and "scatter_all" not in names):
         return figures

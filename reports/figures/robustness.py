@@ -8,7 +8,7 @@ horizontal line. ``robustness_all.png`` puts all metrics side by side, size curv
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -16,7 +16,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from textmetric_bench.reports.figures.drawing import integer_axis
-from textmetric_bench.reports.figures.drawing import caption_below, safe_name, save_figure
+from textmetric_bench.reports.figures.drawing import caption_below, own_warnings, safe_name, save_figure
 from textmetric_bench.reports.labels import format_score, metric_labels
 
 PANEL_TITLES = {"size": "size: d(a_s, b_s)", "imbalance": "imbalance: d(a_s, b_(N−s)), N = {total}"}
@@ -79,10 +79,12 @@ def robustness_figures(
     imbalance_total: int,
     setting: str = "",
     warnings: Sequence[str] = (),
+    metric_warnings: Mapping[str, Sequence[str]] | None = None,
 ) -> list[Path]:
     """Write ``robustness_<metric>.png`` for every metric with a finite distance, and ``robustness_all.png``; each
     title names the run's ``setting`` (pair, sizes, repetitions), each caption its ``warnings``
-    (``textmetric_bench.measures.run_warnings``)."""
+    (``textmetric_bench.measures.run_warnings``), a metric's own figure its entry of ``metric_warnings`` when
+    given (``warnings_by_metric``)."""
     line = f"\n{setting}" if setting else ""
     out_dir = Path(out_dir)
     rows = _finite(curves)
@@ -101,7 +103,7 @@ def robustness_figures(
             ax.set_ylabel("distance")
         axes[0].legend(fontsize="small")
         fig.suptitle(f"{labels[metric]}{_scores(measures, metric)} (004 Figure 2 middle and bottom){line}")
-        caption_below(fig, warnings=warnings)
+        caption_below(fig, warnings=own_warnings(metric, warnings, metric_warnings))
         paths.append(save_figure(fig, out_dir / f"robustness_{safe_name(metric)}.png"))
     if not metrics:
         return paths
