@@ -10,7 +10,7 @@ and those about its metric.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 from textmetric_bench.measures.intervals import few_repetitions_warning
 from textmetric_bench.measures.text_limits import over_limit_sentence, reader_name
@@ -48,7 +48,7 @@ def run_warnings(info: Mapping, repetitions: int | None = None, *, metric: str |
     return [text for text, about in warnings_and_metrics(info, repetitions) if metric is None or about(metric)]
 
 
-def warnings_by_metric(info: Mapping, metrics, repetitions: int | None = None) -> dict[str, list[str]]:
+def warnings_by_metric(info: Mapping, metrics: Iterable[str], repetitions: int | None = None) -> dict[str, list[str]]:
     """``run_warnings(info, repetitions, metric=m)`` for each of ``metrics``: the captions of their own figures."""
     tagged = warnings_and_metrics(info, repetitions)
     return {m: [text for text, about in tagged if about(m)] for m in metrics}
@@ -93,6 +93,7 @@ def plugin_warnings(info: Mapping) -> list[str]:
 
 
 def plugin_warnings_and_metrics(info: Mapping) -> list[tuple[str, About]]:
+    """``plugin_warnings``, each with the metrics it withdrew (which no figure draws)."""
     out: list[tuple[str, About]] = []
     for module, record in (info.get("plugin_failures") or {}).items():
         withdrawn = list(record.get("withdrawn") or ())
@@ -109,6 +110,7 @@ def merge_warnings(info: Mapping) -> list[str]:
 
 
 def merge_warnings_and_metrics(info: Mapping) -> list[tuple[str, About]]:
+    """``merge_warnings``, each with the metrics it is about."""
     out: list[tuple[str, About]] = []
     reference = info.get("reference") or {}
     if reference.get("not_used"):
