@@ -152,7 +152,7 @@ def test_a_figure_of_one_metric_carries_the_warnings_about_the_run_and_about_tha
     assert starts["face_so"] == [run_wide[0], "Long texts cut", run_wide[1]] and "face_so, face_cd" in own["face_so"][1]
     # chi merged from an earlier run: its inputs unknown here, so the embedder's cuts may concern it
     assert starts["chi"] == [run_wide[0], "Long texts cut", "Merged from an earlier run in this directory", run_wide[1]]
-    assert all(every.index(w) >= 0 for warnings in own.values() for w in warnings)  # in the run's order
+    assert all([w for w in every if w in warnings] == warnings for warnings in own.values())  # in the run's order
     assert not any("failed to import" in w or "Reference rows" in w for ws in own.values() for w in ws)
     old_run = {key: value for key, value in info.items() if key != "metric_inputs"}  # before inputs were recorded
     assert any("the embedder" in w for w in run_warnings(old_run, metric="zipf"))

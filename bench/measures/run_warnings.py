@@ -26,7 +26,7 @@ def every_metric(metric: str) -> bool:
 
 
 def no_drawn_metric(metric: str) -> bool:
-    """A warning about rows no figure of one metric draws (reference rows not used)."""
+    """A warning about rows no figure of one metric draws (reference rows not used, a failed plugin's metrics)."""
     return False
 
 
@@ -93,13 +93,13 @@ def plugin_warnings(info: Mapping) -> list[str]:
 
 
 def plugin_warnings_and_metrics(info: Mapping) -> list[tuple[str, About]]:
-    """``plugin_warnings``, each with the metrics it withdrew (which no figure draws)."""
+    """``plugin_warnings``, each about no metric a figure of one draws."""
     out: list[tuple[str, About]] = []
     for module, record in (info.get("plugin_failures") or {}).items():
         withdrawn = list(record.get("withdrawn") or ())
         left = f"; its metrics {', '.join(withdrawn)} did not run" if withdrawn else ""
         text = f"Metric plugin {record.get('plugin', module)} ({module}) failed to import: {record['error']}{left}"
-        out.append((text, frozenset(withdrawn).__contains__))  # metrics that did not run: on no figure of one
+        out.append((text, no_drawn_metric))  # its metrics did not run: no figure of one metric draws them
     return out
 
 
