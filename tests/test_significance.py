@@ -14,7 +14,15 @@ from textmetric_bench.measures import paired
 from textmetric_bench.measures.paired import all_comparisons, paired_bootstrap_p, paired_comparisons, separated
 from textmetric_bench.reports.bounds import bound_label, bound_of, ranked
 from textmetric_bench.reports.tables.files import write_tables
-from textmetric_bench.reports.tables.significance import FEW_NOTE, TOP_MARK, TOP_NOTE, column_marks, top_group
+from textmetric_bench.reports.tables.significance import (
+    FEW_NOTE,
+    TOP_MARK,
+    TOP_NOTE,
+    column_marks,
+    marks_note,
+    top_group,
+    untested,
+)
 from textmetric_bench.reports.tables.table3 import table3_markdown_cells
 
 
@@ -124,6 +132,42 @@ def test_top_group_needs_enough_paired_repetitions():
     assert means.idxmax() in top_group(means, comparisons, min_repetitions=4) and "low" not in top_group(
         means, comparisons, min_repetitions=4
     )
+
+
+def test_a_metric_with_a_failed_repetition_is_left_unmarked_by_name_not_put_below_the_best():
+    """A failed evaluation voids its repetition: a metric paired with the best on 4 repetitions is not tested, and
+    the legend says so (the ▲ legend alone would read its missing mark as "significantly below the best")."""
+    measures = measures_of({"top": 0.9, "tied": 0.9, "gap": 0.85, "low": 0.5})
+    measures = measures[~((measures["metric"] == "gap") & (measures["repetition"] == 3))]
+    comparisons = paired_comparisons(measures, "rho")
+    pairs = comparisons.set_index(["metric_a", "metric_b"])["n"]
+    assert {n for (a, b), n in pairs.items() if "gap" in (a, b)} == {4} and pairs.drop("gap", level=0).min() == 5
+    means = measures.groupby("metric")["rho"].mean()
+    group = top_group(means, comparisons)
+    assert means.drop("gap").idxmax() in group and "gap" not in group and "low" not in group
+    assert untested(means, comparisons) == {"gap"}
+    table = pd.DataFrame({"rho": means, "L": means.drop("gap")})
+    marks = column_marks({"rho": comparisons, "L": comparisons}, table)
+    note = marks_note({"rho": comparisons, "L": comparisons}, marks, table)
+    assert note.startswith(TOP_NOTE) and "Unmarked for fewer than 5 complete repetitions" in note
+    assert "gap (rho)" in note  # L has no gap mean: it is not named there
+
+
+def test_a_column_whose_best_lost_a_repetition_has_no_marks_and_says_why():
+    measures = measures_of({"top": 0.95, "next": 0.9, "low": 0.5})
+    measures = measures[~((measures["metric"] == "top") & (measures["repetition"] == 0))]
+    comparisons = paired_comparisons(measures, "rho")
+    means = measures.groupby("metric")["rho"].mean()
+    assert means.idxmax() == "top" and top_group(means, comparisons) == set()
+    assert untested(means, comparisons) == {"next", "low"}
+    without_top = measures[measures["metric"] != "top"]
+    table = pd.DataFrame({"rho": means, "L": without_top.groupby("metric")["rho"].mean()})
+    comparisons_by = {"rho": comparisons, "L": paired_comparisons(without_top, "rho")}
+    marks = column_marks(comparisons_by, table)
+    assert set(marks) == {"L"}
+    note = marks_note(comparisons_by, marks, table)
+    assert "No ▲ in rho: the column's best has fewer than 5 complete repetitions" in note and "Unmarked" not in note
+    assert marks_note(comparisons_by, {}, table) == FEW_NOTE and marks_note({}, {}, table) == ""
 
 
 def test_write_tables_writes_long_significance_csv_and_marks_the_top_group(tmp_path):

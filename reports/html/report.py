@@ -152,7 +152,7 @@ def _run_block(
         means = table3(summary)
         marks = column_marks(comparisons, means)
         failed = {m: c for member in (run, *joined) for m, c in failed_counts(member.failures).items()}
-        parts.append(table3_html(summary, marks, missing, marks_note(comparisons, marks), failed))
+        parts.append(table3_html(summary, marks, missing, marks_note(comparisons, marks, means), failed))
         legend = ""
         if similarities(summary):
             legend += SIMILARITY_NOTE + " "

@@ -39,7 +39,8 @@ def write_tables(
     summary.to_csv(paths["summary"], index=False)
     comparisons = all_comparisons(labelled(measures), RAW_MEASURES)
     paths.update(write_significance(comparisons, out_dir))
-    marks = column_marks(comparisons, table3(summary)) if not summary.empty else {}
+    means = table3(summary) if not summary.empty else None
+    marks = column_marks(comparisons, means) if means is not None else {}
     wide = table3(summary, with_ci=True) if not summary.empty else pd.DataFrame()
     if "orientation" in summary.columns and not wide.empty:
         wide.insert(0, "orientation", summary.groupby("metric")["orientation"].first().reindex(wide.index))
@@ -58,7 +59,7 @@ def write_tables(
         failures,
         repetitions,
         marks,
-        marks_note(comparisons, marks),
+        marks_note(comparisons, marks, means),
     )
     paths["table3_md"].write_text(text, encoding="utf-8")
     return paths

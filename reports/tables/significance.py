@@ -26,8 +26,8 @@ TOP_NOTE = (
     "of metrics: the significance matrices of report.html and significance_<measure>.csv."
 )
 FEW_NOTE = (
-    f"No {TOP_MARK} marks: the paired tests rest on fewer than {FEW_REPETITIONS} repetitions "
-    "(see the warning); every pair is still in significance_<measure>.csv."
+    f"No {TOP_MARK} marks: the paired tests with each column's best rest on fewer than {FEW_REPETITIONS} complete "
+    "repetitions (see the warnings); every pair is still in significance_<measure>.csv."
 )
 WILCOXON_NOTE = (
     "Wilcoxon signed-rank was not used: with 5 repetitions its smallest two-sided p is .0625, "
@@ -37,24 +37,47 @@ WILCOXON_NOTE = (
 )
 
 
+def _best(means: pd.Series) -> str | None:
+    order = ranked(means.dropna().sort_values(ascending=False, kind="stable").index)
+    return order[0] if order else None
+
+
+def _with(comparisons: pd.DataFrame, metric: str) -> pd.DataFrame:
+    return comparisons[(comparisons["metric_a"] == metric) | (comparisons["metric_b"] == metric)]
+
+
 def top_group(means: pd.Series, comparisons: pd.DataFrame, min_repetitions: int = FEW_REPETITIONS) -> set[str]:
     """The best metric of ``means`` (bounds and missing means left out) and those its paired comparison on at
     least ``min_repetitions`` repetitions does not separate from it; empty when the best has no such comparison."""
-    order = ranked(means.dropna().sort_values(ascending=False, kind="stable").index)
-    if not order or comparisons.empty:
+    best = _best(means)
+    if best is None or comparisons.empty:
         return set()
-    best = order[0]
-    rows = comparisons[
-        ((comparisons["metric_a"] == best) | (comparisons["metric_b"] == best)) & (comparisons["n"] >= min_repetitions)
-    ]
+    rows = _with(comparisons, best)
+    rows = rows[rows["n"] >= min_repetitions]
     if rows.empty:
         return set()
+    order = set(ranked(means.dropna().index))
     group = {best}
     for a, b, better in zip(rows["metric_a"], rows["metric_b"], rows["better"]):
         other = b if a == best else a
         if other in order and not better:
             group.add(other)
     return group
+
+
+def untested(means: pd.Series, comparisons: pd.DataFrame, min_repetitions: int = FEW_REPETITIONS) -> set[str]:
+    """The metrics of ``means`` (bounds and missing means left out, the best too) whose paired comparison with the
+    best rests on fewer than ``min_repetitions`` repetitions, or that have none: a failed evaluation voids its
+    repetition, so such a metric stays unmarked without a test having put it below the best."""
+    best = _best(means)
+    if best is None:
+        return set()
+    tested = set()
+    if not comparisons.empty:
+        rows = _with(comparisons, best)
+        rows = rows[rows["n"] >= min_repetitions]
+        tested = set(rows["metric_a"]) | set(rows["metric_b"])
+    return {m for m in ranked(means.dropna().index) if m != best and m not in tested}
 
 
 def column_marks(
@@ -72,11 +95,42 @@ def column_marks(
     return marks
 
 
-def marks_note(comparisons: dict[str, pd.DataFrame], marks: dict[str, set[str]]) -> str:
-    """The legend of the marks: what ▲ means, or why there are none although metrics were compared."""
-    if marks:
+def marks_note(
+    comparisons: dict[str, pd.DataFrame],
+    marks: dict[str, set[str]],
+    means: pd.DataFrame | None = None,
+    min_repetitions: int = FEW_REPETITIONS,
+) -> str:
+    """The legend of the marks: what ▲ means, or why there are none although metrics were compared; with
+    ``means`` (the table's), also the columns left without marks and the metrics left unmarked because their
+    comparison with the column's best rests on too few complete repetitions (not because a test separated them)."""
+    if not marks:
+        return FEW_NOTE if comparisons else ""
+    if means is None:
         return TOP_NOTE
-    return FEW_NOTE if comparisons else ""
+    unmarked_columns, unmarked = [], {}
+    for column in means.columns:
+        tested = comparisons.get("T" if column == "T100" else column)
+        if tested is None or tested.empty or _best(means[column]) is None:
+            continue
+        if column not in marks:
+            unmarked_columns.append(column)
+            continue
+        for metric in sorted(untested(means[column], tested, min_repetitions)):
+            unmarked.setdefault(metric, []).append(column)
+    notes = [TOP_NOTE]
+    if unmarked_columns:
+        notes.append(
+            f"No {TOP_MARK} in {', '.join(unmarked_columns)}: the column's best has fewer than {min_repetitions} "
+            "complete repetitions paired with the others."
+        )
+    if unmarked:
+        listed = "; ".join(f"{m} ({', '.join(columns)})" for m, columns in unmarked.items())
+        notes.append(
+            f"Unmarked for fewer than {min_repetitions} complete repetitions paired with the column's best, "
+            f"not by a test: {listed}."
+        )
+    return " ".join(notes)
 
 
 def write_significance(comparisons: dict[str, pd.DataFrame], out_dir: Path, **tags) -> dict[str, Path]:
