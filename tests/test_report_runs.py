@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+from html import escape
 
 import numpy as np
 import pandas as pd
@@ -13,6 +14,7 @@ import pytest
 from omegaconf import OmegaConf
 
 from textmetric_bench.reports.html.report import build_report
+from textmetric_bench.reports.tables.significance import HINT_NOTE
 from textmetric_bench.reports.html.tables import negative_divergence_html, table3_html
 from textmetric_bench.reports.sweep.aggregate import aggregate_sweep, write_sweep_tables
 from textmetric_bench.running.registry import compose_config
@@ -148,8 +150,21 @@ def test_significance_matrix_warning_and_symbols(report):
     assert re.search(r"Warning \(ksc run ksc_k5 · [^)]*\): only 3 repetitions", k5)
     assert "Warning (robustness run robustness" in k5  # the joined run has 2
     assert "Warning (ksc run" not in page[: page.index("KSC k=5")]
-    cells = re.findall(r"<td class=(better|worse|tie) ", page)
-    assert len(cells) == 3 * 8 * 2  # per run block: 8 measures, chi and zipf compared both ways, no repeats
+    # per run block: 8 measures, chi and zipf compared both ways, no repeats. A cell of fewer than 5 paired
+    # repetitions is striped and says so: every cell of the k=5 block (3 repetitions), S and I everywhere (the
+    # joined robustness run has 2); the seed blocks' KSC measures (5) are plain.
+    plain = r"<td class=(?:better|worse|tie) title='Holm p = [\d.]+'>"
+    hint = r"<td class='(?:better|worse|tie) hint' title='Holm p = [\d.]+; [23] paired repetitions: a hint, not a finding'>"
+    starts = [m.end() for m in re.finditer("<h4>Which metric is better</h4>", page)]
+    for start, end in zip(starts, [*starts[1:], len(page)]):
+        block, k5_block = page[start:end], start > page.index("KSC k=5")
+        assert block.count(escape(HINT_NOTE)) == 1
+        matrices = re.findall(r"<details><summary>(.*?)</summary>(.*?)</details>", block)
+        assert len(matrices) == 8
+        for symbol, matrix in matrices:
+            few = k5_block or symbol in ("S", "I")
+            assert len(re.findall(hint if few else plain, matrix)) == 2, (symbol, matrix)
+            assert not re.findall(plain if few else hint, matrix), (symbol, matrix)
     assert "percentile bootstrap interval over repetitions" in page and "pooled" in page
 
 

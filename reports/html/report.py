@@ -315,7 +315,7 @@ tr.bound-ceiling>*,tr.bound-floor>*{font-style:italic;background:#f7f7f7}td.miss
 span.top{color:#1f5fa8}span.below{color:#b00020;font-weight:bold}span.failed{color:#b00020;font-size:.85em;font-weight:normal}.matrix td{text-align:right}
 .matrix th.turned{vertical-align:bottom;padding:.4em .2em}.matrix th.turned span{writing-mode:vertical-rl;transform:rotate(180deg)}
 td.better{background:#cfe8cf}td.worse{background:#f3d0d0}
-td.tie{background:#eee}.warning{background:#fff6d6;border:1px solid #e0c060;padding:.4em .8em}
+td.tie{background:#eee}td.hint{background-image:repeating-linear-gradient(135deg,transparent 0 5px,rgba(255,255,255,.7) 5px 9px)}.warning{background:#fff6d6;border:1px solid #e0c060;padding:.4em .8em}
 .failures,.note{background:#fff3f3;border:1px solid #e99;padding:.5em 1em}
 """
 NUMBERS = (

@@ -10,13 +10,13 @@ import numpy as np
 import pandas as pd
 
 from textmetric_bench.measures import registry
-from textmetric_bench.measures.intervals import INTERVAL_NAME, few_repetitions_warning
+from textmetric_bench.measures.intervals import FEW_REPETITIONS, INTERVAL_NAME, few_repetitions_warning
 from textmetric_bench.measures.paired import TEST_NAME
 from textmetric_bench.measures.run_warnings import unstated_warnings
 from textmetric_bench.measures.text_limits import over_limit_sentence, reader_name
 from textmetric_bench.reports.bounds import bound_label, bound_of
 from textmetric_bench.reports.labels import MEASURE_LABELS, format_score, metric_labels, plural
-from textmetric_bench.reports.tables.significance import TOP_MARK, WILCOXON_NOTE
+from textmetric_bench.reports.tables.significance import HINT_NOTE, TOP_MARK, WILCOXON_NOTE
 from textmetric_bench.reports.tables.table3 import (
     BELOW_MARK,
     BELOW_NOTE,
@@ -149,6 +149,7 @@ def significance_html(comparisons: dict[str, pd.DataFrame], means: pd.DataFrame)
             f"as significance_&lt;measure&gt;.csv by the run and by aggregate.</p>"
         )
     ]
+    hints = False
     for measure, frame in comparisons.items():
         shown = registry.measure(measure) if measure in registry.MEASURES else None
         column = shown.column if shown else measure
@@ -158,8 +159,10 @@ def significance_html(comparisons: dict[str, pd.DataFrame], means: pd.DataFrame)
         scale = shown.shown_scale if shown else 1.0  # T is tested in op/s and shown in the table's [100 op/s]
         lookup = {}
         for r in frame.itertuples():
-            lookup[(r.metric_a, r.metric_b)] = (r.mean_diff / scale, r.p_holm, r.better)
-            lookup[(r.metric_b, r.metric_a)] = (-r.mean_diff / scale, r.p_holm, r.better)
+            few = r.n < FEW_REPETITIONS
+            hints |= few
+            lookup[(r.metric_a, r.metric_b)] = (r.mean_diff / scale, r.p_holm, r.better, few, r.n)
+            lookup[(r.metric_b, r.metric_a)] = (-r.mean_diff / scale, r.p_holm, r.better, few, r.n)
         head = "".join(f"<th class=turned><span>{escape(bound_label(m))}</span></th>" for m in order)
         rows = []
         for a in order:
@@ -168,15 +171,20 @@ def significance_html(comparisons: dict[str, pd.DataFrame], means: pd.DataFrame)
                 if a == b or (a, b) not in lookup:
                     cells.append("<td class=diag></td>")
                     continue
-                diff, p, better = lookup[(a, b)]
+                diff, p, better, few, n = lookup[(a, b)]
                 cls = "better" if better == a else "worse" if better == b else "tie"
-                cells.append(f"<td class={cls} title='Holm p = {p:.4f}'>{format_score(diff)}</td>")
+                title = f"Holm p = {p:.4f}"
+                if few:  # below FEW_REPETITIONS a colour is a hint, not a finding: striped, and the title says so
+                    cls, title = f"'{cls} hint'", f"{title}; {n} paired repetitions: a hint, not a finding"
+                cells.append(f"<td class={cls} title='{title}'>{format_score(diff)}</td>")
             rows.append(f"<tr><th>{escape(bound_label(a))}</th>{''.join(cells)}</tr>")
         table = (
             f"<table class=matrix><thead><tr><th>{symbol}: row − column"
             f"</th>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
         )
         parts.append(f"<details><summary>{symbol}</summary>{scroll(table)}</details>")
+    if hints:
+        parts.insert(1, f"<p class=legend>{escape(HINT_NOTE)}</p>")
     return "".join(parts)
 
 

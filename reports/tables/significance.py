@@ -29,6 +29,10 @@ FEW_NOTE = (
     f"No {TOP_MARK} marks: the paired tests with each column's best rest on fewer than {FEW_REPETITIONS} complete "
     "repetitions (see the warnings); every pair is still in significance_<measure>.csv."
 )
+HINT_NOTE = (
+    f"Striped cells: fewer than {FEW_REPETITIONS} paired repetitions (the run has fewer, or a failed evaluation "
+    "voided a repetition of one of the two metrics): their colour is a hint, not a finding."
+)
 WILCOXON_NOTE = (
     "Wilcoxon signed-rank was not used: with 5 repetitions its smallest two-sided p is .0625, "
     "so it could never separate two metrics. The bootstrap can, but with few repetitions it is "
