@@ -151,6 +151,7 @@ def test_a_metric_with_a_failed_repetition_is_left_unmarked_by_name_not_put_belo
     note = marks_note({"rho": comparisons, "L": comparisons}, marks, table)
     assert note.startswith(TOP_NOTE) and "Unmarked for fewer than 5 complete repetitions" in note
     assert "gap (rho)" in note  # L has no gap mean: it is not named there
+    assert "gap (ρ)" in marks_note({"rho": comparisons, "L": comparisons}, marks, table, {"rho": "ρ"})  # report.html
 
 
 def test_a_column_whose_best_lost_a_repetition_has_no_marks_and_says_why():

@@ -26,6 +26,7 @@ from textmetric_bench.reports.figures.overview import measure_boxplots, sweep_tr
 from textmetric_bench.reports.figures.parallel import FigureDrawer, saved
 from textmetric_bench.reports.figures.radar import radar_chart, radar_small_multiples, small_multiples_caption
 from textmetric_bench.reports.html.tables import (
+    PLAIN_SYMBOLS,
     below_chance_html,
     escape,
     long_texts_html,
@@ -152,7 +153,7 @@ def _run_block(
         means = table3(summary)
         marks = column_marks(comparisons, means)
         failed = {m: c for member in (run, *joined) for m, c in failed_counts(member.failures).items()}
-        parts.append(table3_html(summary, marks, missing, marks_note(comparisons, marks, means), failed))
+        parts.append(table3_html(summary, marks, missing, marks_note(comparisons, marks, means, PLAIN_SYMBOLS), failed))
         legend = ""
         if similarities(summary):
             legend += SIMILARITY_NOTE + " "

@@ -4,6 +4,7 @@ matrix, a metric's own noise, and the notes that name every number (reports/html
 from __future__ import annotations
 
 import html
+import re
 from pathlib import Path
 
 import numpy as np
@@ -28,6 +29,8 @@ from textmetric_bench.reports.tables.table3 import (
 
 #: How each Table 3 column is written in HTML (a scaled measure with its unit, which never wraps).
 SYMBOLS = {m.column: f"{m.html} {m.shown_unit.replace(' ', '&nbsp;')}".strip() for m in registry.MEASURES.values()}
+#: The same symbols as plain text (no unit), for sentences that are escaped: what a legend calls a column.
+PLAIN_SYMBOLS = {m.column: html.unescape(re.sub(r"<[^>]+>", "", m.html)) for m in registry.MEASURES.values()}
 
 
 def escape(value) -> str:

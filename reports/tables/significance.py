@@ -10,6 +10,7 @@ like the others but are never the best and never marked.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 import pandas as pd
@@ -103,25 +104,28 @@ def marks_note(
     comparisons: dict[str, pd.DataFrame],
     marks: dict[str, set[str]],
     means: pd.DataFrame | None = None,
+    labels: Mapping[str, str] | None = None,
     min_repetitions: int = FEW_REPETITIONS,
 ) -> str:
     """The legend of the marks: what ▲ means, or why there are none although metrics were compared; with
     ``means`` (the table's), also the columns left without marks and the metrics left unmarked because their
-    comparison with the column's best rests on too few complete repetitions (not because a test separated them)."""
+    comparison with the column's best rests on too few complete repetitions (not because a test separated them),
+    each column named as ``labels`` writes it (default: as the table's header)."""
     if not marks:
         return FEW_NOTE if comparisons else ""
     if means is None:
         return TOP_NOTE
+    label = (lambda column: labels.get(column, column)) if labels else str
     unmarked_columns, unmarked = [], {}
     for column in means.columns:
         tested = comparisons.get("T" if column == "T100" else column)
         if tested is None or tested.empty or _best(means[column]) is None:
             continue
         if column not in marks:
-            unmarked_columns.append(column)
+            unmarked_columns.append(label(column))
             continue
         for metric in sorted(untested(means[column], tested, min_repetitions)):
-            unmarked.setdefault(metric, []).append(column)
+            unmarked.setdefault(metric, []).append(label(column))
     notes = [TOP_NOTE]
     if unmarked_columns:
         notes.append(
