@@ -259,3 +259,16 @@ def test_sweep_table_puts_the_ceiling_first_the_floor_last_and_bolds_neither(tmp
     rows = [line for line in sweep_markdown(long, tmp_path).splitlines() if line.startswith("| p |")]
     assert [r.split("|")[4].strip() for r in rows] == ["ceiling (oracle)", "chi", "fid", "floor (chance)"]
     assert "**.900**" in rows[2] and "**" not in rows[0] + rows[3]
+
+
+def test_the_matrix_reads_equal_metrics_as_zero_both_ways_and_stripes_too_few_repetitions():
+    from textmetric_bench.reports.html.tables import significance_html
+
+    same = pd.DataFrame({"metric": ["a", "b"] * 5, "repetition": [r for r in range(5) for _ in "ab"], "rho": 0.5})
+    comparisons = {"rho": paired_comparisons(same, "rho")}
+    means = pd.DataFrame({"rho": same.groupby("metric")["rho"].mean()})
+    page = significance_html(comparisons, means)
+    assert page.count(">.000</td>") == 2 and "-.000" not in page and "hint" not in page
+    short = paired_comparisons(same[same["repetition"] < 4], "rho")
+    page = significance_html({"rho": short}, means)
+    assert page.count("class='tie hint' title='Holm p = 1.0000; 4 paired repetitions: a hint, not a finding'") == 2

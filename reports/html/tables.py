@@ -165,7 +165,8 @@ def significance_html(comparisons: dict[str, pd.DataFrame], means: pd.DataFrame)
             few = r.n < FEW_REPETITIONS
             hints |= few
             lookup[(r.metric_a, r.metric_b)] = (r.mean_diff / scale, r.p_holm, r.better, few, r.n)
-            lookup[(r.metric_b, r.metric_a)] = (-r.mean_diff / scale, r.p_holm, r.better, few, r.n)
+            # 0.0 - d, not -d: two equal metrics read .000 both ways, not -.000 (a negated zero)
+            lookup[(r.metric_b, r.metric_a)] = ((0.0 - r.mean_diff) / scale, r.p_holm, r.better, few, r.n)
         head = "".join(f"<th class=turned><span>{escape(bound_label(m))}</span></th>" for m in order)
         rows = []
         for a in order:
