@@ -47,18 +47,26 @@ def _best(means: pd.Series) -> str | None:
     return order[0] if order else None
 
 
-def _with(comparisons: pd.DataFrame, metric: str) -> pd.DataFrame:
-    return comparisons[(comparisons["metric_a"] == metric) | (comparisons["metric_b"] == metric)]
+def _tests_of_best(
+    means: pd.Series, comparisons: pd.DataFrame, min_repetitions: int
+) -> tuple[str | None, pd.DataFrame]:
+    """The best metric of ``means`` (None: no mean) and its paired comparisons on at least ``min_repetitions``."""
+    best = _best(means)
+    if best is None or comparisons.empty:
+        return best, comparisons.iloc[0:0]
+    with_best = (comparisons["metric_a"] == best) | (comparisons["metric_b"] == best)
+    return best, comparisons[with_best & (comparisons["n"] >= min_repetitions)]
+
+
+def _tested_for(comparisons: dict[str, pd.DataFrame], column: str) -> pd.DataFrame | None:
+    """The comparisons behind a Table 3 column (T100 is tested on T: the same order)."""
+    return comparisons.get("T" if column == "T100" else column)
 
 
 def top_group(means: pd.Series, comparisons: pd.DataFrame, min_repetitions: int = FEW_REPETITIONS) -> set[str]:
     """The best metric of ``means`` (bounds and missing means left out) and those its paired comparison on at
     least ``min_repetitions`` repetitions does not separate from it; empty when the best has no such comparison."""
-    best = _best(means)
-    if best is None or comparisons.empty:
-        return set()
-    rows = _with(comparisons, best)
-    rows = rows[rows["n"] >= min_repetitions]
+    best, rows = _tests_of_best(means, comparisons, min_repetitions)
     if rows.empty:
         return set()
     order = set(ranked(means.dropna().index))
@@ -74,14 +82,8 @@ def untested(means: pd.Series, comparisons: pd.DataFrame, min_repetitions: int =
     """The metrics of ``means`` (bounds and missing means left out, the best too) whose paired comparison with the
     best rests on fewer than ``min_repetitions`` repetitions, or that have none: a failed evaluation voids its
     repetition, so such a metric stays unmarked without a test having put it below the best."""
-    best = _best(means)
-    if best is None:
-        return set()
-    tested = set()
-    if not comparisons.empty:
-        rows = _with(comparisons, best)
-        rows = rows[rows["n"] >= min_repetitions]
-        tested = set(rows["metric_a"]) | set(rows["metric_b"])
+    best, rows = _tests_of_best(means, comparisons, min_repetitions)
+    tested = set(rows["metric_a"]) | set(rows["metric_b"]) if not rows.empty else set()
     return {m for m in ranked(means.dropna().index) if m != best and m not in tested}
 
 
@@ -92,7 +94,7 @@ def column_marks(
     whose tests rest on too few repetitions is left out."""
     marks = {}
     for column in means.columns:
-        tested = comparisons.get("T" if column == "T100" else column)
+        tested = _tested_for(comparisons, column)
         if tested is not None and not tested.empty:
             group = top_group(means[column], tested, min_repetitions)
             if group:
@@ -118,7 +120,7 @@ def marks_note(
     label = (lambda column: labels.get(column, column)) if labels else str
     unmarked_columns, unmarked = [], {}
     for column in means.columns:
-        tested = comparisons.get("T" if column == "T100" else column)
+        tested = _tested_for(comparisons, column)
         if tested is None or tested.empty or _best(means[column]) is None:
             continue
         if column not in marks:
