@@ -152,6 +152,29 @@ def test_an_earlier_metric_keeps_its_orientation_after_its_plugin_is_gone(ksc_ru
     )
 
 
+def test_earlier_metrics_are_merged_in_planned_order_whatever_order_their_jobs_finished(
+    ksc_run, tmp_path, cache_dir, mirror_dir
+):
+    """The log lists evaluations as they finished, which varies with the load; reversed here (the order two
+    workers could finish them in), the merged rows and the measures summed over them stay the first run's."""
+    _, out, result = ksc_run
+    again = shutil.copytree(out, tmp_path / "again")
+    log = again / "evaluations.jsonl"
+    header, *rows = log.read_text().splitlines()
+    log.write_text("\n".join([header, *reversed(rows), ""]))
+    later = run_ksc(ksc_config(cache_dir, mirror_dir, ["chi"]), again)
+    columns = ["metric", "repetition", "i", "j", "distance"]
+    before = result.distances[columns].reset_index(drop=True)
+    merged = later.distances.loc[later.distances["metric"] != "chi", columns].reset_index(drop=True)
+    pd.testing.assert_frame_equal(merged, before)
+    for name in METRICS:
+        assert np.array_equal(
+            per_metric(later.measures, name, KSC_MEASURES),
+            per_metric(result.measures, name, KSC_MEASURES),
+            equal_nan=True,
+        )
+
+
 @pytest.mark.parametrize("s_size,s_inf", [([0.91, 0.93, 0.95], 0.94), ([0.2, 0.5], 0.4)])
 def test_size_and_imbalance_robustness_do_not_change_with_the_sign(s_size, s_inf):
     s_size = np.array(s_size)

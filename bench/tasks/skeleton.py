@@ -407,7 +407,7 @@ def run_task(task: Task, run: RunInputs) -> TaskResult:
     collections.aside = distance_table(task.fields, [(k, o) for k, o in outcomes.items() if k in aside])
     outcomes = {k: o for k, o in outcomes.items() if k not in aside}
     earlier = earlier_outcomes(
-        result_log, {ev: d for ev, d in content.items() if not ev.aside}, {m.name for m, _ in metrics}
+        result_log, {ev: d for ev, d in content.items() if not ev.aside}, {m.name for m, _ in metrics}, out_dir
     )
     distances = distance_table(task.fields, [*outcomes.items(), *earlier.items()])
     tracebacks = traceback_table(task.fields, [*outcomes.items(), *earlier.items()])
@@ -504,16 +504,26 @@ def _texts_digest(corpora: Iterable[Sequence[str]]) -> str:
     return h.hexdigest()
 
 
-def earlier_outcomes(result_log, content: Mapping[Evaluation, str], current: set[str]) -> dict[tuple, Outcome]:
-    """Logged outcomes of metrics this run did not select, on this run's very corpora (latest parameters)."""
+def earlier_outcomes(
+    result_log, content: Mapping[Evaluation, str], current: set[str], out_dir: Path
+) -> dict[tuple, Outcome]:
+    """Logged outcomes of metrics this run did not select, on this run's very corpora (latest parameters).
+
+    In the order this run plans its own jobs (evaluation by evaluation, the metrics in the order the earlier
+    run listed them), not the log's: the log is in the order the jobs finished, which varies with the load,
+    and a metric's measures summed in another order differ in their last bits.
+    """
     if result_log is None:
         return {}
-    wanted = {(*ev.fields, digest) for ev, digest in content.items()}
-    return {
-        key: outcome
+    position = {(*ev.fields, digest): n for n, (ev, digest) in enumerate(content.items())}
+    found = [
+        (key, outcome)
         for key, outcome in result_log.latest_per_metric().items()
-        if key[0] not in current and tuple(key[2:]) in wanted
-    }
+        if key[0] not in current and tuple(key[2:]) in position
+    ]
+    listed = {name: n for n, name in enumerate(_previous_manifest(out_dir).get("metrics") or [])}
+    found.sort(key=lambda item: (position[tuple(item[0][2:])], listed.get(item[0][0], len(listed)), item[0][0]))
+    return dict(found)
 
 
 def distance_table(fields: Sequence[str], outcomes: Sequence[tuple[tuple, Outcome]]) -> pd.DataFrame:
