@@ -103,8 +103,20 @@ def page(quoted: dict) -> str:
 
 
 def main(argv: list[str]) -> None:
-    if argv[:1] != ["--docs"]:
-        count = int(argv[argv.index("--runs") + 1]) if "--runs" in argv else 4
+    import argparse
+
+    parser = argparse.ArgumentParser(
+        description="Time cold `make run`s (an empty embedding cache each), add a record to "
+        "tests/benchmarks/cold_run.json and write docs/generated/cold_run.md from it."
+    )
+    what = parser.add_mutually_exclusive_group()
+    what.add_argument("--runs", type=int, default=4, help="how many cold runs to time (default 4)")
+    what.add_argument("--docs", action="store_true", help="only write the page again from the quote; time nothing")
+    args = parser.parse_args(argv)
+    if args.runs < 1:
+        parser.error("--runs must be at least 1")
+    if not args.docs:
+        count = args.runs
         from summary import machine  # tests/benchmarks/summary.py: this script's directory is on sys.path
 
         make_run_is_only_the_run()
