@@ -151,9 +151,13 @@ def test_unknown_metric_parameter_is_rejected():
 @pytest.mark.parametrize(
     "override,line",
     [
-        ("metric.chi.topp=10", "metric 'chi' has no parameter(s) ['topp']; it takes ['normalise', 'top']"),
+        (
+            "metric.chi.topp=10",
+            "metric 'chi' has no parameter(s) ['topp']; it takes ['normalise', 'top']; did you mean top?",
+        ),
         ("+metric.chi.topp=10", "metric 'chi' has no parameter(s) ['topp']"),
         ("metric.chi={top:3,tpo:4}", "metric 'chi' has no parameter(s) ['tpo']"),
+        ("metric.chi={topp:3,normalize:4}", "did you mean normalise for normalize, top for topp?"),
         (
             "metric.mauve.kmeans_max_iter=abc",
             (
@@ -174,6 +178,12 @@ def test_unknown_metric_parameter_is_rejected():
 def test_a_bad_metric_override_is_one_line_naming_metric_and_parameter(override, line):
     problems = metric_override_problems([override])
     assert len(problems) == 1 and line in problems[0], problems
+
+
+def test_a_parameter_like_none_of_the_metrics_gets_no_suggestion():
+    assert metric_override_problems(["metric.chi={colour:3}"]) == [
+        "metric 'chi' has no parameter(s) ['colour']; it takes ['normalise', 'top']"
+    ]
 
 
 @pytest.mark.parametrize(
@@ -210,7 +220,7 @@ def test_the_command_line_names_a_missing_parameter_in_one_line(tmp_path):
     )
     assert proc.returncode != 0
     assert proc.stderr.strip().splitlines() == [
-        "error: metric 'chi' has no parameter(s) ['topp']; it takes ['normalise', 'top']"
+        "error: metric 'chi' has no parameter(s) ['topp']; it takes ['normalise', 'top']; did you mean top?"
     ], proc.stderr[-2000:]
     assert not (tmp_path / "outputs").exists()
 

@@ -76,3 +76,24 @@ def test_score_refuses_what_a_run_refuses():
     with pytest.raises(ConfigError, match="one metric"):
         textmetric_bench.score(["chi", "fid"], texts, texts)
     assert isinstance(pd.Series([textmetric_bench.score("chi", texts, ["other words here"])]).iloc[0], float)
+
+
+def test_the_documented_calls_name_parameters_their_metrics_take():
+    """docs/python-api.md's examples of ``score``: every keyword but ``seed`` and ``config`` is a parameter of the
+    named metric (the page once showed ``scaling=5`` for mauve, which refuses it)."""
+    import ast
+
+    from textmetric_bench import PROJECT_ROOT
+    from textmetric_bench.api.registry import get_metric
+
+    page = (PROJECT_ROOT / "docs" / "python-api.md").read_text(encoding="utf-8")
+    calls = [line.split("#")[0].strip() for line in page.splitlines() if line.startswith("tb.score(")]
+    assert len(calls) >= 3
+    for call in calls:
+        node = ast.parse(call).body[0].value
+        if not isinstance(node.args[0], ast.Constant):  # a function decorated in the page's own cell
+            continue
+        info = get_metric(node.args[0].value)
+        for keyword in node.keywords:
+            if keyword.arg not in ("seed", "config"):
+                assert keyword.arg in info.params, (call, sorted(info.params))

@@ -85,8 +85,13 @@ class MetricInfo:
         """Raise if ``params`` names a parameter the metric does not take."""
         unknown = sorted(set(params) - set(self.params))
         if unknown:
+            from difflib import get_close_matches
+
+            near = {name: get_close_matches(name, list(self.params), n=1) for name in unknown}
+            hints = [found[0] + ("" if len(unknown) == 1 else f" for {name}") for name, found in near.items() if found]
             raise ConfigError(
                 f"metric {self.name!r} has no parameter(s) {unknown}; it takes {sorted(self.params) or 'no parameters'}"
+                + (f"; did you mean {', '.join(hints)}?" if hints else "")
             )
 
 
