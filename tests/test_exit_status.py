@@ -283,6 +283,7 @@ def test_naming_a_metric_of_a_plugin_that_failed_to_import_names_the_import_erro
     ) in proc.stderr
     proc, _ = run(tmp_path, broken_plugins, cache_dir, "[chi,punct_gpa]")
     assert "Metric plugins that failed to load: top (broken_top: ModuleNotFoundError" in proc.stderr
+    assert "its traceback: python -c 'import broken_top')" in proc.stderr  # where to see it: no run dir is kept
 
 
 @pytest.mark.slow  # one of the slowest of the default suite (make test --durations)

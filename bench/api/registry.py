@@ -469,10 +469,14 @@ def plugin_failures() -> dict[str, dict]:
 
 
 def failed_plugins_sentence() -> str:
-    """ " Metric plugins that failed to load: <plugin> (<module>: <error>); ..." or "" (for "unknown metric")."""
+    """ " Metric plugins that failed to load: <plugin> (<module>: <error>; its traceback: python -c 'import
+    <module>'); ..." or "" (for "unknown metric": a plugin that raised before it registered anything may hold it)."""
     if not _PLUGIN_FAILURES:
         return ""
-    items = "; ".join(f"{r['plugin']} ({r['module']}: {r['error']})" for r in _PLUGIN_FAILURES.values())
+    items = "; ".join(
+        f"{r['plugin']} ({module}: {r['error']}; its traceback: python -c 'import {module}')"
+        for module, r in _PLUGIN_FAILURES.items()
+    )
     return f" Metric plugin{'s' if len(_PLUGIN_FAILURES) > 1 else ''} that failed to load: {items}."
 
 
