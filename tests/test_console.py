@@ -157,3 +157,7 @@ def test_help_is_the_harness_usage_not_hydras_page(tmp_path):
         assert option in text, option
     assert re.search(r"^pair: .*\batis_news\b", text, re.M)  # Hydra's list of config groups, filled in
     assert "Exit status: 0" in text and not list(tmp_path.iterdir())  # --help writes no directory
+    for code in (1, 2, 3, 4):  # every status of docs/reliability.md, the plugin that failed to import under 3
+        assert re.search(rf"(Exit status: |; |^  ){code} ", text, re.M), code
+    assert "plugin failed to import" in text
+    assert "000: Pimentel" in text and "004: Kour" in text  # the paper numbers the task lines cite

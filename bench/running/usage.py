@@ -8,8 +8,17 @@ import textwrap
 from omegaconf import OmegaConf
 
 from textmetric_bench.errors import EXIT_BAD_INPUT, EXIT_METRIC_FAILED, EXIT_OK, EXIT_REGRESSION
+from textmetric_bench.running.metric_configs import ALL_OPTION
 
-DOCS = "docs/index.md of the source tree (`make docs` builds them as a site); docs/running.md lists every setting"
+DOCS = (
+    "docs/ of the textmetric-bench source tree, docs/index.md first (an installed wheel holds no docs; `make docs` in",
+    "  the checkout builds them as a site); docs/running.md lists every setting",
+)
+#: The papers the usage cites by number (the numbers the docs use).
+PAPERS = (
+    '004: Kour, Ackerman et al., "Measuring the Measuring Tools"; 000: Pimentel, Meister, Cotterell,',
+    '  "Cluster-based Evaluation of Automatically Generated Text" (all: docs/metrics.md)',
+)
 
 #: (option, what it does): the settings a first run changes; every setting is in docs/running.md and docs/tasks.md.
 COMMON = (
@@ -73,10 +82,18 @@ def usage_text() -> str:
         "",
         "Config groups (group=option):",
         "$APP_CONFIG_GROUPS",
-        f"Docs: {DOCS}",
-        f"Exit status: {EXIT_OK} every metric ran; {EXIT_METRIC_FAILED} a metric failed some evaluations; "
-        f"{EXIT_REGRESSION} task=check's gate failed;",
-        f"  {EXIT_BAD_INPUT} bad settings or input (docs/reliability.md, Exit status).",
+        f"(metric: each metric's parameters, set as metric.<name>.<parameter>=value; its option {ALL_OPTION}, the",
+        "default, holds every metric's. Choose the metrics to run with metrics=[...].)",
+        "",
+        f"Docs: {DOCS[0]}",
+        *DOCS[1:],
+        f"Papers: {PAPERS[0]}",
+        *PAPERS[1:],
+        f"Exit status: {EXIT_OK} every metric ran; {EXIT_METRIC_FAILED} a metric failed some evaluations or a metric "
+        f"plugin failed to import;",
+        f"  {EXIT_REGRESSION} task=check's gate failed; {EXIT_BAD_INPUT} bad settings or input; 1 an unexpected error "
+        "(a bug: its traceback",
+        "  is printed) (docs/reliability.md, Exit status).",
     ]
     return "\n".join(lines) + "\n"
 
