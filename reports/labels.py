@@ -12,7 +12,7 @@ TABLE3_ORDER = registry.table_columns()
 #: Measures on a 0..1 "higher is better" scale (time excluded, as in 004 Figure 4).
 QUALITY_MEASURES = registry.names(quality=True)
 #: Short explanation of each column, used in headers and legends.
-MEASURE_LABELS = {m.column: f"{m.name}: {m.legend}" for m in registry.MEASURES.values()}
+MEASURE_LABELS = {m.column: f"{m.column}: {m.legend}" for m in registry.MEASURES.values()}  # the column as headed
 #: What a similarity's name is followed by wherever it is shown.
 SIMILARITY_MARK = " (similarity, negated)"
 SIMILARITY_NOTE = (
