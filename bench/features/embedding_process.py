@@ -68,7 +68,7 @@ def loaded(spec: ModelSpec) -> tuple[Any, Any]:
         problem = torch_follows_the_switches() if spec.device.split(":")[0] == "cpu" else None
         if problem:
             raise EmbeddingError(f"embedder {spec.model!r}: {problem}")
-        model = SentenceTransformer(spec.path, device=spec.device)
+        model = quietly_loaded(SentenceTransformer, spec.path, device=spec.device)
         if spec.exact:
             from textmetric_bench.features.exact_gemm import make_exact
 
@@ -87,6 +87,20 @@ def loaded(spec: ModelSpec) -> tuple[Any, Any]:
         _LOADED[spec] = (model, word_piece_tokenizer(spec.path))
         adopt_library_loggers()  # transformers, imported just now, prints through its own handler
     return _LOADED[spec]
+
+
+def quietly_loaded(load: Any, *args: Any, **kwargs: Any) -> Any:
+    """``load(*args, **kwargs)`` without transformers' "Loading weights" bar: a local model loads in a second, and
+    the bar was a stray line on the console of every first run (the run's own bars are its progress)."""
+    from transformers.utils import logging as transformers_logging
+
+    shown = transformers_logging.is_progress_bar_enabled()
+    transformers_logging.disable_progress_bar()
+    try:
+        return load(*args, **kwargs)
+    finally:
+        if shown:
+            transformers_logging.enable_progress_bar()
 
 
 def encode_by_length(model, texts: list[str], *, batch_size: int, show_progress: bool = False) -> np.ndarray:

@@ -97,7 +97,9 @@ def plugin_warnings_and_metrics(info: Mapping) -> list[tuple[str, About]]:
     out: list[tuple[str, About]] = []
     for module, record in (info.get("plugin_failures") or {}).items():
         withdrawn = list(record.get("withdrawn") or ())
-        left = f"; its metrics {', '.join(withdrawn)} did not run" if withdrawn else ""
+        left = (
+            f"; its metric{'s' if len(withdrawn) > 1 else ''} {', '.join(withdrawn)} did not run" if withdrawn else ""
+        )
         text = f"Metric plugin {record.get('plugin', module)} ({module}) failed to import: {record['error']}{left}"
         out.append((text, no_drawn_metric))  # its metrics did not run: no figure of one metric draws them
     return out

@@ -49,7 +49,7 @@ def repetitions_text(
         }
     )
     return (
-        f"the complete repetitions in column *reps* (k of {planned}: a repetition with a failed evaluation "
+        f"the complete repetitions in column *reps* (out of {planned}; a repetition with a failed evaluation "
         'counts for none, see "Failed metrics")'
     ), column
 
