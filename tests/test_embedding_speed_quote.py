@@ -74,9 +74,11 @@ def test_the_page_states_the_ratio_of_the_medians_against_the_goal(quote):
 
 def test_what_the_page_says_of_the_quote_holds_for_every_record(quote):
     """docs/reproducibility.md ("Why not the library's speed"): the float64 product takes about twice as long as the
-    float32 one, and the harness's ratio is close to theirs, on every machine quoted."""
+    float32 one; the harness's ratio is within 0.12 of theirs on paragraphs and above it on intents, on every
+    machine quoted."""
     for record in json.loads(quote.QUOTED.read_text(encoding="utf-8"))["records"]:
         product = record["product_ms"]["float32"] / record["product_ms"]["float64"]
         assert 0.35 <= product <= 0.7, (record["cpu"], product)
-        for kind in record["kinds"]:
-            assert abs(quote.ratio(kind) - product) <= 0.15, (record["cpu"], kind["kind"], quote.ratio(kind), product)
+        kinds = {kind["kind"]: quote.ratio(kind) for kind in record["kinds"]}
+        assert abs(kinds["paragraphs"] - product) <= 0.12, (record["cpu"], kinds, product)
+        assert kinds["intents"] > product, (record["cpu"], kinds, product)
