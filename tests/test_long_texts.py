@@ -140,7 +140,7 @@ def test_the_record_counts_texts_over_the_window_per_side(embedder, windows, cap
     assert record["corpora"]["b"] == {"texts": 4, "over_limit": 2, "share": 0.5, "longest": 638}
     assert record["corpora"][OTHER] == {"texts": 1, "over_limit": 1, "share": 1.0, "longest": 402}
     warned = [r for r in caplog.records if r.levelno == logging.WARNING]
-    assert len(warned) == 1 and "b: 2 of 4 texts (50.0%), longest 638" in warned[0].getMessage()
+    assert len(warned) == 1 and "b: 2 of the 4 texts the run uses (50.0%), longest 638" in warned[0].getMessage()
 
     caplog.clear()
     windows.count(texts)
@@ -190,7 +190,7 @@ def test_the_report_warns_of_cut_texts_and_notes_windowed_ones():
         "corpora": corpora,
     }
     html = long_texts_html({"long_texts": {"embedder": cut}}, "ksc run x")
-    assert html.startswith("<p class=warning>") and "a: 1 of 4 texts (25.0%), longest 700" in html
+    assert html.startswith("<p class=warning>") and "a: 1 of the 4 texts the run uses (25.0%), longest 700" in html
     assert "b:" not in html  # a source with no text over the limit is not listed
     whole = long_texts_html({"long_texts": {"embedder": {**cut, "cuts": False, "done": "embedded whole"}}})
     assert whole.startswith("<p class=note>") and "embedded whole" in whole

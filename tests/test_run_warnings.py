@@ -34,7 +34,9 @@ def test_each_kind_of_trouble_is_one_sentence_and_a_clean_run_has_none():
     }
     found = run_warnings(info)
     assert len(found) == 5 and not any("repetitions (fewer" in w for w in found)
-    assert "bbc_news: 1400 of 2125 texts (65.9%)" in found[0] and "shakespeare_passages" not in found[0]
+    assert (
+        "bbc_news: 1400 of the 2125 texts the run uses (65.9%)" in found[0] and "shakespeare_passages" not in found[0]
+    )
     assert found[1] == "Metric mauve failed: ValueError: NaN in embeddings"
     assert found[2].startswith("Orientation of zipf") and "digest differs" in found[3] and "900" in found[4]
     assert run_warnings({"repetitions": 5, "long_texts": {}, "failures": {}}) == []

@@ -18,7 +18,7 @@ def over_limit_sentence(reader: str, record: Mapping) -> str | None:
     if record.get("limit") is None or not over:
         return None
     counts = "; ".join(
-        f"{name}: {c['over_limit']} of {c['texts']} texts ({c['share']:.1%}), longest {c['longest']}"
+        f"{name}: {c['over_limit']} of the {c['texts']} texts the run uses ({c['share']:.1%}), longest {c['longest']}"
         for name, c in over.items()
     )
     return (
