@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
+
 import numpy as np
 import pandas as pd
 
@@ -34,6 +36,18 @@ def metric_labels(frame: pd.DataFrame) -> dict[str, str]:
         return {}
     similar = similarities(frame)
     return {m: f"{m}{SIMILARITY_MARK}" if str(m) in similar else str(m) for m in frame["metric"].unique()}
+
+
+def row_labels(
+    summary: pd.DataFrame, rows: Iterable[str], orientation: Mapping[str, str] | None
+) -> tuple[dict[str, str], bool]:
+    """The name to show for each metric of ``summary`` (``metric_labels``) and of ``rows`` that it lacks (a failed
+    metric with no complete repetition), the latter marked as similarities by the run's ``orientation`` (metric ->
+    "distance" or "similarity"); and whether any shown name carries the mark (so SIMILARITY_NOTE is due)."""
+    labels = metric_labels(summary)
+    lacking = [str(m) for m in rows if m not in labels and (orientation or {}).get(str(m)) == "similarity"]
+    labels.update({m: f"{m}{SIMILARITY_MARK}" for m in lacking})
+    return labels, bool(similarities(summary)) or bool(lacking)
 
 
 def plural(count: int, noun: str) -> str:

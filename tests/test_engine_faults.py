@@ -289,3 +289,35 @@ def test_a_line_cut_short_by_a_full_disk_is_taken_back(store, tmp_path, monkeypa
     monkeypatch.undo()
     out = run_jobs(jobs, store, metrics, result_log=ResultLog(path, {"run": 1}), progress=False)
     assert [o.attempts for o in out.values()] == [1] * len(jobs) and len(logged_rows(path)) == len(jobs)
+
+
+def test_a_similarity_with_no_complete_repetition_keeps_its_kind_in_its_row(tmp_path):
+    """A failed similarity that no measure carries is still named "(similarity, negated)", from the run's
+    orientation, in table3.md and table3.csv."""
+    evaluations = pd.DataFrame(
+        {
+            "metric": ["sim"] * 4 + ["ok"] * 4,
+            "repetition": [0, 0, 1, 1] * 2,
+            "error": ["ValueError: bad", "", "", "ValueError: bad"] + [""] * 4,
+            "attempts": [1] * 8,
+        }
+    )
+    measures = pd.DataFrame(
+        {"metric": ["ok", "ok"], "repetition": [0, 1], "A": [0.8, 0.7], "orientation": ["distance"] * 2}
+    )
+    failures = failure_summary(evaluations)
+    kinds = {"sim": "similarity", "ok": "distance"}
+    paths = write_tables(measures, tmp_path, failures=failures, repetitions=2, orientation=kinds)
+    body = paths["table3_md"].read_text()
+    assert "| sim (similarity, negated) | 0 of 2; 2 of 4 evaluations failed |" in body
+    assert "A metric marked (similarity, negated) is a similarity" in body
+    table = pd.read_csv(paths["table3_csv"], index_col="metric")
+    assert table.loc["sim", "orientation"] == "similarity" and table.loc["ok", "orientation"] == "distance"
+    plain = write_tables(measures, tmp_path / "plain", failures=failures, repetitions=2)["table3_md"].read_text()
+    assert "| sim | 0 of 2" in plain  # without the run's orientation, nothing is claimed
+    from textmetric_bench.measures.summaries import summarise_measures
+    from textmetric_bench.reports.html.tables import table3_html
+    from textmetric_bench.reports.tables.table3_markdown import failed_counts
+
+    page = table3_html(summarise_measures(measures), {}, {}, "", failed_counts(failures), kinds)
+    assert "<th>sim (similarity, negated) <span class=failed" in page and "<th>ok</th>" in page

@@ -182,6 +182,7 @@ class KSCTask(Task, name="ksc", settings=KSCSettings, fields=("repetition", "i",
                 title=title,
                 failures=result.failures,
                 repetitions=result.info.get("repetitions"),
+                orientation=result.info.get("orientation"),
             )
             try:
                 for path in drawer.result(radar):

@@ -179,6 +179,7 @@ class RobustnessTask(
                     title=info["title"],
                     failures=result.failures,
                     repetitions=info["repetitions"],
+                    orientation=info.get("orientation"),
                 )
             )
             with files["table3_md"].open("a", encoding="utf-8") as md:

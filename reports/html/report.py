@@ -38,7 +38,7 @@ from textmetric_bench.reports.html.tables import (
     unstated_html,
     warning_html,
 )
-from textmetric_bench.reports.labels import SIMILARITY_NOTE, metric_labels, similarities
+from textmetric_bench.reports.labels import SIMILARITY_NOTE, metric_labels, row_labels
 from textmetric_bench.reports.reference_rows import REFERENCE_NOTE, is_reference
 from textmetric_bench.reports.sweep.aggregate import aggregate_sweep, find_run_dirs
 from textmetric_bench.reports.sweep.runs import Run, Section, load_run, profile, sections
@@ -153,9 +153,11 @@ def _run_block(
         means = table3(summary)
         marks = column_marks(comparisons, means)
         failed = {m: c for member in (run, *joined) for m, c in failed_counts(member.failures).items()}
-        parts.append(table3_html(summary, marks, missing, marks_note(comparisons, marks, means, PLAIN_SYMBOLS), failed))
+        kinds = {m: k for member in (run, *joined) for m, k in (member.manifest.get("orientation") or {}).items()}
+        note = marks_note(comparisons, marks, means, PLAIN_SYMBOLS)
+        parts.append(table3_html(summary, marks, missing, note, failed, kinds))
         legend = ""
-        if similarities(summary):
+        if row_labels(summary, [*means.index, *failed], kinds)[1]:
             legend += SIMILARITY_NOTE + " "
         if any(map(is_reference, means.index)):
             legend += REFERENCE_NOTE

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import html
 import re
+from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
@@ -16,7 +17,7 @@ from textmetric_bench.measures.paired import TEST_NAME
 from textmetric_bench.measures.run_warnings import unstated_warnings
 from textmetric_bench.measures.text_limits import over_limit_sentence, reader_name
 from textmetric_bench.reports.bounds import bound_label, bound_of
-from textmetric_bench.reports.labels import MEASURE_LABELS, format_score, metric_labels, plural
+from textmetric_bench.reports.labels import MEASURE_LABELS, format_score, metric_labels, plural, row_labels
 from textmetric_bench.reports.tables.significance import HINT_NOTE, TOP_MARK, WILCOXON_NOTE
 from textmetric_bench.reports.tables.table3 import (
     BELOW_MARK,
@@ -82,12 +83,13 @@ def table3_html(
     missing: dict[str, str],
     marks_note: str = "",
     failed: dict[str, tuple[int, int]] | None = None,
+    orientation: Mapping[str, str] | None = None,
 ) -> str:
     """004 Table 3 with every profile column; ``marks``: per column, the metrics not separated from its best (▲),
     explained by ``marks_note``; ▼: an A or A^w below chance; ``missing``: measure -> why no run measured it (its
     column is left out, and one note below the table names them);
     ``failed``: metric -> (failed, all) evaluations, marked in its row (a metric with no complete repetition keeps
-    a row without numbers)."""
+    a row without numbers, named as its kind by the runs' ``orientation``)."""
     failed = dict(failed or {})
     means = table3(summary)
     for metric in failed:
@@ -97,7 +99,7 @@ def table3_html(
     wide = table3(summary, with_ci=True)
     columns = [c for c in SYMBOLS if c in means.columns and c not in missing]
     bold = best_mask(means)
-    labels = metric_labels(summary)
+    labels, _ = row_labels(summary, means.index, orientation)
     head = "".join(f"<th title='{escape(MEASURE_LABELS.get(c, c))}'>{SYMBOLS[c]}</th>" for c in columns)
     rows = []
     for metric in means.index:

@@ -21,12 +21,15 @@ def write_tables(
     title: str | None = None,
     failures: Mapping[str, str] | None = None,
     repetitions: int | None = None,
+    orientation: Mapping[str, str] | None = None,
 ) -> dict[str, Path]:
     """Write ``summary.csv``, ``table3.csv``, ``table3.md`` and ``significance_<measure>.csv`` into ``out_dir``.
 
     With an ``orientation`` column in ``measures``, table3.csv has it too and table3.md marks similarities.
 
-    ``repetitions``: how many the run planned, so a metric with failed repetitions reads "k of N".
+    ``repetitions``: how many the run planned, so a metric with failed repetitions reads "k of N". ``orientation``:
+    the run's (metric -> "distance" or "similarity"), for a failed metric with no complete repetition, which no
+    measure carries.
     """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -49,6 +52,8 @@ def write_tables(
         for metric in failed:
             if metric not in wide.index:
                 wide.loc[metric] = float("nan")
+                if "orientation" in wide.columns:
+                    wide.loc[metric, "orientation"] = (orientation or {}).get(metric, "")
         reps = summary.groupby("metric")["n"].max() if not summary.empty else pd.Series(dtype=int)
         wide["reps"] = [int(reps.get(m, 0)) for m in wide.index]
         wide["failed_evaluations"] = [f"{failed[m][0]} of {failed[m][1]}" if m in failed else "" for m in wide.index]
@@ -60,6 +65,7 @@ def write_tables(
         repetitions,
         marks,
         marks_note(comparisons, marks, means),
+        orientation,
     )
     paths["table3_md"].write_text(text, encoding="utf-8")
     return paths

@@ -15,7 +15,7 @@ from textmetric_bench.reports.labels import (
     format_score,
     metric_labels,
     plural,
-    similarities,
+    row_labels,
 )
 from textmetric_bench.reports.reference_rows import REFERENCE_NOTE, is_reference
 from textmetric_bench.reports.tables.markdown import failures_markdown, markdown_table
@@ -80,9 +80,12 @@ def table3_text(
     repetitions: int | None = None,
     marks=None,
     marks_note: str = "",
+    orientation: Mapping[str, str] | None = None,
 ) -> str:
     """The page: title, warning, caption, the table (``marks``: the ▲ metrics per column, explained by
-    ``marks_note``), a note on ▼ cells when there are any, reference rows, failures."""
+    ``marks_note``), a note on ▼ cells when there are any, reference rows, failures. ``orientation`` (metric ->
+    "distance" or "similarity", the run's) names a failed metric with no complete repetition, which has no row in
+    ``summary``, as its kind."""
     lines = [f"# {title}", ""]
     cells = table3_markdown_cells(summary, marks) if not summary.empty else pd.DataFrame()
     warning = few_repetitions_warning(int(summary["n"].max())) if not summary.empty else ""
@@ -97,8 +100,9 @@ def table3_text(
         if per_metric is not None:
             cells.insert(0, "reps", per_metric.reindex(cells.index).fillna(f"0 of {repetitions}"))
         explained = "; ".join(MEASURE_LABELS[m] for m in cells.columns if m in MEASURE_LABELS)
-        similarity = " " + SIMILARITY_NOTE if similarities(summary) else ""
-        cells = cells.rename(index=metric_labels(summary)).rename(index=bound_label)
+        labels, any_similarity = row_labels(summary, cells.index, orientation)
+        similarity = " " + SIMILARITY_NOTE if any_similarity else ""
+        cells = cells.rename(index=labels).rename(index=bound_label)
         lines += [
             f"Measures: {explained}. Higher is better for all. Cells: mean over {n_text} [{INTERVAL_NAME}]; "
             f"bold = column best and those within {BOLD_TOLERANCE:g} of it.{similarity}"
