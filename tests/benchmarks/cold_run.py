@@ -9,7 +9,7 @@ The quote, ``tests/benchmarks/cold_run.json``, keeps one record per measurement:
 records it (tests/benchmarks/summary.py: the CPU's model name, logical cores, memory, Python, date and time), the
 commit (and whether the tracked files had changes), the load average before the first run, and each run's wall
 seconds with the embedding's seconds and texts from its ``run.json``. The page ``docs/generated/cold_run.md``
-(included by docs/reproducibility.md) is made from the quote alone; tests/test_cold_run_quote.py checks that it
+(included by docs/reproducibility.md) is made from the quote alone; tests/test_timing_quotes.py checks that it
 is, unedited. The run directories the script makes are removed. It refuses to time a ``make run`` that would
 first set up ``.venv`` (run ``make venv`` first).
 """
@@ -33,19 +33,6 @@ QUOTED = HERE / "cold_run.json"
 PAGE = PROJECT_ROOT / "docs" / "generated" / "cold_run.md"
 GOAL_SECONDS = 60.0
 OUTPUTS = re.compile(r"\(all outputs in (?P<dir>.+)\)\s*$", re.MULTILINE)
-
-
-def commit() -> str:
-    """The checkout's commit, with ``+changes`` when its tracked files differ from it."""
-    head = subprocess.run(
-        ["git", "rev-parse", "--short", "HEAD"], cwd=PROJECT_ROOT, capture_output=True, text=True
-    ).stdout.strip()
-    dirty = subprocess.run(["git", "diff", "--quiet", "HEAD"], cwd=PROJECT_ROOT).returncode != 0
-    return f"{head or 'unknown'}{'+changes' if dirty else ''}"
-
-
-#: What ``machine()`` records that says nothing here (the load it takes is before the runs, not at their end).
-NOT_RECORDED = ("load_average_at_end", "robustness_grid")
 
 
 def make_run_is_only_the_run() -> None:
@@ -102,36 +89,29 @@ def page(quoted: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def measure(count: int) -> dict:
+    """``count`` cold runs, each printed as it ends."""
+    make_run_is_only_the_run()
+    runs = []
+    for i in range(count):
+        runs.append(one_run())
+        print(f"run {i + 1} of {count}: {runs[-1]}", flush=True)
+    return {"runs": runs}
+
+
 def main(argv: list[str]) -> None:
-    import argparse
+    from quotes import quote_main  # this script's directory is on sys.path
 
-    parser = argparse.ArgumentParser(
+    quote_main(
+        argv,
         description="Time cold `make run`s (an empty embedding cache each), add a record to "
-        "tests/benchmarks/cold_run.json and write docs/generated/cold_run.md from it."
+        "tests/benchmarks/cold_run.json and write docs/generated/cold_run.md from it.",
+        count=("runs", 4, "how many cold runs to time"),
+        measure=measure,
+        quoted=QUOTED,
+        page_path=PAGE,
+        page=page,
     )
-    what = parser.add_mutually_exclusive_group()
-    what.add_argument("--runs", type=int, default=4, help="how many cold runs to time (default 4)")
-    what.add_argument("--docs", action="store_true", help="only write the page again from the quote; time nothing")
-    args = parser.parse_args(argv)
-    if args.runs < 1:
-        parser.error("--runs must be at least 1")
-    if not args.docs:
-        count = args.runs
-        from summary import machine  # tests/benchmarks/summary.py: this script's directory is on sys.path
-
-        make_run_is_only_the_run()
-        about = {key: value for key, value in machine().items() if key not in NOT_RECORDED}
-        record = {**about, "load_average_before": [round(v, 2) for v in os.getloadavg()], "commit": commit()}
-        runs = []
-        for i in range(count):
-            runs.append(one_run())
-            print(f"run {i + 1} of {count}: {runs[-1]}", flush=True)
-        record["runs"] = runs
-        quoted = json.loads(QUOTED.read_text(encoding="utf-8")) if QUOTED.is_file() else {"records": []}
-        quoted["records"].append(record)
-        QUOTED.write_text(json.dumps(quoted, indent=2) + "\n", encoding="utf-8")
-    PAGE.write_text(page(json.loads(QUOTED.read_text(encoding="utf-8"))), encoding="utf-8")
-    print(PAGE.read_text(encoding="utf-8"))
 
 
 if __name__ == "__main__":

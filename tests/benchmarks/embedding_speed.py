@@ -11,7 +11,7 @@ measured reason why not (docs/reproducibility.md, "Why not the library's speed")
 The quote, ``tests/benchmarks/embedding_speed.json``, keeps one record per measurement: the machine as ``make
 benchmark`` records it (tests/benchmarks/summary.py), the commit, the load average before, and per kind of text its
 corpus, text count, mean word pieces and each round's two throughputs. The page ``docs/generated/embedding_speed.md``
-(included by docs/reproducibility.md) is made from the quote alone; tests/test_embedding_speed_quote.py checks that it
+(included by docs/reproducibility.md) is made from the quote alone; tests/test_timing_quotes.py checks that it
 is, unedited. ``make benchmark`` measures the intents once more (tests/benchmarks/test_embedding_speed.py) and fails
 below half of the library.
 """
@@ -78,28 +78,30 @@ PRODUCT = """if True:
 """
 
 
-def products() -> dict:
-    """Milliseconds of one float32 and one float64 product of the model's shape, in a fresh process, no switch set."""
+def unpinned(**env: str) -> dict[str, str]:
+    """This environment without the numerics switches a parent set (the child pins its own, as a run would), plus
+    ``env``."""
     from textmetric_bench.numerics import PINNED
 
-    clean = {k: v for k, v in os.environ.items() if k not in PINNED}
+    return {**{k: v for k, v in os.environ.items() if k not in PINNED}, **env}
+
+
+def products() -> dict:
+    """Milliseconds of one float32 and one float64 product of the model's shape, in a fresh process, no switch set."""
     proc = subprocess.run(
-        [sys.executable, "-c", PRODUCT], capture_output=True, text=True, env=clean, timeout=600, check=True
+        [sys.executable, "-c", PRODUCT], capture_output=True, text=True, env=unpinned(), timeout=600, check=True
     )
     return {name: round(ms, 1) for name, ms in json.loads(proc.stdout.splitlines()[-1]).items()}
 
 
 def throughput(texts: list[str], mode: str, **env: str) -> float:
     """Texts per second of ``mode`` ("padded": the library's own; "by_length": the harness's) in a fresh process."""
-    from textmetric_bench.numerics import PINNED
-
-    clean = {k: v for k, v in os.environ.items() if k not in PINNED}
     proc = subprocess.run(
         [sys.executable, "-c", PROBE, mode],
         input=json.dumps(texts),
         capture_output=True,
         text=True,
-        env={**clean, "HF_HUB_OFFLINE": "1", **env},
+        env=unpinned(HF_HUB_OFFLINE="1", **env),
         timeout=1800,
         check=True,
     )
@@ -137,7 +139,7 @@ def mean_word_pieces(texts: list[str]) -> float:
     return round(statistics.fmean(count(texts)), 1)
 
 
-def measure(rounds: int) -> list[dict]:
+def measure_kinds(rounds: int) -> list[dict]:
     """Each kind of text: ``rounds`` alternated pairs of fresh processes, the library's first in each."""
     kinds = []
     with tempfile.TemporaryDirectory(prefix="embedding-speed-") as cache:
@@ -198,32 +200,24 @@ def page(quoted: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def measure(rounds: int) -> dict:
+    """Every kind of text in ``rounds`` alternated rounds, then the two products."""
+    return {"kinds": measure_kinds(rounds), "product_ms": products()}
+
+
 def main(argv: list[str]) -> None:
-    import argparse
+    from quotes import quote_main  # this script's directory is on sys.path
 
-    parser = argparse.ArgumentParser(
+    quote_main(
+        argv,
         description="Measure the embedder's throughput against plain sentence-transformers, add a record to "
-        "tests/benchmarks/embedding_speed.json and write docs/generated/embedding_speed.md from it."
+        "tests/benchmarks/embedding_speed.json and write docs/generated/embedding_speed.md from it.",
+        count=("rounds", 2, "alternated pairs of processes per kind"),
+        measure=measure,
+        quoted=QUOTED,
+        page_path=PAGE,
+        page=page,
     )
-    what = parser.add_mutually_exclusive_group()
-    what.add_argument("--rounds", type=int, default=2, help="alternated pairs of processes per kind (default 2)")
-    what.add_argument("--docs", action="store_true", help="only write the page again from the quote; measure nothing")
-    args = parser.parse_args(argv)
-    if args.rounds < 1:
-        parser.error("--rounds must be at least 1")
-    if not args.docs:
-        from cold_run import NOT_RECORDED, commit  # this script's directory is on sys.path
-        from summary import machine
-
-        about = {key: value for key, value in machine().items() if key not in NOT_RECORDED}
-        record = {**about, "load_average_before": [round(v, 2) for v in os.getloadavg()], "commit": commit()}
-        record["kinds"] = measure(args.rounds)
-        record["product_ms"] = products()
-        quoted = json.loads(QUOTED.read_text(encoding="utf-8")) if QUOTED.is_file() else {"records": []}
-        quoted["records"].append(record)
-        QUOTED.write_text(json.dumps(quoted, indent=2) + "\n", encoding="utf-8")
-    PAGE.write_text(page(json.loads(QUOTED.read_text(encoding="utf-8"))), encoding="utf-8")
-    print(PAGE.read_text(encoding="utf-8"))
 
 
 if __name__ == "__main__":
