@@ -19,6 +19,7 @@ import pytest
 from fake_lines import FD2_LINE
 from figure_captions import assert_caption_warns
 
+from textmetric_bench.collections.seeds import metric_seed
 from textmetric_bench.measures.run_warnings import run_warnings
 from textmetric_bench.measures.summaries import most_repetitions
 from textmetric_bench.reports.figures.ksc import distance_scatter
@@ -336,6 +337,8 @@ def test_a_partly_failing_metric_keeps_its_row_and_its_failed_corpora_can_be_wri
     }
     assert len(corpora["p"]) == len(corpora["q"]) == 6 and corpora["p"] != corpora["q"]  # n = 6 texts each
     assert str(target) in written.stdout and "fake first call fails" in written.stdout
+    recorded = json.loads((target / "failure.json").read_text())  # the seed the run handed the metric there
+    assert recorded["seed"] == metric_seed(0, int(row["repetition"])) and recorded["metric"] == "fake_fails_once"
     refused = subprocess.run(
         [sys.executable, "-m", "textmetric_bench.running.failed_corpora", str(out), "--metric", "chi"],
         cwd=elsewhere,

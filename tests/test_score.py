@@ -79,9 +79,10 @@ def test_score_refuses_what_a_run_refuses():
 
 
 def test_the_documented_calls_name_parameters_their_metrics_take():
-    """docs/python-api.md's examples of ``score``: every keyword but ``seed`` and ``config`` is a parameter of the
-    named metric (the page once showed ``scaling=5`` for mauve, which refuses it)."""
+    """docs/python-api.md's examples of ``score`` and its docstring's: every keyword but ``seed`` and ``config`` is a
+    parameter of the named metric (both once showed ``scaling=5`` for mauve, which refuses it)."""
     import ast
+    import re
 
     from textmetric_bench import PROJECT_ROOT
     from textmetric_bench.api.registry import get_metric
@@ -97,3 +98,7 @@ def test_the_documented_calls_name_parameters_their_metrics_take():
         for keyword in node.keywords:
             if keyword.arg not in ("seed", "config"):
                 assert keyword.arg in info.params, (call, sorted(info.params))
+    named = re.findall(r"``(\w+)=[^`]*`` for (\w+)", textmetric_bench.score.__doc__ or "")
+    assert named  # the docstring's example of a parameter
+    for key, metric in named:
+        assert key in get_metric(metric).params, (key, metric)

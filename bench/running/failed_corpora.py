@@ -8,7 +8,10 @@ pair, the task's settings, the seed), as the run built them, and each failed eva
 as JSON lines (``{"text": ...}``, one text a line; a text's own newlines kept), which ``pair=files`` and
 ``textmetric_bench.score`` read:
 
-    <out>/<metric>/<evaluation>/p.jsonl, q.jsonl
+    <out>/<metric>/<evaluation>/p.jsonl, q.jsonl, failure.json
+
+``failure.json`` holds the evaluation, its two corpora's ids, the seed the run handed the metric on it and the
+error: ``textmetric_bench.score(metric, p, q, seed=seed)`` calls the metric on them as the run did.
 
 ``<evaluation>`` names the evaluation's fields (``repetition1_i2_j5`` for KSC). The command prints one line per
 evaluation written, and exits 2 when the directory is not a run, holds no failure (of ``--metric``), or its
@@ -28,6 +31,7 @@ from pathlib import Path
 import pandas as pd
 from omegaconf import DictConfig, OmegaConf
 
+from textmetric_bench.collections.seeds import metric_seed
 from textmetric_bench.errors import EXIT_BAD_INPUT, BenchError, ConfigError
 
 
@@ -83,6 +87,13 @@ def rebuild_collections(run_dir: Path | str):
             return task, task.build(inputs)
 
 
+def evaluation_seed(evaluation, run_seed: int) -> int:
+    """The seed the run handed the metric on ``evaluation`` (as ``run_task`` does): its own, or its repetition's."""
+    if evaluation.seed is not None:
+        return int(evaluation.seed)
+    return metric_seed(run_seed, evaluation.repetition)
+
+
 def write_failed_corpora(
     run_dir: Path | str, out_dir: Path | str | None = None, metric: str | None = None
 ) -> list[Path]:
@@ -101,6 +112,7 @@ def write_failed_corpora(
             )
         failures = failures[failures["metric"] == metric]
     task, collections = rebuild_collections(run_dir)
+    run_seed = int(saved_config(run_dir)[0].seed)
     fields = list(task.fields)
     by_fields = {tuple(str(v) for v in ev.fields): ev for ev in collections.evaluations if not ev.aside}
     out = Path(out_dir).expanduser().absolute() if out_dir is not None else run_dir / "failed_corpora"
@@ -126,7 +138,7 @@ def write_failed_corpora(
                     **{f: row[f] for f in fields},
                     "p": evaluation.p,
                     "q": evaluation.q,
-                    "seed": int(evaluation.seed) if evaluation.seed is not None else None,
+                    "seed": evaluation_seed(evaluation, run_seed),
                     "error": row.get("error", ""),
                 },
                 indent=1,

@@ -39,7 +39,7 @@ def score(
             ``textmetric_bench.collections.seeds``); a deterministic metric ignores it.
         config: shared settings by dotted key, e.g. ``{"embedder.long_texts": "windows"}`` or
             ``{"data.cache_dir": "/scratch/cache"}``, or command-line overrides.
-        **params: the metric's parameters (``scaling=5`` for mauve), checked as ``metric.<name>.<key>=`` is.
+        **params: the metric's parameters (``mauve_scaling_factor=5`` for mauve), checked as ``metric.<name>.<key>=`` is.
 
     Returns:
         The metric's value, in its own direction (a distance, or a similarity for a metric that declares one).
