@@ -155,6 +155,18 @@ def test_heatmap_marks_missing_and_rejects_unknown_sort():
         measure_heatmap(summary, sort_by="speed")
 
 
+def test_heatmap_of_a_run_without_a_sorts_by_the_first_measure_it_has():
+    """A robustness run has S and I, an IFC run IFC: the report's heatmap (sort_by=None) sorts by the first of them
+    instead of refusing for want of A, as it once did, leaving an error box in the report."""
+    summary = synthetic_summary(4)
+    robustness = summary[summary["measure"].isin(["S", "I"])]
+    ax = measure_heatmap(robustness, sort_by=None).axes[0]
+    assert "sorted by S" in ax.get_title() and [t.get_text() for t in ax.get_xticklabels()] == ["S", "I"]
+    s = robustness[robustness["measure"] == "S"].set_index("metric")["mean"]
+    assert [t.get_text() for t in ax.get_yticklabels()] == list(s.sort_values(ascending=False, kind="stable").index)
+    assert "sorted by A" in measure_heatmap(summary, sort_by=None).axes[0].get_title()
+
+
 def test_radar_accepts_s_i_and_ifc_axes_and_marks_missing_not_zero():
     summary = synthetic_summary(3)
     summary.loc[(summary["metric"] == "fid_01") & (summary["measure"] == "IFC"), "mean"] = np.nan

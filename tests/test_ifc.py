@@ -34,6 +34,59 @@ def test_gap_closed_is_the_share_of_the_gap_to_the_self_distance():
     assert math.isnan(gap_closed(first=1.0, last=0.5, self_distance=1.0))  # no gap to close
 
 
+def synthetic_ifc_distances(per_metric: dict[str, list[list[float]]]) -> pd.DataFrame:
+    """IFC distances: per metric, one list of d(reference, g_i) per repetition, and a self-distance of 0.1 each."""
+    rows = []
+    for metric, repetitions in per_metric.items():
+        for r, values in enumerate(repetitions):
+            rows += [
+                {"metric": metric, "kind": "generated", "iteration": i, "repetition": r, "distance": d, "error": ""}
+                for i, d in enumerate(values)
+            ]
+            rows.append({"metric": metric, "kind": "self", "iteration": math.nan, "repetition": r, "distance": 0.1})
+    frame = pd.DataFrame(rows)
+    frame["error"] = frame["error"].fillna("")
+    return frame
+
+
+def test_the_ifc_table_gives_the_bootstrap_interval_every_view_gives():
+    """Two repetitions of IFC .5 and -.5: a Student t-interval with one degree of freedom is [-6.35, 6.35], far
+    outside IFC's range, and the HTML report (summarise_measures) showed [-.5, .5]: one interval, the bootstrap's."""
+    from textmetric_bench.measures.ifc import ifc_measures
+    from textmetric_bench.measures.summaries import summarise_measures
+    from textmetric_bench.tasks.ifc import ifc_summary
+
+    distances = synthetic_ifc_distances({"fid": [[3.0, 1.0, 2.0], [2.0, 1.0, 3.0]]})
+    measures, failures = ifc_measures(distances)
+    assert not failures and sorted(measures["IFC"]) == [-0.5, 0.5]
+    row = ifc_summary(distances, measures).iloc[0]
+    reference = summarise_measures(measures.assign(orientation="distance")).set_index("measure").loc["IFC"]
+    assert (row["IFC_ci_low"], row["IFC_ci_high"]) == (reference["ci_low"], reference["ci_high"])
+    assert -1 <= row["IFC_ci_low"] <= row["IFC"] <= row["IFC_ci_high"] <= 1
+
+
+def test_the_ifc_page_warns_of_few_repetitions_and_says_why_an_ifc_is_missing():
+    """The page the console prints: the few-repetitions warning (as Table 3's page), and a metric whose distance
+    did not change over the iterations is marked as such, not left as a bare –."""
+    from textmetric_bench.measures.ifc import ifc_measures
+    from textmetric_bench.reports.tables.ifc_markdown import ifc_markdown
+    from textmetric_bench.tasks.ifc import ifc_summary
+
+    distances = synthetic_ifc_distances(
+        {"fid": [[3.0, 2.0, 1.0], [3.0, 1.0, 2.0]], "classifier": [[0.9, 0.9, 0.9], [0.9, 0.9, 0.9]]}
+    )
+    measures, _ = ifc_measures(distances)
+    summary = ifc_summary(distances, measures)
+    assert summary.set_index("metric")["constant_repetitions"].to_dict() == {"classifier": 2, "fid": 0}
+    page = ifc_markdown(summary, pd.DataFrame(), title="IFC", repetitions=2)
+    assert "**Warning: only 2 repetitions (fewer than 5)" in page
+    assert "| classifier | – (d constant in 2 of 2) |" in page and "d constant: in so many repetitions" in page
+    assert "| fid | .750 [.500, 1.000] |" in page
+    five = synthetic_ifc_distances({"fid": [[3.0, 2.0, 1.0]] * 5})
+    assert "Warning" not in ifc_markdown(ifc_summary(five, ifc_measures(five)[0]), pd.DataFrame(), title="IFC")
+    assert "d constant" not in ifc_markdown(ifc_summary(five, ifc_measures(five)[0]), pd.DataFrame(), title="IFC")
+
+
 def test_type_token_ratio_counts_distinct_word_tokens():
     assert type_token_ratio(["the cat", "The dog!"]) == pytest.approx(3 / 4)
     assert math.isnan(type_token_ratio(["...", ""]))

@@ -157,8 +157,9 @@ class Result:
 
         return overlaid_radar(self._summary_for_figures(), title=self.title, metrics=metrics, warnings=self.warnings)
 
-    def heatmap(self, sort_by: str = "A"):
-        """Every metric by every measure, shaded by its mean, sorted by ``sort_by``."""
+    def heatmap(self, sort_by: str | None = None):
+        """Every metric by every measure, shaded by its mean, sorted by ``sort_by`` (default: A, or the first
+        measure the run has, as S in a robustness run)."""
         from textmetric_bench.reports.figures.heatmap import measure_heatmap
 
         return measure_heatmap(self._summary_for_figures(), sort_by=sort_by, setting=self.title, warnings=self.warnings)

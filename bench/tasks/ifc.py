@@ -15,6 +15,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from textmetric_bench.collections.ifc import ifc_pairs, ifc_positions, reference_samples, split_source
@@ -221,7 +222,8 @@ class IFCTask(
     def write(self, result: TaskResult, out_dir: Path) -> dict[str, Path]:
         """The summary and TTR tables, the IFC table and the Figure 5 plots."""
         from textmetric_bench.measures.run_warnings import run_warnings, warnings_by_metric
-        from textmetric_bench.reports.figures.ifc import ifc_figures, ifc_markdown
+        from textmetric_bench.reports.figures.ifc import ifc_figures
+        from textmetric_bench.reports.tables.ifc_markdown import ifc_markdown
 
         ttr = result.info.pop("ttr")
         files = {
@@ -232,7 +234,14 @@ class IFCTask(
         result.summary.to_csv(files["ifc_summary"], index=False)
         ttr.to_csv(files["ifc_ttr"], index=False)
         files["table3_md"].write_text(
-            ifc_markdown(result.summary, ttr, title=result.info["title"], failures=result.failures), encoding="utf-8"
+            ifc_markdown(
+                result.summary,
+                ttr,
+                title=result.info["title"],
+                failures=result.failures,
+                repetitions=result.info.get("repetitions"),
+            ),
+            encoding="utf-8",
         )
         figures = ifc_figures(
             result.distances,
@@ -316,16 +325,19 @@ def corpus_ttr(source, reference_pool, samples, generated) -> pd.DataFrame:
 
 
 def ifc_summary(distances: pd.DataFrame, measures: pd.DataFrame) -> pd.DataFrame:
-    """Per metric: mean IFC with its 95% CI, d(A, A), d(0), d(T) and the share of the gap closed."""
-    from textmetric_bench.measures.intervals import mean_ci
+    """Per metric: mean IFC with the 95% interval every table gives (percentile bootstrap over repetitions, as
+    ``summarise_measures``), the repetitions it rests on, those whose distance did not change over the iterations
+    (``constant_repetitions``: their ρ is undefined), d(A, A), d(0), d(T) and the share of the gap closed."""
+    from textmetric_bench.measures.intervals import mean_interval
 
     rows = []
     for name, grp in distances.groupby("metric", sort=True):
         self_d = grp.loc[grp["kind"] == "self", "distance"].mean()
-        per_iter = grp[grp["kind"] == "generated"].groupby("iteration")["distance"].mean()
+        generated = grp[grp["kind"] == "generated"]
+        per_iter = generated.groupby("iteration")["distance"].mean()
         first = per_iter.iloc[0] if len(per_iter) else math.nan
         last = per_iter.iloc[-1] if len(per_iter) else math.nan
-        mean, std, n, low, high = mean_ci(measures.loc[measures["metric"] == name, "IFC"].to_numpy())
+        mean, std, n, low, high = mean_interval(measures.loc[measures["metric"] == name, "IFC"].to_numpy())
         rows.append(
             {
                 "metric": name,
@@ -333,6 +345,7 @@ def ifc_summary(distances: pd.DataFrame, measures: pd.DataFrame) -> pd.DataFrame
                 "IFC_ci_low": low,
                 "IFC_ci_high": high,
                 "repetitions": n,
+                "constant_repetitions": constant_repetitions(generated),
                 "self_distance": self_d,
                 "first_distance": first,
                 "last_distance": last,
@@ -340,6 +353,16 @@ def ifc_summary(distances: pd.DataFrame, measures: pd.DataFrame) -> pd.DataFrame
             }
         )
     return pd.DataFrame(rows)
+
+
+def constant_repetitions(generated: pd.DataFrame) -> int:
+    """The repetitions of one metric's distances to g_0..g_T, all evaluated, whose distance is the same at every
+    iteration: no ranking of the iterations, so no IFC (``ifc_score``)."""
+    count = 0
+    for _, grp in generated.groupby("repetition"):
+        d = grp["distance"].to_numpy(float)
+        count += bool(len(d) > 1 and np.isfinite(d).all() and np.ptp(d) == 0)
+    return count
 
 
 run_ifc = task_runner(IFCTask)

@@ -37,7 +37,8 @@ CAPTION_PARTS = {
     "prints it), shown by its colour bar.",
     "speed": "T is a speed in hundreds of pair evaluations per second (embedding excluded), on its own logarithmic "
     "scale from the run's slowest to its fastest metric (its own colour bar).",
-    "missing": "Grey n/a: not measured for that metric.",
+    "missing": "Grey n/a: no mean for that metric (the measure was not run for it, none of its repetitions "
+    "completed, or it is undefined there, as an IFC whose distance never changed; the run's table says which).",
     "bounds": "Top and bottom rows in grey italics: the ceiling (oracle) and the floor (chance), not coloured.",
     "below": "▼: an A or A^w significantly below chance (.5), as in Table 3.",
 }
@@ -106,11 +107,12 @@ def _column_shades(values: pd.Series, measure: str, ordinary: list) -> np.ndarra
 
 
 def measure_heatmap(
-    summary: pd.DataFrame, sort_by: str = "A", *, setting: str = "", warnings: Sequence[str] = ()
+    summary: pd.DataFrame, sort_by: str | None = "A", *, setting: str = "", warnings: Sequence[str] = ()
 ) -> Figure:
-    """Heatmap of metrics × measures from ``textmetric_bench.measures.summaries.summarise_measures``' long table;
-    ``setting`` (the pair, k, n and repetitions) is named in the title; ``warnings`` (the run's) go into a caption
-    below the map."""
+    """Heatmap of metrics × measures from ``textmetric_bench.measures.summaries.summarise_measures``' long table,
+    rows sorted by ``sort_by`` (None: A, or else the first measure of Table 3's order the summary has a value of, as
+    in a robustness or IFC run); ``setting`` (the pair, k, n and repetitions) is named in the title; ``warnings``
+    (the run's) go into a caption below the map."""
     means = summary.pivot(index="metric", columns="measure", values="mean")
     measures = [m for m in TABLE3_ORDER if m in means.columns]
     if means.empty or not measures:
@@ -118,6 +120,9 @@ def measure_heatmap(
             "measure heatmap needs a summary with at least one metric and one measure "
             f"({', '.join(TABLE3_ORDER)}); got columns {', '.join(map(str, summary.columns))}"
         )
+    if sort_by is None:
+        scored = [m for m in measures if means[m].notna().any()] or measures
+        sort_by = "A" if "A" in scored else scored[0]
     sort_by = registry.measure(sort_by).column if sort_by in registry.MEASURES else sort_by
     if sort_by not in measures:
         raise ValueError(f"measure heatmap cannot sort by {sort_by!r}: the summary has {', '.join(measures)}")

@@ -17,7 +17,6 @@ from matplotlib.figure import Figure
 
 from textmetric_bench.reports.figures.drawing import caption_below, ols_band, own_warnings, safe_name, save_figure
 from textmetric_bench.reports.labels import format_score, metric_labels
-from textmetric_bench.reports.tables.markdown import markdown_table
 
 
 def _draw_ifc(ax, rows: pd.DataFrame, self_distance: float, rng: np.random.Generator) -> None:
@@ -101,66 +100,3 @@ def ifc_figures(
         caption_below(fig, warnings=warnings)
         paths.append(save_figure(fig, out_dir / "ifc_all.png"))
     return paths
-
-
-def ifc_markdown(
-    summary: pd.DataFrame, ttr: pd.DataFrame, *, title: str, failures: Mapping[str, str] | None = None
-) -> str:
-    """The IFC table: score [95% CI], gap closed and the distances behind it; then TTR per corpus."""
-    lines = [f"# {title}", ""]
-    if summary.empty:
-        lines += ["No metric produced distances.", ""]
-    else:
-        table = pd.DataFrame(
-            {
-                "metric": summary["metric"].map(metric_labels(summary)),
-                "IFC": [_with_ci(r.IFC, r.IFC_ci_low, r.IFC_ci_high) for r in summary.itertuples()],
-                "gap closed": summary["gap_closed"].map(format_score),
-                "d(g_0)": summary["first_distance"].map(_number),
-                "d(g_T)": summary["last_distance"].map(_number),
-                "d(A, A)": summary["self_distance"].map(_number),
-            }
-        )
-        lines += [
-            "IFC: −Spearman ρ of d(reference, g_i) on the iteration i, per repetition (1 = the distance "
-            "falls at every step); gap closed: (d(g_0) − d(g_T)) / (d(g_0) − d(A, A)) on the means over "
-            "repetitions (1 = the last corpus is as close as the source to itself). 004 §5.",
-            "",
-            markdown_table(table),
-            "",
-        ]
-    if not ttr.empty:
-        ref = ttr[ttr["corpus"] == "reference"]
-        rows = [("source (all texts)", int(ttr.iloc[0]["texts"]), _number(ttr.iloc[0]["TTR"]))]
-        if len(ref):
-            rows.append(
-                (f"reference samples (mean of {len(ref)})", int(ref["texts"].iloc[0]), _number(ref["TTR"].mean()))
-            )
-        rows += [(r.corpus, int(r.texts), _number(r.TTR)) for r in ttr[ttr["corpus"].str.startswith("g_")].itertuples()]
-        lines += [
-            "## Type-token ratio",
-            "",
-            "TTR falls with corpus size: compare g_i with the reference samples, which have the same size.",
-            "",
-            markdown_table(pd.DataFrame(rows, columns=["corpus", "texts", "TTR"])),
-            "",
-        ]
-    if failures:
-        lines += ["## Failed metrics", ""]
-        lines += [
-            f"- `{m}`: {str(e).strip().splitlines()[0][:300] if str(e).strip() else 'unknown error'}"
-            for m, e in sorted(failures.items())
-        ]
-        lines.append("")
-    return "\n".join(lines)
-
-
-def _number(value) -> str:
-    return "–" if value is None or not np.isfinite(value) else f"{value:.4g}"
-
-
-def _with_ci(mean, low, high) -> str:
-    text = format_score(mean)
-    if np.isfinite(low) and np.isfinite(high):
-        text += f" [{format_score(low)}, {format_score(high)}]"
-    return text

@@ -252,7 +252,7 @@ def _submit_overview_figures(
         measure_heatmap,
         fig_dir / f"heatmap_{slug}.png",
         summary,
-        sort_by="A",
+        sort_by=None,  # A, or the first measure the run has (a robustness or IFC run has no A)
         setting=setting,
         warnings=warnings,
     )
@@ -269,12 +269,12 @@ def _submit_overview_figures(
         try:
             parts.append(_figure(drawer.result(heatmap), heatmap_caption(summary)))
         except ValueError as exc:
-            parts.append(f"<p class=note>No heatmap: {escape(exc)}</p>")
+            parts.append(f"<p class=absent>No heatmap: {escape(exc)}</p>")
         try:
             parts.append(_figure(drawer.result(small), small_multiples_caption(drawable)))
             parts.append(_figure(drawer.result(radar)[0], CAPTIONS["radar"]))
         except ValueError as exc:
-            parts.append(f"<p class=note>No radar chart: {escape(exc)}</p>")
+            parts.append(f"<p class=absent>No radar chart: {escape(exc)}</p>")
         parts.append(_figure(drawer.result(boxplots), CAPTIONS["boxplots"]))
         return parts
 
@@ -304,7 +304,7 @@ def _section_html(
 #: that scrolls inside its own box with the metric column fixed (position: sticky), marked by a line saying so.
 STYLE = """
 body{font-family:system-ui,sans-serif;max-width:1800px;margin:2em auto;padding:0 1.5em;color:#222}
-h1,h2,h3,h4,p,ul,figcaption,summary,.warning,.note,.failures{max-width:1100px;box-sizing:border-box}
+h1,h2,h3,h4,p,ul,figcaption,summary,.warning,.note,.failures,.absent{max-width:1100px;box-sizing:border-box}
 table{border-collapse:separate;border-spacing:0;margin:1em 0;font-size:.9em}
 th,td{border:1px solid #ccc;border-width:0 1px 1px 0;padding:.3em .6em;white-space:nowrap;background:#fff}
 tr>:first-child{border-left-width:1px}thead tr:first-child>*{border-top-width:1px}
@@ -320,6 +320,7 @@ span.top{color:#1f5fa8}span.below{color:#b00020;font-weight:bold}span.failed{col
 td.better{background:#cfe8cf}td.worse{background:#f3d0d0}
 td.tie{background:#eee}td.hint{background-image:repeating-linear-gradient(135deg,transparent 0 5px,rgba(255,255,255,.7) 5px 9px)}.warning{background:#fff6d6;border:1px solid #e0c060;padding:.4em .8em}
 .failures,.note{background:#fff3f3;border:1px solid #e99;padding:.5em 1em}
+.absent{background:#f6f6f6;border:1px solid #ccc;color:#444;padding:.5em 1em}
 """
 NUMBERS = (
     "Every number in a table is a measure's mean over the repetitions of one run with its "
