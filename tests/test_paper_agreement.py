@@ -26,6 +26,16 @@ README = (FOLDER / "README.md").read_text()
 PAPER_METRICS = ["chi", "classifier", "dc", "fid", "irpr", "mauve", "pr", "zipf"]
 
 
+def test_readme_names_the_interval_its_tables_give():
+    """The README once called the tables' intervals Student-t; they are Table 3's, ``INTERVAL_NAME``."""
+    from textmetric_bench.measures.intervals import INTERVAL_NAME
+
+    kind = INTERVAL_NAME.split(" interval")[0]  # "95% percentile bootstrap"
+    assert kind in README and "Student" not in README
+    for page in sorted(FOLDER.glob("*_k*.md")):
+        assert INTERVAL_NAME in page.read_text(), page.name
+
+
 def test_committed_readme_is_what_the_numbers_give():
     assert paper_agreement.render() == README, "run python -m textmetric_bench.reports.paper_table3.agreement"
     assert paper_agreement.main(["--check"]) == 0

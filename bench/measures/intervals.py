@@ -76,7 +76,7 @@ def few_repetitions_warning(n: int) -> str:
 def mean_ci(values: np.ndarray, confidence: float = 0.95) -> tuple[float, float, int, float, float]:
     """Mean, sample std, count and Student-t CI of the mean of the finite values (NaN CI if n < 2).
 
-    Not used for Table 3 (bootstrap_interval is); the perturbation and IFC tables use it."""
+    Not used for Table 3 or IFC (bootstrap_interval is); the perturbation table uses it and says so."""
     x = np.asarray(values, dtype=float)
     x = x[np.isfinite(x)]
     n = int(x.size)
