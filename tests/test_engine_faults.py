@@ -321,3 +321,39 @@ def test_a_similarity_with_no_complete_repetition_keeps_its_kind_in_its_row(tmp_
 
     page = table3_html(summarise_measures(measures), {}, {}, "", failed_counts(failures), kinds)
     assert "<th>sim (similarity, negated) <span class=failed" in page and "<th>ok</th>" in page
+
+
+def test_a_failed_metric_row_sits_between_the_bounds_and_the_caption_names_only_bounds_drawn(tmp_path):
+    """A metric with no complete repetition is added to the tables after the others: it once landed below the floor
+    (chance) in table3.md, table3.csv and the report, which promise the bounds as the first and last rows. A table
+    without bounds does not speak of them."""
+    from textmetric_bench.measures.summaries import summarise_measures
+    from textmetric_bench.reports.html.tables import table3_html
+    from textmetric_bench.reports.tables.table3_markdown import failed_counts
+
+    evaluations = pd.DataFrame(
+        {
+            "metric": ["broken"] * 2 + ["chance"] * 2 + ["oracle"] * 2 + ["ok"] * 2,
+            "repetition": [0, 1] * 4,
+            "error": ["ValueError: bad"] * 2 + [""] * 6,
+            "attempts": [1] * 8,
+        }
+    )
+    measures = pd.DataFrame(
+        {
+            "metric": ["chance", "chance", "oracle", "oracle", "ok", "ok"],
+            "repetition": [0, 1] * 3,
+            "A": [0.5, 0.5, 1.0, 1.0, 0.8, 0.7],
+            "orientation": ["distance"] * 6,
+        }
+    )
+    failures = failure_summary(evaluations)
+    paths = write_tables(measures, tmp_path, failures=failures, repetitions=2)
+    rows = [line.split("|")[1].strip() for line in paths["table3_md"].read_text().splitlines() if line.startswith("| ")]
+    assert rows[2:] == ["ceiling (oracle)", "ok", "broken", "floor (chance)"]  # rows[:2]: the header and its rule
+    assert list(pd.read_csv(paths["table3_csv"])["metric"]) == ["oracle", "ok", "broken", "chance"]
+    page = table3_html(summarise_measures(measures), {}, {}, "", failed_counts(failures))
+    heads = [page.index(f"<th>{name}") for name in ("ceiling (oracle)", "ok", "broken", "floor (chance)")]
+    assert heads == sorted(heads) and "are bounds, not ranked" in page
+    plain = table3_html(summarise_measures(measures[measures["metric"] == "ok"]), {}, {})
+    assert "bound" not in plain and "oracle" not in plain

@@ -16,7 +16,7 @@ from textmetric_bench.measures.intervals import FEW_REPETITIONS, INTERVAL_NAME, 
 from textmetric_bench.measures.paired import TEST_NAME
 from textmetric_bench.measures.run_warnings import unstated_warnings
 from textmetric_bench.measures.text_limits import over_limit_sentence, reader_name
-from textmetric_bench.reports.bounds import bound_label, bound_of
+from textmetric_bench.reports.bounds import bound_label, bound_of, table_order
 from textmetric_bench.reports.labels import MEASURE_LABELS, format_score, metric_labels, plural, row_labels
 from textmetric_bench.reports.tables.significance import HINT_NOTE, TOP_MARK, WILCOXON_NOTE
 from textmetric_bench.reports.tables.table3 import (
@@ -95,6 +95,7 @@ def table3_html(
     for metric in failed:
         if metric not in means.index:
             means.loc[metric] = np.nan
+    means = means.reindex(table_order(means.index))  # ceiling first and floor last, a failed metric between
     below = set(below_chance_cells(summary)[["metric", "measure"]].itertuples(index=False, name=None))
     wide = table3(summary, with_ci=True)
     columns = [c for c in SYMBOLS if c in means.columns and c not in missing]
@@ -133,10 +134,13 @@ def table3_html(
         if missing
         else ""
     )
+    bounds = [bound_label(m) for m in means.index if bound_of(m) is not None]
+    said = " and ".join(f"<i>{escape(b)}</i>" for b in bounds)
+    bounds_note = f" {said} {'are bounds' if len(bounds) > 1 else 'is a bound'}, not ranked." if bounds else ""
     caption = (
         f"Cells: mean over repetitions [{INTERVAL_NAME}]; bold: best of the column and those within "
-        f"{BOLD_TOLERANCE:g} of it. {escape(marks_note)} Higher is better. <i>ceiling (oracle)</i> and "
-        f"<i>floor (chance)</i> are bounds, not ranked." + (f" {escape(BELOW_NOTE)}" if below else "")
+        f"{BOLD_TOLERANCE:g} of it. {escape(marks_note)} Higher is better.{bounds_note}"
+        + (f" {escape(BELOW_NOTE)}" if below else "")
     )
     return scroll(table) + f"<p class=legend>{caption}{notes}</p>"
 

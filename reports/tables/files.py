@@ -11,6 +11,7 @@ from textmetric_bench.measures.paired import all_comparisons
 from textmetric_bench.measures.summaries import RAW_MEASURES, labelled, summarise_measures
 from textmetric_bench.reports.tables.significance import column_marks, marks_note, write_significance
 from textmetric_bench.reports.tables.table3 import table3
+from textmetric_bench.reports.bounds import table_order
 from textmetric_bench.reports.tables.table3_markdown import failed_counts, table3_text
 
 
@@ -54,6 +55,7 @@ def write_tables(
                 wide.loc[metric] = float("nan")
                 if "orientation" in wide.columns:
                     wide.loc[metric, "orientation"] = (orientation or {}).get(metric, "")
+        wide = wide.reindex(table_order(wide.index))  # an added row goes above the floor, as every row
         reps = summary.groupby("metric")["n"].max() if not summary.empty else pd.Series(dtype=int)
         wide["reps"] = [int(reps.get(m, 0)) for m in wide.index]
         wide["failed_evaluations"] = [f"{failed[m][0]} of {failed[m][1]}" if m in failed else "" for m in wide.index]

@@ -8,7 +8,7 @@ import pandas as pd
 
 from textmetric_bench.measures.failures import failed_of
 from textmetric_bench.measures.intervals import INTERVAL_NAME, few_repetitions_warning
-from textmetric_bench.reports.bounds import bound_label
+from textmetric_bench.reports.bounds import bound_label, table_order
 from textmetric_bench.reports.labels import (
     MEASURE_LABELS,
     SIMILARITY_NOTE,
@@ -96,6 +96,7 @@ def table3_text(
         for metric in failed:  # a metric with no complete repetition keeps its row: no number, and why
             if metric not in cells.index:
                 cells.loc[metric] = "–"
+        cells = cells.reindex(table_order(cells.index))  # ceiling first and floor last, a failed metric between
         n_text, per_metric = repetitions_text(summary, repetitions, failed)
         if per_metric is not None:
             cells.insert(0, "reps", per_metric.reindex(cells.index).fillna(f"0 of {repetitions}"))
