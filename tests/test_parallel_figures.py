@@ -78,3 +78,38 @@ def test_a_job_whose_process_died_is_drawn_in_this_process(monkeypatch):
         assert drawer.pool is not None
         future = drawer.submit(fake_job_that_kills_its_worker_process, 21)
         assert drawer.result(future) == 42
+
+
+def job_that_warns_like_matplotlib(text: str) -> int:
+    """Logs a warning through matplotlib's logger (as its font manager does when a font is missing) and prints."""
+    import logging
+    import sys
+
+    logging.getLogger("matplotlib.font_manager").warning("findfont: %s", text)
+    print(f"printed: {text}", file=sys.stderr, flush=True)
+    return os.getpid()
+
+
+def test_what_a_drawing_process_logs_goes_to_the_runs_log_not_the_console(tmp_path, monkeypatch, capfd):
+    """With a stale font cache every figure logged "findfont: ... not found" from the drawing processes, which had
+    no logging set up, so Python's last-resort handler printed it on the console; a run's log file gets it."""
+    import logging
+
+    if len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("one CPU: every job runs in this process")
+    monkeypatch.setattr(parallel, "PROCESSES", 2)
+    log_path = tmp_path / "__main__.log"
+    handler = logging.FileHandler(log_path)
+    logging.getLogger().handlers.insert(0, handler)  # before pytest's own file handler (to os.devnull)
+    try:
+        with FigureDrawer(2, worker_context(parallel.PRELOAD)) as drawer:
+            assert drawer.pool is not None
+            pid = drawer.result(drawer.submit(job_that_warns_like_matplotlib, "Font family ['cmr10'] not found"))
+    finally:
+        logging.getLogger().removeHandler(handler)
+        handler.close()
+    assert pid != os.getpid()
+    console = capfd.readouterr()
+    assert "findfont" not in console.err + console.out and "printed:" not in console.err + console.out
+    logged = log_path.read_text()
+    assert "findfont: Font family ['cmr10'] not found" in logged and "printed: Font family" in logged

@@ -10,7 +10,8 @@ built on its own: a process started by multiprocessing imports the caller's scri
 a main guard does not survive, and a run's workers need that guard anyway. A job is a module-level function and
 its arguments (picklable: frames, paths, strings); its return value, or what it raised, comes back through its
 future. With one process, or if the pool cannot run a job (it could not start, a process died), the job runs here
-instead: the files are the same either way.
+instead: the files are the same either way. In a run (a log file on the root logger) the processes log and print
+into the run's log, as the evaluation workers do: matplotlib's warnings (a font not found) never reach the console.
 """
 
 from __future__ import annotations
@@ -66,8 +67,16 @@ class FigureDrawer:
         self.usable = False  # the pool takes jobs; once it refuses one, later jobs are drawn here
         self.jobs: dict[cf.Future, tuple[Callable[..., Any], tuple, dict]] = {}
         if self.processes > 1:
+            from textmetric_bench.console import log_file, send_process_output_to
+
+            where = log_file()  # a run's: what the drawing processes log or print goes there, as the workers' does
             try:
-                self.pool = cf.ProcessPoolExecutor(self.processes, mp_context=context)
+                self.pool = cf.ProcessPoolExecutor(
+                    self.processes,
+                    mp_context=context,
+                    initializer=send_process_output_to if where is not None else None,
+                    initargs=(where,) if where is not None else (),
+                )
                 self.usable = True
             except Exception as exc:  # noqa: BLE001 - drawn here instead
                 log.debug("figures drawn in this process: %s", exc)
