@@ -6,7 +6,6 @@ import argparse
 import errno
 import logging
 import sys
-from collections.abc import Mapping
 from pathlib import Path
 
 import hydra
@@ -16,15 +15,21 @@ from hydra.types import RunMode
 from omegaconf import DictConfig
 
 from textmetric_bench.api.registry import announce_plugin_failures, plugin_failures
-from textmetric_bench.console import FILE_ONLY, log_file, setup_run_console
+from textmetric_bench.console import FILE_ONLY, setup_run_console
 from textmetric_bench.errors import EXIT_BAD_INPUT, EXIT_OK, BenchError, ConfigError, DataError
-from textmetric_bench.measures.failures import failure_counts
 from textmetric_bench.reports.tables.markdown import terminal_text
 from textmetric_bench.running.directories import remove_unused_run_dir
 from textmetric_bench.tasks.config import (
     CONF_DIR,  # importing textmetric_bench.tasks.config also registers the ${shipped:} and ${checkout:} resolvers
 )
-from textmetric_bench.running.exit_status import run_exit_status, sweep_exit_status, sweep_jobs, write_run_status
+from textmetric_bench.running.exit_status import (
+    failure_lines,
+    plugin_failure_line,
+    run_exit_status,
+    sweep_exit_status,
+    sweep_jobs,
+    write_run_status,
+)
 from textmetric_bench.running.metric_configs import metric_override_problems, register_metric_configs
 from textmetric_bench.running.registry import get_task, register_task_configs
 from textmetric_bench.running.unknown_keys import unknown_key_problems
@@ -71,10 +76,10 @@ def app(cfg: DictConfig) -> int:
         return finish(out_dir, EXIT_BAD_INPUT, first_line(message), error=message)
     report = None
     try:  # the HTML report of this run; a failure here must not hide the results
-        from textmetric_bench.engine.pool import worker_context
+        from textmetric_bench.tasks.skeleton import figure_processes
         from textmetric_bench.reports.html.report import build_report
 
-        build_report([out_dir], out_dir, figure_context=worker_context())  # the run's forkserver draws its figures
+        build_report([out_dir], out_dir, figure_context=figure_processes())  # the run's forkserver draws its figures
         report = out_dir / "report.html"
     except Exception as exc:
         log.warning("could not build report.html: %s", exc)
@@ -116,34 +121,6 @@ def finish(out_dir: Path, code: int, reason: str, *, error: str | None = None, r
 
 def first_line(text: str) -> str:
     return text.strip().splitlines()[0] if text.strip() else ""
-
-
-def plugin_failure_line(module: str, record: Mapping, log: Path | None = None) -> str:
-    """The console line of a metric plugin that failed to import (``record``: its entry of ``plugin_failures``)."""
-    return (
-        f"metric plugin {record['plugin']}{'' if record['plugin'] == module else f' ({module})'} FAILED to "
-        f"import: {record['error']}"
-        + (f"; left out: {', '.join(record['withdrawn'])}" if record["withdrawn"] else "")
-        + (f"; traceback in {log}" if log else "")
-    )
-
-
-def failure_lines(result, out_dir: Path) -> list[str]:
-    """One console line per failing metric: how many of its evaluations failed, the first reason, and where
-    the details are (``failures.csv``, with tracebacks, and the run's log)."""
-    counts = failure_counts(result.distances)
-    details = [str(p) for p in (result.files.get("failures"), log_file()) if p is not None]
-    where = f"; details: {' and '.join(details)}" if details else ""
-    lines = [
-        plugin_failure_line(module, record, log_file())
-        for module, record in (result.info.get("plugin_failures") or {}).items()
-    ]
-    for name, failure in result.failures.items():
-        if name in counts:
-            failed, total, reason = counts[name]
-            failure = f"{failed} of {total} evaluations failed, first: {reason}"
-        lines.append(f"metric {name} FAILED: {failure}{where}")
-    return lines
 
 
 def progress_setting(cfg: DictConfig) -> object:

@@ -18,9 +18,11 @@ too, so a rich live display would fight them): use :func:`progress_bar` for ever
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import sys
+from collections.abc import Callable
 from importlib.metadata import entry_points
 from pathlib import Path
 
@@ -158,6 +160,13 @@ def send_process_output_to(path: Path | str) -> None:
     root.setLevel(logging.INFO)
     logging.captureWarnings(True)
     adopt_library_loggers()
+
+
+def output_to_run_log() -> Callable[[], None] | None:
+    """A picklable setup for a process a run starts (its figures' drawing processes): ``send_process_output_to``
+    the run's log file (the root logger's); None outside a run."""
+    path = log_file()
+    return functools.partial(send_process_output_to, path) if path is not None else None
 
 
 def command(script: str) -> str:

@@ -97,12 +97,14 @@ def test_what_a_drawing_process_logs_goes_to_the_runs_log_not_the_console(tmp_pa
 
     if len(os.sched_getaffinity(0)) < 2:
         pytest.skip("one CPU: every job runs in this process")
+    from textmetric_bench.tasks.skeleton import figure_processes
+
     monkeypatch.setattr(parallel, "PROCESSES", 2)
     log_path = tmp_path / "__main__.log"
     handler = logging.FileHandler(log_path)
     logging.getLogger().handlers.insert(0, handler)  # before pytest's own file handler (to os.devnull)
     try:
-        with FigureDrawer(2, worker_context(parallel.PRELOAD)) as drawer:
+        with FigureDrawer(2, figure_processes()) as drawer:  # as a run draws its figures
             assert drawer.pool is not None
             pid = drawer.result(drawer.submit(job_that_warns_like_matplotlib, "Font family ['cmr10'] not found"))
     finally:

@@ -97,6 +97,24 @@ def test_a_second_call_into_the_same_directory_says_what_it_merged(tmp_path, mon
     assert second.text().count("Merged from an earlier run") == 1  # and text() does not say it twice
 
 
+def test_a_failing_metric_is_said_on_the_console_as_the_command_line_says_it(tmp_path, monkeypatch, cache_dir, capsys):
+    """The command line prints one line per failing metric (how many evaluations, the first reason, where the
+    details are); an API run said nothing, leaving the failure to whoever read ``Result.passed``."""
+    from fake_metrics import registered
+
+    monkeypatch.setenv("BENCH_CACHE_DIR", str(cache_dir))
+    with registered("fake_raises"):
+        result = textmetric_bench.evaluate(
+            ["chi", "fake_raises"], k=3, n=10, repetitions=1, progress=False, out_dir=tmp_path / "run"
+        )
+    assert not result.passed
+    err = capsys.readouterr().err
+    line = next(line for line in err.splitlines() if "metric fake_raises FAILED" in line)
+    assert "3 of 3 evaluations failed, first: RuntimeError: fake plugin exploded" in line
+    assert str(tmp_path / "run" / "failures.csv") in line and "metric chi FAILED" not in err
+    assert "metric fake_raises FAILED: 3 of 3" in (tmp_path / "run" / "session.log").read_text()
+
+
 def test_a_run_directory_is_required_to_load(tmp_path):
     with pytest.raises(ConfigError, match="not a run directory"):
         textmetric_bench.load_run(tmp_path)

@@ -12,12 +12,15 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from hydra.experimental.callback import Callback
 
+from textmetric_bench.console import log_file
 from textmetric_bench.errors import EXIT_METRIC_FAILED, EXIT_OK, EXIT_REGRESSION, worst_exit_status
+from textmetric_bench.measures.failures import failure_counts
 
 STATUS_FILE = "exit_status.json"
 #: A job directory counts as this sweep's when Hydra wrote its config at most this long before the sweep began
@@ -44,6 +47,34 @@ def run_exit_status(result, allow_metric_failures: bool) -> tuple[int, str]:
     if said and not allow_metric_failures:
         return EXIT_METRIC_FAILED, said
     return EXIT_OK, f"{said} (allowed by allow_metric_failures)" if said else ""
+
+
+def plugin_failure_line(module: str, record: Mapping, log: Path | None = None) -> str:
+    """The console line of a metric plugin that failed to import (``record``: its entry of ``plugin_failures``)."""
+    return (
+        f"metric plugin {record['plugin']}{'' if record['plugin'] == module else f' ({module})'} FAILED to "
+        f"import: {record['error']}"
+        + (f"; left out: {', '.join(record['withdrawn'])}" if record["withdrawn"] else "")
+        + (f"; traceback in {log}" if log else "")
+    )
+
+
+def failure_lines(result, out_dir: Path) -> list[str]:
+    """One console line per failing metric: how many of its evaluations failed, the first reason, and where
+    the details are (``failures.csv``, with tracebacks, and the run's log)."""
+    counts = failure_counts(result.distances)
+    details = [str(p) for p in (result.files.get("failures"), log_file()) if p is not None]
+    where = f"; details: {' and '.join(details)}" if details else ""
+    lines = [
+        plugin_failure_line(module, record, log_file())
+        for module, record in (result.info.get("plugin_failures") or {}).items()
+    ]
+    for name, failure in result.failures.items():
+        if name in counts:
+            failed, total, reason = counts[name]
+            failure = f"{failed} of {total} evaluations failed, first: {reason}"
+        lines.append(f"metric {name} FAILED: {failure}{where}")
+    return lines
 
 
 def write_run_status(out_dir: Path, code: int, reason: str, overrides: list[str]) -> None:

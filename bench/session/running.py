@@ -171,7 +171,7 @@ def run(
 ) -> Path:
     """Run the composed config into its run directory as ``python -m textmetric_bench`` does, and return it."""
     from textmetric_bench.running.directories import remove_unused_run_dir
-    from textmetric_bench.running.exit_status import run_exit_status, write_run_status
+    from textmetric_bench.running.exit_status import failure_lines, run_exit_status, write_run_status
     from textmetric_bench.running.runner import run_configured
 
     cfg, run_dir = compose(overrides)
@@ -194,6 +194,8 @@ def run(
         if report:
             _build_report(out_dir)
         code, reason = run_exit_status(result, allowed)
+        for line in failure_lines(result, out_dir):  # as the command line says it: one line per failure
+            log.warning("%s", line)
         write_run_status(out_dir, code, reason, list(overrides))
     return out_dir
 
@@ -210,9 +212,9 @@ def save_config(cfg, overrides: Sequence[str], out_dir: Path) -> None:
 def _build_report(out_dir: Path) -> None:
     """``report.html`` of the run, as the command line writes it; a failure here must not hide the results."""
     try:
-        from textmetric_bench.engine.pool import worker_context
+        from textmetric_bench.tasks.skeleton import figure_processes
         from textmetric_bench.reports.html.report import build_report
 
-        build_report([out_dir], out_dir, figure_context=worker_context())  # the run's forkserver draws its figures
+        build_report([out_dir], out_dir, figure_context=figure_processes())  # the run's forkserver draws its figures
     except Exception as exc:  # noqa: BLE001 - the tables are written; the page is a view of them
         log.warning("could not build report.html: %s", exc)

@@ -19,7 +19,16 @@ from textmetric_bench.tasks.own_noise import own_noise_evaluations
 from textmetric_bench.reports.labels import plural
 from textmetric_bench.tasks.reference import merge_reference, reference_dir
 from textmetric_bench.tasks.settings import TaskSettings, option
-from textmetric_bench.tasks.skeleton import Collections, Evaluation, RunInputs, Scores, Task, TaskResult, task_runner
+from textmetric_bench.tasks.skeleton import (
+    Collections,
+    Evaluation,
+    RunInputs,
+    Scores,
+    Task,
+    TaskResult,
+    figure_processes,
+    task_runner,
+)
 from textmetric_bench.tasks.sources import pair_sources
 
 log = logging.getLogger(__name__)
@@ -140,7 +149,6 @@ class KSCTask(Task, name="ksc", settings=KSCSettings, fields=("repetition", "i",
         """Table 3, radar chart, scatter plots, and the stochastic metrics' own noise (``own_noise.csv``)."""
         from textmetric_bench.measures.run_warnings import run_warnings, warnings_by_metric
         from textmetric_bench.measures.summaries import most_repetitions, summarise_measures
-        from textmetric_bench.engine.pool import worker_context
         from textmetric_bench.reports.figures.ksc import scatter_file, scatter_names
         from textmetric_bench.reports.figures.parallel import FigureDrawer
         from textmetric_bench.reports.figures.radar import radar_chart
@@ -160,7 +168,7 @@ class KSCTask(Task, name="ksc", settings=KSCSettings, fields=("repetition", "i",
         repetitions = most_repetitions(result.measures)
         warnings = run_warnings(result.info, repetitions)  # the caption of every figure of all metrics
         metric_warnings = warnings_by_metric(result.info, set(result.distances["metric"]), repetitions)  # of one
-        with FigureDrawer(1 + len(names), worker_context()) as drawer:  # drawn while the tables are written
+        with FigureDrawer(1 + len(names), figure_processes()) as drawer:  # drawn while the tables are written
             # the longest job first (the grid of every metric: about four scatters' time), so no process idles last
             scatters = {
                 name: drawer.submit(

@@ -344,6 +344,16 @@ def merged_sentence(earlier: list[str], now: list[str], out_dir: Path) -> str:
 RUN_IMPORTS = (*FIGURE_PRELOAD, *MEASURE_LIBRARIES)
 
 
+def figure_processes():
+    """How a run's figures are drawn (``textmetric_bench.reports.figures.parallel.DrawingProcesses``): in processes
+    forked from the evaluation workers' forkserver, each sending what it logs or prints into the run's log."""
+    from textmetric_bench.console import output_to_run_log
+    from textmetric_bench.engine.pool import worker_context
+    from textmetric_bench.reports.figures.parallel import DrawingProcesses
+
+    return DrawingProcesses(worker_context(), output_to_run_log())
+
+
 def import_ahead(modules: Iterable[str]) -> None:
     """Import ``modules`` now (each once per process)."""
     for name in modules:

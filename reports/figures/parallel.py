@@ -10,8 +10,9 @@ built on its own: a process started by multiprocessing imports the caller's scri
 a main guard does not survive, and a run's workers need that guard anyway. A job is a module-level function and
 its arguments (picklable: frames, paths, strings); its return value, or what it raised, comes back through its
 future. With one process, or if the pool cannot run a job (it could not start, a process died), the job runs here
-instead: the files are the same either way. In a run (a log file on the root logger) the processes log and print
-into the run's log, as the evaluation workers do: matplotlib's warnings (a font not found) never reach the console.
+instead: the files are the same either way. A run gives its context with a setup (``DrawingProcesses``) that sends
+what the processes log or print into the run's log, as the evaluation workers' does: matplotlib's warnings (a font
+not found) never reach the console.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import os
 from concurrent.futures.process import BrokenProcessPool
 from multiprocessing.context import BaseContext
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 log = logging.getLogger(__name__)
 
@@ -56,26 +57,30 @@ def _done(fn: Callable[..., Any], args: tuple, kwargs: dict) -> cf.Future:
     return future
 
 
+class DrawingProcesses(NamedTuple):
+    """How drawing processes start: ``context`` (a multiprocessing context; None: no process, all drawn in the
+    caller's) and ``setup``, a picklable callable each process runs first (a run's sends the process's logging and
+    output into the run's log, ``textmetric_bench.console.output_to_run_log``)."""
+
+    context: BaseContext | None
+    setup: Callable[[], None] | None = None
+
+
 class FigureDrawer:
     """``submit`` figure jobs (``jobs``: how many the caller will submit, for the number of processes), drawn in
-    processes that ``context`` starts (None: in this process); each future's ``result()`` is the job's. Use as a
-    context manager: leaving it waits for every job."""
+    processes that ``context`` starts (None: in this process; ``DrawingProcesses``: with a setup run in each);
+    each future's ``result()`` is the job's. Use as a context manager: leaving it waits for every job."""
 
-    def __init__(self, jobs: int, context: BaseContext | None = None):
-        self.processes = min(PROCESSES, _cpus(), jobs) if context is not None else 1
+    def __init__(self, jobs: int, context: BaseContext | DrawingProcesses | None = None):
+        processes = context if isinstance(context, DrawingProcesses) else DrawingProcesses(context)
+        self.processes = min(PROCESSES, _cpus(), jobs) if processes.context is not None else 1
         self.pool: cf.ProcessPoolExecutor | None = None
         self.usable = False  # the pool takes jobs; once it refuses one, later jobs are drawn here
         self.jobs: dict[cf.Future, tuple[Callable[..., Any], tuple, dict]] = {}
         if self.processes > 1:
-            from textmetric_bench.console import log_file, send_process_output_to
-
-            where = log_file()  # a run's: what the drawing processes log or print goes there, as the workers' does
             try:
                 self.pool = cf.ProcessPoolExecutor(
-                    self.processes,
-                    mp_context=context,
-                    initializer=send_process_output_to if where is not None else None,
-                    initargs=(where,) if where is not None else (),
+                    self.processes, mp_context=processes.context, initializer=processes.setup
                 )
                 self.usable = True
             except Exception as exc:  # noqa: BLE001 - drawn here instead

@@ -23,7 +23,7 @@ from textmetric_bench.reports.figures.drawing import MEASURE_SYMBOLS
 from textmetric_bench.reports.figures.heatmap import heatmap_caption, measure_heatmap
 from textmetric_bench.reports.figures.ksc import distance_scatter
 from textmetric_bench.reports.figures.overview import measure_boxplots, sweep_trends
-from textmetric_bench.reports.figures.parallel import FigureDrawer, saved
+from textmetric_bench.reports.figures.parallel import DrawingProcesses, FigureDrawer, saved
 from textmetric_bench.reports.figures.radar import radar_chart, radar_small_multiples, small_multiples_caption
 from textmetric_bench.reports.html.tables import (
     PLAIN_SYMBOLS,
@@ -126,7 +126,7 @@ def _run_block(
     slug: str,
     out_dir: Path,
     root: Path | None,
-    figure_context: BaseContext | None = None,
+    figure_context: BaseContext | DrawingProcesses | None = None,
 ) -> str:
     """One run's Table 3 (its joined runs' columns added), significance, notes and figures (drawn in processes
     ``figure_context`` starts, textmetric_bench.reports.figures.parallel)."""
@@ -282,7 +282,12 @@ def _submit_overview_figures(
 
 
 def _section_html(
-    section: Section, fig_dir: Path, slug: str, out_dir: Path, root: Path | None, figure_context: BaseContext | None
+    section: Section,
+    fig_dir: Path,
+    slug: str,
+    out_dir: Path,
+    root: Path | None,
+    figure_context: BaseContext | DrawingProcesses | None,
 ) -> str:
     parts = [f"<section><h2>{escape(section.title)}</h2>"]
     if len(section.ksc) > 1:
@@ -343,7 +348,10 @@ window.addEventListener('load', () => {
 
 
 def build_report(
-    dirs: list[Path | str], out_dir: Path | str | None = None, *, figure_context: BaseContext | None = None
+    dirs: list[Path | str],
+    out_dir: Path | str | None = None,
+    *,
+    figure_context: BaseContext | DrawingProcesses | None = None,
 ) -> dict[str, Path]:
     """Write ``report.html`` (self-contained) and one Table 3 CSV per run block (``table3_s<i>r<j>.csv``); its
     figures drawn in processes that ``figure_context`` starts (None: in this process;
