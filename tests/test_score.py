@@ -71,6 +71,8 @@ def test_score_refuses_what_a_run_refuses():
         textmetric_bench.score("chi", texts, [])
     with pytest.raises(ConfigError, match="texts_a must be a list of strings"):
         textmetric_bench.score("chi", "one text", texts)
+    with pytest.raises(ConfigError, match=r"^texts_a\[1\] is not a string but int 5 \(2 such items\)$"):
+        textmetric_bench.score("chi", ["a text", 5, None], texts)
     with pytest.raises(ConfigError, match="unknown metric 'chii'"):
         textmetric_bench.score("chii", texts, texts)
     with pytest.raises(ConfigError, match="one metric"):

@@ -91,7 +91,7 @@ def _texts(texts: Sequence[str], which: str) -> list[str]:
     bad = [i for i, t in enumerate(out) if not isinstance(t, str)]
     if bad:
         raise ConfigError(
-            f"{which}[{bad[0]}] is a {type(out[bad[0]]).__name__}, not a string "
+            f"{which}[{bad[0]}] is not a string but {type(out[bad[0]]).__name__} {repr(out[bad[0]])[:60]} "
             f"({len(bad)} such item{'s' if len(bad) > 1 else ''})"
         )
     return out
