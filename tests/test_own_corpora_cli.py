@@ -55,7 +55,7 @@ def test_pair_files_runs_a_jsonl_against_a_csv_and_records_both(fortune, tmp_pat
     assert info["pair"] == "texts_a.jsonl vs texts_b.csv"
     (run_dir,) = (tmp_path / "outputs").rglob("run.json")
     assert run_dir.parent.parent.relative_to(tmp_path).as_posix() == "outputs/ksc/texts_a_vs_texts_b"
-    assert "no reference results" not in proc.stdout + proc.stderr  # own files never have reference rows
+    assert "reference rows of" not in proc.stdout + proc.stderr  # own files never have reference rows
     assert info["sources"] == {
         "texts_a.jsonl": {
             "texts": 40,

@@ -115,6 +115,23 @@ def test_a_failing_metric_is_said_on_the_console_as_the_command_line_says_it(tmp
     assert "metric fake_raises FAILED: 3 of 3" in (tmp_path / "run" / "session.log").read_text()
 
 
+def test_a_shipped_pair_at_other_settings_says_which_settings_have_reference_rows(tmp_path, monkeypatch, cache_dir):
+    """The line named a reference file that does not exist, by its absolute path; it now names the settings that
+    have reference rows, as a reader types them."""
+    import json
+
+    monkeypatch.setenv("BENCH_CACHE_DIR", str(cache_dir))
+    result = textmetric_bench.evaluate(["chi"], k=3, n=10, repetitions=1, progress=False, out_dir=tmp_path / "run")
+    shipped = sorted((PROJECT_ROOT / "reports" / "reference").glob("fortune_computing_people_k*.json"))
+    assert shipped  # the pair has reference rows at other settings
+    said = [line for line in (result.run_dir / "session.log").read_text().splitlines() if "reference rows of" in line]
+    assert len(said) == 1 and str(PROJECT_ROOT) not in said[0]
+    for path in shipped:
+        reference = json.loads(path.read_text())["settings"]
+        k, n, r = reference["k"], reference["n"], reference["repetitions"]
+        assert f"k={k}, n={n}, {r} repetitions, seed {reference['seed']}" in said[0]
+
+
 def test_a_run_directory_is_required_to_load(tmp_path):
     with pytest.raises(ConfigError, match="not a run directory"):
         textmetric_bench.load_run(tmp_path)

@@ -88,6 +88,15 @@ def version_parts(version: str) -> dict:
 # --- merging into a run -------------------------------------------------------------------------------------
 
 
+def shown_setting(key: str) -> str:
+    """``k7_n100_r5_s0`` (a reference file's setting) as "k=7, n=100, 5 repetitions, seed 0"; other keys as given."""
+    found = re.fullmatch(r"k(\d+)_n(\d+)_r(\d+)_s(\d+)", key)
+    if found is None:
+        return key
+    k, n, r, seed = found.groups()
+    return f"k={k}, n={n}, {r} repetition{'s' if r != '1' else ''}, seed {seed}"
+
+
 def merge_reference(
     run: RunInputs, collections: Collections, measures: pd.DataFrame, computed: set[str]
 ) -> tuple[pd.DataFrame, dict]:
@@ -102,8 +111,14 @@ def merge_reference(
     if not path.is_file():
         # Said only where it could have been otherwise: the pair has reference rows at other settings.
         # Your own files or cards have none, and a line about it on every run would be noise.
-        say = log.info if any(directory.glob(glob.escape(str(settings["pair"])) + "_k*.json")) else log.debug
-        say("no reference results for these settings (%s): every metric in the table was computed", path)
+        shipped = sorted(p.stem for p in directory.glob(glob.escape(str(settings["pair"])) + "_k*.json"))
+        say = log.info if shipped else log.debug
+        say(
+            "every metric in the table was computed here: reference rows of %s exist for %s only (%s)",
+            settings["pair"],
+            "; ".join(shown_setting(s.removeprefix(f"{settings['pair']}_")) for s in shipped) or "no setting",
+            path.parent.relative_to(PROJECT_ROOT) if path.is_relative_to(PROJECT_ROOT) else path.parent,
+        )
         return measures, {}
     shown = str(path.relative_to(PROJECT_ROOT)) if path.is_relative_to(PROJECT_ROOT) else str(path)
     try:
