@@ -6,8 +6,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from test_figures import rendered
+
 from textmetric_bench.measures.paired import paired_comparisons
 from textmetric_bench.measures.run_warnings import run_warnings, unstated_warnings
+from textmetric_bench.reports.figures.drawing import CAPTION_GID
 
 LONG = {
     "embedder": {
@@ -118,8 +121,12 @@ def test_a_figures_caption_carries_the_runs_warnings_below_what_it_draws():
     figures = scatter_figures(simulated_distances(), "a setting", warnings=warnings)
     assert len(figures) > 2
     for name, fig in figures.items():
-        below = [t.get_text() for t in fig.texts if t.get_position()[1] == 0.0 and t.get_va() == "top"]
-        assert len(below) == 1, name
+        captions = [t for t in fig.texts if t.get_gid() == CAPTION_GID]
+        assert len(captions) == 1, name
+        renderer = rendered(fig)
+        drawn = min(ax.get_tightbbox(renderer).y0 for ax in fig.axes if ax.get_visible())
+        assert captions[0].get_window_extent(renderer).y1 <= drawn, f"{name}: the caption is not below the panels"
+        below = [captions[0].get_text()]
         assert below[0].startswith("⚠ Only 2 repetitions") and "⚠ Metric mauve failed: ValueError" in below[0]
     bare = scatter_figures(simulated_distances(), "a setting")
     assert not any("⚠" in t.get_text() for fig in bare.values() for t in fig.texts)
@@ -177,7 +184,7 @@ def test_each_metrics_own_scatter_speaks_only_of_what_it_draws():
         metric_warnings=warnings_by_metric(info, metrics),
     )
     for name, fig in figures.items():
-        below = " ".join(t.get_text() for t in fig.texts if t.get_position()[1] == 0.0 and t.get_va() == "top")
+        below = " ".join(t.get_text() for t in fig.texts if t.get_gid() == CAPTION_GID)
         assert below.startswith("⚠ Only 2 repetitions"), name
         assert (f"Metric {failed} failed" in below) == (name in ("scatter_all", f"scatter_{failed}")), name
 

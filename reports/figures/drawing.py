@@ -14,7 +14,9 @@ from pathlib import Path
 
 import numpy as np
 from matplotlib import rc_context
+from matplotlib.backends.backend_agg import RendererAgg
 from matplotlib.figure import Figure
+from matplotlib.layout_engine import ConstrainedLayoutEngine
 from matplotlib.ticker import FixedLocator, MaxNLocator
 from scipy import stats
 
@@ -30,6 +32,12 @@ MIN_FONT_PT = 7.0
 _SVG_METADATA = {"Date": None}  # keeps SVG output byte-stable between runs
 #: Characters of a small-text caption line per inch of figure width (wrapped before the figure's edge).
 CAPTION_CHARS_PER_INCH = 15
+#: Characters of a title line (12 pt) per inch of figure width (wrapped before the figure's edge).
+TITLE_CHARS_PER_INCH = 11
+#: Room (inches) left between a figure's content and the edge of its canvas.
+CANVAS_MARGIN = 0.08
+#: The ``gid`` of a figure's caption (``caption_below``), by which it is found again.
+CAPTION_GID = "caption"
 #: Up to this many distinct values, an integer axis is ticked at exactly those values.
 _MAX_EXACT_TICKS = 12
 
@@ -54,6 +62,62 @@ def save_figure(fig: Figure, path: Path) -> Path:
     return path
 
 
+def wrap_title(title: str, width_inches: float, *, chars_per_inch: float = TITLE_CHARS_PER_INCH) -> str:
+    """``title`` with each of its lines wrapped to fit ``width_inches`` (a long setting, as a joined report's, would
+    otherwise make the figure as wide as the title and every panel small when it is scaled to a page)."""
+    width = max(int(chars_per_inch * width_inches), 20)
+    return "\n".join(textwrap.fill(line, width) if line else line for line in title.split("\n"))
+
+
+def _renderer(fig: Figure) -> RendererAgg:
+    """A renderer to measure ``fig``'s texts with, leaving its canvas as it is."""
+    return RendererAgg(max(int(fig.bbox.width), 1), max(int(fig.bbox.height), 1), fig.dpi)
+
+
+def grow(fig: Figure, *, left: float = 0.0, bottom: float = 0.0, right: float = 0.0, top: float = 0.0) -> None:
+    """Add room (inches) on each side of ``fig``'s canvas, keeping what is drawn at its size and in its place
+    relative to the rest: the constrained layout's rectangle shrinks to the old canvas, or, without a layout
+    engine, every Axes moves; the figure's texts (figure coordinates) move with them. A figure saved with a plain
+    ``savefig`` then shows what lay outside its canvas, which only ``bbox_inches="tight"`` took in before."""
+    if not any((left, bottom, right, top)):
+        return
+    old_w, old_h = fig.get_figwidth(), fig.get_figheight()
+    new_w, new_h = old_w + left + right, old_h + bottom + top
+
+    def x(value: float) -> float:
+        return (value * old_w + left) / new_w
+
+    def y(value: float) -> float:
+        return (value * old_h + bottom) / new_h
+
+    engine = fig.get_layout_engine()
+    fig.set_size_inches(new_w, new_h)
+    if isinstance(engine, ConstrainedLayoutEngine):
+        x0, y0, w, h = engine.get()["rect"]
+        engine.set(rect=(x(x0), y(y0), w * old_w / new_w, h * old_h / new_h))
+    else:
+        for ax in fig.axes:
+            pos = ax.get_position(original=True)
+            ax.set_position((x(pos.x0), y(pos.y0), pos.width * old_w / new_w, pos.height * old_h / new_h))
+    for text in fig.texts:
+        px, py = text.get_position()
+        text.set_position((x(px), y(py)))
+
+
+def keep_inside(fig: Figure, margin: float = CANVAS_MARGIN) -> None:
+    """Grow ``fig`` (``grow``) until everything drawn lies inside its canvas, for a figure without a layout engine
+    whose titles or legend stick out of it."""
+    box = fig.get_tightbbox(_renderer(fig))  # inches
+    width, height = fig.get_figwidth(), fig.get_figheight()
+    grow(
+        fig,
+        left=max(0.0, margin - box.x0),
+        bottom=max(0.0, margin - box.y0),
+        right=max(0.0, box.x1 + margin - width),
+        top=max(0.0, box.y1 + margin - height),
+    )
+
+
 def integer_axis(axis, values=None) -> None:
     """Tick an integer-valued axis (k, n, ℓ, s, an iteration) at integers only.
 
@@ -67,6 +131,25 @@ def integer_axis(axis, values=None) -> None:
             axis.set_major_formatter(lambda value, _pos: f"{value:.0f}")
             return
     axis.set_major_locator(MaxNLocator(integer=True))
+
+
+def label_lowest_panels(grid, count: int, label: str) -> None:
+    """In ``grid`` (rows × columns of Axes sharing x, the first ``count`` drawn in reading order), give the lowest
+    drawn panel of each column the x tick labels and ``label``: a panel with nothing below it carries the axis."""
+    for col in range(grid.shape[1]):
+        bottom = grid[(count - 1 - col) // grid.shape[1], col]
+        bottom.xaxis.set_tick_params(labelbottom=True)
+        bottom.set_xlabel(label)
+
+
+def panels_legend(fig: Figure, axes) -> None:
+    """One legend beside ``fig`` for what its panels draw, each label once, from whichever panel has it."""
+    entries: dict[str, object] = {}
+    for ax in axes:
+        for handle, label in zip(*ax.get_legend_handles_labels()):
+            entries.setdefault(label, handle)
+    if entries:
+        fig.legend(list(entries.values()), list(entries), loc="outside right upper", fontsize="small")
 
 
 def ols_band(x: np.ndarray, y: np.ndarray, grid: np.ndarray, confidence: float = 0.95):
@@ -102,9 +185,13 @@ def caption_below(
     fig: Figure, caption: str = "", warnings: Sequence[str] = (), *, width: int | None = None, x: float = 0.01
 ) -> None:
     """Write ``caption`` and then the run's ``warnings`` (``warnings_caption``) as one block of small text below
-    ``fig``'s drawing area (``save_figure``'s tight box takes it in), lines wrapped at ``width`` characters (by
-    default ``CAPTION_CHARS_PER_INCH`` per inch of figure width), from ``x``; nothing when both are empty."""
+    ``fig``'s drawing area, lines wrapped at ``width`` characters (by default ``CAPTION_CHARS_PER_INCH`` per inch of
+    figure width), from ``x``; nothing when both are empty. The canvas grows at the bottom to hold it (``grow``), so
+    a plain ``savefig`` keeps the warnings, as ``save_figure``'s tight box does. Call it once the figure is drawn;
+    with constrained layout, the figure's bottom edge is the caption's: no ``supxlabel`` or legend placed
+    "outside lower"."""
     width = width or int(CAPTION_CHARS_PER_INCH * fig.get_figwidth())
     text = (textwrap.fill(caption, width) if caption else "") + warnings_caption(warnings, width)
     if text:
-        fig.text(x, 0.0, text.lstrip("\n"), fontsize="small", ha="left", va="top")
+        block = fig.text(x, 0.0, text.lstrip("\n"), fontsize="small", ha="left", va="top", gid=CAPTION_GID)
+        grow(fig, bottom=block.get_window_extent(_renderer(fig)).height / fig.dpi + CANVAS_MARGIN)

@@ -17,12 +17,14 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from textmetric_bench.reports.bounds import bound_label, bound_of
-from textmetric_bench.reports.figures.drawing import caption_below, save_figure, symbol
+from textmetric_bench.reports.figures.drawing import caption_below, keep_inside, save_figure, symbol, wrap_title
 from textmetric_bench.reports.figures.palette import bound_line, metric_styles
 from textmetric_bench.reports.labels import QUALITY_MEASURES, metric_labels
 
 #: Default number of metrics in one overlaid radar; more cannot be told apart.
 MAX_OVERLAID = 6
+#: Width (inches) the overlaid radar's title is wrapped to: about its caption's (110 small characters).
+OVERLAID_TITLE_INCHES = 7.0
 SMALL_MULTIPLES_CAPTION = (
     "One radar per metric over the quality measures (004 Figure 4), all on the same 0–1 "
     "scale, time left out; metrics in order of their mean over the axes. Good: a large "
@@ -148,7 +150,9 @@ def radar_small_multiples(
         ax.set_title(labels.get(metric, str(metric)).replace(" (", "\n("), fontsize=9, pad=12)
     for ax in list(grid.flat)[len(metrics) :]:
         ax.set_visible(False)
-    fig.suptitle(title or "Each metric's profile (mean over repetitions; 0–1, higher is better)")
+    fig.suptitle(
+        wrap_title(title or "Each metric's profile (mean over repetitions; 0–1, higher is better)", fig.get_figwidth())
+    )
     caption_below(fig, warnings=warnings)
     return fig
 
@@ -214,7 +218,9 @@ def overlaid_radar(
                 missing[axis_name].append(str(metric))
     ax.set_xticklabels([_axis_label(a, m) for a, m in missing.items()], fontsize=11)
     ax.legend(loc="upper left", bbox_to_anchor=(1.08, 1.0), title="metric", fontsize="small")
-    ax.set_title(title or "Quality measures per metric (mean over repetitions)", pad=20)
+    ax.set_title(
+        wrap_title(title or "Quality measures per metric (mean over repetitions)", OVERLAID_TITLE_INCHES), pad=20
+    )
     caption = "Scale 0..1, higher is better; time excluded (004 Figure 4)."
     if len(chosen) < len(ranked):
         caption += (
@@ -228,4 +234,5 @@ def overlaid_radar(
     if has_bounds:
         caption += " Grey: ceiling (dashed), floor (dotted)."
     caption_below(fig, caption, warnings, width=110, x=0.02)
+    keep_inside(fig)  # the legend right of the radar, and a title of several lines, inside the canvas
     return fig
