@@ -56,10 +56,13 @@ def plural(count: int, noun: str) -> str:
 
 
 def format_score(value: float) -> str:
-    """Three decimals without the leading zero, as printed in 004 (``.945``, ``-.020``, ``4.680``)."""
+    """Three decimals without the leading zero, as printed in 004 (``.945``, ``-.020``, ``4.680``); a value that
+    rounds to zero is ``.000``, never ``-.000``."""
     if value is None or not np.isfinite(value):
         return "–"
     text = f"{value:.3f}"
+    if text == "-0.000":  # a value that rounds to zero has no sign to show
+        text = "0.000"
     if text.startswith("0."):
         return text[1:]
     if text.startswith("-0."):

@@ -142,6 +142,7 @@ def test_format_score_drops_leading_zero_like_the_paper():
     assert format_score(0.9451) == ".945"
     assert format_score(-0.02) == "-.020"
     assert format_score(4.68) == "4.680"
+    assert format_score(-0.0002) == format_score(-0.0) == ".000"  # rounds to zero: no sign
     assert format_score(float("nan")) == "–"
 
 
