@@ -15,7 +15,15 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from textmetric_bench.reports.figures.drawing import caption_below, ols_band, own_warnings, safe_name, save_figure
+from textmetric_bench.reports.figures.drawing import (
+    caption_below,
+    label_lowest_panels,
+    ols_band,
+    own_warnings,
+    panels_legend,
+    safe_name,
+    save_figure,
+)
 from textmetric_bench.reports.labels import format_score, metric_labels
 
 
@@ -81,22 +89,35 @@ def ifc_figures(
         caption_below(fig, warnings=own_warnings(metric, warnings, metric_warnings))
         paths.append(save_figure(fig, out_dir / f"ifc_{safe_name(metric)}.png"))
     if len(metrics) > 1:
-        ncols = min(4, len(metrics))
-        nrows = math.ceil(len(metrics) / ncols)
-        fig = Figure(figsize=(3.4 * ncols, 2.8 * nrows + 0.6), layout="constrained")
-        grid = fig.subplots(nrows, ncols, squeeze=False, sharex=True)
-        for ax, metric in zip(grid.flat, metrics):
-            _draw_ifc(
-                ax, finite[finite["metric"] == metric], float(selfd.get(metric, math.nan)), np.random.default_rng(0)
-            )
-            ax.set_title(_caption(summary, metric), fontsize="small")
-        for ax in list(grid.flat)[len(metrics) :]:
-            ax.set_visible(False)
-        fig.suptitle(
-            "Distance to the source per fine-tuning iteration; green: self-distance (004 Figure 5)"
-            + (f"\n{setting}" if setting else "")
-        )
-        fig.supxlabel("fine-tuning iteration i")
-        caption_below(fig, warnings=warnings)
+        fig = ifc_all_figure(finite, summary, setting=setting, warnings=warnings)
         paths.append(save_figure(fig, out_dir / "ifc_all.png"))
     return paths
+
+
+def ifc_all_figure(
+    distances: pd.DataFrame, summary: pd.DataFrame, *, setting: str = "", warnings: Sequence[str] = ()
+) -> Figure:
+    """One panel per metric with a finite distance (004 Figure 5), sharing the iteration axis: the lowest panel of
+    each column carries its ticks and label, the first of each row the distance's label; ``setting`` in the title,
+    ``warnings`` in the caption."""
+    finite = distances[np.isfinite(pd.to_numeric(distances["distance"], errors="coerce"))]
+    metrics = sorted(finite["metric"].unique(), key=str)
+    selfd = finite[finite["kind"] == "self"].groupby("metric")["distance"].mean()
+    ncols = min(4, len(metrics))
+    nrows = math.ceil(len(metrics) / ncols)
+    fig = Figure(figsize=(3.4 * ncols, 2.8 * nrows + 0.6), layout="constrained")
+    grid = fig.subplots(nrows, ncols, squeeze=False, sharex=True)
+    for ax, metric in zip(grid.flat, metrics):
+        _draw_ifc(ax, finite[finite["metric"] == metric], float(selfd.get(metric, math.nan)), np.random.default_rng(0))
+        ax.set_title(_caption(summary, metric), fontsize="small")
+    for ax in list(grid.flat)[len(metrics) :]:
+        ax.set_visible(False)
+    label_lowest_panels(grid, len(metrics), "fine-tuning iteration i")
+    for ax in grid[:, 0]:
+        ax.set_ylabel("distance to the source")
+    panels_legend(fig, grid.flat)
+    fig.suptitle(
+        "Distance to the source per fine-tuning iteration (004 Figure 5)" + (f"\n{setting}" if setting else "")
+    )
+    caption_below(fig, warnings=warnings)
+    return fig

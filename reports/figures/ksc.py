@@ -17,14 +17,17 @@ from matplotlib.figure import Figure
 from scipy import stats
 
 from textmetric_bench.measures.ksc import monotonicity
+from textmetric_bench.reports.bounds import bound_label, bound_of
 from textmetric_bench.reports.figures.drawing import (
     caption_below,
     integer_axis,
+    label_lowest_panels,
     ols_band,
     own_warnings,
     safe_name,
     save_figure,
 )
+from textmetric_bench.reports.figures.palette import bound_line, metric_styles
 from textmetric_bench.reports.labels import format_score, metric_labels, similarities
 
 #: How the two ρ of a scatter are named: the table's mean of per-repetition ρ, and one ρ over pooled points.
@@ -32,17 +35,32 @@ MEAN_RHO = "ρ (mean over repetitions, as the table)"
 POOLED_RHO = "pooled ρ"
 
 
-def _draw_scatter(ax, ell: np.ndarray, y: np.ndarray, rng: np.random.Generator) -> float:
-    """Jittered points, OLS line and 95% band on ``ax``; returns the pooled Spearman ρ."""
+def scatter_look(metric, metrics) -> dict:
+    """How ``metric``'s points and line are drawn among ``metrics``: in its palette colour on a solid line, or, for a
+    bound (oracle, chance), in grey on its dashed (ceiling) or dotted (floor) line."""
+    if bound_of(metric) is not None:
+        return bound_line(metric)
+    return {"color": metric_styles(metrics)[str(metric)].colour, "linestyle": "-", "linewidth": 1.5}
+
+
+def scatter_label(metric, labels: Mapping[str, str]) -> str:
+    """A scatter's name for ``metric``: a bound as the tables name it (ceiling (oracle)), others as ``labels`` do."""
+    return bound_label(metric) if bound_of(metric) is not None else labels.get(metric, str(metric))
+
+
+def _draw_scatter(ax, ell: np.ndarray, y: np.ndarray, rng: np.random.Generator, look: dict | None = None) -> float:
+    """Jittered points, OLS line and 95% band on ``ax`` drawn in ``look`` (``scatter_look``: the line's keyword
+    arguments, colour included); returns the pooled Spearman ρ."""
+    look = look or {"color": "tab:blue", "linestyle": "-", "linewidth": 1.5}
     jitter = rng.uniform(-0.15, 0.15, size=ell.size)
-    ax.scatter(ell + jitter, y, s=10, alpha=0.5, color="tab:gray", edgecolors="none")
+    ax.scatter(ell + jitter, y, s=10, alpha=0.45, color=look["color"], edgecolors="none")
     integer_axis(ax.xaxis, ell)
     grid = np.linspace(ell.min(), ell.max(), 50)
     band = ols_band(ell, y, grid)
     if band is not None:
         fit, low, high = band
-        ax.plot(grid, fit, color="tab:blue", linewidth=1.5)
-        ax.fill_between(grid, low, high, color="tab:blue", alpha=0.25, linewidth=0)
+        ax.plot(grid, fit, **look)
+        ax.fill_between(grid, low, high, color=look["color"], alpha=0.2, linewidth=0)
     if np.unique(ell).size < 2 or np.unique(y).size < 2:
         return float("nan")
     return float(stats.spearmanr(ell, y).statistic)
@@ -151,13 +169,19 @@ def scatter_figures(
         rows = raw[raw["metric"] == metric]
         fig = Figure(figsize=(5.5, 4.2))
         ax = fig.add_subplot()
-        rho = _draw_scatter(ax, rows["ell"].to_numpy(), rows["distance"].to_numpy(), np.random.default_rng(0))
+        rho = _draw_scatter(
+            ax,
+            rows["ell"].to_numpy(),
+            rows["distance"].to_numpy(),
+            np.random.default_rng(0),
+            scatter_look(metric, metrics),
+        )
         ax.set_xlabel("ℓ (separation j − i)")
         if metric in similar:  # ρ of the negation, as in the measures
             rho = -rho
         ax.set_ylabel("similarity (raw; measures use its negation)" if metric in similar else "distance (raw)")
         ax.set_title(
-            f"{labels.get(metric, metric)}: {MEAN_RHO} = {format_score(table_rho[metric])}\n"
+            f"{scatter_label(metric, labels)}: {MEAN_RHO} = {format_score(table_rho[metric])}\n"
             f"{POOLED_RHO} of the raw distances shown = {format_score(rho)}" + (f"\n{setting}" if setting else ""),
             fontsize="medium",
         )
@@ -175,17 +199,20 @@ def scatter_figures(
         rows = zrows[zrows["metric"] == metric]
         rho = float("nan")
         if len(rows):
-            rho = _draw_scatter(ax, rows["ell"].to_numpy(), rows["z"].to_numpy(), np.random.default_rng(0))
+            rho = _draw_scatter(
+                ax,
+                rows["ell"].to_numpy(),
+                rows["z"].to_numpy(),
+                np.random.default_rng(0),
+                scatter_look(metric, metrics),
+            )
         ax.set_title(
-            f"{labels.get(metric, metric)}\nρ {format_score(table_rho[metric])} · pooled ρ (z) {format_score(rho)}",
+            f"{scatter_label(metric, labels)}\nρ {format_score(table_rho[metric])} · pooled ρ (z) {format_score(rho)}",
             fontsize="medium",
         )
     for index in range(len(metrics), nrows * ncols):
         grid.flat[index].set_visible(False)
-    for col in range(ncols):  # the lowest visible panel of each column carries the ℓ axis
-        bottom = grid[(len(metrics) - 1 - col) // ncols, col]
-        bottom.xaxis.set_tick_params(labelbottom=True)
-        bottom.set_xlabel("ℓ")
+    label_lowest_panels(grid, len(metrics), "ℓ")
     for ax in grid[:, 0]:
         ax.set_ylabel("distance (z)")
     fig.suptitle(

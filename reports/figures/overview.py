@@ -9,15 +9,20 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 
 from textmetric_bench.measures import registry
 from textmetric_bench.reports.bounds import bound_label, bound_of
 from textmetric_bench.reports.figures.drawing import caption_below, integer_axis, save_figure
-from textmetric_bench.reports.figures.palette import bound_line, metric_styles
+from textmetric_bench.reports.figures.palette import BOUND_LINESTYLES, bound_line, metric_styles
 from textmetric_bench.reports.labels import QUALITY_MEASURES, metric_labels
 
 #: Panel titles: the paper's symbol and what the measure is.
 MEASURE_TITLES = {m.name: f"{m.math}: {m.title}" for m in registry.MEASURES.values() if m.quality}
+#: How opaque a bound's band (its range over repetitions) is in the box plots.
+BAND_ALPHA = 0.15
+#: A bound's line style in words.
+LINE_NAMES = {"--": "dashed", ":": "dotted"}
 
 
 def _bound_band(ax, values: np.ndarray, metric: str) -> None:
@@ -25,8 +30,21 @@ def _bound_band(ax, values: np.ndarray, metric: str) -> None:
     if values.size == 0:
         return
     line = bound_line(metric)
-    ax.axvspan(values.min(), values.max(), color=line["color"], alpha=0.15, linewidth=0, zorder=0)
+    ax.axvspan(values.min(), values.max(), color=line["color"], alpha=BAND_ALPHA, linewidth=0, zorder=0)
     ax.axvline(float(np.median(values)), zorder=1, label=bound_label(metric), **line)
+
+
+def bounds_caption(bounds) -> str:
+    """What the grey lines and bands of the box plots are, for the bounds drawn ("" when none is), in the palette's
+    words: the ceiling dashed, the floor dotted."""
+    kinds = {bound_of(m): bound_label(m) for m in bounds}
+    named = [
+        f"grey {LINE_NAMES[style]} line: the {kinds[kind]}" for kind, style in BOUND_LINESTYLES.items() if kind in kinds
+    ]
+    if not named:
+        return ""
+    text = "; ".join(named)
+    return f"{text[0].upper()}{text[1:]}: at the median over repetitions, in a shaded band over their range."
 
 
 def _panel(ax, measures: pd.DataFrame, measure: str, labels: dict, styles: dict) -> None:
@@ -86,12 +104,18 @@ def boxplot_figure(measures: pd.DataFrame, *, setting: str = "", warnings: Seque
         "Measures across repetitions, one value per repetition (004 Figure 6); largest median on top, "
         "further right is better" + (f"\n{setting}" if setting else "")
     )
-    caption_below(fig, warnings=warnings)
+    drawn = [
+        m
+        for m in metrics
+        if bound_of(m) is not None and measures.loc[measures["metric"] == m, present].notna().any(axis=None)
+    ]
+    caption_below(fig, bounds_caption(drawn), warnings)
     return fig
 
 
 def _swept_setting(long: pd.DataFrame, axis: str) -> str:
-    """The sweep's pairs, the KSC parameters it did not sweep and its repetitions, as a figure's title names them."""
+    """The sweep's pairs, the KSC parameters it did not sweep, its repetitions and seeds, as a figure's title names
+    them."""
 
     def values(column: str) -> str:
         found = sorted({str(v) for v in long[column].dropna()}, key=lambda v: (len(v), v)) if column in long else []
@@ -100,10 +124,27 @@ def _swept_setting(long: pd.DataFrame, axis: str) -> str:
     fixed = [f"{c}={values(c)}" for c in ("k", "n") if c != axis]
     reps = sorted({int(v) for v in long["n_reps"].dropna()}) if "n_reps" in long else []
     shown = " or ".join(map(str, reps)) if reps else "?"
+    seeds = values("seed")
     return (
         f"{values('pair')} · {', '.join(fixed)} · {shown} repetition{'' if reps == [1] else 's'} · "
-        f"{axis}={values(axis)}"
+        f"seed{'s' if ',' in seeds else ''} {seeds} · {axis}={values(axis)}"
     )
+
+
+#: Marker fills telling apart the lines of a sweep's settings (its pairs, or the KSC parameter not on the x axis):
+#: a line's colour stays its metric's and the line solid, as in every figure (dashed and dotted are the bounds').
+SETTING_FILLS = ("full", "none", "left", "top", "right", "bottom")
+#: Share of the smallest step between swept values over which a panel's lines are set apart, so that their
+#: interval bars do not hide one another.
+DODGE = 0.3
+TRENDS_CAPTION = (
+    "Bars: 95% interval over repetitions, each line's points set slightly apart along the x axis so that the bars "
+    "do not hide one another (they belong to the swept value they surround). Grey lines: the bounds' means."
+)
+
+
+def _setting_name(key: tuple, columns: list[str], many_pairs: bool) -> str:
+    return " ".join(str(v) if c == "pair" else f"{c}={v}" for c, v in zip(columns, key) if c != "pair" or many_pairs)
 
 
 def sweep_trends(long: pd.DataFrame, out_path: Path, *, warnings: Sequence[str] = ()) -> Path | None:
@@ -113,49 +154,72 @@ def sweep_trends(long: pd.DataFrame, out_path: Path, *, warnings: Sequence[str] 
 
 
 def trends_figure(long: pd.DataFrame, *, warnings: Sequence[str] = ()) -> Figure | None:
-    """How each measure moves with the swept KSC parameter (k or n), one line per metric; ticks at the swept values;
-    ``warnings`` (the sweep's runs', ``textmetric_bench.reports.html.report.sweep_warnings``) in a caption below."""
+    """How each measure moves with the swept KSC parameter (k or n), one line per metric and setting (pair, and the
+    other parameter when both were swept) with bars of its 95% interval; ticks at the swept values. A metric keeps its
+    colour and marker, a setting its marker fill (``SETTING_FILLS``); the bounds are grey lines of their means, the
+    ceiling dashed and the floor dotted. One legend entry per metric, setting and bound; ``warnings`` (the sweep's
+    runs', ``textmetric_bench.reports.html.report.sweep_warnings``) in a caption below."""
     varying = [c for c in ("k", "n") if c in long and long[c].nunique() > 1]
     if not varying:
         return None
     axis = varying[0]
-    fixed = [c for c in varying[1:]]
     present = [m for m in QUALITY_MEASURES if m in set(long["measure"])]
     if not present:
         return None
+    columns = ["pair", *varying[1:]]
+    many_pairs = long["pair"].nunique() > 1
+    settings = sorted(set(long[columns].itertuples(index=False, name=None)), key=lambda t: tuple(map(str, t)))
+    fills = {key: SETTING_FILLS[i % len(SETTING_FILLS)] for i, key in enumerate(settings)}
+    styles, labels = metric_styles(long["metric"].unique()), metric_labels(long)
+    ordinary = sorted(styles)
+    bounds = sorted({str(m) for m in long["metric"] if bound_of(m) is not None}, key=lambda m: bound_of(m) != "ceiling")
+    swept = np.unique(long[axis].to_numpy(float))
+    spread = DODGE * float(np.diff(swept).min())
+    series = [(m, key) for m in ordinary for key in settings]
+    offsets = dict(zip(series, np.linspace(-spread / 2, spread / 2, len(series)) if len(series) > 1 else [0.0]))
+
     ncols = min(3, len(present))
     nrows = math.ceil(len(present) / ncols)
     fig = Figure(figsize=(max(3.6 * ncols, 6), 2.8 * nrows + 0.6), layout="constrained")
     axes = fig.subplots(nrows, ncols, squeeze=False)
-    groups = ["pair", "metric", *fixed]
-    styles = metric_styles(long["metric"].unique())
-    variants = list(dict.fromkeys(long[["pair", *fixed]].itertuples(index=False, name=None)))
     for ax, measure in zip(axes.flat, present):
         rows = long[long["measure"] == measure]
-        for key, grp in rows.groupby(groups):
-            grp = grp.sort_values(axis)
-            label = " ".join(
-                f"{v}" if g == "metric" else f"{g}={v}"
-                for g, v in zip(groups, key)
-                if g != "pair" or rows["pair"].nunique() > 1
+        for (metric, *key), grp in rows.groupby(["metric", *columns]):
+            grp, key = grp.sort_values(axis), tuple(key)
+            x, mean = grp[axis].to_numpy(float), grp["mean"].to_numpy(float)
+            if bound_of(metric) is not None:  # a reference, not a result: its mean only
+                marker = {"marker": "o", "markersize": 4, "fillstyle": fills[key]} if len(settings) > 1 else {}
+                ax.plot(x, mean, zorder=1, **bound_line(metric), **marker)
+                continue
+            low, high = grp["ci_low"].to_numpy(float), grp["ci_high"].to_numpy(float)
+            bars = np.where(np.isfinite(low) & np.isfinite(high), [mean - low, high - mean], 0.0).clip(min=0.0)
+            ax.errorbar(
+                x + offsets[(str(metric), key)],
+                mean,
+                yerr=bars,
+                fillstyle=fills[key],
+                linewidth=1.2,
+                elinewidth=0.8,
+                markersize=5,
+                zorder=2,
+                **styles[str(metric)].line(),
             )
-            x = grp[axis].to_numpy(float)
-            metric, variant = key[1], variants.index((key[0], *key[2:]))
-            line = bound_line(metric) if bound_of(metric) else styles[str(metric)].line()
-            hollow = {"markerfacecolor": "none", "linewidth": 1.0} if variant else {}  # a second pair or n
-            ax.plot(x, grp["mean"], label=bound_label(metric) if bound_of(metric) else label, **{**line, **hollow})
-            lo, hi = grp["ci_low"].to_numpy(float), grp["ci_high"].to_numpy(float)
-            if np.isfinite(lo).any():
-                ax.fill_between(x, lo, hi, alpha=0.12, color=line["color"], linewidth=0)
         ax.set_title(MEASURE_TITLES.get(measure, measure), fontsize="medium")
         ax.set_xlabel(axis)
         integer_axis(ax.xaxis, long[axis])
     for ax in list(axes.flat)[len(present) :]:
         ax.set_visible(False)
-    handles, labels = axes.flat[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="outside right upper", fontsize="small")
+    handles = [Line2D([], [], **styles[m].line()) for m in ordinary]
+    names = [labels.get(m, m) for m in ordinary]
+    if len(settings) > 1:
+        handles += [Line2D([], [], color="black", marker="o", fillstyle=fills[key]) for key in settings]
+        names += [_setting_name(key, columns, many_pairs) for key in settings]
+    handles += [Line2D([], [], **bound_line(m)) for m in bounds]
+    names += [bound_label(m) for m in bounds]
+    fig.legend(handles, names, loc="outside right upper", fontsize="small")
     fig.suptitle(
-        f"Measures against {axis} (mean and 95% CI over repetitions); higher is better\n{_swept_setting(long, axis)}"
+        f"Measures against {axis} (mean and 95% interval over repetitions); higher is better\n"
+        f"{_swept_setting(long, axis)}"
     )
-    caption_below(fig, warnings=warnings)
+    caption_below(fig, TRENDS_CAPTION, warnings)
     return fig
