@@ -29,7 +29,9 @@ SMALL_MULTIPLES_CAPTION = (
     "One radar per metric over the quality measures (004 Figure 4), all on the same 0–1 "
     "scale, time left out; metrics in order of their mean over the axes. Good: a large "
     "polygon reaching the rim on every axis. Each metric's outline is solid, in its colour. "
-    "n/a: the measure was not run for that metric (not zero); negative means are drawn at 0."
+    "n/a: no mean for that metric (not zero): the measure was not run for it, none of its repetitions completed, "
+    "or it is undefined there (an IFC whose distance never changed; the table says which); negative means are "
+    "drawn at 0."
 )
 BOUNDS_SENTENCE = "Grey dashed: the ceiling (oracle); grey dotted: the floor (chance)."
 

@@ -57,10 +57,11 @@ CAPTIONS = {
     "Spearman ρ over the z-scored distances of all repetitions drawn, which differs from it. Good: "
     "points rise steadily with ℓ, with little vertical spread at each ℓ (high ρ, ω² and L).",
     "boxplots": "Each measure across repetitions, one box per metric, one value per repetition (004 Figure "
-    "6), the largest median on top. Good: boxes far to the right and narrow (high and stable).",
+    "6), the largest median on top. Good: boxes far to the right and narrow (high and stable). The bounds, where "
+    "the run has them, are grey lines at their median over a shaded band of their range, as the figure says.",
     "trend": "How each measure changes with the swept KSC parameter: mean over repetitions of each run. "
     "Larger k makes consecutive corpora closer and judgements harder, so measures usually fall; a "
-    "good metric falls least.",
+    "good metric falls least. Bars: the 95% interval of each mean; the legend names each setting's marker fill.",
 }
 
 
