@@ -94,3 +94,25 @@ def test_the_docs_build_executes_the_notebooks_and_renders_the_executed_copy():
     copy = PurePath("/scratch/site") / name  # where executed_copy writes it
     assert any(copy.match(pattern) for pattern in jupyter["include"])
     assert hook.CELL_TIMEOUT >= 600
+
+
+def test_the_docs_build_gives_the_kernel_a_matplotlib_directory_of_its_own(tmp_path, monkeypatch):
+    """A builder's stale matplotlib font cache (fonts of a deleted environment) put "findfont: ... not found" lines
+    into the site's notebook page: the hook's kernel gets a config directory of its own, in its scratch directory."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("notebooks_hook", PROJECT_ROOT / "docs" / "hooks" / "notebooks.py")
+    hook = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(hook)
+    monkeypatch.setenv("MPLCONFIGDIR", str(tmp_path / "builders"))
+    source = tmp_path / "probe.ipynb"
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [nbformat.v4.new_code_cell("import matplotlib\nprint(matplotlib.get_configdir())")]
+    nbformat.write(notebook, source)
+    try:
+        executed = nbformat.read(hook.executed_copy(source, "probe.ipynb"), as_version=4)
+        printed = "".join(o.get("text", "") for o in executed.cells[0].outputs).strip()
+        scratch = hook._scratch[-1].name
+    finally:
+        hook.on_post_build(None)
+    assert printed.startswith(scratch) and "builders" not in printed

@@ -4,12 +4,14 @@ The notebooks are stored without outputs (tests/test_notebook.py checks it, and 
 numbers come from running them, never from a stored copy. For the site, ``on_files`` executes each one in a fresh
 kernel in a scratch directory (its run directories land there, not in the checkout), and hands mkdocs-jupyter the
 executed copy to render. A cell that raises fails the build. Progress-bar widgets are dropped from the copy (a
-static page cannot draw them); every other output stays.
+static page cannot draw them); every other output stays. The kernel gets a matplotlib config directory of its own,
+so the page does not depend on the builder's font cache.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import tempfile
 from pathlib import Path
 
@@ -30,9 +32,12 @@ def executed_copy(source: Path, name: str) -> Path:
     scratch = tempfile.TemporaryDirectory(prefix="docs-notebook-")
     _scratch.append(scratch)  # kept until the build ends: mkdocs-jupyter reads the copy later
     notebook = nbformat.read(source, as_version=4)
+    # matplotlib's own config and font cache, new: a builder's stale font cache (one listing fonts of a deleted
+    # environment) printed "findfont: ... not found" lines into the page's outputs
+    mpl_dir = Path(scratch.name) / "matplotlib"
     NotebookClient(
         notebook, timeout=CELL_TIMEOUT, kernel_name="python3", resources={"metadata": {"path": scratch.name}}
-    ).execute()
+    ).execute(env={**os.environ, "MPLCONFIGDIR": str(mpl_dir)})
     for cell in notebook.cells:
         if cell.cell_type != "code":
             continue
