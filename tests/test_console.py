@@ -15,6 +15,8 @@ from textmetric_bench.console import bars_shown, progress_mode, set_progress
 
 #: What a warning line of a library looks like: Python's "UserWarning: ...", faiss's "WARNING clustering ...".
 WARNING_LINE = re.compile(r"Warning|WARNING|please provide")
+#: The harness's own warning of too few repetitions (``few_repetitions_warning``), at the top of its printed page.
+OWN_WARNING = re.compile(r"Warning: only \d+ repetitions? \(fewer than \d+\)")
 #: The rate column of a tqdm bar drawn by the harness.
 BAR = re.compile(r"(evaluation/s|s/evaluation|text/s|s/text)\]")
 
@@ -71,7 +73,13 @@ def test_forced_bars_show_rates_of_embedding_and_evaluations(tmp_path):
 
 
 def warning_lines(console: str) -> list[str]:
-    return [line for line in console.replace("\r", "\n").splitlines() if WARNING_LINE.search(line)]
+    """The console's lines that look like a library's warning; not the harness's own warning of few repetitions,
+    which a run of fewer than 5 must print."""
+    return [
+        line
+        for line in console.replace("\r", "\n").splitlines()
+        if WARNING_LINE.search(line) and not OWN_WARNING.match(line)
+    ]
 
 
 @pytest.mark.slow  # fine-tunes and samples the real SmolLM2: about 90 s
@@ -95,6 +103,7 @@ def test_ifc_training_shows_steps_per_second_and_no_warning(tmp_path, cache_dir,
     assert re.search(r"fine-tuning step 1: 100%.*\b2/2\b.*(step/s|s/step)", console)  # 32 texts, 16 a batch
     assert re.search(r"sampling g_1: 100%.*(text/s|s/text)", console)
     assert warning_lines(console) == []
+    assert any(OWN_WARNING.match(line) for line in console.splitlines())  # 2 repetitions: the IFC page says so
 
 
 def test_third_party_records_and_python_warnings_go_to_the_log_file_only(tmp_path):
