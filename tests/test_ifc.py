@@ -13,7 +13,7 @@ from figure_captions import assert_caption_warns
 
 from textmetric_bench.collections.ifc import reference_samples, split_source
 from textmetric_bench.errors import ConfigError, DataError
-from textmetric_bench.measures.ifc import gap_closed, ifc_score, type_token_ratio
+from textmetric_bench.measures.ifc import constant_distance, gap_closed, ifc_score, type_token_ratio
 from textmetric_bench.measures.run_warnings import run_warnings
 from textmetric_bench.reports.figures.ifc import ifc_figures
 from textmetric_bench.running.registry import compose_config
@@ -25,6 +25,8 @@ def test_ifc_score_is_one_when_the_distance_falls_at_every_step():
     assert ifc_score([0, 1, 2, 3, 4], [0.2, 1.0, 3.5, 4.0, 5.0]) == pytest.approx(-1.0)
     assert 0 < ifc_score([0, 1, 2, 3], [4.0, 2.0, 3.0, 1.0]) < 1
     assert math.isnan(ifc_score([0, 1, 2], [1.0, 1.0, 1.0]))
+    assert constant_distance([1.0, 1.0, 1.0]) and not constant_distance([1.0, 1.0, 2.0])
+    assert not constant_distance([1.0]) and not constant_distance([1.0, float("nan")])  # one point; a failed one
 
 
 def test_gap_closed_is_the_share_of_the_gap_to_the_self_distance():

@@ -32,10 +32,17 @@ def type_token_ratio(texts: Sequence[str]) -> float:
     return len(set(tokens)) / len(tokens) if tokens else float("nan")
 
 
+def constant_distance(distances) -> bool:
+    """True for two or more finite distances that are all the same: they rank no iteration, so no IFC."""
+    d = np.asarray(distances, float)
+    return bool(len(d) > 1 and np.isfinite(d).all() and np.ptp(d) == 0)
+
+
 def ifc_score(iterations, distances) -> float:
-    """−Spearman ρ of distance on iteration: higher is better, 1 for a distance falling at every step."""
+    """−Spearman ρ of distance on iteration: higher is better, 1 for a distance falling at every step; NaN (no
+    ranking) for fewer than two points, a failed one, or a ``constant_distance``."""
     x, d = np.asarray(iterations, float), np.asarray(distances, float)
-    if len(x) < 2 or not np.isfinite(d).all() or np.ptp(d) == 0 or np.ptp(x) == 0:
+    if len(x) < 2 or not np.isfinite(d).all() or constant_distance(d) or np.ptp(x) == 0:
         return float("nan")
     from scipy import stats
 

@@ -62,11 +62,11 @@ def plugin_failure_line(module: str, record: Mapping, log: Path | None = None) -
 def failure_lines(result, out_dir: Path) -> list[str]:
     """One console line per failing metric: how many of its evaluations failed, the first reason, and where
     the details are (``failures.csv``, with tracebacks, and the run's log)."""
-    counts = failure_counts(result.distances)
-    details = [str(p) for p in (result.files.get("failures"), log_file()) if p is not None]
+    counts, log = failure_counts(result.distances), log_file()
+    details = [str(p) for p in (result.files.get("failures"), log) if p is not None]
     where = f"; details: {' and '.join(details)}" if details else ""
     lines = [
-        plugin_failure_line(module, record, log_file())
+        plugin_failure_line(module, record, log)
         for module, record in (result.info.get("plugin_failures") or {}).items()
     ]
     for name, failure in result.failures.items():

@@ -15,13 +15,12 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 from textmetric_bench.collections.ifc import ifc_pairs, ifc_positions, reference_samples, split_source
 from textmetric_bench.collections.ifc_generate import GenerationPlan, finished_iterations, generate_ifc, read_corpus
 from textmetric_bench.errors import DataError
-from textmetric_bench.measures.ifc import gap_closed, ifc_measures, type_token_ratio
+from textmetric_bench.measures.ifc import constant_distance, gap_closed, ifc_measures, type_token_ratio
 from textmetric_bench.reports.labels import plural
 from textmetric_bench.tasks.settings import TaskSettings, option
 from textmetric_bench.tasks.skeleton import Collections, Evaluation, RunInputs, Scores, Task, TaskResult, task_runner
@@ -345,7 +344,9 @@ def ifc_summary(distances: pd.DataFrame, measures: pd.DataFrame) -> pd.DataFrame
                 "IFC_ci_low": low,
                 "IFC_ci_high": high,
                 "repetitions": n,
-                "constant_repetitions": constant_repetitions(generated),
+                "constant_repetitions": sum(
+                    constant_distance(g["distance"]) for _, g in generated.groupby("repetition")
+                ),
                 "self_distance": self_d,
                 "first_distance": first,
                 "last_distance": last,
@@ -353,16 +354,6 @@ def ifc_summary(distances: pd.DataFrame, measures: pd.DataFrame) -> pd.DataFrame
             }
         )
     return pd.DataFrame(rows)
-
-
-def constant_repetitions(generated: pd.DataFrame) -> int:
-    """The repetitions of one metric's distances to g_0..g_T, all evaluated, whose distance is the same at every
-    iteration: no ranking of the iterations, so no IFC (``ifc_score``)."""
-    count = 0
-    for _, grp in generated.groupby("repetition"):
-        d = grp["distance"].to_numpy(float)
-        count += bool(len(d) > 1 and np.isfinite(d).all() and np.ptp(d) == 0)
-    return count
 
 
 run_ifc = task_runner(IFCTask)
