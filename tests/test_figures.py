@@ -18,7 +18,7 @@ from textmetric_bench.measures.summaries import summarise_measures
 from textmetric_bench.reports.bounds import BOUNDS, bound_label
 from textmetric_bench.reports.figures.drawing import MIN_FONT_PT
 from textmetric_bench.reports.figures.heatmap import measure_heatmap
-from textmetric_bench.reports.figures.ksc import _draw_scatter, _with_z
+from textmetric_bench.reports.figures.ksc import _draw_scatter, _with_z, scatter_look
 from textmetric_bench.reports.figures.overview import boxplot_figure, trends_figure
 from textmetric_bench.reports.figures.palette import BOUND_GREY, COLOURS, OKABE_ITO, SAFE_COLOURS, metric_styles
 from textmetric_bench.reports.figures.radar import overlaid_radar, radar_small_multiples
@@ -276,7 +276,8 @@ def test_scatter_ell_axis_has_integer_ticks():
 
     ax = Figure().add_subplot()
     ell = np.repeat(np.arange(1, 7), 5)
-    _draw_scatter(ax, ell, ell + np.random.default_rng(0).normal(size=ell.size), np.random.default_rng(0))
+    look = scatter_look("m", metric_styles(["m"]))
+    _draw_scatter(ax, ell, ell + np.random.default_rng(0).normal(size=ell.size), np.random.default_rng(0), look)
     ticks = ax.get_xticks()
     assert np.all(ticks == np.round(ticks))
 

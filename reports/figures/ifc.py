@@ -89,7 +89,7 @@ def ifc_figures(
         caption_below(fig, warnings=own_warnings(metric, warnings, metric_warnings))
         paths.append(save_figure(fig, out_dir / f"ifc_{safe_name(metric)}.png"))
     if len(metrics) > 1:
-        fig = ifc_all_figure(finite, summary, setting=setting, warnings=warnings)
+        fig = ifc_all_figure(distances, summary, setting=setting, warnings=warnings)
         paths.append(save_figure(fig, out_dir / "ifc_all.png"))
     return paths
 

@@ -27,7 +27,7 @@ from textmetric_bench.reports.figures.drawing import (
     safe_name,
     save_figure,
 )
-from textmetric_bench.reports.figures.palette import bound_line, metric_styles
+from textmetric_bench.reports.figures.palette import METRIC_LINESTYLE, MetricStyle, bound_line, metric_styles
 from textmetric_bench.reports.labels import format_score, metric_labels, similarities
 
 #: How the two ρ of a scatter are named: the table's mean of per-repetition ρ, and one ρ over pooled points.
@@ -35,12 +35,13 @@ MEAN_RHO = "ρ (mean over repetitions, as the table)"
 POOLED_RHO = "pooled ρ"
 
 
-def scatter_look(metric, metrics) -> dict:
-    """How ``metric``'s points and line are drawn among ``metrics``: in its palette colour on a solid line, or, for a
-    bound (oracle, chance), in grey on its dashed (ceiling) or dotted (floor) line."""
+def scatter_look(metric, styles: Mapping[str, MetricStyle]) -> dict:
+    """How ``metric``'s points and line are drawn (``styles``: ``metric_styles`` of the figure's metrics): in its
+    palette colour on a solid line, or, for a bound (oracle, chance), in grey on its dashed (ceiling) or dotted
+    (floor) line."""
     if bound_of(metric) is not None:
         return bound_line(metric)
-    return {"color": metric_styles(metrics)[str(metric)].colour, "linestyle": "-", "linewidth": 1.5}
+    return {"color": styles[str(metric)].colour, "linestyle": METRIC_LINESTYLE, "linewidth": 1.5}
 
 
 def scatter_label(metric, labels: Mapping[str, str]) -> str:
@@ -48,10 +49,9 @@ def scatter_label(metric, labels: Mapping[str, str]) -> str:
     return bound_label(metric) if bound_of(metric) is not None else labels.get(metric, str(metric))
 
 
-def _draw_scatter(ax, ell: np.ndarray, y: np.ndarray, rng: np.random.Generator, look: dict | None = None) -> float:
+def _draw_scatter(ax, ell: np.ndarray, y: np.ndarray, rng: np.random.Generator, look: dict) -> float:
     """Jittered points, OLS line and 95% band on ``ax`` drawn in ``look`` (``scatter_look``: the line's keyword
     arguments, colour included); returns the pooled Spearman ρ."""
-    look = look or {"color": "tab:blue", "linestyle": "-", "linewidth": 1.5}
     jitter = rng.uniform(-0.15, 0.15, size=ell.size)
     ax.scatter(ell + jitter, y, s=10, alpha=0.45, color=look["color"], edgecolors="none")
     integer_axis(ax.xaxis, ell)
@@ -159,7 +159,7 @@ def scatter_figures(
     if "repetition" in distances.columns:
         raw["repetition"] = distances.loc[raw.index, "repetition"]
     metrics = sorted(raw["metric"].unique(), key=str)
-    labels, similar = metric_labels(distances), similarities(distances)
+    labels, similar, styles = metric_labels(distances), similarities(distances), metric_styles(metrics)
     wanted = [m for m in metrics if names is None or "scatter_all" in names or f"scatter_{safe_name(m)}" in names]
     table_rho = {m: mean_rho(raw, m, m in similar) for m in wanted}  # one figure of a metric needs its ρ alone
     figures: dict[str, Figure] = {}
@@ -174,7 +174,7 @@ def scatter_figures(
             rows["ell"].to_numpy(),
             rows["distance"].to_numpy(),
             np.random.default_rng(0),
-            scatter_look(metric, metrics),
+            scatter_look(metric, styles),
         )
         ax.set_xlabel("ℓ (separation j − i)")
         if metric in similar:  # ρ of the negation, as in the measures
@@ -204,7 +204,7 @@ def scatter_figures(
                 rows["ell"].to_numpy(),
                 rows["z"].to_numpy(),
                 np.random.default_rng(0),
-                scatter_look(metric, metrics),
+                scatter_look(metric, styles),
             )
         ax.set_title(
             f"{scatter_label(metric, labels)}\nρ {format_score(table_rho[metric])} · pooled ρ (z) {format_score(rho)}",

@@ -37,7 +37,7 @@ def ifc_markdown(
     if summary.empty:
         lines += ["No metric produced distances.", ""]
     else:
-        constant = summary.get("constant_repetitions", pd.Series(0, index=summary.index)).fillna(0).astype(int)
+        constant = summary["constant_repetitions"].astype(int)
         total = (summary["repetitions"] + constant).astype(int) if repetitions is None else [repetitions] * len(summary)
         cells = [
             _with_ci(r.IFC, r.IFC_ci_low, r.IFC_ci_high) + (f" (d constant in {c} of {t})" if c else "")
