@@ -210,3 +210,13 @@ def test_the_measured_page_is_generated_from_its_quote_and_the_default_is_its_de
     shipped = yaml.safe_load((PROJECT_ROOT / "conf/embedder/minilm.yaml").read_text(encoding="utf-8"))
     assert shipped["long_texts"] == quoted["decision"]
     assert '--8<-- "docs/generated/long_texts.md"' in (PROJECT_ROOT / "docs/running.md").read_text(encoding="utf-8")
+
+
+def test_a_warning_runs_share_in_one_table_is_one_box_naming_them_all():
+    from textmetric_bench.reports.html.tables import run_warnings_html
+
+    page = run_warnings_html([("ksc run a", {}, 2), ("robustness run b", {}, 2), ("ifc run c", {}, 3)])
+    assert page.count("<p class=warning>") == 2
+    assert "⚠ Warning (ksc run a; robustness run b): only 2 repetitions" in page
+    assert "⚠ Warning (ifc run c): only 3 repetitions" in page
+    assert run_warnings_html([("ksc run a", {}, 5)]) == ""

@@ -273,3 +273,16 @@ def test_the_matrix_reads_equal_metrics_as_zero_both_ways_and_stripes_too_few_re
     short = paired_comparisons(same[same["repetition"] < 4], "rho")
     page = significance_html({"rho": short}, means)
     assert page.count("class='tie hint' title='Holm p = 1.0000; 4 paired repetitions: a hint, not a finding'") == 2
+
+
+def test_the_matrix_legend_speaks_of_t_s_unit_only_where_t_is_compared():
+    from textmetric_bench.reports.html.tables import significance_html
+
+    rows = measures_of({"a": 0.5, "b": 0.6})
+    rows["T"] = np.where(rows["metric"] == "a", 300.0, 500.0)
+    means = pd.DataFrame(
+        {"rho": rows.groupby("metric")["rho"].mean(), "T100": rows.groupby("metric")["T"].mean() / 100}
+    )
+    legend = "in the table's unit [100 op/s] (the test is the same in pair evaluations per second)"
+    assert "op/s" not in significance_html({"rho": paired_comparisons(rows, "rho")}, means)
+    assert legend in significance_html(all_comparisons(rows, ["rho", "T"]), means)

@@ -29,14 +29,12 @@ from textmetric_bench.reports.html.tables import (
     PLAIN_SYMBOLS,
     below_chance_html,
     escape,
-    long_texts_html,
     negative_divergence_html,
     own_noise_html,
+    run_warnings_html,
     scroll,
     significance_html,
     table3_html,
-    unstated_html,
-    warning_html,
 )
 from textmetric_bench.reports.labels import SIMILARITY_NOTE, metric_labels, row_labels
 from textmetric_bench.reports.reference_rows import REFERENCE_NOTE, is_reference
@@ -136,9 +134,9 @@ def _run_block(
         parts.append(
             "<p class=runs>Joined: " + "; ".join(f"{escape(r.task)} {escape(r.label(root))}" for r in joined) + "</p>"
         )
-    parts += [warning_html(r.repetitions, f"{r.task} run {r.label(root)}") for r in (run, *joined)]
-    parts += [long_texts_html(r.manifest, f"{r.task} run {r.label(root)}") for r in (run, *joined)]
-    parts += [unstated_html(r.manifest, f"{r.task} run {r.label(root)}") for r in (run, *joined)]
+    parts.append(
+        run_warnings_html([(f"{r.task} run {r.label(root)}", r.manifest, r.repetitions) for r in (run, *joined)])
+    )
     if run.measures.empty:
         return "".join(parts) + "<p class=note>No metric produced measures.</p>"
     summary, missing = profile(run, joined) if run.task == "ksc" else (run.summary(), {})

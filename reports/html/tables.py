@@ -43,31 +43,53 @@ def scroll(table: str) -> str:
     return f"<div class=scroll>{table}</div>"
 
 
-def long_texts_html(manifest: dict, which: str = "") -> str:
-    """What the run's ``long_texts`` record says of texts longer than the embedder or a metric reads: a warning
-    where they were cut, a note where they were read whole (windows)."""
-    where = f" ({escape(which)})" if which else ""
-    parts = []
+def _long_text_notes(manifest: dict) -> list[tuple[str, str, str]]:
+    """(class, mark, sentence) of each ``long_texts`` record: a warning where texts were cut, a note where they were
+    read whole (windows)."""
+    notes = []
     for key, record in (manifest.get("long_texts") or {}).items():
         sentence = over_limit_sentence(reader_name(key, record), record)
         if sentence:
-            kind, mark = ("warning", "⚠ Long texts") if record.get("cuts") else ("note", "Long texts")
-            parts.append(f"<p class={kind}>{mark}{where}: {escape(sentence)}.</p>")
-    return "".join(parts)
+            cut = record.get("cuts")
+            notes.append(("warning", "⚠ Long texts", sentence) if cut else ("note", "Long texts", sentence))
+    return notes
 
 
-def unstated_html(manifest: dict, which: str = "") -> str:
-    """The run's warnings that no table states (``unstated_warnings``: a plugin that failed to import, reference rows
-    not used, metrics merged from an earlier run, a truncated grid), one visible warning each."""
-    where = f" ({escape(which)})" if which else ""
-    return "".join(f"<p class=warning>⚠ Warning{where}: {escape(w)}.</p>" for w in unstated_warnings(manifest))
+def _notes_html(notes: list[tuple[str, str, str, str]]) -> str:
+    """One box per distinct (class, mark, sentence), naming every run it concerns (the fourth item; empty: none
+    named): runs joined into one table share a warning in one box, not one box each."""
+    runs: dict[tuple[str, str, str], list[str]] = {}
+    for kind, mark, sentence, which in notes:
+        named = runs.setdefault((kind, mark, sentence), [])
+        if which and which not in named:
+            named.append(which)
+    return "".join(
+        f"<p class={kind}>{mark}{' (' + escape('; '.join(named)) + ')' if named else ''}: {escape(sentence)}.</p>"
+        for (kind, mark, sentence), named in runs.items()
+    )
 
 
-def warning_html(n: int, which: str = "") -> str:
-    """A visible warning when a table rests on fewer than 5 repetitions; ``which`` names the run."""
-    text = few_repetitions_warning(int(n))
-    where = f" ({escape(which)})" if which else ""
-    return f"<p class=warning>⚠ Warning{where}: {escape(text)}.</p>" if text else ""
+def long_texts_html(manifest: dict, which: str = "") -> str:
+    """What the run's ``long_texts`` record says of texts longer than the embedder or a metric reads: a warning
+    where they were cut, a note where they were read whole (windows); ``which`` names the run."""
+    return _notes_html([(*note, which) for note in _long_text_notes(manifest)])
+
+
+def run_warnings_html(runs: list[tuple[str, dict, int]]) -> str:
+    """The warnings of runs shown in one table, each ``(which, manifest, repetitions)``: fewer than 5 repetitions,
+    long texts (``long_texts_html``) and those no table states (``unstated_warnings``: a plugin that failed to
+    import, reference rows not used, metrics merged from an earlier run, a truncated grid); a warning that several
+    runs share is one box naming them all."""
+    notes = []
+    for which, _, repetitions in runs:
+        few = few_repetitions_warning(int(repetitions))
+        if few:
+            notes.append(("warning", "⚠ Warning", few, which))
+    for which, manifest, _ in runs:
+        notes += [(*note, which) for note in _long_text_notes(manifest)]
+    for which, manifest, _ in runs:
+        notes += [("warning", "⚠ Warning", w, which) for w in unstated_warnings(manifest)]
+    return _notes_html(notes)
 
 
 def _row_head(metric, labels: dict) -> tuple[str, str]:
@@ -149,13 +171,17 @@ def significance_html(comparisons: dict[str, pd.DataFrame], means: pd.DataFrame)
     """One matrix per measure: row − column mean difference; green: row better, red: worse (Holm p < α)."""
     if not comparisons:
         return ""
+    scaled = [
+        f"{shown.html} in the table's unit {escape(shown.shown_unit)} (the test is the same in {escape(shown.unit)}). "
+        for shown in (registry.MEASURES.get(m) for m in comparisons)
+        if shown is not None and shown.scaled
+    ]
     parts = [
         (
             f"<h4>Which metric is better</h4><p class=legend>Test: {escape(TEST_NAME)}. A cell is the mean "
             f"of (row − column) over the paired repetitions; green: row significantly better, red: "
-            f"significantly worse, grey: not separated; hover for Holm p. T in the table's unit [100 op/s] (the "
-            f"test is the same in op/s). {escape(WILCOXON_NOTE)} Also written "
-            f"as significance_&lt;measure&gt;.csv by the run and by aggregate.</p>"
+            f"significantly worse, grey: not separated; hover for Holm p. {''.join(scaled)}{escape(WILCOXON_NOTE)} "
+            f"Also written as significance_&lt;measure&gt;.csv by the run and by aggregate.</p>"
         )
     ]
     hints = False
