@@ -72,6 +72,8 @@ def chi(
     divides by the table's tokens - 1 (Kilgarriff's CBDF), "tokens" by its total count N (chi^2 / N),
     "none" keeps the raw statistic (module note).
     """
+    if isinstance(top, bool) or not isinstance(top, (int, np.integer)) or top < 1:
+        raise MetricError(f"CHI: top must be an integer >= 1 (how many of the most frequent tokens), not {top!r}")
     counts_p = token_counts(as_texts(p, role="first corpus"))
     counts_q = token_counts(as_texts(q, role="second corpus"))
     if not counts_p or not counts_q:

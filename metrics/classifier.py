@@ -246,6 +246,8 @@ def classifier(
         raise MetricError(f"CLASSIFIER: test_size must be a share between 0 and 1, got {test_size}")
     if kernel_precision not in ("float32", "float64"):
         raise MetricError(f"CLASSIFIER: kernel_precision must be 'float32' or 'float64', not {kernel_precision!r}")
+    if not C > 0:
+        raise MetricError(f"CLASSIFIER: C (the SVM's regularisation) must be a positive number, got {C}")
     if not max_kernel_mb >= 0:
         raise MetricError(
             f"CLASSIFIER: max_kernel_mb must be >= 0 (0 = libsvm's own kernel always), got {max_kernel_mb}"

@@ -131,6 +131,9 @@ def quantise(
     faiss (``num_redo`` restarts of at most ``max_iter`` iterations, seed + 2)."""
     import faiss
 
+    for name, value in (("kmeans_num_redo", num_redo), ("kmeans_max_iter", max_iter)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+            raise MetricError(f"k-means: {name} must be an integer >= 1, not {value!r}")
     seed = int(seed) % (2**31 - 8)  # faiss adds 2 and takes a C int
     data = np.vstack([y, x]).astype(np.float64)
     norms = np.linalg.norm(data, axis=1, keepdims=True)

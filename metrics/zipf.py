@@ -27,6 +27,8 @@ def zipf_coefficient(texts, *, top: int = 5000, log_rank_resolution: int = 0) ->
     """z of one corpus: minus the least-squares slope of log frequency on log rank."""
     if top < 2:
         raise MetricError(f"ZIPF: top must be at least 2 to fit a slope, got {top}")
+    if log_rank_resolution < 0:
+        raise MetricError(f"ZIPF: log_rank_resolution must be 0 (every rank) or positive, got {log_rank_resolution}")
     freqs = np.array(sorted(token_counts(texts).values(), reverse=True)[:top], dtype=float)
     if len(freqs) < 2:
         raise MetricError(

@@ -31,6 +31,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import re
 import time
 import urllib.error
 from pathlib import Path
@@ -174,6 +175,31 @@ def test_an_all_zero_embedding_is_named_by_the_metrics_that_need_directions(name
     q[4] = 0.0
     with pytest.raises(MetricError, match="second corpus holds an all-zero embedding, which has no direction"):
         get_metric(name)(p, q)
+
+
+@pytest.mark.parametrize(
+    ("name", "params", "message"),
+    [
+        ("chi", {"top": -1}, "CHI: top must be an integer >= 1"),  # was the table of all tokens but the last
+        ("chi", {"top": 0}, "CHI: top must be an integer >= 1"),  # was "neither corpus contains a word token"
+        ("zipf", {"log_rank_resolution": -1}, "ZIPF: log_rank_resolution must be 0 (every rank) or positive"),
+        ("cluster_js", {"kmeans_num_redo": 0}, "k-means: kmeans_num_redo must be an integer >= 1, not 0"),
+        ("cluster_js", {"kmeans_max_iter": -1}, "k-means: kmeans_max_iter must be an integer >= 1, not -1"),
+        ("mauve", {"kmeans_max_iter": 0}, "k-means: kmeans_max_iter must be an integer >= 1, not 0"),
+        ("classifier", {"C": 0.0}, "CLASSIFIER: C (the SVM's regularisation) must be a positive number"),
+    ],
+)
+def test_a_parameter_outside_its_range_is_refused_by_name(name, params, message):
+    info = get_metric(name)
+    rng = np.random.default_rng(0)
+    if info.inputs == "texts":
+        p = [f"the {w} of text {i}" for i, w in enumerate(["cat", "dog", "fish"] * 10)]
+        q = [f"a {w} in text {i}" for i, w in enumerate(["bird", "cow", "fish"] * 10)]
+    else:
+        p, q = rng.standard_normal((40, 8)), rng.standard_normal((40, 8)) + 0.5
+    info(p, q)  # the defaults take these corpora
+    with pytest.raises(MetricError, match=re.escape(message)):
+        info(p, q, **params)
 
 
 def test_a_corpus_of_one_repeated_text_is_rejected(tmp_path, monkeypatch):
