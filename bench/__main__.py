@@ -180,7 +180,7 @@ def run_dir_problem(argv: list[str]) -> str | None:
     from omegaconf import OmegaConf
 
     from textmetric_bench.running.registry import compose_config
-    from textmetric_bench.running.directories import RUN_DIR_EXAMPLES, directory_problem
+    from textmetric_bench.running.directories import RUN_DIR_EXAMPLES, directory_problem, names_only
 
     try:
         args = command_line(argv)
@@ -202,7 +202,8 @@ def run_dir_problem(argv: list[str]) -> str | None:
         ]
         hydra_cfg = compose_config(overrides, return_hydra_config=True)
         key = "hydra.sweep.dir" if args.multirun else "hydra.run.dir"
-        path = Path(str(OmegaConf.select(hydra_cfg, key)))
+        with names_only():  # Hydra makes it: a second one made here would be left empty
+            path = Path(str(OmegaConf.select(hydra_cfg, key)))
     except Exception as exc:  # noqa: BLE001 - Hydra itself will report what is wrong with the arguments
         log.debug("run directory not checked before Hydra: %s", exc)
         return None

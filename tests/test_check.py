@@ -11,6 +11,7 @@ from textmetric_bench.errors import EXIT_REGRESSION, ConfigError
 from textmetric_bench.tasks.check import compare, run_check
 from textmetric_bench.running.registry import compose_config
 from textmetric_bench.metrics.chi import chi
+from textmetric_bench.settings import shown
 
 
 @pytest.fixture
@@ -60,6 +61,13 @@ def test_gate_passes_unchanged_and_fails_on_degradation(tmp_path, cache_dir, fak
     report = (tmp_path / "worse" / "check.md").read_text()
     assert f"REGRESSION: metric {fake_degradable_chi} measure" in report
     assert f"| {fake_degradable_chi} |" in report  # the table of what moved names the metric
+    # the move came with a parameter the baseline did not have: said so, and no advice to bump the version
+    assert (
+        f"Parameters differ from the baseline's, so a move of these metrics may come from them: {fake_degradable_chi} noise 0.0 -> 0.5"
+        in report
+    )
+    assert f"If the new parameters of {fake_degradable_chi} are intended, write the baseline afresh" in report
+    assert "@metric(version=...)" not in report
 
     gone = run_check(check_config(tmp_path, cache_dir, "metrics=[chi]"), tmp_path / "gone")
     assert not gone.passed
@@ -189,7 +197,11 @@ def test_make_check_fails_when_a_built_in_metric_rises_and_names_the_command(tmp
     )
     assert proc.returncode == EXIT_REGRESSION, (proc.returncode, proc.stdout[-2000:], proc.stderr[-2000:])
     assert "REGRESSION: metric chi measure A rose from" in proc.stdout
-    assert "make regenerate" in proc.stdout
+    # a baseline of one's own is written afresh by rerunning; a built-in's change needs the shipped results too
+    assert "embedding model changed" not in proc.stderr  # chi reads no embeddings: nothing to compare
+    said = " ".join(proc.stdout.split())  # the console wraps long lines
+    assert f"rerun this check with update=true (it rewrites {tmp_path / 'lowered.json'})" in said
+    assert "also needs the shipped results regenerated: make regenerate" in said
 
 
 @pytest.mark.slow
@@ -199,3 +211,98 @@ def test_the_shipped_baseline_is_what_todays_code_computes(tmp_path, cache_dir):
     result = run_check(compose_config(["task=check", "progress=false", f"data.cache_dir={cache_dir}"]), tmp_path)
     moved = result.summary[result.summary["status"] != "ok"]
     assert result.passed and moved.empty, moved.to_string()
+
+
+@pytest.mark.parametrize(
+    ("content", "says"),
+    [
+        ('{"settings": {"pair": "x", "k": 5', "not JSON (Expecting"),  # truncated
+        ("", "not JSON (Expecting value at line 1 column 1)"),
+        ("metric,measure,baseline\nchi,A,0.9\n", "not JSON"),  # the gate's check.csv
+        ("[1, 2]", "a JSON list, not an object"),
+        ("{}", "'settings' must hold pair, k, n, repetitions, seed"),
+        (
+            json.dumps({"settings": dict.fromkeys(("pair", "k", "n", "repetitions", "seed"), 1), "measures": {}}),
+            "'measures' must hold each metric's measures",
+        ),
+        (
+            json.dumps(
+                {
+                    "settings": dict.fromkeys(("pair", "k", "n", "repetitions", "seed"), 1),
+                    "measures": {"chi": {"A": {"mean": 0.9}}},
+                }
+            ),
+            "'chi' A: needs 'mean' and 'values'",
+        ),
+    ],
+)
+def test_a_file_that_is_not_a_baseline_is_refused_in_one_line_before_the_run(tmp_path, content, says):
+    from textmetric_bench.tasks.check import read_baseline
+
+    path = tmp_path / "baseline.json"
+    path.write_text(content)
+    with pytest.raises(ConfigError) as refused:
+        read_baseline(path)
+    message = str(refused.value)
+    assert message.startswith(f"check.baseline={shown(str(path))} is not valid: ") and says in message
+    assert "\n" not in message
+    assert "update=true" in message  # how to write one
+    with pytest.raises(ConfigError, match="it is a directory"):
+        read_baseline(tmp_path)
+
+
+def test_the_advice_rewrites_the_baseline_the_gate_read(tmp_path):
+    from textmetric_bench import shipped_path
+    from textmetric_bench.tasks import check
+
+    assert (
+        check.rewrite_advice(tmp_path / "mine.json")
+        == f"rerun this check with update=true (it rewrites {tmp_path / 'mine.json'})"
+    )
+    assert check.rewrite_advice(shipped_path(check.SHIPPED_BASELINE)) == check.REGENERATE  # from this checkout
+    table = compare(
+        _baseline_of({"chi": [0.8, 0.8, 0.8]}, versions={"chi": {"version": "0-old"}}),
+        _measures({"chi": [0.2, 0.2, 0.2]}),
+        z=2.0,
+        min_tolerance=0.02,
+        advice=check.rewrite_advice(tmp_path / "mine.json"),
+    )
+    assert table.loc[0, "status"].endswith(
+        f"write the baseline afresh: rerun this check with update=true (it rewrites {tmp_path / 'mine.json'})"
+    )
+
+
+def test_installed_the_shipped_baseline_is_not_overwritten(tmp_path, cache_dir, monkeypatch):
+    from textmetric_bench.tasks import check
+
+    monkeypatch.setattr(check, "IN_CHECKOUT", False)  # as from an installed wheel
+    with pytest.raises(ConfigError, match="is the baseline shipped inside the installed package, which update=true"):
+        run_check(compose_config(["task=check", "update=true", f"data.cache_dir={cache_dir}"]), tmp_path / "run")
+    assert not (tmp_path / "run" / "measures.csv").exists()
+
+
+def test_parameters_that_differ_from_the_baselines_are_named():
+    from textmetric_bench.api.registry import get_metric
+    from textmetric_bench.tasks.check import param_changes
+
+    baseline = _baseline_of(
+        {"chi": [0.8] * 3, "zipf": [0.7] * 3}, metric_params={"chi": {"top": 5000, "normalise": "dof"}}
+    )
+    chi, zipf = get_metric("chi"), get_metric("zipf")
+    assert param_changes(baseline, [(chi, {"top": 5000, "normalise": "dof"})]) == {}
+    assert param_changes(baseline, [(chi, {"top": 50, "normalise": "dof"}), (zipf, {"top": 9})]) == {
+        "chi": {"top": (5000, 50)}  # zipf: no parameters recorded, nothing to compare
+    }
+
+
+@pytest.mark.slow  # a KSC run of the gate
+def test_a_baseline_is_not_written_from_a_run_where_a_metric_failed(tmp_path, cache_dir, caplog):
+    """A baseline without the failed metric would leave it ungated without a word (the run still exits 3)."""
+    from fake_metrics import registered
+
+    with registered("fake_raises"):
+        result = run_check(
+            check_config(tmp_path, cache_dir, "metrics=[chi,fake_raises]", "update=true"), tmp_path / "r"
+        )
+    assert "fake_raises" in result.failures and not (tmp_path / "baseline.json").exists()
+    assert f"baseline {tmp_path / 'baseline.json'} not written: metric fake_raises failed" in caplog.text

@@ -285,6 +285,11 @@ def test_naming_a_metric_of_a_plugin_that_failed_to_import_names_the_import_erro
     proc, _ = run(tmp_path, broken_plugins, cache_dir, "[chi,punct_gpa]")
     assert "Metric plugins that failed to load: top (broken_top: ModuleNotFoundError" in proc.stderr
     assert "its traceback: python -c 'import broken_top')" in proc.stderr  # where to see it: no run dir is kept
+    proc, _ = run(tmp_path, broken_plugins, cache_dir, "[chi,top]")  # the plugin's name: no "did you mean" guess
+    assert proc.returncode == EXIT_BAD_INPUT and "Did you mean" not in proc.stderr
+    assert (
+        "error: unknown metric 'top': the metric plugin top failed to load (broken_top: ModuleNotFoundError"
+    ) in proc.stderr
 
 
 @pytest.mark.slow  # one of the slowest of the default suite (make test --durations)

@@ -183,7 +183,35 @@ def test_sweep_table_gives_each_warning_once_with_the_jobs_it_applies_to(tmp_pat
     table = sweep_markdown(long, tmp_path)
     assert table.count("Warning") == 1 and f"**Warning (3 of 4 jobs: 0, 1, 2): {few}.**" in table
     long["warning"] = few
-    assert f"**Warning (all 4 jobs): {few}.**" in sweep_markdown(long, tmp_path)
+    assert f"**Warning (all 4 jobs in the table): {few}.**" in sweep_markdown(long, tmp_path)
+
+
+def test_sweep_table_and_report_name_the_jobs_and_metrics_they_leave_out(tmp_path):
+    from textmetric_bench.reports.html.report import build_report
+    from textmetric_bench.reports.sweep.aggregate import aggregate_sweep
+
+    shared = ["metrics=[zipf,chi]", "repetitions=2"]
+    for job, (n, top, code, reason) in enumerate(
+        [(20, 500, 0, ""), (20, 0, 3, "metric chi failed"), (4000, 500, 2, "source 'atis' has 4634 texts but ...")]
+    ):
+        directory = tmp_path / str(job)
+        (directory / ".hydra").mkdir(parents=True)
+        overrides = [f"n={n}", f"metric.chi.top={top}", *shared]
+        (directory / ".hydra" / "overrides.yaml").write_text("".join(f"- {o}\n" for o in overrides))
+        status = {"exit_status": code, "reason": reason, "overrides": overrides}
+        (directory / "exit_status.json").write_text(json.dumps(status))
+        if n == 20:  # a job with measures: zipf in both, chi only where it did not fail
+            metrics = ["zipf", "chi"] if top else ["zipf"]
+            rows = [{"metric": m, "repetition": r, "A": 0.6 + 0.1 * r} for m in metrics for r in range(2)]
+            pd.DataFrame(rows).to_csv(directory / "measures.csv", index=False)
+            failures = {} if top else {"chi": "6 of 6 evaluations failed: MetricError: CHI: top must be ..."}
+            (directory / "run.json").write_text(json.dumps({"failures": failures}))
+    table = sweep_markdown(aggregate_sweep(tmp_path), tmp_path)
+    assert "**Not in the table: 1 of 3 jobs left no measures.**" in table
+    assert "- job 2 (n=4000 metric.chi.top=500): exit status 2, source 'atis' has 4634 texts but ..." in table
+    assert "- job 1 (n=20 metric.chi.top=0): metric chi failed: 6 of 6 evaluations failed" in table
+    page = build_report([tmp_path], tmp_path / "report")["report_html"].read_text()
+    assert "Jobs without results (not in this report)" in page and "job 2 (n=4000 metric.chi.top=500)" in page
 
 
 @pytest.mark.parametrize(

@@ -527,6 +527,12 @@ def get_metric(name: str) -> MetricInfo:
                     f"metric {name!r} is defined in {module}, which failed to import: {record['error']}; fix the "
                     f"module (its traceback: python -c 'import {module}')"
                 ) from None
+        for module, record in _PLUGIN_FAILURES.items():
+            if name in (record["plugin"], module.rpartition(".")[2]):  # raised before registering: named alike
+                raise ConfigError(
+                    f"unknown metric {name!r}: the metric plugin {record['plugin']} failed to load ({module}: "
+                    f"{record['error']}); fix the module (its traceback: python -c 'import {module}')"
+                ) from None
         close = difflib.get_close_matches(name, list(_REGISTRY), n=3, cutoff=0.4)
         hint = f" Did you mean {', '.join(close)}?" if close else ""
         raise ConfigError(

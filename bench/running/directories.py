@@ -1,14 +1,19 @@
-"""The cache and the run directory must be creatable and writable: checked before any work, each problem one line."""
+"""The cache and the run directory must be creatable and writable: checked before any work, each problem one line.
+A run's default directory is new: ``${new_dir:<parent>}`` in conf/config.yaml makes it (``new_dir``)."""
 
 from __future__ import annotations
 
 import errno
+import itertools
 import os
 import shutil
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import datetime
 from pathlib import Path
 
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
 from textmetric_bench.settings import shown
 from textmetric_bench.data.settings import DataSettings
@@ -119,3 +124,54 @@ def remove_unused_run_dir(out_dir: Path, start_dir: Path) -> bool:
             break
         parent = parent.parent
     return True
+
+
+#: How ``new_dir`` names a run directory: its start, to the second.
+STAMP = "%Y-%m-%d_%H-%M-%S"
+#: The directories ``new_dir`` made in this process (absolute): a caller tells a directory it was given from one an
+#: earlier run left.
+MADE: set[Path] = set()
+
+
+#: Inside ``names_only()``: ``new_dir`` names the directory it would make, and makes none.
+_NAMES_ONLY: list[bool] = []
+
+
+@contextmanager
+def names_only() -> Iterator[None]:
+    """Compose a config's run directory without making it: for a check of its path before Hydra composes and makes
+    it (``__main__.run_dir_problem``)."""
+    _NAMES_ONLY.append(True)
+    try:
+        yield
+    finally:
+        _NAMES_ONLY.pop()
+
+
+def new_dir(parent: str) -> str:
+    """``<parent>/<time>``, made here, for a run's or a sweep's default directory (``${new_dir:<parent>}``): a second
+    job started in the same second finds it made and takes ``<time>_2``, so two jobs never share a directory. Made
+    with one ``mkdir`` (atomic: of two processes, one makes it, the other gets FileExistsError). OmegaConf caches the
+    value per config, as it does Hydra's ``${now:}``, and Hydra hands the cache on to a sweep's jobs, so a run and
+    its jobs each resolve it once. Where it cannot be made (a read-only or full disk), the name alone: the run's
+    directory check then says why (``directory_problems``)."""
+    base, stamp = Path(parent).expanduser(), datetime.now().strftime(STAMP)
+    for number in itertools.count(1):
+        path = base / (stamp if number == 1 else f"{stamp}_{number}")
+        if _NAMES_ONLY:
+            if path.exists():
+                continue
+            return str(path)
+        try:
+            path.mkdir(parents=True)
+        except FileExistsError:
+            continue
+        except OSError:
+            return str(path)
+        MADE.add(path.absolute())
+        return str(path)
+    raise AssertionError("unreachable")  # itertools.count never ends
+
+
+if not OmegaConf.has_resolver("new_dir"):
+    OmegaConf.register_new_resolver("new_dir", new_dir, use_cache=True)

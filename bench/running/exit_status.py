@@ -13,7 +13,6 @@ import json
 import os
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 
 from hydra.experimental.callback import Callback
@@ -21,14 +20,11 @@ from hydra.experimental.callback import Callback
 from textmetric_bench.console import log_file
 from textmetric_bench.errors import EXIT_METRIC_FAILED, EXIT_OK, EXIT_REGRESSION, worst_exit_status
 from textmetric_bench.measures.failures import failure_counts
+from textmetric_bench.reports.sweep.jobs import STATUS_FILE, JobStatus, read_jobs, set_apart
 
-STATUS_FILE = "exit_status.json"
 #: A job directory counts as this sweep's when Hydra wrote its config at most this long before the sweep began
 #: (file times on another machine of a cluster may lag a little).
 CLOCK_SLACK_SECONDS = 2.0
-#: The status of a job that left none: Python's own exit status for an unexpected error.
-NO_STATUS = 1
-
 _sweep: dict[str, object] = {}
 
 
@@ -96,58 +92,12 @@ class SweepExitStatus(Callback):
         _sweep.update(dir=Path(str(config.hydra.sweep.dir)).absolute(), start=time.time())
 
 
-@dataclass(frozen=True)
-class JobStatus:
-    directory: Path
-    code: int
-    reason: str
-    overrides: list[str]
-
-
 def sweep_jobs() -> list[JobStatus] | None:
     """The status of every job of the sweep this process launched, by job directory; None when it launched none."""
     if "dir" not in _sweep:
         return None
-    root, since = Path(_sweep["dir"]), float(_sweep["start"]) - CLOCK_SLACK_SECONDS
-    fresh = lambda path: path.stat().st_mtime >= since  # noqa: E731 - not a job of an earlier sweep here
-    directories = {c.parent.parent for c in root.glob("**/.hydra/config.yaml") if fresh(c)}
-    directories |= {s.parent for s in root.glob(f"**/{STATUS_FILE}") if fresh(s)}
-    jobs = []
-    for directory in directories:
-        status = directory / STATUS_FILE
-        try:
-            if not fresh(status):
-                raise FileNotFoundError(status)
-            data = json.loads(status.read_text())
-            jobs.append(
-                JobStatus(
-                    directory, int(data["exit_status"]), str(data.get("reason", "")), list(data.get("overrides") or [])
-                )
-            )
-        except (OSError, ValueError, KeyError, TypeError):
-            jobs.append(
-                JobStatus(
-                    directory,
-                    NO_STATUS,
-                    f"no exit status recorded (it crashed or was stopped; see its log in {directory})",
-                    _overrides_of(directory),
-                )
-            )
-    return sorted(jobs, key=lambda job: _job_order(root, job.directory))
-
-
-def _overrides_of(directory: Path) -> list[str]:
-    try:
-        import yaml
-
-        return list(yaml.safe_load((directory / ".hydra" / "overrides.yaml").read_text()) or [])
-    except Exception:  # noqa: BLE001 - only for the message
-        return []
-
-
-def _job_order(root: Path, directory: Path) -> tuple:
-    parts = directory.relative_to(root).parts
-    return tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in parts)
+    since = float(_sweep["start"]) - CLOCK_SLACK_SECONDS
+    return read_jobs(Path(_sweep["dir"]), lambda path: path.stat().st_mtime >= since)  # not an earlier sweep's job
 
 
 def sweep_exit_status(launcher_status: int) -> tuple[int, list[str]]:
@@ -158,8 +108,7 @@ def sweep_exit_status(launcher_status: int) -> tuple[int, list[str]]:
     if not failed:
         return code, ([f"sweep: all {len(jobs)} jobs succeeded ({_sweep['dir']})"] if jobs else [])
     lines = [f"sweep: {len(failed)} of {len(jobs)} jobs failed (exit status {code}; {_sweep['dir']}):"]
-    shared = set.intersection(*(set(job.overrides) for job in jobs)) if len(jobs) > 1 else set()
+    apart = set_apart(jobs)
     for job in failed:  # named by the overrides that set it apart from the sweep's other jobs
-        what = " ".join(o for o in job.overrides if o not in shared) or " ".join(job.overrides) or "(no overrides)"
-        lines.append(f"  job {what} -> {job.directory}: exit status {job.code}, {job.reason}")
+        lines.append(f"  job {apart[job.directory]} -> {job.directory}: exit status {job.code}, {job.reason}")
     return code, lines

@@ -92,6 +92,7 @@ def compose_config(overrides: Sequence[str] = (), *, return_hydra_config: bool =
     """
     from hydra import compose, initialize_config_dir
 
+    from textmetric_bench.running import directories  # noqa: F401 - registers ${new_dir:} of the run directories
     from textmetric_bench.running.metric_configs import register_metric_configs
 
     register_task_configs()

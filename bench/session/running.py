@@ -109,8 +109,9 @@ def overrides_of(
     return out
 
 
-def compose(overrides: Sequence[str]):
-    """(config, run directory as the command line names it) for ``overrides``; one ConfigError for a bad one."""
+def compose(overrides: Sequence[str], *, run_dir: bool = True):
+    """(config, run directory as the command line names it, made: ``new_dir``) for ``overrides``; one ConfigError
+    for a bad one. ``run_dir=False``: no directory (None), for a call given one or writing none."""
     from textmetric_bench.running.metric_configs import metric_override_problems
     from textmetric_bench.running.registry import compose_config
     from textmetric_bench.running.suite import suite_override_problems
@@ -128,10 +129,10 @@ def compose(overrides: Sequence[str]):
         raise
     except Exception as exc:  # Hydra's own refusal: an unknown key, a config group option that does not exist
         raise ConfigError(f"{' '.join(str(exc).split())} (overrides: {' '.join(overrides)})") from None
-    run_dir = Path(str(OmegaConf.select(cfg, "hydra.run.dir")))
+    made = Path(str(OmegaConf.select(cfg, "hydra.run.dir"))) if run_dir else None
     with open_dict(cfg):
         del cfg["hydra"]
-    return cfg, run_dir
+    return cfg, made
 
 
 @contextlib.contextmanager
@@ -170,14 +171,14 @@ def run(
     allow_metric_failures: bool | None = None,
 ) -> Path:
     """Run the composed config into its run directory as ``python -m textmetric_bench`` does, and return it."""
-    from textmetric_bench.running.directories import remove_unused_run_dir
+    from textmetric_bench.running.directories import MADE, remove_unused_run_dir
     from textmetric_bench.running.exit_status import failure_lines, run_exit_status, write_run_status
     from textmetric_bench.running.runner import run_configured
 
-    cfg, run_dir = compose(overrides)
-    out_dir = Path(out_dir).expanduser().absolute() if out_dir is not None else run_dir.absolute()
+    cfg, made = compose(overrides, run_dir=out_dir is None)
+    out_dir = Path(out_dir).expanduser().absolute() if out_dir is not None else Path(made).absolute()
     allowed = bool(cfg.get("allow_metric_failures", False)) if allow_metric_failures is None else allow_metric_failures
-    existed = out_dir.exists()
+    existed = out_dir.exists() and out_dir not in MADE  # a directory this call made is new
     with run_console(out_dir, progress):
         save_config(cfg, overrides, out_dir)
         try:

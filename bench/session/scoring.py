@@ -60,7 +60,7 @@ def score(
     name = names[0]
     overrides = overrides_of("ksc", [name], None, {}, config)
     overrides += [override(f"metric.{name}.{key}", value) for key, value in params.items()]
-    cfg, _ = compose(overrides)
+    cfg, _ = compose(overrides, run_dir=False)  # score() writes no run directory
     ((info, chosen),) = selected_metrics(cfg)
     cache_dir = data_locations(cfg)[0]
     distinct = list(dict.fromkeys([*a, *b]))  # each text embedded or prepared once, as a run's corpus store does

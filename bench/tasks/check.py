@@ -25,6 +25,7 @@ from pathlib import Path
 import pandas as pd
 from omegaconf import OmegaConf
 
+from textmetric_bench import IN_CHECKOUT, shipped_path
 from textmetric_bench.api.registry import get_metric, is_builtin_module
 from textmetric_bench.errors import ConfigError
 from textmetric_bench.measures import registry
@@ -41,12 +42,22 @@ log = logging.getLogger(__name__)
 SETTINGS = ("pair", "k", "n", "repetitions", "seed")
 #: The one command that rewrites the baseline, the reference results and the paper tables from today's code.
 REGENERATE = "make regenerate (python -m textmetric_bench.running.regenerate)"
+#: The shipped baseline, as the repository names it (``shipped_path`` finds it in a checkout or an installed wheel).
+SHIPPED_BASELINE = "reports/baselines/ksc_fortune_computing_people.json"
 FAILING = ("DROPPED", "ROSE", "CHANGED", "MISSING")
 
 
 def numerics() -> dict:
     """What decides whether a rerun reproduces the baseline bit for bit (textmetric_bench.numerics)."""
     return {"label": numerics_label()}
+
+
+def numerics_difference(baseline: dict) -> str:
+    """Why this run does not have the baseline's numerics, in words (``reproducible`` is False)."""
+    before, now = (baseline.get("numerics") or {}).get("label", "not recorded"), numerics()["label"]
+    if before != now:
+        return f"the baseline's numerics are {before}, this run's {now}"
+    return "the pinned kernels are not in force in this run"
 
 
 def reproducible(baseline: dict) -> bool:
@@ -89,7 +100,7 @@ class CheckSettings(KSCSettings):
         example=True,
     )
     baseline: str = option(
-        "${shipped:reports/baselines/ksc_fortune_computing_people.json}",
+        "${shipped:" + SHIPPED_BASELINE + "}",
         "the baseline JSON",
         key="check.baseline",
         example="my_baseline.json",
@@ -157,8 +168,10 @@ def compare(
     min_tolerance: float,
     exact_tolerance: float = 1e-9,
     plugins_two_sided: bool = False,
+    advice: str = REGENERATE,
 ) -> pd.DataFrame:
-    """One row per (metric, measure) of the baseline: old and new mean, tolerance, status.
+    """One row per (metric, measure) of the baseline: old and new mean, tolerance, status (a metric whose declared
+    version changed: not compared, with ``advice`` on writing the baseline afresh).
 
     Statuses that fail the gate: DROPPED, ROSE (a two-sided metric moved up), CHANGED (a built-in metric's values
     differ beyond ``exact_tolerance`` where the run reproduces the baseline's numerics), MISSING."""
@@ -178,8 +191,7 @@ def compare(
                 {
                     "metric": metric,
                     "measure": "*",
-                    "status": f"version {declared} -> {declared_now}: "
-                    f"not compared; regenerate the baseline: {REGENERATE}",
+                    "status": f"version {declared} -> {declared_now}: not compared; write the baseline afresh: {advice}",
                 }
             )
             continue
@@ -224,15 +236,107 @@ class CheckTask(
 
     def preflight(self, run: RunInputs) -> None:
         super().preflight(run)
-        path = Path(run.settings.baseline).expanduser()
-        if not run.settings.update and not path.is_file():
-            raise ConfigError(
-                f"check.baseline={shown(str(path))} is not valid: no such file; point it at a "
-                f"baseline JSON, or write one with `python -m textmetric_bench task=check update=true`"
-            )
+        gate_baseline(run)
 
     def run(self, run: RunInputs) -> TaskResult:
         return run_gate(run)
+
+
+def gate_baseline(run: RunInputs) -> dict:
+    """The baseline the gate compares with, checked before any work (``{}`` with update=true, which writes it):
+    one ConfigError line for a file that is not a baseline, settings that differ from the run's, or, from an
+    installed package, update=true on the baseline shipped inside it."""
+    path = Path(run.settings.baseline).expanduser()
+    if run.settings.update:
+        if is_shipped(path) and not IN_CHECKOUT:
+            raise ConfigError(
+                f"check.baseline={shown(str(path))} is the baseline shipped inside the installed package, which "
+                "update=true would overwrite; write a baseline of your own, e.g. check.baseline=my_baseline.json"
+            )
+        return {}
+    baseline = read_baseline(path)
+    settings = _settings(run)
+    differs = {
+        k: (baseline["settings"].get(k), settings[k]) for k in SETTINGS if baseline["settings"].get(k) != settings[k]
+    }
+    if differs:
+        raise ConfigError(
+            "the run's settings differ from the baseline's, so they cannot be compared: "
+            + ", ".join(f"{k}: baseline {a!r} vs run {b!r}" for k, (a, b) in differs.items())
+            + f". Use the baseline's settings or write a new baseline ({path}) with update=true"
+        )
+    return baseline
+
+
+def is_shipped(path: Path) -> bool:
+    """Whether ``path`` is the shipped baseline (in the checkout, or inside the installed package)."""
+    return Path(path).expanduser().resolve() == shipped_path(SHIPPED_BASELINE).resolve()
+
+
+def read_baseline(path: Path) -> dict:
+    """The baseline JSON at ``path``, checked for what the gate reads; one ConfigError line naming the problem."""
+    stated = f"check.baseline={shown(str(path))} is not valid"
+    write = "write one with update=true (python -m textmetric_bench task=check update=true check.baseline=<file>)"
+    if path.is_dir():
+        raise ConfigError(f"{stated}: it is a directory; point it at a baseline JSON file, or {write}")
+    if not path.is_file():
+        raise ConfigError(f"{stated}: no such file; point it at a baseline JSON, or {write}")
+    try:
+        baseline = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        where = f" at line {exc.lineno} column {exc.colno}" if isinstance(exc, json.JSONDecodeError) else ""
+        reason = exc.msg if isinstance(exc, json.JSONDecodeError) else "not UTF-8 text"
+        raise ConfigError(f"{stated}: not JSON ({reason}{where}); {write}") from None
+    problem = baseline_problem(baseline)
+    if problem:
+        raise ConfigError(f"{stated}: not a baseline the gate can read ({problem}); {write}")
+    return baseline
+
+
+def baseline_problem(baseline) -> str | None:
+    """What a parsed baseline lacks for the gate (its settings, and per metric and measure a mean and the values of
+    the repetitions), or None."""
+    if not isinstance(baseline, dict):
+        return f"a JSON {type(baseline).__name__}, not an object"
+    settings, measures = baseline.get("settings"), baseline.get("measures")
+    if not isinstance(settings, dict) or set(SETTINGS) - set(settings):
+        return f"'settings' must hold {', '.join(SETTINGS)}"
+    if not isinstance(measures, dict) or not measures:
+        return "'measures' must hold each metric's measures"
+    for metric, by_measure in measures.items():
+        if not isinstance(by_measure, dict):
+            return f"measures of {metric!r} are not an object"
+        for measure, entry in by_measure.items():
+            if not isinstance(entry, dict) or "mean" not in entry or not isinstance(entry.get("values"), dict):
+                return f"{metric!r} {measure}: needs 'mean' and 'values' (one value per repetition)"
+    return None
+
+
+def param_changes(baseline: dict, metrics) -> dict[str, dict[str, tuple]]:
+    """Per metric of both the baseline and the run, the parameters whose value differs from the baseline's
+    ``metric_params``: (baseline's, run's). ``metrics``: the run's (MetricInfo, params)."""
+    recorded = baseline.get("metric_params") or {}
+    out = {}
+    for info, params in metrics:
+        before = recorded.get(info.name)
+        if info.name not in baseline["measures"] or not isinstance(before, dict):
+            continue
+        changed = {
+            key: (before.get(key, "(absent)"), params.get(key, "(absent)"))
+            for key in sorted(set(before) | set(params))
+            if before.get(key, "(absent)") != params.get(key, "(absent)")
+        }
+        if changed:
+            out[info.name] = changed
+    return out
+
+
+def rewrite_advice(path: Path) -> str:
+    """How to write the baseline at ``path`` afresh: the shipped one with the other shipped results, from a checkout;
+    any other by rerunning the check with update=true."""
+    if IN_CHECKOUT and is_shipped(path):
+        return REGENERATE
+    return f"rerun this check with update=true (it rewrites {path})"
 
 
 def run_gate(run: RunInputs) -> TaskResult:
@@ -244,30 +348,24 @@ def run_gate(run: RunInputs) -> TaskResult:
     path = Path(check.baseline).expanduser()
     gated = list(check.measures)
     settings = _settings(run)
-    if not check.update:
-        if not path.exists():
-            raise ConfigError(
-                f"no baseline at {path}; create one with `python -m textmetric_bench task=check update=true`"
-            )
-        baseline = json.loads(path.read_text())
-        differs = {
-            k: (baseline["settings"].get(k), settings[k])
-            for k in SETTINGS
-            if baseline["settings"].get(k) != settings[k]
-        }
-        if differs:
-            raise ConfigError(
-                "the run's settings differ from the baseline's, so they cannot be compared: "
-                + ", ".join(f"{k}: baseline {a!r} vs run {b!r}" for k, (a, b) in differs.items())
-                + f". Use the baseline's settings or write a new baseline ({path}) with update=true"
-            )
+    baseline = gate_baseline(run)  # checked by the preflight too, where a run is validated first (the command line)
     result = run_task(KSCTask(), run)
     files = dict(result.files)
     if check.update:
+        if result.failures:  # a baseline without a failed metric would leave it ungated without a word
+            log.error(
+                "baseline %s not written: metric%s %s failed (see above); fix %s, or leave %s out with metrics=[...]",
+                path,
+                "s" if len(result.failures) > 1 else "",
+                ", ".join(sorted(result.failures)),
+                "them" if len(result.failures) > 1 else "it",
+                "them" if len(result.failures) > 1 else "it",
+            )
+            return replace(result, summary=pd.DataFrame())
         extra = {
             "embedding_model": result.info["embedding"]["model"],
             "numerics": numerics(),
-            "written_by": REGENERATE,
+            "written_by": REGENERATE if IN_CHECKOUT and is_shipped(path) else "task=check update=true",
             "versions": metric_versions(sorted(set(result.measures["metric"]))),
             "metric_params": OmegaConf.to_container(cfg.get("metric") or {}, resolve=True),
         }
@@ -276,12 +374,9 @@ def run_gate(run: RunInputs) -> TaskResult:
         log.info("wrote baseline %s", path)
         return replace(result, summary=pd.DataFrame(), files={**files, "baseline": path})
 
-    if baseline.get("embedding_model") not in (None, result.info["embedding"]["model"]):
-        log.warning(
-            "embedding model changed: baseline %s, now %s",
-            baseline.get("embedding_model"),
-            result.info["embedding"]["model"],
-        )
+    model = result.info["embedding"]["model"]  # None: no metric of this run reads embeddings
+    if model is not None and baseline.get("embedding_model") not in (None, model):
+        log.warning("embedding model changed: baseline %s, now %s", baseline.get("embedding_model"), model)
     table = compare(
         baseline,
         result.measures,
@@ -289,6 +384,7 @@ def run_gate(run: RunInputs) -> TaskResult:
         min_tolerance=check.min_tolerance,
         exact_tolerance=check.exact_tolerance,
         plugins_two_sided=check.two_sided,
+        advice=rewrite_advice(path),
     )
     failed = table[table["status"].isin(FAILING)]
     table.to_csv(out_dir / "check.csv", index=False)
@@ -306,8 +402,7 @@ def run_gate(run: RunInputs) -> TaskResult:
         + (
             f", and to {check.exact_tolerance} per value (this run has the baseline's numerics: {now['label']})"
             if reproducible(baseline)
-            else f" (to tolerance only: the baseline's numerics {baseline.get('numerics')} are not this run's "
-            f"{now}, so values may differ in their last bits)"
+            else f" (to tolerance only: {numerics_difference(baseline)}, so values may differ in their last bits)"
         )
         + "\n\n"
         + (markdown_table(shown) if len(moved) else "Nothing moved beyond tolerance.")
@@ -325,10 +420,28 @@ def run_gate(run: RunInputs) -> TaskResult:
             verb = "dropped" if row["status"] == "DROPPED" else "rose"
             what = f"{verb} from {row['baseline']:.4f} to {row['new']:.4f} (tolerance {row['tolerance']:.4f})"
         text += f"\nREGRESSION: metric {row['metric']} measure {row['measure']} {what}"
-    if failed["status"].isin(["DROPPED", "ROSE", "CHANGED"]).any():
+    changed_params = param_changes(baseline, run.metrics)
+    if changed_params:
         text += (
-            f"\n\nIf the change is intended, declare it (@metric(version=...)) and regenerate the baseline and the "
-            f"reference results: {REGENERATE}"
+            "\n\nParameters differ from the baseline's, so a move of these metrics may come from them: "
+            + "; ".join(
+                f"{metric} " + ", ".join(f"{key} {old!r} -> {new!r}" for key, (old, new) in keys.items())
+                for metric, keys in changed_params.items()
+            )
+        )
+        log.warning("metric parameters differ from the baseline's: %s", ", ".join(changed_params))
+    moved_metrics = set(failed.loc[failed["status"].isin(["DROPPED", "ROSE", "CHANGED"]), "metric"])
+    if moved_metrics - set(changed_params):
+        text += (
+            f"\n\nIf the change is intended, declare it (@metric(version=...)) and write the baseline afresh: "
+            f"{rewrite_advice(path)}"
+        )
+        if not is_shipped(path) and IN_CHECKOUT and any(two_sided(m, False) for m in moved_metrics):
+            text += f"; a built-in metric's change also needs the shipped results regenerated: {REGENERATE}"
+    if moved_metrics & set(changed_params):
+        text += (
+            f"\n\nIf the new parameters of {', '.join(sorted(moved_metrics & set(changed_params)))} are intended, "
+            f"write the baseline afresh with them: {rewrite_advice(path)}"
         )
     (out_dir / "check.md").write_text(text + "\n")
     return replace(

@@ -39,6 +39,7 @@ from textmetric_bench.reports.html.tables import (
 from textmetric_bench.reports.labels import SIMILARITY_NOTE, metric_labels, row_labels
 from textmetric_bench.reports.reference_rows import REFERENCE_NOTE, is_reference
 from textmetric_bench.reports.sweep.aggregate import aggregate_sweep, find_run_dirs
+from textmetric_bench.reports.sweep.jobs import left_out_lines
 from textmetric_bench.reports.sweep.runs import Run, Section, load_run, profile, sections
 from textmetric_bench.reports.tables.significance import column_marks, marks_note
 from textmetric_bench.reports.tables.table3 import table3
@@ -375,11 +376,19 @@ def build_report(
             + _figure(sweep_trends(long, fig_dir / "trends.png", warnings=sweep_warnings(runs)), CAPTIONS["trend"])
             + "</section>"
         )
+    left_out = [line for d in dirs for line in left_out_lines(d)]  # a sweep's jobs that wrote no measures
+    missing = (
+        "<div class=failures><h4>Jobs without results (not in this report)</h4><ul>"
+        + "".join(f"<li>{escape(line)}</li>" for line in left_out)
+        + "</ul></div>"
+        if left_out
+        else ""
+    )
     page = (
         f"<!doctype html><html><head><meta charset=utf-8><title>textmetric-bench report</title>"
         f"<style>{STYLE}</style></head><body data-figures-loaded='pending'><h1>Metric quality report</h1>"
         f"<p>{len(runs)} run(s). Measures follow Kour, Ackerman et al., <i>Measuring the Measuring "
-        f"Tools</i> (004). {NUMBERS}</p>{''.join(body)}<script>{LOAD_CHECK}</script></body></html>"
+        f"Tools</i> (004). {NUMBERS}</p>{missing}{''.join(body)}<script>{LOAD_CHECK}</script></body></html>"
     )
     path = out_dir / "report.html"
     path.write_text(page, encoding="utf-8")

@@ -26,6 +26,7 @@ from textmetric_bench.measures.paired import all_comparisons
 from textmetric_bench.measures.summaries import RAW_MEASURES, labelled, summarise_measures
 from textmetric_bench.reports.bounds import bound_label, bound_of
 from textmetric_bench.reports.labels import TABLE3_ORDER, format_score, metric_labels
+from textmetric_bench.reports.sweep.jobs import job_name, left_out_lines, read_jobs, set_apart
 from textmetric_bench.reports.tables.markdown import markdown_table, terminal_text
 from textmetric_bench.reports.tables.table3 import BELOW_MARK, BELOW_NOTE, BOLD_TOLERANCE, best_mask
 
@@ -149,10 +150,39 @@ def sweep_markdown(long: pd.DataFrame, sweep_dir: Path) -> str:
     table = markdown_table(cells.reset_index()) + (f"\n\n{BELOW_NOTE}" if below.to_numpy().any() else "")
     header = (
         f"# Sweep summary: {sweep_dir}\n\nMeans over the repetitions of each job (T in [100 op/s]); higher is "
-        f"better; bold = best within each (pair, k, n) block and those within {BOLD_TOLERANCE:g} of it (004 Table "
+        f"better; bold = best within each ({', '.join(keys)}) block and those within {BOLD_TOLERANCE:g} of it (004 Table "
         f"3). Intervals ({INTERVAL_NAME}) are in sweep_summary.csv.\n\n"
     )
-    return header + sweep_warnings(frame) + table + "\n"
+    return header + sweep_warnings(frame) + table + "\n" + not_in_the_table(sweep_dir)
+
+
+def not_in_the_table(sweep_dir: Path) -> str:
+    """Below the sweep's table, what it leaves out: each job with no measures (refused, failed or stopped), and each
+    metric that failed in a job, named by the overrides that set the job apart; "" when nothing is left out."""
+    jobs = read_jobs(sweep_dir)
+    apart = set_apart(jobs)
+    left_out = left_out_lines(sweep_dir)
+    failed = []
+    for job in jobs:
+        try:
+            failures = json.loads((job.directory / "run.json").read_text()).get("failures") or {}
+        except (OSError, ValueError, AttributeError):
+            continue
+        failed += [
+            f"job {job_name(sweep_dir, job.directory)} ({apart[job.directory]}): metric {m} failed: "
+            f"{' '.join(str(e).split())[:300]}"
+            for m, e in failures.items()
+        ]
+    parts = []
+    if left_out:
+        parts.append(f"**Not in the table: {len(left_out)} of {len(jobs)} jobs left no measures.**\n\n")
+        parts += [f"- {line}\n" for line in left_out]
+    if failed:
+        parts.append(
+            "\n**Metrics that failed in a job** (their rows hold only complete repetitions, or are missing):\n\n"
+        )
+        parts += [f"- {line}\n" for line in failed]
+    return ("\n" + "".join(parts)) if parts else ""
 
 
 def sweep_warnings(frame: pd.DataFrame) -> str:
@@ -162,7 +192,7 @@ def sweep_warnings(frame: pd.DataFrame) -> str:
     lines = []
     for warning, group in flagged.groupby("warning", sort=False):
         which = (
-            f"all {len(jobs)} jobs"
+            f"all {len(jobs)} jobs in the table"
             if len(group) == len(jobs)
             else f"{len(group)} of {len(jobs)} jobs: {', '.join(group['run'])}"
         )

@@ -1,0 +1,99 @@
+"""The jobs of a sweep as their directories record them: the exit status every run writes (``exit_status.json``:
+status, reason, overrides) and Hydra's ``.hydra/`` files. Read by the sweep's last lines
+(``textmetric_bench.running.exit_status``), its table (``aggregate``) and its report, so each names the same jobs
+the same way: by the overrides that set a job apart from the sweep's other jobs.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+STATUS_FILE = "exit_status.json"
+#: The status of a job that left none: Python's own exit status for an unexpected error.
+NO_STATUS = 1
+
+
+@dataclass(frozen=True)
+class JobStatus:
+    """One job: its directory, exit status and reason, and the overrides it ran with."""
+
+    directory: Path
+    code: int
+    reason: str
+    overrides: list[str]
+
+
+def read_jobs(root: Path, fresh: Callable[[Path], bool] = lambda path: True) -> list[JobStatus]:
+    """Every job directory at or below ``root`` (one with Hydra's config or an exit status; ``fresh`` picks the files
+    that count, e.g. those written since a sweep began), in job order; a job that left no status counts as failed."""
+    root = Path(root)
+    directories = {c.parent.parent for c in root.glob("**/.hydra/config.yaml") if fresh(c)}
+    directories |= {s.parent for s in root.glob(f"**/{STATUS_FILE}") if fresh(s)}
+    jobs = []
+    for directory in directories:
+        status = directory / STATUS_FILE
+        try:
+            if not fresh(status):
+                raise FileNotFoundError(status)
+            data = json.loads(status.read_text())
+            jobs.append(
+                JobStatus(
+                    directory, int(data["exit_status"]), str(data.get("reason", "")), list(data.get("overrides") or [])
+                )
+            )
+        except (OSError, ValueError, KeyError, TypeError):
+            jobs.append(
+                JobStatus(
+                    directory,
+                    NO_STATUS,
+                    f"no exit status recorded (it crashed, was stopped, or is still running; see its log in {directory})",
+                    _overrides_of(directory),
+                )
+            )
+    return sorted(jobs, key=lambda job: _job_order(root, job.directory))
+
+
+def _overrides_of(directory: Path) -> list[str]:
+    try:
+        return list(yaml.safe_load((directory / ".hydra" / "overrides.yaml").read_text()) or [])
+    except Exception:  # noqa: BLE001 - only for the message
+        return []
+
+
+def _job_order(root: Path, directory: Path) -> tuple:
+    parts = directory.relative_to(root).parts
+    return tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in parts)
+
+
+def set_apart(jobs: list[JobStatus]) -> dict[Path, str]:
+    """Each job's overrides that not every job of ``jobs`` shares (all of them for a single job), as one string."""
+    shared = set.intersection(*(set(job.overrides) for job in jobs)) if len(jobs) > 1 else set()
+    return {
+        job.directory: " ".join(o for o in job.overrides if o not in shared)
+        or " ".join(job.overrides)
+        or "(no overrides)"
+        for job in jobs
+    }
+
+
+def left_out_lines(root: Path) -> list[str]:
+    """One line per job under ``root`` that left no measures (refused, failed or stopped): which job, its directory,
+    exit status and reason. [] when every job has measures."""
+    jobs = read_jobs(root)
+    apart = set_apart(jobs)
+    return [
+        f"job {job_name(root, job.directory)} ({apart[job.directory]}): exit status {job.code}, {job.reason}"
+        for job in jobs
+        if not (job.directory / "measures.csv").is_file()
+    ]
+
+
+def job_name(root: Path, directory: Path) -> str:
+    """A job's directory as the sweep names it: relative to the sweep (``3``), or the run's own path."""
+    relative = Path(directory).relative_to(root)
+    return str(relative) if relative.parts else str(directory)
