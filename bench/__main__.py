@@ -5,8 +5,11 @@ from __future__ import annotations
 import argparse
 import errno
 import logging
+import os
+import signal
 import sys
 from pathlib import Path
+from typing import NoReturn
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
@@ -55,6 +58,7 @@ def app(cfg: DictConfig) -> int:
     process that launched the sweep exits with the worst of them (``main``)."""
     _app_entered.append(True)
     out_dir = Path(HydraConfig.get().runtime.output_dir).absolute()
+    _app_entered[-1] = out_dir  # where an interrupted run's evaluations are (``interrupted``)
     setup_run_console(progress_setting(cfg))
     from textmetric_bench.running.suite import setting_not_for_pair, skipped_setting
 
@@ -97,8 +101,9 @@ def app(cfg: DictConfig) -> int:
     return finish(out_dir, code, reason)
 
 
-#: Whether this process ran ``app``'s body: Hydra exits 1 on arguments it refuses before that.
-_app_entered: list[bool] = []
+#: Whether this process ran ``app``'s body (Hydra exits 1 on arguments it refuses before that): the run
+#: directories of its runs.
+_app_entered: list[bool | Path] = []
 
 
 def finish(out_dir: Path, code: int, reason: str, *, error: str | None = None, refused: bool = False) -> int:
@@ -250,6 +255,25 @@ def command_line(argv: list[str]) -> argparse.Namespace:
     return command_line_parser().parse_known_args(argv)[0]
 
 
+def interrupted() -> NoReturn:
+    """Ctrl-C: one line saying what is kept and how to go on (no traceback), then the process ends by SIGINT as the
+    shell expects (a script sees status 130, and a shell loop around it stops too)."""
+    from textmetric_bench.running.directories import run_dir_key
+    from textmetric_bench.running.exit_status import sweep_directory
+
+    directory = sweep_directory() or next((d for d in reversed(_app_entered) if isinstance(d, Path)), None)
+    key = "hydra.sweep.dir" if sweep_directory() is not None else run_dir_key()
+    print(
+        "interrupted: the evaluations finished so far are kept"
+        + (f" in {directory}; to go on from them, run the same command with {key}={directory}" if directory else ""),
+        file=sys.stderr,
+        flush=True,
+    )
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    os.kill(os.getpid(), signal.SIGINT)
+    raise SystemExit(130)  # where the signal did not end the process
+
+
 def main() -> None:
     from textmetric_bench.running.ahead import start_embedding_ahead
 
@@ -275,6 +299,8 @@ def main() -> None:
     try:
         app()
         code = EXIT_OK
+    except KeyboardInterrupt:
+        interrupted()
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else EXIT_OK if exc.code is None else 1
         if code == 1 and not _app_entered and sweep_jobs() is None:

@@ -6,6 +6,7 @@ Registered when imported: tests make a run load this module through the plugin e
 """
 
 import os
+import time
 
 from fake_lines import FD2_LINE  # tests/ is on the run's PYTHONPATH
 
@@ -40,3 +41,10 @@ def fake_writes_to_fd2(p, q, *, seed: int = 0) -> float:
     """Writes a line on file descriptor 2 below Python's sys.stderr, as a C library's fprintf does, then succeeds."""
     os.write(2, (FD2_LINE + "\n").encode())
     return float(abs(len(p) - len(q)))
+
+
+@metric("fake_takes_a_minute", inputs="texts", symmetric=True)
+def fake_takes_a_minute(p, q, *, seed: int = 0) -> float:
+    """Sleeps a minute, then returns the corpora's size: a run to interrupt."""
+    time.sleep(60)
+    return float(len(p) + len(q))

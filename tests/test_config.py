@@ -313,3 +313,12 @@ def test_a_new_file_in_metrics_is_a_metric_with_parameters_on_the_command_line(t
     assert (distances["error"] == "").all()
     assert (distances["distance"] >= 1000).all()  # the override reached the function
     assert OmegaConf.load(out / ".hydra" / "config.yaml").metric.length_offset.offset == 1000
+
+
+def test_every_metric_a_sweep_names_is_checked_before_any_job_runs():
+    """Before, ``-m metrics=zipf,fdi`` ran zipf's jobs and refused fdi's one by one."""
+    assert [p.split(".")[0] for p in metric_override_problems(["metrics=zipf,fdi"])] == ["unknown metric 'fdi'"]
+    assert [p.split(".")[0] for p in metric_override_problems(["metrics=[zipf,chii]"])] == ["unknown metric 'chii'"]
+    assert metric_override_problems(["metrics=glob(*)"]) == []  # not a list of names: the run's validation reads it
+    for fine in ("metrics=default", "metrics=all", "metrics=[zipf,chi],[fid]", "metrics=default,[chi]"):
+        assert metric_override_problems([fine]) == [], fine

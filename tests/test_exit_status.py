@@ -353,3 +353,48 @@ def test_a_partly_failing_metric_keeps_its_row_and_its_failed_corpora_can_be_wri
         timeout=600,
     )
     assert refused.returncode == EXIT_BAD_INPUT and "no failed evaluation of 'chi'" in refused.stderr
+
+
+def test_ctrl_c_says_in_one_line_what_is_kept_and_how_to_go_on_and_ends_by_sigint(tmp_path, plugin_path, cache_dir):
+    """As a terminal's Ctrl-C: SIGINT to the whole process group, while an evaluation runs. No traceback (before:
+    two, about 70 lines, one of them from the embedding helper); the shell sees 130 (killed by SIGINT)."""
+    import signal
+    import time
+
+    out = tmp_path / "run"
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(plugin_path), str(TESTS_DIR)]),
+        "BENCH_CACHE_DIR": str(cache_dir),
+    }
+    command = [
+        sys.executable,
+        "-m",
+        "textmetric_bench",
+        *TINY,
+        "metrics=[chi,fake_takes_a_minute]",
+        f"hydra.run.dir={out}",
+    ]
+    proc = subprocess.Popen(
+        command,
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    log, deadline = out / "evaluations.jsonl", time.monotonic() + 300
+    while time.monotonic() < deadline and proc.poll() is None:  # the log begun: evaluations are running
+        if log.is_file() and log.read_text().strip():
+            break
+        time.sleep(0.2)
+    time.sleep(2.0)
+    os.killpg(proc.pid, signal.SIGINT)
+    _, stderr = proc.communicate(timeout=30)  # at once, not after the minute the fake evaluation takes
+    assert proc.returncode == -signal.SIGINT, stderr[-3000:]
+    assert "Traceback" not in stderr and "KeyboardInterrupt" not in stderr, stderr[-3000:]
+    assert stderr.rstrip().splitlines()[-1] == (
+        f"interrupted: the evaluations finished so far are kept in {out}; to go on from them, run the same command "
+        f"with hydra.run.dir={out}"
+    )

@@ -45,6 +45,17 @@ def test_too_small_source_says_how_many_texts_are_needed():
         known_similarity_corpora(A[:100], B, k=7, n=100, seed=0, names=("small", "B"))
 
 
+def test_two_sources_too_small_are_both_named_one_line_each():
+    with pytest.raises(DataError) as short:
+        known_similarity_corpora(A[:100], B[:90], k=7, n=100, seed=0, names=("mine", "theirs"))
+    assert str(short.value).splitlines() == [
+        "source 'mine' has 100 texts but a KSC collection with k=7, n=100 needs 350 distinct texts from it; lower n "
+        "or k, or use a larger corpus",
+        "source 'theirs' has 90 texts but a KSC collection with k=7, n=100 needs 350 distinct texts from it; lower n "
+        "or k, or use a larger corpus",
+    ]
+
+
 @pytest.mark.parametrize("k,n", [(2, 10), (7, 5), (0, 100)])
 def test_impossible_parameters_are_rejected(k, n):
     with pytest.raises(ConfigError, match="KSC needs"):

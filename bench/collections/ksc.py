@@ -71,12 +71,14 @@ def known_similarity_corpora(
 ) -> list[KSCCorpus]:
     """Draw one KSC collection of k disjoint corpora of n texts each from sources ``a`` and ``b``."""
     need_a, need_b = texts_needed(k, n)
-    for source, need, name in ((a, need_a, names[0]), (b, need_b, names[1])):
-        if len(source) < need:
-            raise DataError(
-                f"source {name!r} has {len(source)} texts but a KSC collection with k={k}, n={n} "
-                f"needs {need} distinct texts from it; lower n or k, or use a larger corpus"
-            )
+    short = [
+        f"source {name!r} has {len(source)} texts but a KSC collection with k={k}, n={n} "
+        f"needs {need} distinct texts from it; lower n or k, or use a larger corpus"
+        for source, need, name in ((a, need_a, names[0]), (b, need_b, names[1]))
+        if len(source) < need
+    ]
+    if short:  # both sides when both are short: one line each
+        raise DataError("\n".join(short))
     rng = np.random.default_rng(seed)
     pool_a = rng.permutation(len(a))[:need_a]
     pool_b = rng.permutation(len(b))[:need_b]

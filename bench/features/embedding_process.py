@@ -23,6 +23,7 @@ import atexit
 import logging
 import os
 import pickle
+import signal
 import struct
 import subprocess
 import sys
@@ -210,6 +211,9 @@ def serve() -> None:
     """
     if holds_pin("MKL_CBWR"):
         del os.environ["MKL_CBWR"]  # before torch first computes, which is when MKL reads it
+    # Ctrl-C in a terminal reaches the whole process group: the parent decides (it says "interrupted" once), and
+    # this process ends when the parent closes the pipe, with no traceback of its own
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     answers = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)
     calls = sys.stdin.buffer
@@ -225,9 +229,12 @@ def serve() -> None:
         except BaseException as exc:  # noqa: B036 - every failure goes back to the caller, which raises it
             answer = (False, exc, traceback.format_exc())
         try:
-            _send(answers, answer)
-        except (pickle.PicklingError, TypeError, AttributeError):  # an exception that cannot travel: its text
-            _send(answers, (False, EmbeddingError(f"{type(answer[1]).__name__}: {answer[1]}"), answer[2]))
+            try:
+                _send(answers, answer)
+            except (pickle.PicklingError, TypeError, AttributeError):  # an exception that cannot travel: its text
+                _send(answers, (False, EmbeddingError(f"{type(answer[1]).__name__}: {answer[1]}"), answer[2]))
+        except BrokenPipeError:  # the caller ended while this call ran: nobody to answer
+            os._exit(0)
 
 
 class EmbeddingHelper:

@@ -92,6 +92,11 @@ class SweepExitStatus(Callback):
         _sweep.update(dir=Path(str(config.hydra.sweep.dir)).absolute(), start=time.time())
 
 
+def sweep_directory() -> Path | None:
+    """The directory of the sweep this process launched, or None when it launched none."""
+    return Path(_sweep["dir"]) if "dir" in _sweep else None
+
+
 def sweep_jobs() -> list[JobStatus] | None:
     """The status of every job of the sweep this process launched, by job directory; None when it launched none."""
     if "dir" not in _sweep:
