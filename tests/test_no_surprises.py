@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -212,6 +213,11 @@ def test_sweep_table_and_report_name_the_jobs_and_metrics_they_leave_out(tmp_pat
     assert "- job 1 (n=20 metric.chi.top=0): metric chi failed: 6 of 6 evaluations failed" in table
     page = build_report([tmp_path], tmp_path / "report")["report_html"].read_text()
     assert "Jobs without results (not in this report)" in page and "job 2 (n=4000 metric.chi.top=500)" in page
+    headings = re.findall(r"<h3 class=run>(.*?)</h3>", page)  # two runs of one setting: what sets each apart
+    assert [h.split(" · ")[0] + " · " + h.split(" · ")[-1] for h in headings] == [
+        "Run 0 · metric.chi.top=500",
+        "Run 1 · metric.chi.top=0",
+    ]
 
 
 @pytest.mark.parametrize(

@@ -127,10 +127,12 @@ def _run_block(
     out_dir: Path,
     root: Path | None,
     figure_context: BaseContext | DrawingProcesses | None = None,
+    apart: str = "",
 ) -> str:
     """One run's Table 3 (its joined runs' columns added), significance, notes and figures (drawn in processes
-    ``figure_context`` starts, textmetric_bench.reports.figures.parallel)."""
-    parts = [f"<h3 class=run>Run {escape(run.label(root))}</h3>"]
+    ``figure_context`` starts, textmetric_bench.reports.figures.parallel); ``apart``: the overrides that set it apart
+    from the other runs of its setting, in its heading."""
+    parts = [f"<h3 class=run>Run {escape(run.label(root))}{f' · {escape(apart)}' if apart else ''}</h3>"]
     if joined:
         parts.append(
             "<p class=runs>Joined: " + "; ".join(f"{escape(r.task)} {escape(r.label(root))}" for r in joined) + "</p>"
@@ -281,6 +283,16 @@ def _submit_overview_figures(
     return html_of
 
 
+def _set_apart(runs: list[Run]) -> dict[Path, str]:
+    """For several runs of one setting, each run's overrides that not all of them share (what makes them differ:
+    a seed, a metric's parameter); "" for a run alone or one without recorded overrides."""
+    tokens = {run.path: str(run.config.get("overrides") or "").split() for run in runs}
+    if len(runs) < 2:
+        return dict.fromkeys(tokens, "")
+    shared = set.intersection(*(set(t) for t in tokens.values()))
+    return {path: " ".join(t for t in mine if t not in shared) for path, mine in tokens.items()}
+
+
 def _section_html(
     section: Section,
     fig_dir: Path,
@@ -294,8 +306,13 @@ def _section_html(
         parts.append(
             f"<p class=runs>{len(section.ksc)} separate runs of this setting, shown one by one (never pooled).</p>"
         )
+    apart = _set_apart(section.ksc)
     for n, run in enumerate(section.ksc):
-        parts.append(_run_block(run, section.joined[run.path], fig_dir, f"{slug}r{n}", out_dir, root, figure_context))
+        parts.append(
+            _run_block(
+                run, section.joined[run.path], fig_dir, f"{slug}r{n}", out_dir, root, figure_context, apart[run.path]
+            )
+        )
     for n, run in enumerate(section.others):
         if run.task == "perturb" or run.measures.empty:
             parts += [f"<h3 class=run>Run {escape(run.label(root))}</h3>", *_task_figures(run), _notes_html([run])]
