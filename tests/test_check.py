@@ -305,4 +305,4 @@ def test_a_baseline_is_not_written_from_a_run_where_a_metric_failed(tmp_path, ca
             check_config(tmp_path, cache_dir, "metrics=[chi,fake_raises]", "update=true"), tmp_path / "r"
         )
     assert "fake_raises" in result.failures and not (tmp_path / "baseline.json").exists()
-    assert f"baseline {tmp_path / 'baseline.json'} not written: metric fake_raises failed" in caplog.text
+    assert f"baseline {tmp_path / 'baseline.json'} not written: fake_raises failed (see above)" in caplog.text

@@ -353,13 +353,9 @@ def run_gate(run: RunInputs) -> TaskResult:
     files = dict(result.files)
     if check.update:
         if result.failures:  # a baseline without a failed metric would leave it ungated without a word
+            failed_names = ", ".join(sorted(result.failures))
             log.error(
-                "baseline %s not written: metric%s %s failed (see above); fix %s, or leave %s out with metrics=[...]",
-                path,
-                "s" if len(result.failures) > 1 else "",
-                ", ".join(sorted(result.failures)),
-                "them" if len(result.failures) > 1 else "it",
-                "them" if len(result.failures) > 1 else "it",
+                "baseline %s not written: %s failed (see above); fix or leave out (metrics=[...])", path, failed_names
             )
             return replace(result, summary=pd.DataFrame())
         extra = {
