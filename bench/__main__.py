@@ -58,7 +58,7 @@ def app(cfg: DictConfig) -> int:
     process that launched the sweep exits with the worst of them (``main``)."""
     _app_entered.append(True)
     out_dir = Path(HydraConfig.get().runtime.output_dir).absolute()
-    _app_entered[-1] = out_dir  # where an interrupted run's evaluations are (``interrupted``)
+    _run_dirs.append(out_dir)  # where an interrupted run's evaluations are (``interrupted``)
     setup_run_console(progress_setting(cfg))
     from textmetric_bench.running.suite import setting_not_for_pair, skipped_setting
 
@@ -101,9 +101,10 @@ def app(cfg: DictConfig) -> int:
     return finish(out_dir, code, reason)
 
 
-#: Whether this process ran ``app``'s body (Hydra exits 1 on arguments it refuses before that): the run
-#: directories of its runs.
-_app_entered: list[bool | Path] = []
+#: Whether this process ran ``app``'s body: Hydra exits 1 on arguments it refuses before that.
+_app_entered: list[bool] = []
+#: The run directories of the runs this process started (a sweep's jobs, with the basic launcher).
+_run_dirs: list[Path] = []
 
 
 def finish(out_dir: Path, code: int, reason: str, *, error: str | None = None, refused: bool = False) -> int:
@@ -261,8 +262,9 @@ def interrupted() -> NoReturn:
     from textmetric_bench.running.directories import run_dir_key
     from textmetric_bench.running.exit_status import sweep_directory
 
-    directory = sweep_directory() or next((d for d in reversed(_app_entered) if isinstance(d, Path)), None)
-    key = "hydra.sweep.dir" if sweep_directory() is not None else run_dir_key()
+    sweep = sweep_directory()
+    directory = sweep or (_run_dirs[-1] if _run_dirs else None)
+    key = "hydra.sweep.dir" if sweep is not None else run_dir_key()
     print(
         "interrupted: the evaluations finished so far are kept"
         + (f" in {directory}; to go on from them, run the same command with {key}={directory}" if directory else ""),
