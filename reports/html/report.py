@@ -39,7 +39,7 @@ from textmetric_bench.reports.html.tables import (
 from textmetric_bench.reports.labels import SIMILARITY_NOTE, metric_labels, row_labels
 from textmetric_bench.reports.reference_rows import REFERENCE_NOTE, is_reference
 from textmetric_bench.reports.sweep.aggregate import aggregate_sweep, find_run_dirs
-from textmetric_bench.reports.sweep.jobs import left_out_lines
+from textmetric_bench.reports.sweep.jobs import apart, left_out_lines
 from textmetric_bench.reports.sweep.runs import Run, Section, load_run, profile, sections
 from textmetric_bench.reports.tables.significance import column_marks, marks_note
 from textmetric_bench.reports.tables.table3 import table3
@@ -283,16 +283,6 @@ def _submit_overview_figures(
     return html_of
 
 
-def _set_apart(runs: list[Run]) -> dict[Path, str]:
-    """For several runs of one setting, each run's overrides that not all of them share (what makes them differ:
-    a seed, a metric's parameter); "" for a run alone or one without recorded overrides."""
-    tokens = {run.path: str(run.config.get("overrides") or "").split() for run in runs}
-    if len(runs) < 2:
-        return dict.fromkeys(tokens, "")
-    shared = set.intersection(*(set(t) for t in tokens.values()))
-    return {path: " ".join(t for t in mine if t not in shared) for path, mine in tokens.items()}
-
-
 def _section_html(
     section: Section,
     fig_dir: Path,
@@ -306,12 +296,12 @@ def _section_html(
         parts.append(
             f"<p class=runs>{len(section.ksc)} separate runs of this setting, shown one by one (never pooled).</p>"
         )
-    apart = _set_apart(section.ksc)
+    # several runs of one setting: each headed by what sets it apart (a seed, a metric's parameter)
+    heads = apart({r.path: str(r.config.get("overrides") or "").split() for r in section.ksc})
     for n, run in enumerate(section.ksc):
+        head = heads[run.path] if len(set(heads.values())) > 1 else ""  # nothing sets them apart: no head
         parts.append(
-            _run_block(
-                run, section.joined[run.path], fig_dir, f"{slug}r{n}", out_dir, root, figure_context, apart[run.path]
-            )
+            _run_block(run, section.joined[run.path], fig_dir, f"{slug}r{n}", out_dir, root, figure_context, head)
         )
     for n, run in enumerate(section.others):
         if run.task == "perturb" or run.measures.empty:

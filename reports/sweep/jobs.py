@@ -7,13 +7,15 @@ the same way: by the overrides that set a job apart from the sweep's other jobs.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 import yaml
 
 STATUS_FILE = "exit_status.json"
+K = TypeVar("K")
 #: The status of a job that left none: Python's own exit status for an unexpected error.
 NO_STATUS = 1
 
@@ -72,12 +74,16 @@ def _job_order(root: Path, directory: Path) -> tuple:
 
 def set_apart(jobs: list[JobStatus]) -> dict[Path, str]:
     """Each job's overrides that not every job of ``jobs`` shares (all of them for a single job), as one string."""
-    shared = set.intersection(*(set(job.overrides) for job in jobs)) if len(jobs) > 1 else set()
+    return apart({job.directory: job.overrides for job in jobs})
+
+
+def apart(overrides: Mapping[K, Sequence[str]]) -> dict[K, str]:
+    """Per key, its overrides that not every key's share, as one string: what sets a job (a run) apart from the
+    others. A single key, or one that shares all its overrides, gets them all ("(no overrides)" for none)."""
+    shared = set.intersection(*(set(o) for o in overrides.values())) if len(overrides) > 1 else set()
     return {
-        job.directory: " ".join(o for o in job.overrides if o not in shared)
-        or " ".join(job.overrides)
-        or "(no overrides)"
-        for job in jobs
+        key: " ".join(o for o in mine if o not in shared) or " ".join(mine) or "(no overrides)"
+        for key, mine in overrides.items()
     }
 
 
