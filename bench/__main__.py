@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
-import argparse
-import errno
-import logging
 import os
 import signal
+
+# Ctrl-C while the modules below import (a second or more): exit quietly with 130. The handler before is restored
+# at the end of this module; ``main`` answers a KeyboardInterrupt with one line.
+try:
+    _HANDLER_BEFORE = signal.signal(signal.SIGINT, lambda *_: os._exit(130))
+except ValueError:  # imported outside the main thread: signals are not this thread's
+    _HANDLER_BEFORE = None
+
+import argparse  # noqa: E402 - after the handler above
+import errno
+import logging
 import sys
 from pathlib import Path
 from typing import NoReturn
@@ -19,7 +27,7 @@ from omegaconf import DictConfig
 
 from textmetric_bench.api.registry import announce_plugin_failures, plugin_failures
 from textmetric_bench.console import FILE_ONLY, setup_run_console
-from textmetric_bench.errors import EXIT_BAD_INPUT, EXIT_OK, BenchError, ConfigError, DataError
+from textmetric_bench.errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_OK, BenchError, ConfigError, DataError
 from textmetric_bench.reports.tables.markdown import terminal_text
 from textmetric_bench.running.directories import remove_unused_run_dir
 from textmetric_bench.tasks.config import (
@@ -52,6 +60,17 @@ def run_task(cfg: DictConfig, out_dir: Path):
 # against the calling module, which the console script `textmetric-bench` makes a package ("pkg://conf", not found).
 @hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name="config")
 def app(cfg: DictConfig) -> int:
+    """``run_app``; an error that Ctrl-C caused (a C extension interrupted while it imports says "ImportError:
+    initialization failed") is the interruption it is, not an error for Hydra to print with its traceback."""
+    try:
+        return run_app(cfg)
+    except Exception:
+        if _sigint_received:
+            raise KeyboardInterrupt from None
+        raise
+
+
+def run_app(cfg: DictConfig) -> int:
     """Run the task, print its results, and end with its exit status (``textmetric_bench.errors``: ``EXIT_*``).
 
     A job of a sweep returns its status instead of exiting, so the sweep goes on to its other jobs; the
@@ -257,8 +276,8 @@ def command_line(argv: list[str]) -> argparse.Namespace:
 
 
 def interrupted() -> NoReturn:
-    """Ctrl-C: one line saying what is kept and how to go on (no traceback), then the process ends by SIGINT as the
-    shell expects (a script sees status 130, and a shell loop around it stops too)."""
+    """Ctrl-C: one line saying what is kept and how to go on (no traceback), then exit status 130 (128 + SIGINT, as a
+    shell reports a command Ctrl-C ended), after the exit handlers (the embedding helper, the workers' semaphores)."""
     from textmetric_bench.running.directories import run_dir_key
     from textmetric_bench.running.exit_status import sweep_directory
 
@@ -271,12 +290,28 @@ def interrupted() -> NoReturn:
         file=sys.stderr,
         flush=True,
     )
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-    os.kill(os.getpid(), signal.SIGINT)
-    raise SystemExit(130)  # where the signal did not end the process
+    raise SystemExit(EXIT_INTERRUPTED)
+
+
+#: Set by Ctrl-C (``on_sigint``).
+_sigint_received: list[bool] = []
+
+
+def on_sigint(signum, frame) -> None:
+    """Ctrl-C: KeyboardInterrupt, as Python's own handler raises it, and a note that it came."""
+    _sigint_received.append(True)
+    raise KeyboardInterrupt
 
 
 def main() -> None:
+    signal.signal(signal.SIGINT, on_sigint)  # Ctrl-C from here on: KeyboardInterrupt, answered below in one line
+    try:
+        _main()
+    except KeyboardInterrupt:
+        interrupted()
+
+
+def _main() -> None:
     from textmetric_bench.running.ahead import start_embedding_ahead
 
     start_embedding_ahead(sys.argv[1:])  # a first run: the embedding helper imports while this one composes
@@ -301,8 +336,6 @@ def main() -> None:
     try:
         app()
         code = EXIT_OK
-    except KeyboardInterrupt:
-        interrupted()
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else EXIT_OK if exc.code is None else 1
         if code == 1 and not _app_entered and sweep_jobs() is None:
@@ -312,6 +345,9 @@ def main() -> None:
         print(line, file=sys.stderr if code else sys.stdout, flush=True)
     raise SystemExit(code)
 
+
+if _HANDLER_BEFORE is not None:
+    signal.signal(signal.SIGINT, _HANDLER_BEFORE)
 
 if __name__ == "__main__":
     main()

@@ -32,6 +32,7 @@ EXIT_REGRESSION = 4  # task=check: the regression gate failed
 #: 1 is left to Python: an unexpected error (a bug), which prints its traceback.
 EXIT_BAD_INPUT = 2  # bad configuration or input: nothing, or not all, was run (as argparse's usage errors)
 EXIT_METRIC_FAILED = 3  # the run finished, but a metric failed some or all of its evaluations
+EXIT_INTERRUPTED = 130  # Ctrl-C (128 + SIGINT, as a shell reports it): what finished is kept, to go on from
 #: From least to most severe: a sweep's status is the most severe of its jobs' (any other code ranks above).
 EXIT_SEVERITY = (EXIT_OK, EXIT_METRIC_FAILED, EXIT_REGRESSION, EXIT_BAD_INPUT)
 

@@ -357,7 +357,8 @@ def test_a_partly_failing_metric_keeps_its_row_and_its_failed_corpora_can_be_wri
 
 def test_ctrl_c_says_in_one_line_what_is_kept_and_how_to_go_on_and_ends_by_sigint(tmp_path, plugin_path, cache_dir):
     """As a terminal's Ctrl-C: SIGINT to the whole process group, while an evaluation runs. No traceback (before:
-    two, about 70 lines, one of them from the embedding helper); the shell sees 130 (killed by SIGINT)."""
+    two, about 70 lines, one of them from the embedding helper), no warning of leaked semaphores, and status 130 at
+    once: the embedding helper, started ahead and maybe still importing, ends too (the exit waits for it)."""
     import signal
     import time
 
@@ -392,8 +393,8 @@ def test_ctrl_c_says_in_one_line_what_is_kept_and_how_to_go_on_and_ends_by_sigin
     time.sleep(2.0)
     os.killpg(proc.pid, signal.SIGINT)
     _, stderr = proc.communicate(timeout=30)  # at once, not after the minute the fake evaluation takes
-    assert proc.returncode == -signal.SIGINT, stderr[-3000:]
-    assert "Traceback" not in stderr and "KeyboardInterrupt" not in stderr, stderr[-3000:]
+    assert proc.returncode == 130, stderr[-3000:]
+    assert "Traceback" not in stderr and "KeyboardInterrupt" not in stderr and "leaked" not in stderr, stderr[-3000:]
     assert stderr.rstrip().splitlines()[-1] == (
         f"interrupted: the evaluations finished so far are kept in {out}; to go on from them, run the same command "
         f"with hydra.run.dir={out}"

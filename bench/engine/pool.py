@@ -9,6 +9,7 @@ per-task time limit, and the standard library's pool breaks as a whole when a wo
 from __future__ import annotations
 
 import concurrent.futures as cf
+import contextlib
 import logging
 import multiprocessing as mp
 import os
@@ -93,9 +94,26 @@ def start_worker_server(preload: Sequence[str] = ()) -> None:
     from multiprocessing import forkserver
 
     try:
-        forkserver.ensure_running()
+        with sigint_ignored():  # inherited: a Ctrl-C while the server imports multiprocessing gives no traceback
+            forkserver.ensure_running()
     except Exception as exc:  # noqa: BLE001 - the pool starts it again and says what is wrong
         log.debug("the worker server was not started ahead: %s", exc)
+
+
+@contextlib.contextmanager
+def sigint_ignored() -> Iterator[None]:
+    """SIGINT ignored in this process, and so in a process it starts meanwhile (an ignored signal stays ignored
+    across exec), until its own handler takes over (``textmetric_bench.engine.preload``). Outside the main thread,
+    where a handler cannot be set, nothing changes."""
+    try:
+        before = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    except ValueError:
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, before)
 
 
 class EvaluationPool:

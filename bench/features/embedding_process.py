@@ -23,7 +23,6 @@ import atexit
 import logging
 import os
 import pickle
-import signal
 import struct
 import subprocess
 import sys
@@ -203,6 +202,14 @@ def _receive(stream: BinaryIO) -> Any:
     return pickle.loads(data)
 
 
+#: The helper's program. Ctrl-C in a terminal reaches the whole process group: the parent says "interrupted" once,
+#: and the helper ends at once and without a traceback, even while it imports (the parent's exit waits for it).
+HELPER_COMMAND = (
+    "import os, signal; signal.signal(signal.SIGINT, lambda *_: os._exit(130)); "
+    "from textmetric_bench.features.embedding_process import serve; serve()"
+)
+
+
 def serve() -> None:
     """The helper process: answer calls from standard input until it closes (the parent ended or was killed).
 
@@ -211,9 +218,6 @@ def serve() -> None:
     """
     if holds_pin("MKL_CBWR"):
         del os.environ["MKL_CBWR"]  # before torch first computes, which is when MKL reads it
-    # Ctrl-C in a terminal reaches the whole process group: the parent decides (it says "interrupted" once), and
-    # this process ends when the parent closes the pipe, with no traceback of its own
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
     answers = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)
     calls = sys.stdin.buffer
@@ -243,7 +247,7 @@ class EmbeddingHelper:
 
     def __init__(self) -> None:
         self.process = subprocess.Popen(
-            [sys.executable, "-c", "from textmetric_bench.features.embedding_process import serve; serve()"],
+            [sys.executable, "-c", HELPER_COMMAND],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
         )
