@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import os
 import signal
 
-# Ctrl-C while the modules below import (a second or more): exit quietly with 130. The handler before is restored
-# at the end of this module; ``main`` answers a KeyboardInterrupt with one line.
-try:
-    _HANDLER_BEFORE = signal.signal(signal.SIGINT, lambda *_: os._exit(130))
-except ValueError:  # imported outside the main thread: signals are not this thread's
-    _HANDLER_BEFORE = None
+from textmetric_bench.errors import exit_quietly_on_sigint
+
+# Ctrl-C while the modules below import (a second or more): exit quietly. The handler before is restored at the end
+# of this module; ``main`` answers a KeyboardInterrupt with one line.
+_HANDLER_BEFORE = exit_quietly_on_sigint()
 
 import argparse  # noqa: E402 - after the handler above
 import errno

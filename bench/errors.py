@@ -1,5 +1,8 @@
 """Errors the harness raises on bad input; each message names what is wrong and how to fix it."""
 
+import os
+import signal
+
 
 class BenchError(Exception):
     """Base class for every error the harness raises on purpose."""
@@ -41,3 +44,14 @@ def worst_exit_status(codes) -> int:
     """The most severe of ``codes`` (``EXIT_SEVERITY``; a code not listed there ranks above all), 0 for none."""
     rank = {code: i for i, code in enumerate(EXIT_SEVERITY)}
     return max(codes, key=lambda code: rank.get(code, len(EXIT_SEVERITY)), default=EXIT_OK)
+
+
+def exit_quietly_on_sigint():
+    """From now on Ctrl-C ends this process at once with ``EXIT_INTERRUPTED`` and no traceback: for the run's helper
+    processes (its forkserver and workers, the embedding helper) and its own imports, as Ctrl-C reaches the whole
+    process group and the run says "interrupted" once. Returns the handler it replaced; None outside the main thread,
+    where a handler cannot be set."""
+    try:
+        return signal.signal(signal.SIGINT, lambda *_: os._exit(EXIT_INTERRUPTED))
+    except ValueError:
+        return None

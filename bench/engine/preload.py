@@ -6,10 +6,9 @@ says "interrupted" once, ``textmetric_bench.__main__.interrupted``), here while 
 traceback of each import. The server ignores SIGINT once it serves (``multiprocessing.forkserver``); the workers it
 forks take this handler back."""
 
-import os
-import signal
+from textmetric_bench.errors import exit_quietly_on_sigint
 
-signal.signal(signal.SIGINT, lambda *_: os._exit(130))
+exit_quietly_on_sigint()
 
 from textmetric_bench.api.registry import load_builtin_metrics  # noqa: E402 - after the handler
 from textmetric_bench.engine import worker  # noqa: E402, F401  (imported for the workers forked from here)

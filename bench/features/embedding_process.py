@@ -205,7 +205,7 @@ def _receive(stream: BinaryIO) -> Any:
 #: The helper's program. Ctrl-C in a terminal reaches the whole process group: the parent says "interrupted" once,
 #: and the helper ends at once and without a traceback, even while it imports (the parent's exit waits for it).
 HELPER_COMMAND = (
-    "import os, signal; signal.signal(signal.SIGINT, lambda *_: os._exit(130)); "
+    "from textmetric_bench.errors import exit_quietly_on_sigint; exit_quietly_on_sigint(); "
     "from textmetric_bench.features.embedding_process import serve; serve()"
 )
 

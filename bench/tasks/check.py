@@ -315,17 +315,14 @@ def baseline_problem(baseline) -> str | None:
 def param_changes(baseline: dict, metrics) -> dict[str, dict[str, tuple]]:
     """Per metric of both the baseline and the run, the parameters whose value differs from the baseline's
     ``metric_params``: (baseline's, run's). ``metrics``: the run's (MetricInfo, params)."""
-    recorded = baseline.get("metric_params") or {}
+    recorded, absent = baseline.get("metric_params") or {}, "(absent)"
     out = {}
     for info, params in metrics:
         before = recorded.get(info.name)
         if info.name not in baseline["measures"] or not isinstance(before, dict):
             continue
-        changed = {
-            key: (before.get(key, "(absent)"), params.get(key, "(absent)"))
-            for key in sorted(set(before) | set(params))
-            if before.get(key, "(absent)") != params.get(key, "(absent)")
-        }
+        pairs = {key: (before.get(key, absent), params.get(key, absent)) for key in sorted(set(before) | set(params))}
+        changed = {key: pair for key, pair in pairs.items() if pair[0] != pair[1]}
         if changed:
             out[info.name] = changed
     return out

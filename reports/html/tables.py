@@ -69,15 +69,9 @@ def _notes_html(notes: list[tuple[str, str, str, str]]) -> str:
     )
 
 
-def long_texts_html(manifest: dict, which: str = "") -> str:
-    """What the run's ``long_texts`` record says of texts longer than the embedder or a metric reads: a warning
-    where they were cut, a note where they were read whole (windows); ``which`` names the run."""
-    return _notes_html([(*note, which) for note in _long_text_notes(manifest)])
-
-
 def run_warnings_html(runs: list[tuple[str, dict, int]]) -> str:
     """The warnings of runs shown in one table, each ``(which, manifest, repetitions)``: fewer than 5 repetitions,
-    long texts (``long_texts_html``) and those no table states (``unstated_warnings``: a plugin that failed to
+    long texts (cut: a warning; read whole, in windows: a note) and those no table states (``unstated_warnings``: a plugin that failed to
     import, reference rows not used, metrics merged from an earlier run, a truncated grid); a warning that several
     runs share is one box naming them all."""
     notes = []

@@ -161,7 +161,7 @@ def not_in_the_table(sweep_dir: Path) -> str:
     metric that failed in a job, named by the overrides that set the job apart; "" when nothing is left out."""
     jobs = read_jobs(sweep_dir)
     apart = set_apart(jobs)
-    left_out = left_out_lines(sweep_dir)
+    left_out = left_out_lines(sweep_dir, jobs)
     failed = []
     for job in jobs:
         try:

@@ -87,10 +87,10 @@ def apart(overrides: Mapping[K, Sequence[str]]) -> dict[K, str]:
     }
 
 
-def left_out_lines(root: Path) -> list[str]:
-    """One line per job under ``root`` that left no measures (refused, failed or stopped): which job, its directory,
-    exit status and reason. [] when every job has measures."""
-    jobs = read_jobs(root)
+def left_out_lines(root: Path, jobs: list[JobStatus] | None = None) -> list[str]:
+    """One line per job under ``root`` (``jobs``: as ``read_jobs`` read them already) that left no measures (refused,
+    failed or stopped): which job, its directory, exit status and reason. [] when every job has measures."""
+    jobs = read_jobs(root) if jobs is None else jobs
     apart = set_apart(jobs)
     return [
         f"job {job_name(root, job.directory)} ({apart[job.directory]}): exit status {job.code}, {job.reason}"
