@@ -21,7 +21,15 @@ from textmetric_bench.reports.figures.heatmap import measure_heatmap
 from textmetric_bench.reports.figures.ksc import _draw_scatter, _with_z, scatter_look
 from textmetric_bench.reports.figures.overview import boxplot_figure, trends_figure
 from textmetric_bench.reports.figures.palette import BOUND_GREY, COLOURS, OKABE_ITO, SAFE_COLOURS, metric_styles
-from textmetric_bench.reports.figures.radar import overlaid_radar, radar_small_multiples
+from textmetric_bench.reports.figures.radar import (
+    BOUNDS_SENTENCE,
+    NA_SENTENCE,
+    NEGATIVE_SENTENCE,
+    OVERLAID_HEADING,
+    overlaid_radar,
+    radar_small_multiples,
+    small_multiples_caption,
+)
 
 QUALITY = ("A", "Aw", "rho", "omega2", "L", "S", "I", "IFC")
 STEMS = (
@@ -181,6 +189,44 @@ def test_radar_accepts_s_i_and_ifc_axes_and_marks_missing_not_zero():
     assert "n/a" in [t.get_text() for t in panel.texts]
     overlaid = overlaid_radar(summary)
     assert any("n/a: fid_01" in t.get_text() for t in overlaid.axes[0].get_xticklabels())
+
+
+def test_the_small_radars_caption_speaks_only_of_what_is_drawn():
+    ksc_only = synthetic_summary(3)
+    ksc_only = ksc_only[ksc_only["measure"].isin(["A", "Aw", "rho", "omega2", "L", "T"])]
+    plain = small_multiples_caption(ksc_only)
+    assert not any(sentence in plain for sentence in (NA_SENTENCE, NEGATIVE_SENTENCE, BOUNDS_SENTENCE))
+    gap = synthetic_summary(3, bounds=True)
+    gap.loc[(gap["metric"] == "fid_01") & (gap["measure"] == "IFC"), "mean"] = np.nan
+    gap.loc[(gap["metric"] == "mauve_00") & (gap["measure"] == "rho"), "mean"] = -0.2
+    assert all(
+        sentence in small_multiples_caption(gap) for sentence in (NA_SENTENCE, NEGATIVE_SENTENCE, BOUNDS_SENTENCE)
+    )
+    a_bound_alone = gap.copy()  # a bound's n/a is not a drawn metric's
+    a_bound_alone.loc[a_bound_alone["metric"] != "oracle", "mean"] = 0.5
+    a_bound_alone.loc[(a_bound_alone["metric"] == "oracle") & (a_bound_alone["measure"] == "I"), "mean"] = np.nan
+    assert NA_SENTENCE not in small_multiples_caption(a_bound_alone)
+
+
+@pytest.mark.parametrize("count", [1, 2])
+def test_a_few_small_radars_keep_their_titles_clear_of_the_figures_title(count):
+    setting = "KSC on fortune_computing_people · k=4, n=20 · 4 repetitions · seed 0"
+    fig = radar_small_multiples(
+        synthetic_summary(count), title=f"Each metric's profile (mean over repetitions): {setting}"
+    )
+    renderer = rendered(fig)
+    panels = [ax.title for ax in fig.axes if ax.get_visible()]
+    assert_apart([fig._suptitle, *panels], renderer, "figure title and panel titles")
+
+
+def test_the_overlaid_radar_is_named_for_what_it_shows_and_explains_its_markers():
+    fig = overlaid_radar(synthetic_summary(9), title="KSC on a pair", metrics=synthetic_names(9))
+    assert fig.axes[0].get_title().startswith(OVERLAID_HEADING) and "KSC on a pair" in fig.axes[0].get_title()
+    caption = " ".join(t.get_text() for t in fig.texts)
+    assert "Markers tell apart" in caption  # nine metrics drawn take two markers (from the 8th on, another)
+    few = overlaid_radar(synthetic_summary(5))
+    assert few.axes[0].get_title() == OVERLAID_HEADING
+    assert "Markers" not in " ".join(t.get_text() for t in few.texts)
 
 
 def test_overlaid_radar_shows_a_few_and_bounds_as_grey_outlines():

@@ -9,7 +9,7 @@ import pandas as pd
 from test_figures import rendered
 
 from textmetric_bench.measures.paired import paired_comparisons
-from textmetric_bench.measures.run_warnings import run_warnings, unstated_warnings
+from textmetric_bench.measures.run_warnings import REASON_CHARS, run_warnings, unstated_warnings
 from textmetric_bench.reports.figures.drawing import CAPTION_GID
 
 LONG = {
@@ -43,6 +43,14 @@ def test_each_kind_of_trouble_is_one_sentence_and_a_clean_run_has_none():
     assert found[1] == "Metric mauve failed: ValueError: NaN in embeddings"
     assert found[2].startswith("Orientation of zipf") and "digest differs" in found[3] and "900" in found[4]
     assert run_warnings({"repetitions": 5, "long_texts": {}, "failures": {}}) == []
+
+
+def test_a_long_failure_reason_is_cut_at_a_word_and_the_cut_is_marked():
+    reasons = "; ".join(f"repetition {r}: ValueError: total length {1000 + r} divisible by 3" for r in range(12))
+    (found,) = run_warnings({"repetitions": 5, "failures": {"flaky": reasons}})
+    assert len(found) <= len("Metric flaky failed: ") + REASON_CHARS
+    kept = found.removeprefix("Metric flaky failed: ").removesuffix(" … (in full in table3.md)")
+    assert kept != found and reasons.startswith(kept) and reasons[len(kept)] == " "  # cut between words, said so
 
 
 def test_the_warnings_no_table_states_are_the_plugins_and_the_merges_in_the_runs_order():
@@ -115,7 +123,7 @@ def test_the_completed_repetitions_a_task_warns_on_are_the_summarys_largest_n():
 def test_a_figures_caption_carries_the_runs_warnings_below_what_it_draws():
     from test_reports import simulated_distances
 
-    from textmetric_bench.reports.figures.ksc import scatter_figures
+    from textmetric_bench.reports.figures.ksc import SCATTER_CAPTION, scatter_figures
 
     warnings = run_warnings({"repetitions": 2, "failures": {"mauve": "ValueError: NaN in embeddings"}})
     figures = scatter_figures(simulated_distances(), "a setting", warnings=warnings)
@@ -126,10 +134,15 @@ def test_a_figures_caption_carries_the_runs_warnings_below_what_it_draws():
         renderer = rendered(fig)
         drawn = min(ax.get_tightbbox(renderer).y0 for ax in fig.axes if ax.get_visible())
         assert captions[0].get_window_extent(renderer).y1 <= drawn, f"{name}: the caption is not below the panels"
-        below = [captions[0].get_text()]
-        assert below[0].startswith("⚠ Only 2 repetitions") and "⚠ Metric mauve failed: ValueError" in below[0]
+        what, _, below = captions[0].get_text().partition("\n⚠ ")  # what is drawn, then the warnings
+        assert " ".join(what.split()) == SCATTER_CAPTION, name
+        assert below.startswith("Only 2 repetitions") and "⚠ Metric mauve failed: ValueError" in below
     bare = scatter_figures(simulated_distances(), "a setting")
     assert not any("⚠" in t.get_text() for fig in bare.values() for t in fig.texts)
+    bare_captions = [t for fig in bare.values() for t in fig.texts if t.get_gid() == CAPTION_GID]
+    assert len(bare_captions) == len(bare) and all(
+        " ".join(t.get_text().split()) == SCATTER_CAPTION for t in bare_captions
+    )
 
 
 def test_a_figure_of_one_metric_carries_the_warnings_about_the_run_and_about_that_metric():
@@ -184,8 +197,8 @@ def test_each_metrics_own_scatter_speaks_only_of_what_it_draws():
         metric_warnings=warnings_by_metric(info, metrics),
     )
     for name, fig in figures.items():
-        below = " ".join(t.get_text() for t in fig.texts if t.get_gid() == CAPTION_GID)
-        assert below.startswith("⚠ Only 2 repetitions"), name
+        below = " ".join(t.get_text() for t in fig.texts if t.get_gid() == CAPTION_GID).partition("⚠ ")[2]
+        assert below.startswith("Only 2 repetitions"), name
         assert (f"Metric {failed} failed" in below) == (name in ("scatter_all", f"scatter_{failed}")), name
 
 

@@ -262,3 +262,12 @@ def test_a_metric_is_ranked_among_the_reference_rows_of_its_settings():
     assert table.loc["zipf", "A"] == pytest.approx(means["zipf"])
     assert table.loc["zipf", "rank_A"] == 1 + (means > means["zipf"]).sum()
     assert list(table["A"]) == sorted(table["A"], reverse=True)
+    # T in Table 3's column and unit, and a warning that the rows not computed here were timed elsewhere
+    assert "T" not in table.columns and table.loc["zipf", "T100"] == pytest.approx(
+        reference[reference["metric"] == "zipf"]["T"].mean() / 100
+    )
+    assert table.loc["zipf", "rank_T100"] == 1 + (table["T100"] > table.loc["zipf", "T100"]).sum()
+    (warning,) = table.attrs["warnings"]
+    assert "rank_T100 compares machines" in warning
+    alone = ranked_among_reference(reference.assign(source="run"), settings)  # every row computed here
+    assert alone["computed_here"].all() and "warnings" not in alone.attrs

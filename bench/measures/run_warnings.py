@@ -10,6 +10,7 @@ and those about its metric.
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Callable, Iterable, Mapping
 
 from textmetric_bench.measures.intervals import few_repetitions_warning
@@ -18,6 +19,14 @@ from textmetric_bench.measures.text_limits import over_limit_sentence, reader_na
 #: Which metrics a warning is about: a figure of one metric alone carries the warnings about it
 #: (``run_warnings(..., metric=...)``).
 About = Callable[[str], bool]
+#: Characters of a failure's or an orientation note's reason a warning keeps; the rest is marked as left out.
+REASON_CHARS = 300
+
+
+def clipped(reason: object) -> str:
+    """``reason`` on one line, cut at a word to at most ``REASON_CHARS`` characters, the cut marked: the whole of
+    it is in the run's ``table3.md`` (Failed metrics) and ``failures.csv``."""
+    return textwrap.shorten(str(reason), REASON_CHARS, placeholder=" … (in full in table3.md)")
 
 
 def every_metric(metric: str) -> bool:
@@ -72,9 +81,9 @@ def warnings_and_metrics(info: Mapping, repetitions: int | None = None) -> list[
             out.append((f"Long texts cut: {sentence}", about))
     out += plugin_warnings_and_metrics(info)
     for name, reason in (info.get("failures") or {}).items():
-        out.append((f"Metric {name} failed: {' '.join(str(reason).split())[:300]}", frozenset([name]).__contains__))
+        out.append((f"Metric {name} failed: {clipped(reason)}", frozenset([name]).__contains__))
     for name, note in (info.get("orientation_warnings") or {}).items():
-        out.append((f"Orientation of {name}: {' '.join(str(note).split())[:300]}", frozenset([name]).__contains__))
+        out.append((f"Orientation of {name}: {clipped(note)}", frozenset([name]).__contains__))
     return out + merge_warnings_and_metrics(info)
 
 

@@ -34,7 +34,9 @@ def reference_rows(
 
 def ranked_among_reference(measures: pd.DataFrame, settings: dict) -> pd.DataFrame:
     """Mean of every measure per metric, this run's metrics and the reference rows at the run's ``settings``
-    (pair, k, n, repetitions, seed), sorted by A; ``rank_<measure>`` is each metric's rank (1 = best) among all."""
+    (pair, k, n, repetitions, seed), sorted by A; ``rank_<measure>`` is each metric's rank (1 = best) among all.
+    Each measure in Table 3's column and unit (T as ``T100``, in [100 op/s]); ``attrs["warnings"]`` says that
+    the T of rows not computed here was measured on the machine that made them."""
     from textmetric_bench.measures.summaries import summarise_measures
 
     own = measures if "source" in measures.columns else measures.assign(source=RUN)
@@ -47,7 +49,15 @@ def ranked_among_reference(measures: pd.DataFrame, settings: dict) -> pd.DataFra
     ksc = registry.names(quality=True, task="ksc") + registry.names(quality=False, task="ksc")  # T last
     columns = [m for m in ksc if m in means.columns]
     table = means[columns].rename_axis(columns=None)
-    for measure in columns:
-        table[f"rank_{measure}"] = table[measure].rank(ascending=False, method="min").astype("Int64")
+    shown = {name: registry.measure(name) for name in columns}
+    table = pd.DataFrame({m.column: table[name] / m.shown_scale for name, m in shown.items()}, index=table.index)
+    for m in shown.values():
+        table[f"rank_{m.column}"] = table[m.column].rank(ascending=False, method="min").astype("Int64")
     table.insert(0, "computed_here", table.index.isin(computed))
+    timed = [m.column for m in shown.values() if not m.quality]
+    if timed and not table["computed_here"].all():
+        table.attrs["warnings"] = [
+            f"{', '.join(timed)} of the rows not computed here (computed_here False) was measured on the machine "
+            "that made the reference files, not on this one: rank_" + ", rank_".join(timed) + " compares machines"
+        ]
     return table.sort_values("A", ascending=False) if "A" in table.columns else table

@@ -140,14 +140,17 @@ class Result:
 
     def compare_reference(self) -> pd.DataFrame:
         """This KSC run's metrics ranked among the shipped reference rows of the built-in metrics at the run's
-        settings (``reports/reference/``): means per measure, ranks (1 = best), sorted by A. ConfigError when no
+        settings (``reports/reference/``): means per measure in Table 3's units, ranks (1 = best), sorted by A;
+        ``attrs["warnings"]``: the run's, and that reference rows were timed elsewhere. ConfigError when no
         reference rows exist for these settings (they are shipped at k=7, n=100, 5 repetitions, seed 0)."""
         from textmetric_bench.session.reference import ranked_among_reference
 
         if self.task != "ksc":
             raise ConfigError(f"reference rows are KSC results; this is a {self.task} run")
         settings = {key: self.info[key] for key in ("k", "n", "repetitions", "seed")}
-        return ranked_among_reference(self.measures, {"pair": self.info["pair"], **settings})
+        table = ranked_among_reference(self.measures, {"pair": self.info["pair"], **settings})
+        table.attrs["warnings"] = list(self.warnings) + table.attrs.get("warnings", [])
+        return table
 
     # --- figures: matplotlib figures, shown inline by a notebook -------------------------------------------------
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from matplotlib.colors import to_rgb
 from matplotlib.figure import Figure
 from scipy import stats
 
@@ -30,9 +31,16 @@ from textmetric_bench.reports.figures.drawing import (
 from textmetric_bench.reports.figures.palette import METRIC_LINESTYLE, MetricStyle, bound_line, metric_styles
 from textmetric_bench.reports.labels import format_score, metric_labels, similarities
 
+#: How far (in ℓ) a scatter's points are shifted sideways at random, so that points of one ℓ do not hide each other.
+JITTER = 0.15
 #: How the two ρ of a scatter are named: the table's mean of per-repetition ρ, and one ρ over pooled points.
 MEAN_RHO = "ρ (mean over repetitions, as the table)"
 POOLED_RHO = "pooled ρ"
+#: What a scatter draws, below every scatter figure (the report's caption says more).
+SCATTER_CAPTION = (
+    "Points: one evaluation each, shifted sideways by up to ±{jitter:g} so that equal ℓ do not hide each other; "
+    "line: least-squares fit; band: its 95% confidence interval."
+).format(jitter=JITTER)
 
 
 def scatter_look(metric, styles: Mapping[str, MetricStyle]) -> dict:
@@ -52,8 +60,10 @@ def scatter_label(metric, labels: Mapping[str, str]) -> str:
 def _draw_scatter(ax, ell: np.ndarray, y: np.ndarray, rng: np.random.Generator, look: dict) -> float:
     """Jittered points, OLS line and 95% band on ``ax`` drawn in ``look`` (``scatter_look``: the line's keyword
     arguments, colour included); returns the pooled Spearman ρ."""
-    jitter = rng.uniform(-0.15, 0.15, size=ell.size)
-    ax.scatter(ell + jitter, y, s=10, alpha=0.45, color=look["color"], edgecolors="none")
+    jitter = rng.uniform(-JITTER, JITTER, size=ell.size)
+    # a darker edge of the same colour keeps the palette's paler colours visible on white
+    edge = tuple(0.6 * c for c in to_rgb(look["color"]))
+    ax.scatter(ell + jitter, y, s=10, alpha=0.55, color=look["color"], edgecolors=[edge], linewidths=0.5)
     integer_axis(ax.xaxis, ell)
     grid = np.linspace(ell.min(), ell.max(), 50)
     band = ols_band(ell, y, grid)
@@ -185,7 +195,7 @@ def scatter_figures(
             f"{POOLED_RHO} of the raw distances shown = {format_score(rho)}" + (f"\n{setting}" if setting else ""),
             fontsize="medium",
         )
-        caption_below(fig, warnings=own_warnings(metric, warnings, metric_warnings))
+        caption_below(fig, SCATTER_CAPTION, own_warnings(metric, warnings, metric_warnings))
         figures[f"scatter_{safe_name(metric)}"] = fig
     if not metrics or (names is not None and "scatter_all" not in names):
         return figures
@@ -220,6 +230,6 @@ def scatter_figures(
         "004 Figure 2 top" + (f"\n{setting}" if setting else "") + f"\nρ: {MEAN_RHO}; pooled ρ (z): one "
         "Spearman ρ over the z-scores of every repetition drawn"
     )
-    caption_below(fig, warnings=warnings)
+    caption_below(fig, SCATTER_CAPTION, warnings)
     figures["scatter_all"] = fig
     return figures

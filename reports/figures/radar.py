@@ -25,21 +25,35 @@ from textmetric_bench.reports.labels import QUALITY_MEASURES, metric_labels
 MAX_OVERLAID = 6
 #: Width (inches) the overlaid radar's title is wrapped to: about its caption's (110 small characters).
 OVERLAID_TITLE_INCHES = 7.0
+#: Smallest width (inches) of the small multiples' figure, whatever the number of metrics.
+SMALL_MULTIPLES_MIN_INCHES = 5.0
 SMALL_MULTIPLES_CAPTION = (
     "One radar per metric over the quality measures (004 Figure 4), all on the same 0–1 "
     "scale, time left out; metrics in order of their mean over the axes. Good: a large "
-    "polygon reaching the rim on every axis. Each metric's outline is solid, in its colour. "
-    "n/a: no mean for that metric (not zero): the measure was not run for it, none of its repetitions completed, "
-    "or it is undefined there (an IFC whose distance never changed; the table says which); negative means are "
-    "drawn at 0."
+    "polygon reaching the rim on every axis. Each metric's outline is solid, in its colour."
 )
+NA_SENTENCE = (
+    "n/a: no mean for that metric (not zero): the measure was not run for it, none of its repetitions completed, "
+    "or it is undefined there (an IFC whose distance never changed; the table says which)."
+)
+NEGATIVE_SENTENCE = "Negative means are drawn at 0."
 BOUNDS_SENTENCE = "Grey dashed: the ceiling (oracle); grey dotted: the floor (chance)."
+#: The overlaid radar's heading, followed by the run's setting when one is given.
+OVERLAID_HEADING = "Quality measures per metric (mean over repetitions)"
 
 
-def small_multiples_caption(summary: pd.DataFrame) -> str:
-    """``SMALL_MULTIPLES_CAPTION``, and what the grey outlines are when the bounds were run (drawn)."""
-    drawn = any(bound_of(m) is not None for m in summary["metric"].unique())
-    return SMALL_MULTIPLES_CAPTION + (f" {BOUNDS_SENTENCE}" if drawn else "")
+def small_multiples_caption(summary: pd.DataFrame, axes=None) -> str:
+    """``SMALL_MULTIPLES_CAPTION``, and only for what the figure of ``summary`` draws: the n/a marks, means drawn
+    at 0, the bounds' grey outlines."""
+    means = radar_means(summary, axes)
+    drawn = means.loc[ranked_metrics(means)]
+    sentences = [SMALL_MULTIPLES_CAPTION]
+    sentences += [NA_SENTENCE] if bool(drawn.isna().any().any()) else []
+    sentences += [NEGATIVE_SENTENCE] if bool((drawn < 0).any().any()) else []
+    sentences += (
+        [BOUNDS_SENTENCE] if any(bound_of(m) is not None and means.loc[m].notna().any() for m in means.index) else []
+    )
+    return " ".join(sentences)
 
 
 def radar_means(summary: pd.DataFrame, axes=None) -> pd.DataFrame:
@@ -139,8 +153,10 @@ def radar_small_multiples(
     labels, styles = metric_labels(summary), metric_styles(means.index)
     ncols = ncols or min(6, len(metrics))
     nrows = math.ceil(len(metrics) / ncols)
-    fig = Figure(figsize=(2.4 * ncols, 2.9 * nrows + 0.6), layout="constrained")
-    fig.get_layout_engine().set(hspace=0.12)  # polar axis labels stick out of the axes: room for them
+    # at least SMALL_MULTIPLES_MIN_INCHES wide: the title of a figure of one or two metrics would otherwise wrap to
+    # a narrow column of many lines, the last one on the panels' titles
+    fig = Figure(figsize=(max(2.4 * ncols, SMALL_MULTIPLES_MIN_INCHES), 2.9 * nrows + 0.6), layout="constrained")
+    fig.get_layout_engine().set(hspace=0.12, h_pad=0.12)  # polar axis labels stick out of the axes: room for them
     grid = fig.subplots(nrows, ncols, squeeze=False, subplot_kw={"projection": "polar"})
     for index, (ax, metric) in enumerate(zip(grid.flat, metrics)):
         _polar(ax, list(means.columns), fontsize=9, radial_labels=index == 0)
@@ -177,7 +193,8 @@ def radar_chart(
 def overlaid_radar(
     summary: pd.DataFrame, *, title: str | None = None, metrics=None, axes=None, warnings: Sequence[str] = ()
 ) -> Figure:
-    """One overlaid polygon per chosen metric (004 Figure 4), bounds behind.
+    """One overlaid polygon per chosen metric (004 Figure 4), bounds behind, headed ``OVERLAID_HEADING`` and
+    ``title`` (the run's setting) below it.
 
     ``metrics``: which to draw; by default the ``MAX_OVERLAID`` with the largest mean over the
     axes (all of them in ``radar_small_multiples``). ``axes``: quality measures to use, by default
@@ -220,9 +237,8 @@ def overlaid_radar(
                 missing[axis_name].append(str(metric))
     ax.set_xticklabels([_axis_label(a, m) for a, m in missing.items()], fontsize=11)
     ax.legend(loc="upper left", bbox_to_anchor=(1.08, 1.0), title="metric", fontsize="small")
-    ax.set_title(
-        wrap_title(title or "Quality measures per metric (mean over repetitions)", OVERLAID_TITLE_INCHES), pad=20
-    )
+    heading = f"{OVERLAID_HEADING}:\n{title}" if title else OVERLAID_HEADING
+    ax.set_title(wrap_title(heading, OVERLAID_TITLE_INCHES), pad=20)
     caption = "Scale 0..1, higher is better; time excluded (004 Figure 4)."
     if len(chosen) < len(ranked):
         caption += (
@@ -235,6 +251,8 @@ def overlaid_radar(
         caption += " A gap: n/a, not zero."
     if has_bounds:
         caption += " Grey: ceiling (dashed), floor (dotted)."
+    if len({styles[str(m)].marker for m in chosen}) > 1:
+        caption += " Markers tell apart metrics whose colours are alike: they change with every seven metrics."
     caption_below(fig, caption, warnings, width=110, x=0.02)
     keep_inside(fig)  # the legend right of the radar, and a title of several lines, inside the canvas
     return fig

@@ -262,7 +262,7 @@ def _submit_overview_figures(
         radar_chart,
         drawable,
         fig_dir / f"radar_{slug}",
-        title=f"Quality measures per metric (mean over repetitions):\n{setting}",
+        title=setting,
         warnings=warnings,
     )
 
