@@ -27,12 +27,13 @@ def fake_divides_by_zero(p, q, *, seed: int = 0) -> float:
 
 
 @metric("fake_fails_once", inputs="texts", symmetric=True)
-def fake_fails_once(p, q, *, seed: int = 0) -> float:
-    """Raises at its very first call of a run ($FAKE_FAIL_ONCE_FILE does not exist yet), then returns the corpora's size."""
+def fake_fails_once(p, q, *, seed: int = 0, scale: float = 1.0) -> float:
+    """Raises at its very first call of a run ($FAKE_FAIL_ONCE_FILE does not exist yet), then returns the corpora's
+    size times ``scale`` (a parameter, for the record of a failure to keep)."""
     try:
         os.close(os.open(os.environ[FAIL_ONCE_FILE], os.O_CREAT | os.O_EXCL | os.O_WRONLY))
     except FileExistsError:
-        return float(len(p) + len(q))
+        return float(len(p) + len(q)) * scale
     raise RuntimeError("fake first call fails")
 
 

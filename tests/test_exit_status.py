@@ -134,13 +134,16 @@ def test_a_metric_that_fails_some_evaluations_exits_with_the_metric_failure_stat
     [
         "allow_metric_failures=maybe",  # refused by the config validation
         "metric.chi.no_such_parameter=1",  # refused by main() before Hydra starts
-        "no_such_key=1",  # refused by Hydra itself
+        "no_such_key=1",  # refused by main() before Hydra starts (Hydra's own words would be several lines)
+        "pair=no_such_pair",  # a config group's choice: refused by main() before Hydra starts
     ],
 )
 def test_bad_configuration_exits_with_the_bad_input_status(tmp_path, plugin_path, cache_dir, bad):
     proc, _ = run(tmp_path, plugin_path, cache_dir, "[chi]", bad)
     assert proc.returncode == EXIT_BAD_INPUT, proc.stderr[-3000:]
     assert bad.split("=")[0].split(".")[-1] in proc.stderr
+    said = [line for line in proc.stderr.splitlines() if line.strip() and "findfont" not in line]
+    assert len(said) == 1 and said[0].startswith("error: "), proc.stderr[-3000:]
 
 
 def sweep(tmp_path, plugin_path, cache_dir, *args: str):
@@ -296,7 +299,14 @@ def test_naming_a_metric_of_a_plugin_that_failed_to_import_names_the_import_erro
 def test_a_partly_failing_metric_keeps_its_row_and_its_failed_corpora_can_be_written(tmp_path, plugin_path, cache_dir):
     """fake_fails_once fails 1 of 6 evaluations (repetition 0 of 2), fake_divides_by_zero all 6: both keep a row
     in every table, marked; the failed evaluations' corpora are rebuilt from the saved config."""
-    proc, out = run(tmp_path, plugin_path, cache_dir, "[chi,fake_fails_once,fake_divides_by_zero]", "repetitions=2")
+    proc, out = run(
+        tmp_path,
+        plugin_path,
+        cache_dir,
+        "[chi,fake_fails_once,fake_divides_by_zero]",
+        "repetitions=2",
+        "metric.fake_fails_once.scale=2.5",
+    )
     assert proc.returncode == EXIT_METRIC_FAILED, proc.stderr[-3000:]
     table = pd.read_csv(out / "table3.csv", index_col="metric", keep_default_na=False, na_values=[""])
     assert table.loc["fake_fails_once", "reps"] == 1 and table.loc["fake_fails_once", "failed_evaluations"] == "1 of 6"
@@ -306,7 +316,9 @@ def test_a_partly_failing_metric_keeps_its_row_and_its_failed_corpora_can_be_wri
     assert "| fake_fails_once | 1 of 2; 1 of 6 evaluations failed |" in page
     assert "| fake_divides_by_zero | 0 of 2; 6 of 6 evaluations failed | – |" in page
     html = (out / "report.html").read_text()
-    assert "✗ 6 of 6 evaluations failed" in html and "✗ 1 of 6 evaluations failed" in html
+    assert "✗ 0 of 2 repetitions complete; 6 of 6 evaluations failed" in html
+    assert "✗ 1 of 2 repetitions complete; 1 of 6 evaluations failed" in html
+    assert "Cells: mean over the complete repetitions (a repetition with a failed evaluation counts for none)" in html
 
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
@@ -344,6 +356,7 @@ def test_a_partly_failing_metric_keeps_its_row_and_its_failed_corpora_can_be_wri
     assert str(target) in written.stdout and "fake first call fails" in written.stdout
     recorded = json.loads((target / "failure.json").read_text())  # the seed the run handed the metric there
     assert recorded["seed"] == metric_seed(0, int(row["repetition"])) and recorded["metric"] == "fake_fails_once"
+    assert recorded["params"] == {"scale": 2.5}  # the parameters the run called it with
     refused = subprocess.run(
         [sys.executable, "-m", "textmetric_bench.running.failed_corpora", str(out), "--metric", "chi"],
         cwd=elsewhere,

@@ -89,6 +89,39 @@ def test_two_misspelt_keys_get_a_line_each_and_good_ones_none():
     assert unknown_key_problems(["k=5", "repetitions=2", "+my_note=x", "metric.chi.top=3", "n=10,20"]) == []
 
 
+@pytest.mark.parametrize(
+    "overrides,lines",
+    [
+        (["task=kscc", "n_rf=5"], ["task=kscc: there is no task 'kscc'; did you mean task=ksc?"]),  # no key judged
+        (["embedder=minlm"], ["embedder=minlm: there is no embedder 'minlm'; did you mean embedder=minilm?"]),
+        (
+            ["pair=fortune_computing_peopl", "repetiton=3"],
+            [
+                "pair=fortune_computing_peopl: there is no pair 'fortune_computing_peopl'; "
+                "did you mean pair=fortune_computing_people?",
+                "repetiton=3: there is no setting 'repetiton'; did you mean repetitions=3?",
+            ],
+        ),
+        (  # every value of a sweep, not only its first
+            ["k=3", "pair=atis_news,fortune_computing_peopl"],
+            [
+                "pair=atis_news,fortune_computing_peopl: there is no pair 'fortune_computing_peopl'; "
+                "did you mean pair=fortune_computing_people?"
+            ],
+        ),
+    ],
+)
+def test_a_misspelt_choice_of_a_config_group_gets_one_line_with_the_closest_choices(overrides, lines):
+    assert unknown_key_problems(overrides) == lines
+
+
+def test_a_choice_with_none_close_lists_the_groups_choices_and_good_sweeps_pass():
+    (line,) = unknown_key_problems(["pair=nosuch"])
+    assert line.startswith("pair=nosuch: there is no pair 'nosuch'; the choices of pair are atis_news, ")
+    assert "fortune_computing_people" in line and "\n" not in line
+    assert unknown_key_problems(["pair=atis_news,fortune_computing_people", "metrics=zipf,chi", "k=3,4"]) == []
+
+
 # --- the user's files given to a pair card -----------------------------------------------------------------------
 
 

@@ -67,6 +67,8 @@ def test_score_refuses_what_a_run_refuses():
     texts = ["one text", "another text"]
     with pytest.raises(ConfigError, match="no parameter"):
         textmetric_bench.score("chi", texts, texts, bogus=1)
+    with pytest.raises(ConfigError, match=r"did you mean seed=1 \(score\(\)'s own argument\)\?$"):
+        textmetric_bench.score("fid", texts, texts, sed=1)  # a metric of no parameters
     with pytest.raises(ConfigError, match="texts_b is empty"):
         textmetric_bench.score("chi", texts, [])
     with pytest.raises(ConfigError, match="texts_a must be a list of strings"):

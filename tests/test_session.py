@@ -95,6 +95,10 @@ def test_a_second_call_into_the_same_directory_says_what_it_merged(tmp_path, mon
     assert "merged into these tables" in (tmp_path / "run" / "session.log").read_text()
     assert f"**Warning: {merged}**" in (tmp_path / "run" / "table3.md").read_text()  # the run's own page says it
     assert second.text().count("Merged from an earlier run") == 1  # and text() does not say it twice
+    with pytest.raises(ConfigError) as refused:  # other settings into it: refused, in the API's words
+        textmetric_bench.evaluate(["zipf"], **{**small, "k": 4})
+    assert "another configuration" in str(refused.value) and "out_dir=..." in str(refused.value)
+    assert "hydra.run.dir" not in str(refused.value)
 
 
 def test_a_failing_metric_is_said_on_the_console_as_the_command_line_says_it(tmp_path, monkeypatch, cache_dir, capsys):

@@ -254,7 +254,8 @@ def load_pair(
 def disjoint_pair(a: Source, b: Source, what: str) -> tuple[Source, Source]:
     """``a`` and ``b`` without the texts found in both; ``what`` names the pair in messages."""
     shared = set(a.texts) & set(b.texts)
-    log.info("%s: removed %d texts found in both %s and %s", what, len(shared), a.name, b.name)
+    say = log.info if shared else log.debug  # none removed is nothing to say on the console
+    say("%s: removed %d texts found in both %s and %s", what, len(shared), a.name, b.name)
     kept = [replace(s, texts=tuple(t for t in s.texts if t not in shared)) for s in (a, b)]
     for source in kept:
         if not source.texts:

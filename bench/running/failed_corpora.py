@@ -10,8 +10,9 @@ as JSON lines (``{"text": ...}``, one text a line; a text's own newlines kept), 
 
     <out>/<metric>/<evaluation>/p.jsonl, q.jsonl, failure.json
 
-``failure.json`` holds the evaluation, its two corpora's ids, the seed the run handed the metric on it and the
-error: ``textmetric_bench.score(metric, p, q, seed=seed)`` calls the metric on them as the run did.
+``failure.json`` holds the evaluation, its two corpora's ids, the seed the run handed the metric on it, the metric's
+parameters in the run (``run.json``'s ``metric_params``) and the error: ``textmetric_bench.score(metric, p, q,
+seed=seed, **params)`` calls the metric on them as the run did.
 
 ``<evaluation>`` names the evaluation's fields (``repetition1_i2_j5`` for KSC). The command prints one line per
 evaluation written, and exits 2 when the directory is not a run, holds no failure (of ``--metric``), or its
@@ -113,6 +114,8 @@ def write_failed_corpora(
         failures = failures[failures["metric"] == metric]
     task, collections = rebuild_collections(run_dir)
     run_seed = int(saved_config(run_dir)[0].seed)
+    run_info = run_dir / "run.json"
+    params = (json.loads(run_info.read_text(encoding="utf-8")).get("metric_params") or {}) if run_info.is_file() else {}
     fields = list(task.fields)
     by_fields = {tuple(str(v) for v in ev.fields): ev for ev in collections.evaluations if not ev.aside}
     out = Path(out_dir).expanduser().absolute() if out_dir is not None else run_dir / "failed_corpora"
@@ -139,6 +142,7 @@ def write_failed_corpora(
                     "p": evaluation.p,
                     "q": evaluation.q,
                     "seed": evaluation_seed(evaluation, run_seed),
+                    "params": params.get(row["metric"], {}),
                     "error": row.get("error", ""),
                 },
                 indent=1,

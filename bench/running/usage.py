@@ -3,26 +3,39 @@ where the docs are), in place of Hydra's generic page. Hydra's flags stay one ``
 
 from __future__ import annotations
 
+import shutil
 import textwrap
 
 from omegaconf import OmegaConf
 
-from textmetric_bench.errors import EXIT_BAD_INPUT, EXIT_METRIC_FAILED, EXIT_OK, EXIT_REGRESSION
+from textmetric_bench.errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_METRIC_FAILED, EXIT_OK, EXIT_REGRESSION
 from textmetric_bench.running.metric_configs import ALL_OPTION
 
+#: The widest and narrowest the page is wrapped to (the terminal's width in between).
+MAX_WIDTH, MIN_WIDTH = 100, 60
+
+INTRO = (
+    "textmetric-bench: how well does a text-similarity metric measure what it claims? It mixes two corpora in "
+    "known proportions (KSC), fine-tunes a language model step by step (IFC), runs every metric on them and "
+    'scores each metric (004, "Measuring the Measuring Tools").'
+)
+EXAMPLES = (
+    ("python -m textmetric_bench", "KSC on the default pair, every default metric"),
+    ("python -m textmetric_bench pair=atis_news metrics=[fid,mauve] k=7", ""),
+)
 DOCS = (
-    "docs/ of the textmetric-bench source tree, docs/index.md first (an installed wheel holds no docs; `make docs` in",
-    "  the checkout builds them as a site); docs/running.md lists every setting",
+    "docs/ of the textmetric-bench source tree, docs/index.md first (an installed wheel holds no docs; `make docs` "
+    "in the checkout builds them as a site); docs/running.md lists every setting"
 )
 #: The papers the usage cites by number (the numbers the docs use).
 PAPERS = (
-    '004: Kour, Ackerman et al., "Measuring the Measuring Tools"; 000: Pimentel, Meister, Cotterell,',
-    '  "Cluster-based Evaluation of Automatically Generated Text" (all: docs/metrics.md)',
+    '004: Kour, Ackerman et al., "Measuring the Measuring Tools"; 000: Pimentel, Meister, Cotterell, '
+    '"Cluster-based Evaluation of Automatically Generated Text" (all: docs/metrics.md)'
 )
 
 #: (option, what it does): the settings a first run changes; every setting is in docs/running.md and docs/tasks.md.
 COMMON = (
-    ("task=<name>", "what to run (below; default ksc)"),
+    ("task=<name>", "what to run (the tasks above; default ksc)"),
     ("pair=<name>", "two corpora from the shipped cards or yours (the pair group below; docs/data.md)"),
     ("pair=files pair.a=A.jsonl pair.b=B.csv", "your own two files: .jsonl, .csv, .tsv, .txt or .parquet"),
     ("metrics=[fid,mauve] | default | all", "the metrics (docs/metrics.md); yours through a plugin (docs/plugins.md)"),
@@ -41,59 +54,93 @@ MORE = (
 )
 
 
-def _rows(pairs, width: int = 100) -> list[str]:
-    left = max(len(option) for option, _ in pairs) + 2
+def page_width() -> int:
+    """The terminal's width (``COLUMNS`` if set), kept between ``MIN_WIDTH`` and ``MAX_WIDTH``."""
+    return min(MAX_WIDTH, max(MIN_WIDTH, shutil.get_terminal_size((MAX_WIDTH, 24)).columns - 1))
+
+
+def _rows(pairs, width: int) -> list[str]:
+    """Two columns, the second wrapped; an option too long for a column of its own on a narrow page puts its text
+    on the lines below it."""
+    left = min(max(len(option) for option, _ in pairs) + 2, width // 2)
     lines = []
     for option, text in pairs:
-        wrapped = textwrap.wrap(text, max(30, width - left - 2)) or [""]
-        lines.append(f"  {option.ljust(left)}{wrapped[0]}")
-        lines += [f"  {' ' * left}{more}" for more in wrapped[1:]]
+        wrapped = textwrap.wrap(text, max(20, width - left - 2)) or [""]
+        if len(option) + 2 > left:
+            lines.append(f"  {option}")
+            wrapped = wrapped if text else []
+        else:
+            lines.append(f"  {option.ljust(left)}{wrapped.pop(0)}".rstrip())
+        lines += [f"  {' ' * left}{more}" for more in wrapped]
     return lines
 
 
-def usage_text() -> str:
-    """The ``--help`` page. ``$APP_CONFIG_GROUPS`` is Hydra's list of config groups and their options, filled in by
-    Hydra; a literal dollar sign would have to be written twice."""
+def _paragraph(text: str, width: int, indent: str = "  ") -> list[str]:
+    return textwrap.wrap(text, width, subsequent_indent=indent, break_on_hyphens=False)
+
+
+def config_groups(width: int) -> list[str]:
+    """Each config group and its options (Hydra's config loader, once Hydra has started), wrapped; Hydra's own
+    ``$APP_CONFIG_GROUPS`` list when it has not."""
+    from hydra.core.global_hydra import GlobalHydra
+
+    if not GlobalHydra.instance().is_initialized():
+        return ["$APP_CONFIG_GROUPS"]
+    loader = GlobalHydra.instance().config_loader()
+    groups = [g for g in sorted(loader.list_groups("")) if g != "hydra"]
+    return [
+        line for g in groups for line in _paragraph(f"{g}: {', '.join(loader.get_group_options(g))}", width, " " * 4)
+    ]
+
+
+def usage_text(width: int | None = None) -> str:
+    """The ``--help`` page, wrapped to ``width`` (by default the terminal's, ``page_width``). A literal dollar sign
+    would have to be written twice (Hydra fills in ``$APP_CONFIG_GROUPS`` and the like)."""
     from textmetric_bench.running.registry import available_tasks
 
+    width = width or page_width()
     tasks = available_tasks()
+    exit_status = (
+        f"Exit status: {EXIT_OK} every metric ran; {EXIT_METRIC_FAILED} a metric failed some evaluations or a metric "
+        f"plugin failed to import; {EXIT_REGRESSION} task=check's gate failed; {EXIT_BAD_INPUT} bad settings or "
+        f"input; {EXIT_INTERRUPTED} interrupted (Ctrl-C; what finished is kept); 1 an unexpected error (a bug: its "
+        "traceback is printed) (docs/reliability.md, Exit status)."
+    )
     lines = [
-        "textmetric-bench: how well does a text-similarity metric measure what it claims? It mixes two corpora in",
-        "known proportions (KSC), fine-tunes a language model step by step (IFC), runs every metric on them and",
-        'scores each metric (004, "Measuring the Measuring Tools").',
+        *_paragraph(INTRO, width, ""),
         "",
-        "Usage: python -m textmetric_bench [key=value ...]    (or the console script textmetric-bench)",
-        "  python -m textmetric_bench                               KSC on the default pair, every default metric",
-        "  python -m textmetric_bench pair=atis_news metrics=[fid,mauve] k=7",
+        *_paragraph(
+            "Usage: python -m textmetric_bench [key=value ...]  (or the console script textmetric-bench)", width
+        ),
+        *_rows(EXAMPLES, width),
         "",
         "Tasks (task=<name>):",
         *_rows(
             [
                 (name, " ".join((task.__doc__ or "").split()).split(": ")[0].split(". ")[0].rstrip("."))
                 for name, task in tasks.items()
-            ]
+            ],
+            width,
         ),
         "",
         "Common options:",
-        *_rows(COMMON),
+        *_rows(COMMON, width),
         "",
         "More:",
-        *_rows(MORE),
+        *_rows(MORE, width),
         "",
         "Config groups (group=option):",
-        "$APP_CONFIG_GROUPS",
-        f"(metric: each metric's parameters, set as metric.<name>.<parameter>=value; its option {ALL_OPTION}, the",
-        "default, holds every metric's. Choose the metrics to run with metrics=[...].)",
+        *config_groups(width),
+        *_paragraph(
+            f"(metric: each metric's parameters, set as metric.<name>.<parameter>=value; its option {ALL_OPTION}, "
+            "the default, holds every metric's. Choose the metrics to run with metrics=[...].)",
+            width,
+            "",
+        ),
         "",
-        f"Docs: {DOCS[0]}",
-        *DOCS[1:],
-        f"Papers: {PAPERS[0]}",
-        *PAPERS[1:],
-        f"Exit status: {EXIT_OK} every metric ran; {EXIT_METRIC_FAILED} a metric failed some evaluations or a metric "
-        f"plugin failed to import;",
-        f"  {EXIT_REGRESSION} task=check's gate failed; {EXIT_BAD_INPUT} bad settings or input; 1 an unexpected error "
-        "(a bug: its traceback",
-        "  is printed) (docs/reliability.md, Exit status).",
+        *_paragraph(f"Docs: {DOCS}", width),
+        *_paragraph(f"Papers: {PAPERS}", width),
+        *_paragraph(exit_status, width),
     ]
     return "\n".join(lines) + "\n"
 

@@ -10,6 +10,7 @@ exception is raised as it is.
 
 from __future__ import annotations
 
+import difflib
 import math
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -17,6 +18,10 @@ from typing import Any
 import numpy as np
 
 from textmetric_bench.errors import ConfigError, MetricError
+
+
+#: score()'s own keyword arguments, which a misspelt one (``sed=1``) is told of.
+OWN_ARGUMENTS = ("seed", "config")
 
 
 def score(
@@ -60,7 +65,14 @@ def score(
     name = names[0]
     overrides = overrides_of("ksc", [name], None, {}, config)
     overrides += [override(f"metric.{name}.{key}", value) for key, value in params.items()]
-    cfg, _ = compose(overrides, run_dir=False)  # score() writes no run directory
+    try:
+        cfg, _ = compose(overrides, run_dir=False)  # score() writes no run directory
+    except ConfigError as exc:  # a parameter meant as score()'s own argument (sed=1): say so
+        near = {key: difflib.get_close_matches(key, OWN_ARGUMENTS, n=1) for key in params if f"'{key}'" in str(exc)}
+        hints = [f"{found[0]}={params[key]!r} (score()'s own argument)" for key, found in near.items() if found]
+        if hints:
+            raise ConfigError(f"{exc}; did you mean {' or '.join(hints)}?") from None
+        raise
     ((info, chosen),) = selected_metrics(cfg)
     cache_dir = data_locations(cfg)[0]
     distinct = list(dict.fromkeys([*a, *b]))  # each text embedded or prepared once, as a run's corpus store does

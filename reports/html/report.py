@@ -157,7 +157,8 @@ def _run_block(
         failed = {m: c for member in (run, *joined) for m, c in failed_counts(member.failures).items()}
         kinds = {m: k for member in (run, *joined) for m, k in (member.manifest.get("orientation") or {}).items()}
         note = marks_note(comparisons, marks, means, PLAIN_SYMBOLS)
-        parts.append(table3_html(summary, marks, missing, note, failed, kinds))
+        planned = int(run.config.get("repetitions") or run.repetitions)  # as the run asked (some may have failed)
+        parts.append(table3_html(summary, marks, missing, note, failed, kinds, planned))
         legend = ""
         if row_labels(summary, [*means.index, *failed], kinds)[1]:
             legend += SIMILARITY_NOTE + " "

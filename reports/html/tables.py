@@ -100,13 +100,16 @@ def table3_html(
     marks_note: str = "",
     failed: dict[str, tuple[int, int]] | None = None,
     orientation: Mapping[str, str] | None = None,
+    repetitions: int | None = None,
 ) -> str:
     """004 Table 3 with every profile column; ``marks``: per column, the metrics not separated from its best (▲),
     explained by ``marks_note``; ▼: an A or A^w below chance; ``missing``: measure -> why no run measured it (its
     column is left out, and one note below the table names them);
-    ``failed``: metric -> (failed, all) evaluations, marked in its row (a metric with no complete repetition keeps
-    a row without numbers, named as its kind by the runs' ``orientation``)."""
+    ``failed``: metric -> (failed, all) evaluations, marked in its row with how many of the ``repetitions`` are
+    complete, the only ones its cells average (a metric with no complete repetition keeps a row without numbers,
+    named as its kind by the runs' ``orientation``)."""
     failed = dict(failed or {})
+    complete = summary.groupby("metric")["n"].max() if not summary.empty else pd.Series(dtype=float)
     means = table3(summary)
     for metric in failed:
         if metric not in means.index:
@@ -122,9 +125,11 @@ def table3_html(
     for metric in means.index:
         name, cls = _row_head(metric, labels)
         if metric in failed:
+            done = int(complete.get(metric, 0)) if np.isfinite(complete.get(metric, 0)) else 0
+            of = f"{done} of {repetitions} repetitions complete; " if repetitions else ""
             name += (
                 f" <span class=failed title='a repetition with a failed evaluation counts for none: see Failed "
-                f"metrics'>✗ {failed[metric][0]} of {failed[metric][1]} evaluations failed</span>"
+                f"metrics'>✗ {of}{failed[metric][0]} of {failed[metric][1]} evaluations failed</span>"
             )
         tds = []
         for c in columns:
@@ -153,8 +158,11 @@ def table3_html(
     bounds = [bound_label(m) for m in means.index if bound_of(m) is not None]
     said = " and ".join(f"<i>{escape(b)}</i>" for b in bounds)
     bounds_note = f" {said} {'are bounds' if len(bounds) > 1 else 'is a bound'}, not ranked." if bounds else ""
+    over = (
+        "the complete repetitions (a repetition with a failed evaluation counts for none)" if failed else "repetitions"
+    )
     caption = (
-        f"Cells: mean over repetitions [{INTERVAL_NAME}]; bold: best of the column and those within "
+        f"Cells: mean over {over} [{INTERVAL_NAME}]; bold: best of the column and those within "
         f"{BOLD_TOLERANCE:g} of it. {escape(marks_note)} Higher is better.{bounds_note}"
         + (f" {escape(BELOW_NOTE)}" if below else "")
     )
