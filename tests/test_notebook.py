@@ -116,3 +116,34 @@ def test_the_docs_build_gives_the_kernel_a_matplotlib_directory_of_its_own(tmp_p
     finally:
         hook.on_post_build(None)
     assert printed.startswith(scratch) and "builders" not in printed
+
+
+def test_the_site_shows_no_frozen_progress_bar_and_info_lines_as_plain_output(tmp_path):
+    """The site's notebook page showed the progress bars' text stand-in frozen at "0%" and the run's INFO lines
+    in the colours of an error; a warning stays where it was."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("notebooks_hook", PROJECT_ROOT / "docs" / "hooks" / "notebooks.py")
+    hook = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(hook)
+    source = tmp_path / "probe.ipynb"
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [
+        nbformat.v4.new_code_cell(
+            "from textmetric_bench.console import progress_bar\n"
+            "bar = progress_bar(total=3, desc='ksc evaluations', unit='evaluation')\n"
+            "bar.update(1)\n"
+            "print('after the bar')"
+        ),
+        nbformat.v4.new_code_cell("import sys\nprint('INFO textmetric_bench.x: a corpus read', file=sys.stderr)"),
+        nbformat.v4.new_code_cell("import sys\nprint('WARNING textmetric_bench.x: a metric failed', file=sys.stderr)"),
+    ]
+    nbformat.write(notebook, source)
+    try:
+        executed = nbformat.read(hook.executed_copy(source, "probe.ipynb"), as_version=4)
+    finally:
+        hook.on_post_build(None)
+    bar, info, warning = (cell.outputs for cell in executed.cells)
+    assert [(o.output_type, o.get("name"), o.get("text")) for o in bar] == [("stream", "stdout", "after the bar\n")]
+    assert [(o.name, o.text) for o in info] == [("stdout", "INFO textmetric_bench.x: a corpus read\n")]
+    assert [o.name for o in warning] == ["stderr"]

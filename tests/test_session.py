@@ -95,6 +95,12 @@ def test_a_second_call_into_the_same_directory_says_what_it_merged(tmp_path, mon
     assert "merged into these tables" in (tmp_path / "run" / "session.log").read_text()
     assert f"**Warning: {merged}**" in (tmp_path / "run" / "table3.md").read_text()  # the run's own page says it
     assert second.text().count("Merged from an earlier run") == 1  # and text() does not say it twice
+    monkeypatch.chdir(tmp_path)  # the run directory as a reader types it here, in repr and the HTML display
+    assert repr(second) == "Result('ksc', run_dir='run', exit_status=0)" and "<code>run</code>" in second._repr_html_()
+    monkeypatch.chdir(tmp_path / "run")
+    assert f"run_dir='{tmp_path / 'run'}'" not in repr(second)  # the directory itself: "."
+    monkeypatch.chdir(cache_dir)
+    assert f"run_dir='{tmp_path / 'run'}'" in repr(second)  # elsewhere: absolute
     with pytest.raises(ConfigError) as refused:  # other settings into it: refused, in the API's words
         textmetric_bench.evaluate(["zipf"], **{**small, "k": 4})
     assert "another configuration" in str(refused.value) and "out_dir=..." in str(refused.value)

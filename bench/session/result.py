@@ -200,7 +200,7 @@ class Result:
         )
         parts = [
             f"<h4>{html.escape(self.title)}</h4>",
-            f"<p>{html.escape(state)} · <code>{html.escape(str(self.run_dir))}</code></p>",
+            f"<p>{html.escape(state)} · <code>{html.escape(self.shown_dir)}</code></p>",
         ]
         if self.warnings:
             items = "".join(f"<li>{html.escape(w)}</li>" for w in self.warnings)
@@ -213,8 +213,17 @@ class Result:
             parts.append(table.to_html(na_rep="–", float_format=lambda v: f"{v:.3f}"))
         return "\n".join(parts)
 
+    @property
+    def shown_dir(self) -> str:
+        """The run directory as a reader types it here: relative to the current directory when inside it (a
+        notebook's ``outputs/ksc/...``), else absolute."""
+        try:
+            return str(self.run_dir.relative_to(Path.cwd()))
+        except ValueError:
+            return str(self.run_dir)
+
     def __repr__(self) -> str:
-        return f"Result({self.task!r}, run_dir={str(self.run_dir)!r}, exit_status={self.exit_status})"
+        return f"Result({self.task!r}, run_dir={self.shown_dir!r}, exit_status={self.exit_status})"
 
 
 def show_figures_inline() -> None:

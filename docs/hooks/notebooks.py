@@ -3,9 +3,10 @@
 The notebooks are stored without outputs (tests/test_notebook.py checks it, and runs them in a kernel): their
 numbers come from running them, never from a stored copy. For the site, ``on_files`` executes each one in a fresh
 kernel in a scratch directory (its run directories land there, not in the checkout), and hands mkdocs-jupyter the
-executed copy to render. A cell that raises fails the build. Progress-bar widgets are dropped from the copy (a
-static page cannot draw them); every other output stays. The kernel gets a matplotlib config directory of its own,
-so the page does not depend on the builder's font cache.
+executed copy to render. A cell that raises fails the build. Progress bars are dropped from the copy (a static
+page can only show them frozen); the run's INFO lines are shown as plain output, not in the colours of an error
+(a warning keeps them); every other output stays. The kernel gets a matplotlib config directory of its own, so the
+page does not depend on the builder's font cache.
 """
 
 from __future__ import annotations
@@ -21,6 +22,12 @@ log = logging.getLogger("mkdocs.hooks.notebooks")
 CELL_TIMEOUT = 900
 WIDGET = "application/vnd.jupyter.widget-view+json"
 _scratch: list[tempfile.TemporaryDirectory] = []
+
+
+def informational(text: str) -> bool:
+    """Whether a stream's text is only the harness's INFO lines (what a run says as it goes)."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    return bool(lines) and all(line.startswith("INFO ") for line in lines)
 
 
 def executed_copy(source: Path, name: str) -> Path:
@@ -41,9 +48,11 @@ def executed_copy(source: Path, name: str) -> Path:
     for cell in notebook.cells:
         if cell.cell_type != "code":
             continue
+        # a progress bar's widget with its text stand-in, which a static page would show frozen at 0%
+        cell.outputs = [o for o in cell.outputs if WIDGET not in o.get("data", {})]
         for output in cell.outputs:
-            output.get("data", {}).pop(WIDGET, None)
-        cell.outputs = [o for o in cell.outputs if o.get("data", True) or o.output_type == "stream"]
+            if output.output_type == "stream" and output.name == "stderr" and informational(output.text):
+                output.name = "stdout"  # the run's INFO lines, shown as plain text, not in an error's colours
     copy = Path(scratch.name) / "site" / name
     copy.parent.mkdir(parents=True, exist_ok=True)
     nbformat.write(notebook, copy)
