@@ -533,7 +533,7 @@ def get_metric(name: str) -> MetricInfo:
                     f"unknown metric {name!r}: the metric plugin {record['plugin']} failed to load ({module}: "
                     f"{record['error']}); fix the module (its traceback: python -c 'import {module}')"
                 ) from None
-        close = difflib.get_close_matches(name, list(_REGISTRY), n=3, cutoff=0.4)
+        close = difflib.get_close_matches(name, list(_REGISTRY), n=3, cutoff=0.6)
         hint = f" Did you mean {', '.join(close)}?" if close else ""
         raise ConfigError(
             f"unknown metric {name!r}.{hint}{failed_plugins_sentence()} Registered metrics: "
