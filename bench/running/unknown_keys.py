@@ -7,7 +7,8 @@ shared settings, the config groups and the selected task's settings (``k``, ``re
 choice that does not exist (``pair=nosuch``, ``task=kscc``: Hydra's "Could not find 'pair/nosuch'", its options and
 search path over many lines) is one line too, with the closest choices or all of them. A file of the user's
 given to a pair card (``pair.a=...`` without ``pair=files``) gets the line that says to write ``pair=files``.
-A swept key (``-m repetiton=2,3``) is checked with its first value. Anything else Hydra refuses is left to Hydra.
+A swept key (``-m repetiton=2,3``) is checked with its first value; a swept config group (``-m pair=a,nosuch``) with
+every value, before any job runs. Anything else Hydra refuses is left to Hydra.
 """
 
 from __future__ import annotations
@@ -133,8 +134,8 @@ def missing_choice_lines(
 
 
 def unknown_choice_line(group: str, choice: str, options: list[str], given: str) -> str:
-    """``pair=nosuch: there is no pair 'nosuch'; the pairs are ...`` (Hydra lists the options over several lines
-    with its search path), with a "did you mean" when one is close."""
+    """``pair=nosuch: there is no pair 'nosuch'; the choices of pair are ...`` (Hydra lists them over several lines
+    with its search path), or a "did you mean" naming those close to it."""
     close = difflib.get_close_matches(choice, options, n=3, cutoff=0.6)
     if close:
         return f"{given}: there is no {group} {choice!r}; did you mean {' or '.join(f'{group}={c}' for c in close)}?"

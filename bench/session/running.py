@@ -186,10 +186,7 @@ def run(
         except BenchError as exc:
             if not existed:  # refused before anything ran: no run directory, nor the empty folders above it
                 remove_unused_run_dir(out_dir, Path.cwd())
-            if exc.args and isinstance(
-                exc.args[0], str
-            ):  # the command line's key for the run directory is out_dir here
-                exc.args = (exc.args[0].replace("hydra.run.dir=", "out_dir="), *exc.args[1:])
+            in_api_words(exc)
             if type(exc).__name__ == "WorkerStartError" and getattr(sys.modules.get("__main__"), "__file__", None):
                 raise type(exc)(
                     f"{exc}. Called from a script? Worker processes start by importing it: put the call "
@@ -203,6 +200,13 @@ def run(
             log.warning("%s", line)
         write_run_status(out_dir, code, reason, list(overrides))
     return out_dir
+
+
+def in_api_words(exc: BaseException) -> None:
+    """``exc``'s message with the command line's key for the run directory (``hydra.run.dir=``) as the API's
+    (``out_dir=``)."""
+    if exc.args and isinstance(exc.args[0], str):
+        exc.args = (exc.args[0].replace("hydra.run.dir=", "out_dir="), *exc.args[1:])
 
 
 def save_config(cfg, overrides: Sequence[str], out_dir: Path) -> None:
