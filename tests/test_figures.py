@@ -7,6 +7,9 @@ bounds -- and need no model or corpus.
 
 from __future__ import annotations
 
+import os
+import sys
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -387,3 +390,35 @@ def test_heatmap_colours_quality_on_one_scale_with_bars_and_leaves_out_measures_
     caption = heatmap_caption(summary)
     assert "share one colour scale" in caption and "ceiling" not in caption  # no bounds drawn, none named
     assert "ceiling (oracle)" in heatmap_caption(synthetic_summary(4, bounds=True))
+
+
+def test_a_font_cache_of_another_environment_draws_without_findfont_lines(tmp_path):
+    """matplotlib's font cache is per version, shared by every environment of that version; one written by a build
+    without matplotlib's own fonts (a distribution's, using the system's) lists none of them, and every figure with
+    mathtext (A^w) logged 21 "findfont: ... not found" lines (into a notebook and a run's log). The figures' module
+    adds matplotlib's own fonts."""
+    import json
+    import subprocess
+
+    env = {**os.environ, "MPLCONFIGDIR": str(tmp_path)}
+    subprocess.run([sys.executable, "-c", "import matplotlib.font_manager"], env=env, check=True, timeout=300)
+    (cache,) = tmp_path.glob("fontlist-v*.json")
+    fonts = json.loads(cache.read_text())
+    # matplotlib's own fonts are stored relative to its data directory: a build without them wrote none
+    fonts["ttflist"] = [entry for entry in fonts["ttflist"] if os.path.isabs(entry["fname"])]
+    cache.write_text(json.dumps(fonts))
+    draw = (
+        "from matplotlib.figure import Figure\n"
+        "from matplotlib.backends.backend_agg import FigureCanvasAgg\n"
+        "fig = Figure()\nfig.add_subplot().set_title('$A^w$')\nFigureCanvasAgg(fig).draw()\n"
+    )
+    plain = subprocess.run([sys.executable, "-c", draw], env=env, capture_output=True, text=True, timeout=300)
+    assert "findfont" in plain.stderr  # the stale cache is what it was: matplotlib alone complains
+    ours = subprocess.run(
+        [sys.executable, "-c", "import textmetric_bench.reports.figures.drawing\n" + draw],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert ours.returncode == 0 and "findfont" not in ours.stderr, ours.stderr[-2000:]

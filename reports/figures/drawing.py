@@ -7,13 +7,15 @@ state), so plotting is safe in parallel sweep jobs and never opens a window.
 from __future__ import annotations
 
 import math
+import os
 import re
 import textwrap
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+import matplotlib
 import numpy as np
-from matplotlib import rc_context
+from matplotlib import font_manager, rc_context
 from matplotlib.backends.backend_agg import RendererAgg
 from matplotlib.figure import Figure
 from matplotlib.layout_engine import ConstrainedLayoutEngine
@@ -40,6 +42,25 @@ CANVAS_MARGIN = 0.08
 CAPTION_GID = "caption"
 #: Up to this many distinct values, an integer axis is ticked at exactly those values.
 _MAX_EXACT_TICKS = 12
+
+
+def add_bundled_fonts() -> list[str]:
+    """Add matplotlib's own fonts (in its ``mpl-data``) that its font list lacks; returns the files added.
+
+    matplotlib keeps its font list in a cache per version (``~/.cache/matplotlib/fontlist-v<version>.json``), shared
+    by every environment with that version. One written by a build without matplotlib's own fonts (a distribution's
+    matplotlib, which uses the system's) lists none of them, and every figure with mathtext (A^w) then logged 21
+    "findfont: Font family ['STIXGeneral'] not found" lines, into a notebook and a run's log. The fonts are
+    matplotlib's own: where the list is whole, nothing is added."""
+    known = {os.path.realpath(entry.fname) for entry in font_manager.fontManager.ttflist}
+    bundled = sorted((Path(matplotlib.get_data_path()) / "fonts" / "ttf").glob("*.ttf"))
+    added = [path for path in bundled if os.path.realpath(path) not in known]
+    for path in added:
+        font_manager.fontManager.addfont(str(path))
+    return [str(path) for path in added]
+
+
+add_bundled_fonts()
 
 
 def symbol(measure: str) -> str:
