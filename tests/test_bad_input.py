@@ -351,8 +351,8 @@ def test_a_broken_custom_embedder_fails_before_any_evaluation(factory, message, 
 @pytest.mark.parametrize(
     "override,messages",
     [
-        (["pair=nosuch"], ["Could not find 'pair/nosuch'", "fortune_computing_people"]),
-        (["task=nosuch"], ["Could not find 'task/nosuch'", "robustness"]),
+        (["pair=nosuch"], ["there is no pair 'nosuch'; the choices of pair are", "fortune_computing_people"]),
+        (["task=nosuch"], ["there is no task 'nosuch'; the choices of task are", "robustness"]),
         (["task.name=nosuch"], ["unknown task 'nosuch'", "ksc"]),
         (["pair.name=fortune_computing_ppl"], ["unknown pair", "Did you mean 'fortune_computing_people'"]),
         (
