@@ -85,6 +85,26 @@ def register_task_configs() -> None:
         store.store(group=GROUP, name=name, node=config_node(name, task.settings), package="_global_")
 
 
+def config_groups() -> dict[str, list[str]]:
+    """Each config group of the command line's config (Hydra's own left out) and its choices, from Hydra's config
+    loader: the app's once Hydra has started (``--help``), else one set up as ``compose_config`` does."""
+    from hydra import initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+
+    from textmetric_bench.running.metric_configs import register_metric_configs
+
+    def read() -> dict[str, list[str]]:
+        loader = GlobalHydra.instance().config_loader()
+        return {g: list(loader.get_group_options(g)) for g in sorted(loader.list_groups("")) if g != "hydra"}
+
+    if GlobalHydra.instance().is_initialized():
+        return read()
+    register_task_configs()
+    register_metric_configs()
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        return read()
+
+
 def compose_config(overrides: Sequence[str] = (), *, return_hydra_config: bool = False) -> DictConfig:
     """The config ``python -m textmetric_bench <overrides>`` runs with, composed outside the app (tests, checks).
 

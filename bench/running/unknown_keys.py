@@ -16,6 +16,7 @@ from __future__ import annotations
 import difflib
 import logging
 from collections.abc import Sequence
+from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
@@ -23,61 +24,43 @@ log = logging.getLogger(__name__)
 
 #: Keys whose overrides other checks own: the metrics' parameters (``metric_configs``) and Hydra's own.
 OWNED_ELSEWHERE = ("metric", "hydra")
-#: A choice no config group has, composed to learn a swept group's choices from Hydra's refusal.
-NO_SUCH_CHOICE = "__no_such_choice__"
 
 
 def unknown_key_problems(overrides: Sequence[str]) -> list[str]:
     """One line per override whose key the composed config lacks, or [] (also when Hydra refuses something else)."""
     from hydra.core.override_parser.overrides_parser import OverridesParser
-    from hydra.errors import ConfigCompositionException, HydraException, MissingConfigException
+    from hydra.errors import ConfigCompositionException, HydraException
 
     from textmetric_bench.running.registry import compose_config
 
     try:
-        kept = [(first_value(o), o) for o in OverridesParser.create().parse_overrides(list(overrides))]
+        parsed = OverridesParser.create().parse_overrides(list(overrides))
     except HydraException:
         return []
+    missing = missing_choices(parsed)  # a config group's choice that does not exist (pair=nosuch), every value
+    choices = [line for _, line in missing]
+    if any(o.key_or_group == "task" for o, _ in missing):
+        return choices  # the settings a task takes are unknown until the task is: none is judged
+    refused = {id(o) for o, _ in missing}
+    kept = [(first_value(o), o) for o in parsed if id(o) not in refused]
     kept = [(line, o) for line, o in kept if line is not None]
-    unknown, choices = [], []
-    for _ in range(len(kept) + 1):  # drop each unknown key or choice in turn until the rest composes
+    unknown = []
+    for _ in range(len(kept) + 1):  # drop each unknown key in turn until the rest composes
         try:
             cfg = compose_config([line for line, _ in kept])
             break
-        except MissingConfigException as exc:  # a config group's choice that does not exist (pair=nosuch)
-            group, _, choice = str(exc.missing_cfg_file or "").partition("/")
-            refused = [o for _, o in kept if o.key_or_group.lstrip("+~") == group]
-            if not group or not choice or not refused or not exc.options:
-                return []  # something else is missing: Hydra says what
-            choices += [
-                line for o in refused for line in missing_choice_lines(group, list(exc.options), o, first=choice)
-            ]
-            kept = [(line, o) for line, o in kept if o not in refused]
         except ConfigCompositionException as exc:
             key = getattr(exc.__cause__, "full_key", None)
-            refused = [o for _, o in kept if o.key_or_group == key and not o.is_add()]
-            if not key or not refused or str(key).split(".")[0] in OWNED_ELSEWHERE:
-                return []  # something else is wrong: Hydra says what
-            unknown += refused
-            kept = [(line, o) for line, o in kept if o not in refused]
+            refused_keys = [o for _, o in kept if o.key_or_group == key and not o.is_add()]
+            if not key or not refused_keys or str(key).split(".")[0] in OWNED_ELSEWHERE:
+                return choices  # something else is wrong: Hydra says what
+            unknown += refused_keys
+            kept = [(line, o) for line, o in kept if o not in refused_keys]
         except Exception as exc:  # noqa: BLE001 - Hydra reports it
             log.debug("keys not checked before Hydra: %s", exc)
-            return []
+            return choices
     else:
-        return []
-    for line, o in kept:  # the other values of a swept config group (-m pair=atis_news,nosuch)
-        if o.is_sweep_override() and len(values := swept_values(o)) > 1:
-            probe = [other for other, _ in kept if other != line] + [f"{o.key_or_group}={NO_SUCH_CHOICE}"]
-            try:
-                compose_config(probe)
-            except MissingConfigException as exc:
-                if exc.options and str(exc.missing_cfg_file).endswith(f"/{NO_SUCH_CHOICE}"):
-                    group = str(exc.missing_cfg_file).rpartition("/")[0]
-                    choices += missing_choice_lines(group, list(exc.options), o, values=values)
-            except Exception as exc:  # noqa: BLE001 - not a config group, or Hydra reports it
-                log.debug("swept values of %s not checked: %s", o.input_line, exc)
-    if any(line.startswith(("task=", "+task=")) for line in choices):
-        return choices  # the settings a task takes are unknown until the task is: none is judged
+        return choices
     files = [o.input_line for o in unknown if is_pair_file_key(o.key_or_group)]
     lines = choices + ([files_to_a_card_line(cfg, files)] if files else [])
     return lines + [
@@ -90,10 +73,8 @@ def first_value(override) -> str | None:
     when the values cannot be listed here (``glob``)."""
     if not override.is_sweep_override():
         return override.input_line
-    try:
-        return f"{override.get_key_element()}={next(iter(override.sweep_string_iterator()))}"
-    except Exception:  # noqa: BLE001 - left to Hydra
-        return None
+    values = override_values(override)
+    return f"{override.get_key_element()}={values[0]}" if values else None
 
 
 def is_pair_file_key(key: str) -> bool:
@@ -112,24 +93,29 @@ def files_to_a_card_line(cfg: DictConfig, given: list[str]) -> str:
     )
 
 
-def swept_values(override) -> list[str]:
-    """The values of a swept override (``pair=a,b``), or [] where they cannot be listed here (``glob``)."""
+def override_values(override) -> list[str]:
+    """The values an override gives, as written: one, or each of a sweep's (``pair=a,b``); [] where they cannot be
+    listed here (``glob``)."""
     try:
-        return [str(v) for v in override.sweep_string_iterator()]
+        if override.is_sweep_override():
+            return [str(v) for v in override.sweep_string_iterator()]
+        return [override.get_value_element_as_str()]
     except Exception:  # noqa: BLE001 - left to Hydra
         return []
 
 
-def missing_choice_lines(
-    group: str, options: list[str], override, *, first: str | None = None, values: list[str] | None = None
-) -> list[str]:
-    """``unknown_choice_line`` for each value of ``override`` (a config group's) not among ``options``: ``first``
-    (the one Hydra refused) and, of a sweep, every other."""
-    wanted = values if values is not None else [first, *swept_values(override)[1:]] if first else []
+def missing_choices(parsed) -> list[tuple[Any, str]]:
+    """(override, ``unknown_choice_line``) for each value of an override of a config group (Hydra's own left to
+    Hydra) that is not among the group's choices (``registry.config_groups``)."""
+    from textmetric_bench.running.registry import config_groups
+
+    groups = config_groups()
     return [
-        unknown_choice_line(group, value, options, override.input_line)
-        for value in dict.fromkeys(wanted)
-        if value is not None and value not in options
+        (o, unknown_choice_line(o.key_or_group, value, groups[o.key_or_group], o.input_line))
+        for o in parsed
+        if o.key_or_group in groups and not o.is_delete()
+        for value in dict.fromkeys(override_values(o))
+        if value not in groups[o.key_or_group]
     ]
 
 

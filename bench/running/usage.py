@@ -79,23 +79,20 @@ def _paragraph(text: str, width: int, indent: str = "  ") -> list[str]:
     return textwrap.wrap(text, width, subsequent_indent=indent, break_on_hyphens=False)
 
 
-def config_groups(width: int) -> list[str]:
-    """Each config group and its options (Hydra's config loader, once Hydra has started), wrapped; Hydra's own
-    ``$APP_CONFIG_GROUPS`` list when it has not."""
-    from hydra.core.global_hydra import GlobalHydra
+def group_lines(width: int) -> list[str]:
+    """Each config group and its choices (``registry.config_groups``), wrapped."""
+    from textmetric_bench.running.registry import config_groups
 
-    if not GlobalHydra.instance().is_initialized():
-        return ["$APP_CONFIG_GROUPS"]
-    loader = GlobalHydra.instance().config_loader()
-    groups = [g for g in sorted(loader.list_groups("")) if g != "hydra"]
     return [
-        line for g in groups for line in _paragraph(f"{g}: {', '.join(loader.get_group_options(g))}", width, " " * 4)
+        line
+        for group, choices in config_groups().items()
+        for line in _paragraph(f"{group}: {', '.join(choices)}", width, " " * 4)
     ]
 
 
 def usage_text(width: int | None = None) -> str:
     """The ``--help`` page, wrapped to ``width`` (by default the terminal's, ``page_width``). A literal dollar sign
-    would have to be written twice (Hydra fills in ``$APP_CONFIG_GROUPS`` and the like)."""
+    would have to be written twice (Hydra fills in ``$APP_NAME`` and the like)."""
     from textmetric_bench.running.registry import available_tasks
 
     width = width or page_width()
@@ -130,7 +127,7 @@ def usage_text(width: int | None = None) -> str:
         *_rows(MORE, width),
         "",
         "Config groups (group=option):",
-        *config_groups(width),
+        *group_lines(width),
         *_paragraph(
             f"(metric: each metric's parameters, set as metric.<name>.<parameter>=value; its option {ALL_OPTION}, "
             "the default, holds every metric's. Choose the metrics to run with metrics=[...].)",

@@ -55,6 +55,7 @@ def score(
             exception, as raised, when it fails.
     """
     from textmetric_bench.api.context import use_context
+    from textmetric_bench.api.registry import get_metric
     from textmetric_bench.session.running import compose, metric_names, override, overrides_of
     from textmetric_bench.tasks.config import build_embedder, data_locations, run_context, selected_metrics
 
@@ -65,14 +66,17 @@ def score(
     name = names[0]
     overrides = overrides_of("ksc", [name], None, {}, config)
     overrides += [override(f"metric.{name}.{key}", value) for key, value in params.items()]
+    declared = get_metric(name)
     try:
-        cfg, _ = compose(overrides, run_dir=False)  # score() writes no run directory
-    except ConfigError as exc:  # a parameter meant as score()'s own argument (sed=1): say so
-        near = {key: difflib.get_close_matches(key, OWN_ARGUMENTS, n=1) for key in params if f"'{key}'" in str(exc)}
+        declared.check_params(params)  # the check composing makes, said here with score()'s own arguments
+    except ConfigError as exc:
+        unknown = [key for key in params if key not in declared.params]
+        near = {key: difflib.get_close_matches(key, OWN_ARGUMENTS, n=1) for key in unknown}
         hints = [f"{found[0]}={params[key]!r} (score()'s own argument)" for key, found in near.items() if found]
-        if hints:
+        if hints:  # a parameter meant as score()'s own argument (sed=1)
             raise ConfigError(f"{exc}; did you mean {' or '.join(hints)}?") from None
         raise
+    cfg, _ = compose(overrides, run_dir=False)  # score() writes no run directory
     ((info, chosen),) = selected_metrics(cfg)
     cache_dir = data_locations(cfg)[0]
     distinct = list(dict.fromkeys([*a, *b]))  # each text embedded or prepared once, as a run's corpus store does

@@ -38,9 +38,9 @@ MEAN_RHO = "ρ (mean over repetitions, as the table)"
 POOLED_RHO = "pooled ρ"
 #: What a scatter draws, below every scatter figure (the report's caption says more).
 SCATTER_CAPTION = (
-    "Points: one evaluation each, shifted sideways by up to ±{jitter:g} so that equal ℓ do not hide each other; "
+    f"Points: one evaluation each, shifted sideways by up to ±{JITTER:g} so that equal ℓ do not hide each other; "
     "line: least-squares fit; band: its 95% confidence interval."
-).format(jitter=JITTER)
+)
 
 
 def scatter_look(metric, styles: Mapping[str, MetricStyle]) -> dict:

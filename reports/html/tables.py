@@ -19,6 +19,7 @@ from textmetric_bench.measures.text_limits import over_limit_sentence, reader_na
 from textmetric_bench.reports.bounds import bound_label, bound_of, table_order
 from textmetric_bench.reports.labels import MEASURE_LABELS, format_score, metric_labels, plural, row_labels
 from textmetric_bench.reports.tables.significance import HINT_NOTE, TOP_MARK, WILCOXON_NOTE
+from textmetric_bench.reports.tables.table3_markdown import complete_repetitions
 from textmetric_bench.reports.tables.table3 import (
     BELOW_MARK,
     BELOW_NOTE,
@@ -109,7 +110,7 @@ def table3_html(
     complete, the only ones its cells average (a metric with no complete repetition keeps a row without numbers,
     named as its kind by the runs' ``orientation``)."""
     failed = dict(failed or {})
-    complete = summary.groupby("metric")["n"].max() if not summary.empty else pd.Series(dtype=float)
+    complete = complete_repetitions(summary, failed)
     means = table3(summary)
     for metric in failed:
         if metric not in means.index:
@@ -125,8 +126,7 @@ def table3_html(
     for metric in means.index:
         name, cls = _row_head(metric, labels)
         if metric in failed:
-            done = int(complete.get(metric, 0)) if np.isfinite(complete.get(metric, 0)) else 0
-            of = f"{done} of {repetitions} repetitions complete; " if repetitions else ""
+            of = f"{complete[metric]} of {repetitions} repetitions complete; " if repetitions else ""
             name += (
                 f" <span class=failed title='a repetition with a failed evaluation counts for none: see Failed "
                 f"metrics'>✗ {of}{failed[metric][0]} of {failed[metric][1]} evaluations failed</span>"

@@ -28,6 +28,13 @@ from textmetric_bench.reports.tables.table3 import (
 )
 
 
+def complete_repetitions(summary: pd.DataFrame, failed: Mapping[str, tuple[int, int]] | None = None) -> pd.Series:
+    """The complete repetitions each metric's cells average (the summary's largest n), 0 for a failed metric with
+    none."""
+    reps = summary.groupby("metric")["n"].max().astype(int) if not summary.empty else pd.Series(dtype=int)
+    return pd.concat([reps, pd.Series(0, index=[m for m in (failed or {}) if m not in reps.index], dtype=int)])
+
+
 def repetitions_text(
     summary: pd.DataFrame, planned: int | None, failed: Mapping[str, tuple[int, int]] | None = None
 ) -> tuple[str, pd.Series | None]:
@@ -36,8 +43,7 @@ def repetitions_text(
 
     Returns the sentence fragment and, when counts differ from ``planned`` or evaluations failed, a per-metric column.
     """
-    reps = summary.groupby("metric")["n"].max().astype(int) if not summary.empty else pd.Series(dtype=int)
-    reps = pd.concat([reps, pd.Series(0, index=[m for m in (failed or {}) if m not in reps.index], dtype=int)])
+    reps = complete_repetitions(summary, failed)
     planned = int(planned) if planned else int(reps.max())
     if (reps == planned).all() and not failed:
         return plural(planned, "repetition"), None
