@@ -320,8 +320,9 @@ def _main() -> None:
 
     asked = command_line(sys.argv[1:])
     overrides = asked.overrides
+    own_configs = not (asked.config_dir or asked.config_path or asked.config_name)
     problems = metric_override_problems(overrides) + suite_override_problems(overrides) or unknown_key_problems(
-        overrides
+        overrides, own_configs=own_configs
     )
     if not problems:
         problems = [p for p in [run_dir_problem(sys.argv[1:])] if p is not None]

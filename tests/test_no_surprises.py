@@ -122,6 +122,21 @@ def test_a_choice_with_none_close_lists_the_groups_choices_and_good_sweeps_pass(
     assert unknown_key_problems(["pair=atis_news,fortune_computing_people", "metrics=zipf,chi", "k=3,4"]) == []
 
 
+def test_a_users_config_directory_adds_choices_and_one_given_by_config_dir_is_left_to_hydra(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "my_conf" / "pair").mkdir(parents=True)
+    (tmp_path / "my_conf" / "pair" / "mine.yaml").write_text("name: mine\n")
+    searchpath = "hydra.searchpath=[file://./my_conf]"
+    assert unknown_key_problems([searchpath, "pair=mine"]) == []
+    assert unknown_key_problems([searchpath, "pair=mien"]) == [
+        "pair=mien: there is no pair 'mien'; did you mean pair=mine?"
+    ]
+    assert unknown_key_problems(["pair=mine"]) != []  # without the search path: no such pair
+    assert unknown_key_problems(["pair=mine"], own_configs=False) == []  # --config-dir my_conf: Hydra knows
+    shown = cli(tmp_path, "textmetric-bench", "--config-dir", "my_conf", "pair=mine", "--cfg", "job")
+    assert shown.returncode == 0 and "name: mine" in shown.stdout, shown.stderr[-2000:]
+
+
 # --- the user's files given to a pair card -----------------------------------------------------------------------
 
 

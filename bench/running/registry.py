@@ -85,17 +85,26 @@ def register_task_configs() -> None:
         store.store(group=GROUP, name=name, node=config_node(name, task.settings), package="_global_")
 
 
-def config_groups() -> dict[str, list[str]]:
+def config_groups(overrides: Sequence[str] = ()) -> dict[str, list[str]]:
     """Each config group of the command line's config (Hydra's own left out) and its choices, from Hydra's config
-    loader: the app's once Hydra has started (``--help``), else one set up as ``compose_config`` does."""
+    loader: the app's once Hydra has started (``--help``), else one set up as ``compose_config`` does. A user's
+    ``hydra.searchpath=[...]`` among ``overrides`` adds the groups and choices of those directories."""
     from hydra import initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
+    from hydra.core.object_type import ObjectType
 
     from textmetric_bench.running.metric_configs import register_metric_configs
 
+    searchpath = [o for o in overrides if o.lstrip("+~").startswith("hydra.searchpath")]
+
     def read() -> dict[str, list[str]]:
         loader = GlobalHydra.instance().config_loader()
-        return {g: list(loader.get_group_options(g)) for g in sorted(loader.list_groups("")) if g != "hydra"}
+
+        def options(group: str, kind: ObjectType) -> list[str]:
+            return list(loader.get_group_options(group, kind, config_name="config", overrides=searchpath))
+
+        groups = sorted(g for g in options("", ObjectType.GROUP) if g != "hydra")
+        return {g: options(g, ObjectType.CONFIG) for g in groups}
 
     if GlobalHydra.instance().is_initialized():
         return read()

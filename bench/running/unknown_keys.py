@@ -26,8 +26,10 @@ log = logging.getLogger(__name__)
 OWNED_ELSEWHERE = ("metric", "hydra")
 
 
-def unknown_key_problems(overrides: Sequence[str]) -> list[str]:
-    """One line per override whose key the composed config lacks, or [] (also when Hydra refuses something else)."""
+def unknown_key_problems(overrides: Sequence[str], *, own_configs: bool = True) -> list[str]:
+    """One line per override whose key the composed config lacks, or [] (also when Hydra refuses something else).
+    ``own_configs=False``: the configs come (also) from elsewhere (``--config-dir``), whose groups and choices are
+    not known here: choices are left to Hydra."""
     from hydra.core.override_parser.overrides_parser import OverridesParser
     from hydra.errors import ConfigCompositionException, HydraException
 
@@ -37,7 +39,7 @@ def unknown_key_problems(overrides: Sequence[str]) -> list[str]:
         parsed = OverridesParser.create().parse_overrides(list(overrides))
     except HydraException:
         return []
-    missing = missing_choices(parsed)  # a config group's choice that does not exist (pair=nosuch), every value
+    missing = missing_choices(parsed, overrides) if own_configs else []  # a group's choice that does not exist
     choices = [line for _, line in missing]
     if any(o.key_or_group == "task" for o, _ in missing):
         return choices  # the settings a task takes are unknown until the task is: none is judged
@@ -104,12 +106,12 @@ def override_values(override) -> list[str]:
         return []
 
 
-def missing_choices(parsed) -> list[tuple[Any, str]]:
+def missing_choices(parsed, overrides: Sequence[str]) -> list[tuple[Any, str]]:
     """(override, ``unknown_choice_line``) for each value of an override of a config group (Hydra's own left to
     Hydra) that is not among the group's choices (``registry.config_groups``)."""
     from textmetric_bench.running.registry import config_groups
 
-    groups = config_groups()
+    groups = config_groups(overrides)
     return [
         (o, unknown_choice_line(o.key_or_group, value, groups[o.key_or_group], o.input_line))
         for o in parsed
