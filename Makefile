@@ -29,7 +29,7 @@ $(STAMP): pyproject.toml constraints.txt
 lock:
 	rm -rf .venv-lock
 	$(MAKE) VENV=.venv-lock LOCK= venv
-	(sed -n '1,3p' constraints.txt; .venv-lock/bin/python -m pip freeze --exclude-editable | grep -v '^#' | sort -f) > constraints.txt.new
+	(sed -n '1,3p' constraints.txt; .venv-lock/bin/python -m pip freeze --exclude-editable | grep -v '^#' | sed -E 's/^([^=]+==[^+]+)\+.*$$/\1/' | sort -f) > constraints.txt.new   # no local label (torch's +cpu): PyPI's build must satisfy it too
 	mv constraints.txt.new constraints.txt
 	rm -rf .venv-lock
 

@@ -27,7 +27,6 @@ from textmetric_bench.api.registry import announce_plugin_failures, plugin_failu
 from textmetric_bench.console import FILE_ONLY, setup_run_console
 from textmetric_bench.errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_OK, BenchError, ConfigError, DataError
 from textmetric_bench.reports.tables.markdown import terminal_text
-from textmetric_bench.running.directories import remove_unused_run_dir
 from textmetric_bench.tasks.config import (
     CONF_DIR,  # importing textmetric_bench.tasks.config also registers the ${shipped:} and ${checkout:} resolvers
 )
@@ -41,6 +40,8 @@ from textmetric_bench.running.exit_status import (
 )
 from textmetric_bench.running.metric_configs import metric_override_problems, register_metric_configs
 from textmetric_bench.running.registry import get_task, register_task_configs
+from textmetric_bench.running.directories import remove_unused_run_dir, run_dir_key
+from textmetric_bench.running.run_record import DirectoryBusy, RunRecord, run_lock
 from textmetric_bench.running.unknown_keys import unknown_key_problems
 from textmetric_bench.running.usage import usage_text  # noqa: F401 - registers ${harness_usage:} for --help
 
@@ -75,7 +76,7 @@ def run_app(cfg: DictConfig) -> int:
     process that launched the sweep exits with the worst of them (``main``)."""
     _app_entered.append(True)
     out_dir = Path(HydraConfig.get().runtime.output_dir).absolute()
-    _run_dirs.append(out_dir)  # where an interrupted run's evaluations are (``interrupted``)
+    _runs.append((out_dir, list(HydraConfig.get().overrides.task)))  # where an interrupted run is (``interrupted``)
     setup_run_console(progress_setting(cfg))
     from textmetric_bench.running.suite import setting_not_for_pair, skipped_setting
 
@@ -85,6 +86,15 @@ def run_app(cfg: DictConfig) -> int:
     if (unfit := setting_not_for_pair(cfg)) is not None:
         print(unfit, flush=True)  # the pair names the suite settings it takes part in
         return finish(out_dir, EXIT_OK, unfit)
+    try:
+        with run_lock(out_dir, run_dir_key()):  # one run at a time in a directory, until its exit status is written
+            return run_locked(cfg, out_dir)
+    except DirectoryBusy as exc:  # another run writes into the directory: it is that run's, not to be removed
+        return finish(out_dir, EXIT_BAD_INPUT, first_line(str(exc)), error=str(exc), refused=True, busy=True)
+
+
+def run_locked(cfg: DictConfig, out_dir: Path) -> int:
+    """``run_app``'s work, in the run directory it holds."""
     try:
         result = run_task(cfg, out_dir)
     except (ConfigError, DataError) as exc:  # bad settings or input files: refused before anything was evaluated
@@ -118,23 +128,35 @@ def run_app(cfg: DictConfig) -> int:
     return finish(out_dir, code, reason)
 
 
+#: The record of the existing directory a single run was given (``hydra.run.dir=``), read before Hydra writes its
+#: config there: a run refused in it puts the record back (``textmetric_bench.running.run_record``).
+_records: dict[Path, RunRecord] = {}
 #: Whether this process ran ``app``'s body: Hydra exits 1 on arguments it refuses before that.
 _app_entered: list[bool] = []
-#: The run directories of the runs this process started (a sweep's jobs, with the basic launcher).
-_run_dirs: list[Path] = []
+#: The run directories and overrides of the runs this process started (a sweep's jobs, with the basic launcher).
+_runs: list[tuple[Path, list[str]]] = []
 
 
-def finish(out_dir: Path, code: int, reason: str, *, error: str | None = None, refused: bool = False) -> int:
+def finish(
+    out_dir: Path, code: int, reason: str, *, error: str | None = None, refused: bool = False, busy: bool = False
+) -> int:
     """Record the run's exit status in its directory; exit with it, or, in a job of a sweep, return it.
     ``error``: a message printed as `error: ...` lines (no traceback) and logged. ``refused``: the config or the
     input was refused; a run that holds nothing else than Hydra's files then leaves no directory
-    (``remove_unused_run_dir``), so trying things does not pile up empty run directories."""
+    (``remove_unused_run_dir``), so trying things does not pile up empty run directories, and a directory that
+    existed before keeps the config and exit status of the run whose results it holds (``_records``). ``busy``:
+    refused as another run writes into the directory, which is kept whatever it holds."""
     if error is not None:
         log.error("%s", error, extra=FILE_ONLY)  # the console gets it once, below
         print("\n".join(f"error: {line}" for line in error.splitlines()), file=sys.stderr, flush=True)
     multirun = HydraConfig.get().mode == RunMode.MULTIRUN  # a sweep's job keeps its directory: its status is read
-    if not refused or multirun or not remove_unused_run_dir(out_dir, Path(get_original_cwd())):
+    if not refused or multirun:
         write_run_status(out_dir, code, reason, list(HydraConfig.get().overrides.task))
+    elif busy or not remove_unused_run_dir(out_dir, Path(get_original_cwd())):
+        if (record := _records.get(out_dir.absolute())) is not None:
+            record.restore()
+        elif not busy:  # the run holding the directory writes its own status
+            write_run_status(out_dir, code, reason, list(HydraConfig.get().overrides.task))
     if multirun:
         return code
     if code != EXIT_OK:
@@ -195,15 +217,24 @@ def os_error_message(exc: OSError, cfg: DictConfig, out_dir: Path) -> str:
 def run_dir_problem(argv: list[str]) -> str | None:
     """Why Hydra could not create the run (or sweep) directory these arguments give, or None.
 
-    Hydra makes that directory before the app runs and fails there with a traceback, so `main` asks first:
-    it composes the config as Hydra will (sweep overrides left out) and checks the directory's path.
-    Best effort: when the arguments cannot be composed here, Hydra reports them itself.
+    Hydra makes that directory before the app runs and fails there with a traceback, so `main` asks first.
+    """
+    from textmetric_bench.running.directories import RUN_DIR_EXAMPLES, directory_problem
+
+    planned = planned_run_dir(argv)
+    return None if planned is None else directory_problem(planned[0], planned[1], RUN_DIR_EXAMPLES[planned[0]])
+
+
+def planned_run_dir(argv: list[str]) -> tuple[str, Path] | None:
+    """(``hydra.run.dir`` or ``hydra.sweep.dir``, its path) as Hydra will make it for these arguments, or None when
+    the run writes nothing or its configs come from elsewhere: the config composed as Hydra will (sweep overrides
+    left out). Best effort: when the arguments cannot be composed here, Hydra reports them itself.
     """
     from hydra.core.override_parser.overrides_parser import OverridesParser
     from omegaconf import OmegaConf
 
     from textmetric_bench.running.registry import compose_config
-    from textmetric_bench.running.directories import RUN_DIR_EXAMPLES, directory_problem, names_only
+    from textmetric_bench.running.directories import names_only
 
     try:
         args = command_line(argv)
@@ -230,7 +261,7 @@ def run_dir_problem(argv: list[str]) -> str | None:
     except Exception as exc:  # noqa: BLE001 - Hydra itself will report what is wrong with the arguments
         log.debug("run directory not checked before Hydra: %s", exc)
         return None
-    return directory_problem(key, path, RUN_DIR_EXAMPLES[key])
+    return key, path
 
 
 #: The flags of a ``hydra.main`` application, as ``--hydra-help`` lists them: those that take no value, and those
@@ -280,7 +311,9 @@ def interrupted() -> NoReturn:
     from textmetric_bench.running.exit_status import sweep_directory
 
     sweep = sweep_directory()
-    directory = sweep or (_run_dirs[-1] if _run_dirs else None)
+    if _runs:  # the run, or the sweep's job, that was interrupted says so in its directory
+        write_run_status(_runs[-1][0], EXIT_INTERRUPTED, "interrupted (Ctrl-C or SIGINT)", _runs[-1][1])
+    directory = sweep or (_runs[-1][0] if _runs else None)
     key = "hydra.sweep.dir" if sweep is not None else run_dir_key()
     print(
         "interrupted: the evaluations finished so far are kept"
@@ -326,6 +359,9 @@ def _main() -> None:
     )
     if not problems:
         problems = [p for p in [run_dir_problem(sys.argv[1:])] if p is not None]
+    if not problems and (planned := planned_run_dir(sys.argv[1:])) and planned[0] == "hydra.run.dir":
+        if (record := RunRecord.read(planned[1])) is not None:
+            _records[record.directory] = record  # put back if this run is refused there (``finish``)
     if problems:
         print("\n".join(f"error: {problem}" for problem in problems), file=sys.stderr)
         raise SystemExit(EXIT_BAD_INPUT)

@@ -59,6 +59,32 @@ class ConsoleHandler(logging.StreamHandler):
             self.handleError(record)
 
 
+class LogFileHandler(logging.FileHandler):
+    """The run's log file. A disk that refuses a record (full, gone read-only) ends the file's logging with one
+    line on stderr, rather than logging's "--- Logging error ---" block with tracebacks for every later record:
+    the run reports the disk itself when it next writes a result."""
+
+    failed = False
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if not self.failed:
+            super().emit(record)
+
+    def handleError(self, record: logging.LogRecord) -> None:
+        error = sys.exc_info()[1]
+        if not isinstance(error, OSError):
+            super().handleError(record)
+            return
+        if not self.failed:
+            self.failed = True
+            print(
+                f"warning: the log file {self.baseFilename} cannot be written ({error.strerror or error}); "
+                "its later records are lost",
+                file=sys.stderr,
+                flush=True,
+            )
+
+
 def progress_mode(value: object) -> object:
     """``progress`` as configured: "auto", True or False (strings "true"/"false" accepted)."""
     if isinstance(value, str) and value.lower() in ("auto", "true", "false"):
@@ -154,7 +180,7 @@ def send_process_output_to(path: Path | str) -> None:
         os.dup2(fd, target)
     os.close(fd)
     root = logging.getLogger()
-    handler = logging.FileHandler(path)
+    handler = LogFileHandler(path)
     handler.setFormatter(logging.Formatter("[%(asctime)s][%(name)s][%(levelname)s] - %(message)s"))
     root.addHandler(handler)
     root.setLevel(logging.INFO)

@@ -119,8 +119,9 @@ def storage_error(
     full = code in NO_SPACE or (code is None and needed is not None and free_now is not None and free_now < needed)
     if full:
         had = f"{_size(free)} were free when writing began" if free is not None else f"{_size(free_now)} are free"
+        need = f"it needs {_size(needed)}, {had}" if needed is not None else had
         return StorageError(
-            f"no space left to write {what} in {directory}: it needs {_size(needed)}, {had}. Free some space "
+            f"no space left to write {what} in {directory}: {need}. Free some space "
             "(or choose a directory on a larger disk) and rerun: everything written so far is kept and not redone"
         )
     if code in NOT_WRITABLE or (code is None and _read_only(directory)):

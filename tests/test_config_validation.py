@@ -153,12 +153,12 @@ def test_a_new_cache_directory_is_probed_without_being_created(tmp_path):
     assert sorted(tmp_path.iterdir()) == before
 
 
-def fake_mkstemp_read_only(*args, **kwargs):
+def fake_mkdtemp_read_only(*args, **kwargs):
     raise OSError(errno.EROFS, "Read-only file system", kwargs.get("dir"))
 
 
 def test_a_cache_on_a_read_only_file_system_is_refused(tmp_path, monkeypatch):
-    monkeypatch.setattr(tempfile, "mkstemp", fake_mkstemp_read_only)
+    monkeypatch.setattr(tempfile, "mkdtemp", fake_mkdtemp_read_only)
     lines = problems(tmp_path)
     assert len(lines) == 2, lines  # the cache and the run directory
     assert lines[0].startswith(

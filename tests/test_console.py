@@ -172,3 +172,40 @@ def test_help_is_the_harness_usage_not_hydras_page(tmp_path):
         assert re.search(rf"(Exit status: |; ){code} ", flat), code
     assert "plugin failed to import" in flat
     assert "000: Pimentel" in flat and "004: Kour" in flat  # the paper numbers the task lines cite
+
+
+class FakeFullDiskStream:
+    """A fake log file stream on a disk with no room left (ENOSPC on every write): error handling only."""
+
+    def write(self, text):
+        import errno
+
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    def flush(self):
+        pass
+
+    def close(self):
+        pass
+
+
+def test_a_log_file_that_cannot_be_written_says_so_once_and_not_with_a_traceback_per_record(tmp_path, capsys):
+    import logging
+
+    from textmetric_bench.console import LogFileHandler
+
+    handler = LogFileHandler(tmp_path / "run.log")
+    handler.stream.close()
+    handler.stream = FakeFullDiskStream()
+    logger = logging.getLogger("textmetric_bench.test_full_log")
+    logger.addHandler(handler)
+    try:
+        for i in range(3):
+            logger.warning("record %d", i)
+    finally:
+        logger.removeHandler(handler)
+    err = capsys.readouterr().err
+    assert err == (
+        f"warning: the log file {tmp_path / 'run.log'} cannot be written (No space left on device); "
+        "its later records are lost\n"
+    )

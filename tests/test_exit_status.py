@@ -412,3 +412,47 @@ def test_ctrl_c_says_in_one_line_what_is_kept_and_how_to_go_on_and_ends_by_sigin
         f"interrupted: the evaluations finished so far are kept in {out}; to go on from them, run the same command "
         f"with hydra.run.dir={out}"
     )
+    status = json.loads((out / "exit_status.json").read_text())  # as a sweep's summary and aggregate read it
+    assert status["exit_status"] == 130 and status["reason"].startswith("interrupted")
+
+
+def test_a_run_refused_in_another_runs_directory_leaves_it_as_it_was(tmp_path, plugin_path, cache_dir):
+    """Hydra writes a run's config into its directory before the harness sees what the directory holds. A run then
+    refused there, for other settings than its evaluations' or because another run writes into it now, leaves the
+    earlier run's config and exit status in place, so that its failed corpora are still the ones it evaluated."""
+    from filelock import FileLock
+
+    proc, out = run(tmp_path, plugin_path, cache_dir, "[chi,fake_fails_once]", "repetitions=2")
+    assert proc.returncode == EXIT_METRIC_FAILED, proc.stderr[-3000:]
+    record = [".hydra/config.yaml", ".hydra/hydra.yaml", ".hydra/overrides.yaml", "exit_status.json"]
+
+    def state():
+        return {name: (out / name).read_bytes() for name in [*record, "evaluations.jsonl"]}
+
+    before = state()
+    other = cli(tmp_path, plugin_path, cache_dir, *TINY, "n=7", "metrics=[chi,fake_fails_once]", f"hydra.run.dir={out}")
+    assert other.returncode == EXIT_BAD_INPUT and "holds evaluations of another configuration" in other.stderr
+    assert state() == before
+    with FileLock(out / ".run.lock", timeout=0):  # another run holds the directory
+        busy = cli(tmp_path, plugin_path, cache_dir, *TINY, "metrics=[chi,fake_fails_once]", f"hydra.run.dir={out}")
+    assert busy.returncode == EXIT_BAD_INPUT, busy.stderr[-3000:]
+    assert f"error: another run is writing into {out} now" in busy.stderr
+    assert state() == before and out.is_dir()
+
+    def failed_corpora(*args: str) -> subprocess.CompletedProcess:
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(plugin_path), str(TESTS_DIR)])}
+        command = [sys.executable, "-m", "textmetric_bench.running.failed_corpora", str(out), *args]
+        return subprocess.run(command, env={**env, "BENCH_CACHE_DIR": str(cache_dir)}, capture_output=True, text=True)
+
+    assert failed_corpora().returncode == 0
+    config = out / ".hydra" / "config.yaml"  # a config that is not the evaluations': refused, not other corpora
+    config.write_text(config.read_text().replace("'n': 6", "'n': 7"))
+    refused = failed_corpora("--out", str(tmp_path / "again"))
+    assert refused.returncode == EXIT_BAD_INPUT and "builds other corpora than the run evaluated" in refused.stderr
+    assert "'n': (6, 7)" in refused.stderr and not (tmp_path / "again").exists()
+    nowhere = subprocess.run(
+        [sys.executable, "-m", "textmetric_bench.running.failed_corpora", str(tmp_path / "no_such_run")],
+        capture_output=True,
+        text=True,
+    )
+    assert nowhere.returncode == EXIT_BAD_INPUT and f"{tmp_path / 'no_such_run'} is not a directory" in nowhere.stderr

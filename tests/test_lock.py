@@ -55,3 +55,10 @@ def test_every_dependency_is_bounded_to_its_tested_major_or_tighter():
         upper = [Version(s.version) for s in requirement.specifier if s.operator == "<"]
         if name in locked and upper:  # the bound lies at most one major above the tested version
             assert upper[0].major <= locked[name].major + 1 or locked[name].major == 0, requirement
+
+
+def test_no_pin_carries_a_local_version_label():
+    """A pin such as torch==2.13.0+cpu (this machine's wheel) refuses PyPI's torch 2.13.0, which a user installs
+    elsewhere before the wheel (docs/getting-started.md); ==2.13.0 takes both."""
+    labelled = [f"{name}=={version}" for name, version in pins().items() if version.local is not None]
+    assert not labelled, f"constraints.txt pins local builds {labelled}: pin the public version (make lock drops it)"

@@ -101,10 +101,20 @@ def test_a_second_call_into_the_same_directory_says_what_it_merged(tmp_path, mon
     assert repr(second) == "Result('ksc', run_dir='.', exit_status=0)"  # the directory itself
     monkeypatch.chdir(cache_dir)
     assert f"run_dir='{tmp_path / 'run'}'" in repr(second)  # elsewhere: absolute
+    record = {name: (tmp_path / "run" / name).read_bytes() for name in (".hydra/config.yaml", "exit_status.json")}
     with pytest.raises(ConfigError) as refused:  # other settings into it: refused, in the API's words
         textmetric_bench.evaluate(["zipf"], **{**small, "k": 4})
     assert "another configuration" in str(refused.value) and "out_dir=..." in str(refused.value)
     assert "hydra.run.dir" not in str(refused.value)
+    assert {name: (tmp_path / "run" / name).read_bytes() for name in record} == record  # the earlier run's, still
+    from filelock import FileLock
+
+    with FileLock(tmp_path / "run" / ".run.lock", timeout=0), pytest.raises(ConfigError) as busy:
+        textmetric_bench.evaluate(["zipf"], **small)  # another run writes into it now
+    assert str(busy.value).startswith(f"another run is writing into {tmp_path / 'run'} now") and "out_dir=..." in str(
+        busy.value
+    )
+    assert {name: (tmp_path / "run" / name).read_bytes() for name in record} == record
 
 
 def test_a_failing_metric_is_said_on_the_console_as_the_command_line_says_it(tmp_path, monkeypatch, cache_dir, capsys):

@@ -173,9 +173,14 @@ def read_corpus_card(path: Path) -> CorpusCard:
         path=path,
         counts=dict(counts.data),
     )
-    if card.licence.strip() == LICENCE_PLACEHOLDER:
+    if card.licence.strip() == LICENCE_PLACEHOLDER and Path(path).absolute() not in _LICENCE_WARNED:
+        _LICENCE_WARNED.add(Path(path).absolute())  # once a process, however often the card is read
         log.warning("card %s: its licence is still to be filled in", path)
     return card
+
+
+#: The cards whose missing licence this process has warned of.
+_LICENCE_WARNED: set[Path] = set()
 
 
 def _card_file_entry(f: CardReader, origin: str) -> CardFile:

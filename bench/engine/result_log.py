@@ -25,6 +25,21 @@ from textmetric_bench.files import storage_error
 log = logging.getLogger(__name__)
 
 
+def fingerprint_changes(logged: Mapping | None, current: Mapping) -> dict[str, tuple]:
+    """{key: (logged value, current value)} of the fingerprint keys that differ."""
+    return {k: (logged.get(k) if logged else None, v) for k, v in current.items() if not logged or logged.get(k) != v}
+
+
+def logged_fingerprint(path: Path | str) -> dict | None:
+    """The fingerprint an evaluation log ``path`` starts with (None: no log, or no header)."""
+    try:
+        with Path(path).open(encoding="utf-8") as handle:
+            first = handle.readline()
+        return json.loads(first).get("fingerprint") if first.endswith("\n") else None
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
 class ResultLog:
     """``<run dir>/evaluations.jsonl``: what ``load`` finds done, what ``append`` adds."""
 
@@ -80,11 +95,7 @@ class ResultLog:
             return
         header = json.loads(lines[0]).get("fingerprint")
         if header != self.fingerprint:
-            changed = {
-                k: (header.get(k) if header else None, v)
-                for k, v in self.fingerprint.items()
-                if not header or header.get(k) != v
-            }
+            changed = fingerprint_changes(header, self.fingerprint)
             raise ConfigError(
                 f"{self.path} holds evaluations of another configuration ({changed}); resume only "
                 "with the same settings, or use a new run directory (hydra.run.dir=...)"

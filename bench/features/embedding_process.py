@@ -272,6 +272,9 @@ class EmbeddingHelper:
                     f"the embedding process ended abruptly (exit code {code}: {exc}); was it "
                     "killed, for example out of memory?"
                 ) from exc
+            except BaseException:  # Ctrl-C: the answer, or a part of it, is left in the pipe; the next call needs
+                self.broken = True  # a new helper, and this one, busy for nobody, is ended (``close``)
+                raise
         if not answer[0]:
             error = answer[1]
             error.add_note(f"in the embedding helper process (pid {self.process.pid}):\n{answer[2]}")
@@ -301,13 +304,14 @@ class EmbeddingHelper:
         return self.call("numerics")
 
     def close(self) -> None:
-        """Close the pipe (the helper returns) and wait for it; a helper still loading a model nobody asked to use
-        (a run that stopped before its first text) is ended at once."""
+        """Close the pipe (the helper returns) and wait for it; a helper still busy with a call nobody will read the
+        answer of (a model loading for a run that stopped before its first text, texts of an interrupted run) is
+        ended at once."""
         with self.lock:
             if self.process.stdin is not None and not self.process.stdin.closed:
                 self.process.stdin.close()
             try:
-                self.process.wait(timeout=0 if self.unanswered else 30)
+                self.process.wait(timeout=0 if self.unanswered or self.broken else 30)
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
@@ -324,6 +328,8 @@ def helper() -> EmbeddingHelper:
     global _HELPER
     with _LOCK:
         if _HELPER is None or _HELPER.broken:
+            if _HELPER is not None:
+                _HELPER.close()
             _HELPER = EmbeddingHelper()
         return _HELPER
 

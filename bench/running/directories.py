@@ -66,8 +66,9 @@ def run_dir_key() -> str:
 
 
 def directory_problem(key: str, path: Path, example: str, *, origin: str = "") -> str | None:
-    """Why ``path`` cannot be created and written, or None: no regular file on its way, and a probe file can be
-    written in it (or, if it does not exist yet, in its nearest existing ancestor, which is left unchanged)."""
+    """Why ``path`` cannot be created and written, or None: no regular file on its way, and a probe directory with a
+    file of ``PROBE_BYTES`` can be written in it (or, if it does not exist yet, in its nearest existing ancestor,
+    which is left unchanged)."""
     path = Path(path).expanduser()
     existing = path
     while not existing.exists() and existing != existing.parent:
@@ -75,13 +76,23 @@ def directory_problem(key: str, path: Path, example: str, *, origin: str = "") -
     stated, remedy = f"{key}={shown(str(path))}{origin}", f"give a directory you can write, e.g. {key}={example}"
     if not existing.is_dir():
         return f"{stated} is not valid: {existing} is a file, not a directory; {remedy}"
-    try:
-        fd, probe = tempfile.mkstemp(dir=existing, prefix=".textmetric-bench-probe-")
-        os.close(fd)
-        os.unlink(probe)
+    probe = None
+    try:  # a directory and a file of PROBE_BYTES in it, on the disk: a full one refuses either, an empty file not
+        probe = tempfile.mkdtemp(dir=existing, prefix=".textmetric-bench-probe-")
+        with open(os.path.join(probe, "probe"), "wb") as handle:
+            handle.write(bytes(PROBE_BYTES))
+            handle.flush()
+            os.fsync(handle.fileno())
     except OSError as exc:
         return f"{stated} is not valid: cannot write in {existing} ({os_problem(exc)}); {remedy}"
+    finally:
+        if probe is not None:
+            shutil.rmtree(probe, ignore_errors=True)
     return None
+
+
+#: What ``directory_problem`` writes to tell a full disk: more than Hydra's record of a run's config.
+PROBE_BYTES = 64 * 1024
 
 
 def os_problem(exc: OSError) -> str:
@@ -99,8 +110,8 @@ def os_problem(exc: OSError) -> str:
 
 
 def remove_unused_run_dir(out_dir: Path, start_dir: Path) -> bool:
-    """Remove a run directory holding nothing but what Hydra wrote on entering the run (``.hydra/``, the log), and
-    the parents that leaves empty up to ``start_dir``; True if removed.
+    """Remove a run directory holding nothing but what Hydra wrote on entering the run (``.hydra/``, the log) and the
+    run's lock, and the parents that leaves empty up to ``start_dir``; True if removed.
 
     For a run that failed before evaluating anything (a bad value, a missing file): it would leave a directory
     per attempt with no result in it. A directory with anything else (an earlier run's results, to resume) stays,
@@ -109,7 +120,7 @@ def remove_unused_run_dir(out_dir: Path, start_dir: Path) -> bool:
     try:
         entries = list(out_dir.iterdir())
         if start_dir.is_relative_to(out_dir) or any(
-            not (entry.name == ".hydra" and entry.is_dir() or entry.suffix == ".log" and entry.is_file())
+            not (entry.name == ".hydra" and entry.is_dir() or entry.is_file() and entry.suffix in (".log", ".lock"))
             for entry in entries
         ):
             return False

@@ -75,14 +75,17 @@ def failure_lines(result, out_dir: Path) -> list[str]:
 
 def write_run_status(out_dir: Path, code: int, reason: str, overrides: list[str]) -> None:
     """``<out_dir>/exit_status.json``; best effort (a directory that cannot be written was reported already)."""
+    path = out_dir / STATUS_FILE
+    tmp = path.with_name(f".{STATUS_FILE}.{os.getpid()}")
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
-        path = out_dir / STATUS_FILE
-        tmp = path.with_name(f".{STATUS_FILE}.{os.getpid()}")
         tmp.write_text(json.dumps({"exit_status": code, "reason": reason, "overrides": overrides}) + "\n")
         tmp.replace(path)
     except OSError:
-        pass
+        try:
+            tmp.unlink(missing_ok=True)  # a disk that filled up leaves no half-written status
+        except OSError:
+            pass
 
 
 class SweepExitStatus(Callback):
@@ -111,7 +114,8 @@ def sweep_exit_status(launcher_status: int) -> tuple[int, list[str]]:
     code = worst_exit_status([launcher_status, *(job.code for job in jobs)])
     failed = [job for job in jobs if job.code != EXIT_OK]
     if not failed:
-        return code, ([f"sweep: all {len(jobs)} jobs succeeded ({_sweep['dir']})"] if jobs else [])
+        said = "its one job" if len(jobs) == 1 else f"all {len(jobs)} jobs"
+        return code, ([f"sweep: {said} succeeded ({_sweep['dir']})"] if jobs else [])
     lines = [f"sweep: {len(failed)} of {len(jobs)} jobs failed (exit status {code}; {_sweep['dir']}):"]
     apart = set_apart(jobs)
     for job in failed:  # named by the overrides that set it apart from the sweep's other jobs

@@ -88,6 +88,22 @@ def rebuild_collections(run_dir: Path | str):
             return task, task.build(inputs)
 
 
+def check_same_corpora(run_dir: Path, fingerprint: dict) -> None:
+    """ConfigError unless the corpora rebuilt from the saved config are those the run evaluated: the fingerprint
+    its evaluation log starts with (a run without one, ``engine.resume=false``, is not checked)."""
+    from textmetric_bench.engine.result_log import fingerprint_changes, logged_fingerprint
+
+    logged = logged_fingerprint(run_dir / "evaluations.jsonl")
+    if logged is None:
+        return
+    current = json.loads(json.dumps(fingerprint, default=str))
+    if changed := fingerprint_changes(logged, current):
+        raise ConfigError(
+            f"the saved config ({run_dir / '.hydra' / 'config.yaml'}) builds other corpora than the run evaluated "
+            f"(evaluations.jsonl; logged, rebuilt: {changed}): was the config or the data changed since?"
+        )
+
+
 def evaluation_seed(evaluation, run_seed: int) -> int:
     """The seed the run handed the metric on ``evaluation`` (as ``run_task`` does): its own, or its repetition's."""
     if evaluation.seed is not None:
@@ -102,6 +118,8 @@ def write_failed_corpora(
     ``out_dir`` (default ``<run_dir>/failed_corpora``); returns the directories written, one per evaluation."""
     run_dir = Path(run_dir).expanduser().absolute()
     failures_file = run_dir / "failures.csv"
+    if not run_dir.is_dir():
+        raise ConfigError(f"{run_dir} is not a directory: give the directory of a run (outputs/<task>/<pair>/<time>)")
     if not failures_file.is_file():
         raise ConfigError(f"{run_dir} has no failures.csv: no evaluation of this run failed (or it is not a run)")
     failures = pd.read_csv(failures_file, keep_default_na=False)
@@ -113,6 +131,7 @@ def write_failed_corpora(
             )
         failures = failures[failures["metric"] == metric]
     task, collections = rebuild_collections(run_dir)
+    check_same_corpora(run_dir, collections.fingerprint)
     run_seed = int(saved_config(run_dir)[0].seed)
     run_info = run_dir / "run.json"
     params = (json.loads(run_info.read_text(encoding="utf-8")).get("metric_params") or {}) if run_info.is_file() else {}

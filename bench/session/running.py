@@ -18,7 +18,7 @@ from typing import Any
 
 from omegaconf import OmegaConf, open_dict
 
-from textmetric_bench.console import ConsoleHandler, OwnMessages, set_progress, setup_run_console
+from textmetric_bench.console import ConsoleHandler, LogFileHandler, OwnMessages, set_progress, setup_run_console
 from textmetric_bench.errors import BenchError, ConfigError
 
 log = logging.getLogger(__name__)
@@ -144,7 +144,7 @@ def run_console(out_dir: Path, progress: object) -> Iterator[Path]:
     console = ConsoleHandler(sys.stderr)
     console.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
     console.addFilter(OwnMessages())
-    file = logging.FileHandler(path)
+    file = LogFileHandler(path)
     file.setFormatter(logging.Formatter("[%(asctime)s][%(name)s][%(levelname)s] - %(message)s"))
     level = root.level
     root.addHandler(console)
@@ -173,19 +173,23 @@ def run(
     """Run the composed config into its run directory as ``python -m textmetric_bench`` does, and return it."""
     from textmetric_bench.running.directories import MADE, remove_unused_run_dir
     from textmetric_bench.running.exit_status import failure_lines, run_exit_status, write_run_status
+    from textmetric_bench.running.run_record import RunRecord, run_lock
     from textmetric_bench.running.runner import run_configured
 
     cfg, made = compose(overrides, run_dir=out_dir is None)
     out_dir = Path(out_dir).expanduser().absolute() if out_dir is not None else Path(made).absolute()
     allowed = bool(cfg.get("allow_metric_failures", False)) if allow_metric_failures is None else allow_metric_failures
     existed = out_dir.exists() and out_dir not in MADE  # a directory this call made is new
-    with run_console(out_dir, progress):
+    record = RunRecord.read(out_dir) if existed else None  # what a refused call leaves as it was
+    with run_console(out_dir, progress), run_lock(out_dir, "out_dir"):  # DirectoryBusy: another run writes there
         save_config(cfg, overrides, out_dir)
         try:
             result = run_configured(cfg, out_dir)
         except BenchError as exc:
             if not existed:  # refused before anything ran: no run directory, nor the empty folders above it
                 remove_unused_run_dir(out_dir, Path.cwd())
+            elif record is not None and isinstance(exc, ConfigError):  # the directory's results are another run's
+                record.restore()
             in_api_words(exc)
             if type(exc).__name__ == "WorkerStartError" and getattr(sys.modules.get("__main__"), "__file__", None):
                 raise type(exc)(

@@ -73,7 +73,8 @@ from textmetric_bench.measures.orientation import (
     oriented,
     with_orientation,
 )
-from textmetric_bench.errors import ConfigError
+from textmetric_bench.errors import ConfigError, StorageError
+from textmetric_bench.files import storage_errors
 from textmetric_bench.tasks.config import build_embedder, selected_metrics
 from textmetric_bench.settings import SharedSettings
 from textmetric_bench.tasks.settings import TaskSettings, read_settings
@@ -549,7 +550,34 @@ def traceback_table(fields: Sequence[str], outcomes: Sequence[tuple[tuple, Outco
 
 
 def write_artifacts(task: Task, result: TaskResult, out_dir: Path, *, title: str) -> dict[str, Path]:
-    """The common files, then the task's own; files an earlier run wrote and this one did not are removed."""
+    """The common files, then the task's own; files an earlier run wrote and this one did not are removed. A disk
+    that fills up (or turns read-only) meanwhile is a StorageError, and the files written until then, which may be
+    cut short, are removed: the run directory keeps its evaluations, from which the same command writes them all."""
+    before = _file_states(out_dir)
+    try:
+        with storage_errors(out_dir, "the run's tables and figures"):
+            return _write_artifacts(task, result, out_dir, title=title)
+    except StorageError:
+        for path, state in _file_states(out_dir).items():
+            if state != before.get(path) and path.suffix not in (".log", ".lock"):
+                path.unlink(missing_ok=True)
+        raise
+
+
+def _file_states(out_dir: Path) -> dict[Path, tuple[int, int]]:
+    """(modification time, size) of every file under ``out_dir`` but the evaluation log."""
+    states = {}
+    for path in out_dir.rglob("*"):
+        try:
+            if path.is_file() and path.name != "evaluations.jsonl":
+                stat = path.stat()
+                states[path] = (stat.st_mtime_ns, stat.st_size)
+        except OSError:
+            continue
+    return states
+
+
+def _write_artifacts(task: Task, result: TaskResult, out_dir: Path, *, title: str) -> dict[str, Path]:
     previous = _previous_files(out_dir)
     files = {
         "distances": out_dir / task.distances_file,

@@ -12,6 +12,7 @@ import logging
 from typing import Mapping, Sequence
 
 from textmetric_bench.api.registry import MetricInfo
+from textmetric_bench.console import FILE_ONLY
 from textmetric_bench.features.embedding import Embedder
 from textmetric_bench.features.long_texts import LengthLimit
 from textmetric_bench.measures.text_limits import over_limit_sentence, reader_name
@@ -46,7 +47,8 @@ def reader_record(limit: LengthLimit, groups: Mapping[str, Sequence[str]], lengt
 
 
 def announce(reader: str, record: Mapping) -> None:
-    """One log line per reader; a warning on the console when it cut texts."""
+    """One log line per reader: a warning on the console when it cut texts; only in the log file when every text is
+    within its limit (nothing for the user to weigh)."""
     if record["limit"] is None:
         log.info("%s: %s", reader, record["done"])
         return
@@ -58,6 +60,7 @@ def announce(reader: str, record: Mapping) -> None:
             record["limit"],
             record["unit"],
             ", ".join(f"{n} {c['longest']}" for n, c in record["corpora"].items()),
+            extra=FILE_ONLY,
         )
     else:
         (log.warning if record["cuts"] else log.info)("%s", sentence)

@@ -192,7 +192,7 @@ def sweep_warnings(frame: pd.DataFrame) -> str:
     lines = []
     for warning, group in flagged.groupby("warning", sort=False):
         which = (
-            f"all {len(jobs)} jobs in the table"
+            ("the one job in the table" if len(jobs) == 1 else f"all {len(jobs)} jobs in the table")
             if len(group) == len(jobs)
             else f"{len(group)} of {len(jobs)} jobs: {', '.join(group['run'])}"
         )
