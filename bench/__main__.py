@@ -135,6 +135,8 @@ _records: dict[Path, RunRecord] = {}
 _app_entered: list[bool] = []
 #: The run directories and overrides of the runs this process started (a sweep's jobs, with the basic launcher).
 _runs: list[tuple[Path, list[str]]] = []
+#: The run directories whose run came to its end (``finish``): an interruption after that is not theirs.
+_finished: set[Path] = set()
 
 
 def finish(
@@ -150,6 +152,7 @@ def finish(
         log.error("%s", error, extra=FILE_ONLY)  # the console gets it once, below
         print("\n".join(f"error: {line}" for line in error.splitlines()), file=sys.stderr, flush=True)
     multirun = HydraConfig.get().mode == RunMode.MULTIRUN  # a sweep's job keeps its directory: its status is read
+    _finished.add(out_dir)
     if not refused or multirun:
         write_run_status(out_dir, code, reason, list(HydraConfig.get().overrides.task))
     elif busy or not remove_unused_run_dir(out_dir, Path(get_original_cwd())):
@@ -311,7 +314,7 @@ def interrupted() -> NoReturn:
     from textmetric_bench.running.exit_status import sweep_directory
 
     sweep = sweep_directory()
-    if _runs:  # the run, or the sweep's job, that was interrupted says so in its directory
+    if _runs and _runs[-1][0] not in _finished:  # the run, or the sweep's job, that was interrupted says so
         write_run_status(_runs[-1][0], EXIT_INTERRUPTED, "interrupted (Ctrl-C or SIGINT)", _runs[-1][1])
     directory = sweep or (_runs[-1][0] if _runs else None)
     key = "hydra.sweep.dir" if sweep is not None else run_dir_key()

@@ -111,6 +111,7 @@ INTERRUPTED = """if True:
         exact=True, window=embedder.window, long_texts="truncate",
     )
     many = [f"text number {i} of a long list, asked for and never read" for i in range(40000)]
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # also where the shell that started it ignores SIGINT
     threading.Timer(2.0, os.kill, (os.getpid(), signal.SIGINT)).start()
     try:
         old.encode(spec, many)
