@@ -40,7 +40,12 @@ from textmetric_bench.running.exit_status import (
 )
 from textmetric_bench.running.metric_configs import metric_override_problems, register_metric_configs
 from textmetric_bench.running.registry import get_task, register_task_configs
-from textmetric_bench.running.directories import remove_unused_run_dir, run_dir_key
+from textmetric_bench.running.directories import (
+    RUN_DIR_EXAMPLES,
+    directory_problem,
+    remove_unused_run_dir,
+    run_dir_key,
+)
 from textmetric_bench.running.run_record import DirectoryBusy, RunRecord, run_lock
 from textmetric_bench.running.unknown_keys import unknown_key_problems
 from textmetric_bench.running.usage import usage_text  # noqa: F401 - registers ${harness_usage:} for --help
@@ -222,8 +227,6 @@ def run_dir_problem(argv: list[str]) -> str | None:
 
     Hydra makes that directory before the app runs and fails there with a traceback, so `main` asks first.
     """
-    from textmetric_bench.running.directories import RUN_DIR_EXAMPLES, directory_problem
-
     planned = planned_run_dir(argv)
     return None if planned is None else directory_problem(planned[0], planned[1], RUN_DIR_EXAMPLES[planned[0]])
 
@@ -360,10 +363,9 @@ def _main() -> None:
     problems = metric_override_problems(overrides) + suite_override_problems(overrides) or unknown_key_problems(
         overrides, own_configs=own_configs
     )
-    if not problems:
-        problems = [p for p in [run_dir_problem(sys.argv[1:])] if p is not None]
-    if not problems and (planned := planned_run_dir(sys.argv[1:])) and planned[0] == "hydra.run.dir":
-        if (record := RunRecord.read(planned[1])) is not None:
+    if not problems and (planned := planned_run_dir(sys.argv[1:])) is not None:
+        problems = [p for p in [directory_problem(*planned, RUN_DIR_EXAMPLES[planned[0]])] if p is not None]
+        if not problems and planned[0] == "hydra.run.dir" and (record := RunRecord.read(planned[1])) is not None:
             _records[record.directory] = record  # put back if this run is refused there (``finish``)
     if problems:
         print("\n".join(f"error: {problem}" for problem in problems), file=sys.stderr)
