@@ -19,7 +19,7 @@ from typing import Any
 from omegaconf import OmegaConf, open_dict
 
 from textmetric_bench.console import ConsoleHandler, LogFileHandler, OwnMessages, set_progress, setup_run_console
-from textmetric_bench.errors import BenchError, ConfigError
+from textmetric_bench.errors import BenchError, ConfigError, DataError
 
 log = logging.getLogger(__name__)
 
@@ -188,8 +188,8 @@ def run(
         except BenchError as exc:
             if not existed:  # refused before anything ran: no run directory, nor the empty folders above it
                 remove_unused_run_dir(out_dir, Path.cwd())
-            elif record is not None and isinstance(exc, ConfigError):  # the directory's results are another run's
-                record.restore()
+            elif record is not None and isinstance(exc, (ConfigError, DataError)):
+                record.restore()  # refused: the directory's results, and so its record, are another run's
             in_api_words(exc)
             if type(exc).__name__ == "WorkerStartError" and getattr(sys.modules.get("__main__"), "__file__", None):
                 raise type(exc)(
