@@ -96,6 +96,17 @@ def test_the_helper_ends_with_the_process_that_started_it(end):
     assert not _alive(helper_pid)
 
 
+def run_child(script: str) -> subprocess.CompletedProcess:
+    """``script`` in a new interpreter, offline, its output captured."""
+    return subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "HF_HUB_OFFLINE": "1"},
+    )
+
+
 INTERRUPTED = """if True:
     import json, os, signal, threading
     import numpy as np
@@ -132,13 +143,7 @@ def test_a_call_interrupted_by_ctrl_c_ends_its_helper_at_once_and_the_next_call_
     """Ctrl-C (SIGINT to this process alone, as ``kill -INT <pid>`` or a notebook's interrupt) while the helper
     embeds: the helper, busy for nobody, is killed on the spot rather than waited for, and the next call starts a new
     one, so it never reads the interrupted call's answer as its own."""
-    proc = subprocess.run(
-        [sys.executable, "-c", INTERRUPTED],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={**os.environ, "HF_HUB_OFFLINE": "1"},
-    )
+    proc = run_child(INTERRUPTED)
     assert proc.returncode == 0, proc.stderr[-3000:]
     outcome = json.loads(proc.stdout.strip().splitlines()[-1])
     assert outcome == {"interrupted": True, "old_returncode": -signal.SIGKILL, "same": True, "new_helper": True}
@@ -238,14 +243,8 @@ QUIET = """if True:
 def test_loading_the_model_prints_no_progress_bar_of_transformers():
     """The helper loads the model without transformers' "Loading weights" bar, a stray line on every first run's
     console; transformers' bars are left as they were for everything else."""
-    proc = subprocess.run(
-        [sys.executable, "-c", QUIET],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={**os.environ, "HF_HUB_OFFLINE": "1"},
-        check=True,
-    )
+    proc = run_child(QUIET)
+    assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stdout.strip() == "(1, 384)" and "bars shown" in proc.stderr
     assert "Loading weights" not in proc.stderr, proc.stderr[-2000:]
 

@@ -18,6 +18,7 @@ from omegaconf import DictConfig, OmegaConf
 from textmetric_bench.settings import shown
 from textmetric_bench.data.settings import DataSettings
 from textmetric_bench.errors import ConfigError
+from textmetric_bench.running.run_record import LOCK_FILE
 
 
 def directory_problems(cfg: DictConfig, out_dir: Path | str | None) -> list[str]:
@@ -120,7 +121,12 @@ def remove_unused_run_dir(out_dir: Path, start_dir: Path) -> bool:
     try:
         entries = list(out_dir.iterdir())
         if start_dir.is_relative_to(out_dir) or any(
-            not (entry.name == ".hydra" and entry.is_dir() or entry.is_file() and entry.suffix in (".log", ".lock"))
+            not (
+                entry.name == ".hydra"
+                and entry.is_dir()
+                or entry.is_file()
+                and (entry.suffix == ".log" or entry.name == LOCK_FILE)
+            )
             for entry in entries
         ):
             return False

@@ -6,7 +6,8 @@ the directory holds; a run then refused there (its settings are not those of the
 another run is writing into the directory now) would leave its own config and exit status beside another run's
 results, and ``failed_corpora`` would rebuild the wrong corpora from them. So the command line reads the
 directory's record before Hydra starts (:meth:`RunRecord.read`) and puts it back on a refusal
-(:meth:`RunRecord.restore`); the Python API writes its config only after taking the directory's lock.
+(:meth:`RunRecord.restore`); the Python API reads it before writing its own config, which it does only once it
+holds the directory's lock, and puts it back the same way.
 """
 
 from __future__ import annotations

@@ -559,17 +559,17 @@ def write_artifacts(task: Task, result: TaskResult, out_dir: Path, *, title: str
             return _write_artifacts(task, result, out_dir, title=title)
     except StorageError:
         for path, state in _file_states(out_dir).items():
-            if state != before.get(path) and path.suffix not in (".log", ".lock"):
+            if state != before.get(path):
                 path.unlink(missing_ok=True)
         raise
 
 
 def _file_states(out_dir: Path) -> dict[Path, tuple[int, int]]:
-    """(modification time, size) of every file under ``out_dir`` but the evaluation log."""
+    """(modification time, size) of every file under ``out_dir`` but the evaluation log and the log files."""
     states = {}
     for path in out_dir.rglob("*"):
         try:
-            if path.is_file() and path.name != "evaluations.jsonl":
+            if path.is_file() and path.name != "evaluations.jsonl" and path.suffix != ".log":
                 stat = path.stat()
                 states[path] = (stat.st_mtime_ns, stat.st_size)
         except OSError:
