@@ -110,15 +110,9 @@ def run_locked(cfg: DictConfig, out_dir: Path) -> int:
         log_traceback_to_file(exc)
         message = os_error_message(exc, cfg, out_dir)
         return finish(out_dir, EXIT_BAD_INPUT, first_line(message), error=message)
-    report = None
-    try:  # the HTML report of this run; a failure here must not hide the results
-        from textmetric_bench.tasks.skeleton import figure_processes
-        from textmetric_bench.reports.html.report import build_report
+    from textmetric_bench.tasks.skeleton import write_run_report
 
-        build_report([out_dir], out_dir, figure_context=figure_processes())  # the run's forkserver draws its figures
-        report = out_dir / "report.html"
-    except Exception as exc:
-        log.warning("could not build report.html: %s", exc)
+    report = write_run_report(out_dir)  # None (and a warning) if it cannot be built: the tables are written
     shown_files = [result.files[name] for name in get_task(str(cfg.task.name)).printed if name in result.files]
     for line in failure_lines(result, out_dir):
         print(line, file=sys.stderr)

@@ -169,6 +169,8 @@ def test_unknown_metric_parameter_is_rejected():
         ("metric.face_so.include_dc=maybe", "takes true or false, e.g. metric.face_so.include_dc=false"),
         ("metric.chhi.top=3", "unknown metric 'chhi'. Did you mean chi"),
         ("metric=[chi,fdi]", "unknown metric 'fdi'. Did you mean fid"),
+        ("metric={chi:{top:3}}", "metric= takes names of metrics (whose parameters are composed), not their settings"),
+        ("metric={chi:{top:3}}", "set a parameter as metric.<metric>.<parameter>=<value>, e.g. metric.chi.top=3"),
         (
             "+metric.chi.top=3",
             ("+metric.chi.top: metric 'chi' has this parameter already; set it without the '+': metric.chi.top=3"),
@@ -178,11 +180,12 @@ def test_unknown_metric_parameter_is_rejected():
 def test_a_bad_metric_override_is_one_line_naming_metric_and_parameter(override, line):
     problems = metric_override_problems([override])
     assert len(problems) == 1 and line in problems[0], problems
+    assert problems[0].startswith(override.split("=")[0]), problems  # the override first, as for every other key
 
 
 def test_a_parameter_like_none_of_the_metrics_gets_no_suggestion():
     assert metric_override_problems(["metric.chi={colour:3}"]) == [
-        "metric 'chi' has no parameter(s) ['colour']; it takes ['normalise', 'top']"
+        "metric.chi={colour:3}: metric 'chi' has no parameter(s) ['colour']; it takes ['normalise', 'top']"
     ]
 
 
@@ -220,7 +223,8 @@ def test_the_command_line_names_a_missing_parameter_in_one_line(tmp_path):
     )
     assert proc.returncode != 0
     assert proc.stderr.strip().splitlines() == [
-        "error: metric 'chi' has no parameter(s) ['topp']; it takes ['normalise', 'top']; did you mean top?"
+        "error: metric.chi.topp=10: metric 'chi' has no parameter(s) ['topp']; it takes ['normalise', 'top']; did you "
+        "mean top?"
     ], proc.stderr[-2000:]
     assert not (tmp_path / "outputs").exists()
 
@@ -317,8 +321,12 @@ def test_a_new_file_in_metrics_is_a_metric_with_parameters_on_the_command_line(t
 
 def test_every_metric_a_sweep_names_is_checked_before_any_job_runs():
     """Before, ``-m metrics=zipf,fdi`` ran zipf's jobs and refused fdi's one by one."""
-    assert [p.split(".")[0] for p in metric_override_problems(["metrics=zipf,fdi"])] == ["unknown metric 'fdi'"]
-    assert [p.split(".")[0] for p in metric_override_problems(["metrics=[zipf,chii]"])] == ["unknown metric 'chii'"]
+    assert [p.split(".")[0] for p in metric_override_problems(["metrics=zipf,fdi"])] == [
+        "metrics=zipf,fdi: unknown metric 'fdi'"
+    ]
+    assert [p.split(".")[0] for p in metric_override_problems(["metrics=[zipf,chii]"])] == [
+        "metrics=[zipf,chii]: unknown metric 'chii'"
+    ]
     assert metric_override_problems(["metrics=glob(*)"]) == []  # not a list of names: the run's validation reads it
     for fine in ("metrics=default", "metrics=all", "metrics=[zipf,chi],[fid]", "metrics=default,[chi]"):
         assert metric_override_problems([fine]) == [], fine

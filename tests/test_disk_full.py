@@ -10,6 +10,7 @@ from __future__ import annotations
 import errno
 import os
 import re
+import shutil
 import stat
 import subprocess
 from pathlib import Path
@@ -244,6 +245,31 @@ def test_a_run_directory_that_fills_up_with_the_tables_says_so_in_one_line_and_k
     again = cli_run(tmp_path, cache_dir, f"hydra.run.dir={run_dir}")
     assert again.returncode == 0, again.stderr[-3000:]
     assert "resuming: " in again.stderr and (run_dir / "table3.md").is_file()
+
+
+def test_a_disk_that_fills_up_with_the_report_keeps_the_tables_and_leaves_no_report(small_disk, tmp_path, cache_dir):
+    """The tables fit, the report's figures do not: the run's results stand (exit 0, one warning), and no report is
+    left that is cut short or shows another run's results (the earlier run's report.html is removed too); the last
+    line points at the outputs, not at a report. Once there is room, the same command writes the report again."""
+    disk = small_disk("8m")
+    run_dir = disk / "run"
+    first = cli_run(tmp_path, cache_dir, f"hydra.run.dir={run_dir}")
+    assert first.returncode == 0 and (run_dir / "report.html").is_file(), first.stderr[-3000:]
+    tables = {p.name: p.read_bytes() for p in run_dir.glob("*.csv")}
+    shutil.rmtree(run_dir / "report_figures")  # the earlier report.html stays, its figures need room again
+    used = shutil.disk_usage(disk).used
+    small_disk(f"{used // 1024 + 256}k", at=disk)
+    again = cli_run(tmp_path, cache_dir, f"hydra.run.dir={run_dir}")
+    assert again.returncode == 0, again.stderr[-3000:]
+    warned = [line for line in again.stderr.splitlines() if "could not build report.html" in line]
+    assert len(warned) == 1 and "no space left" in warned[0] and str(run_dir) in warned[0], again.stderr[-3000:]
+    assert "Traceback" not in again.stderr and "Logging error" not in again.stderr, again.stderr[-3000:]
+    assert not (run_dir / "report.html").exists() and not (run_dir / "report_figures").exists()
+    assert again.stdout.splitlines()[-1] == f"outputs written to {run_dir}"
+    assert {p.name: p.read_bytes() for p in run_dir.glob("*.csv")} == tables  # the results, whole
+    small_disk("8m", at=disk)
+    third = cli_run(tmp_path, cache_dir, f"hydra.run.dir={run_dir}")
+    assert third.returncode == 0 and third.stdout.splitlines()[-1].startswith(f"report: {run_dir / 'report.html'}")
 
 
 def test_a_full_disk_at_the_start_is_one_line_naming_the_setting_and_leaves_no_run_directory(

@@ -282,7 +282,7 @@ def test_naming_a_metric_of_a_plugin_that_failed_to_import_names_the_import_erro
     proc, _ = run(tmp_path, broken_plugins, cache_dir, "[chi,punct_gap]")
     assert proc.returncode == EXIT_BAD_INPUT
     assert (
-        "error: metric 'punct_gap' is defined in broken_end, which failed to import: RuntimeError: broken at "
+        "error: metrics=[chi,punct_gap]: metric 'punct_gap' is defined in broken_end, which failed to import: RuntimeError: broken at "
         "the end of the module"
     ) in proc.stderr
     proc, _ = run(tmp_path, broken_plugins, cache_dir, "[chi,punct_gpa]")
@@ -291,7 +291,7 @@ def test_naming_a_metric_of_a_plugin_that_failed_to_import_names_the_import_erro
     proc, _ = run(tmp_path, broken_plugins, cache_dir, "[chi,top]")  # the plugin's name: no "did you mean" guess
     assert proc.returncode == EXIT_BAD_INPUT and "Did you mean" not in proc.stderr
     assert (
-        "error: unknown metric 'top': the metric plugin top failed to load (broken_top: ModuleNotFoundError"
+        "error: metrics=[chi,top]: unknown metric 'top': the metric plugin top failed to load (broken_top: ModuleNotFoundError"
     ) in proc.stderr
 
 

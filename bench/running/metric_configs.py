@@ -57,7 +57,8 @@ def metric_override_problems(overrides: list[str]) -> list[str]:
     """One line per command-line override of ``metric`` that Hydra would reject, or [].
 
     Hydra's own messages for these span several lines and suggest ``+metric...`` for a misspelt
-    parameter; these name the metric, the parameter and what it takes. Checks the metric names of
+    parameter; these start with the override, as the other keys' lines do, and name the metric, the parameter and
+    what it takes. Checks the metric names of
     ``metric=[...]`` and ``metric.<name>.<param>=<value>``: the parameter must exist, the value (each
     value of a sweep) must fit its type, and ``+`` (add a key) must not name a parameter the node has.
     ``metric=<names>`` without ``metrics=...`` is refused too: it looks like choosing the metrics to run.
@@ -82,6 +83,9 @@ def metric_override_problems(overrides: list[str]) -> list[str]:
             values = []
         try:
             if key == GROUP:  # metric=[chi,fid]: options of the group
+                if settings := next((value for value in values if isinstance(value, dict)), None):
+                    problems.append(f"{override.input_line}: {parameters_as_group_problem(settings)}")
+                    continue
                 for value in values:
                     for name in value if isinstance(value, list) else [value]:
                         if name != ALL_OPTION:
@@ -102,7 +106,7 @@ def metric_override_problems(overrides: list[str]) -> list[str]:
                 if len(path) < 2:
                     check_values(info, params)
         except ConfigError as exc:
-            problems.append(str(exc))
+            problems.append(str(exc) if str(exc).startswith((key, "+" + key)) else f"{override.input_line}: {exc}")
     return list(dict.fromkeys(problems))
 
 
@@ -121,7 +125,7 @@ def _unknown_metrics(override) -> list[str]:
                 try:
                     get_metric(name)
                 except ConfigError as exc:
-                    problems.append(str(exc))
+                    problems.append(f"{override.input_line}: {exc}")
     return problems
 
 
@@ -133,6 +137,17 @@ def group_for_list_problem(given: str, values: list) -> str:
     return (
         f"{given} chooses which metrics' parameters are composed, not which metrics run (every default metric "
         f"would still run): to run only {listed}, write metrics=[{listed}]"
+    )
+
+
+def parameters_as_group_problem(settings: dict) -> str:
+    """The line for ``metric={chi:{top:3}}``: ``metric=`` chooses options of the group (names), and a metric's
+    parameters are keys below it."""
+    name, params = next(iter(settings.items()))
+    param, value = next(iter(params.items())) if isinstance(params, dict) and params else ("<parameter>", "<value>")
+    return (
+        f"{GROUP}= takes names of metrics (whose parameters are composed), not their settings; set a parameter as "
+        f"{GROUP}.<metric>.<parameter>=<value>, e.g. {GROUP}.{name}.{param}={shown(value)}"
     )
 
 

@@ -198,7 +198,9 @@ def run(
                 ) from exc
             raise
         if report:
-            _build_report(out_dir)
+            from textmetric_bench.tasks.skeleton import write_run_report
+
+            write_run_report(out_dir)  # None (and a warning) if it cannot be built: the tables are written
         code, reason = run_exit_status(result, allowed)
         for line in failure_lines(result, out_dir):  # as the command line says it: one line per failure
             log.warning("%s", line)
@@ -220,14 +222,3 @@ def save_config(cfg, overrides: Sequence[str], out_dir: Path) -> None:
     saved.mkdir(parents=True, exist_ok=True)
     OmegaConf.save(cfg, saved / "config.yaml")
     OmegaConf.save(OmegaConf.create(list(overrides)), saved / "overrides.yaml")
-
-
-def _build_report(out_dir: Path) -> None:
-    """``report.html`` of the run, as the command line writes it; a failure here must not hide the results."""
-    try:
-        from textmetric_bench.tasks.skeleton import figure_processes
-        from textmetric_bench.reports.html.report import build_report
-
-        build_report([out_dir], out_dir, figure_context=figure_processes())  # the run's forkserver draws its figures
-    except Exception as exc:  # noqa: BLE001 - the tables are written; the page is a view of them
-        log.warning("could not build report.html: %s", exc)

@@ -35,6 +35,7 @@ import importlib
 import json
 import logging
 import platform
+import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -353,6 +354,31 @@ def figure_processes():
     from textmetric_bench.reports.figures.parallel import DrawingProcesses
 
     return DrawingProcesses(worker_context(), output_to_run_log())
+
+
+REPORT_FILES = ("report.html", "report_figures")
+
+
+def write_run_report(out_dir: Path) -> Path | None:
+    """The run's ``report.html`` (with its ``report_figures/``), or None and one warning if it cannot be built: the
+    run's tables are written, and a failure of their page must not hide them. Its files are then removed, an earlier
+    run's included, so that no page is cut short or shows other results than the tables beside it; the same command
+    writes it again (its evaluations are logged)."""
+    from textmetric_bench.reports.html.report import build_report
+
+    try:
+        with storage_errors(out_dir, "the run's report.html"):
+            build_report([out_dir], out_dir, figure_context=figure_processes())  # the run's forkserver draws them
+    except Exception as exc:  # noqa: BLE001 - the tables are written; the page is a view of them
+        for name in REPORT_FILES:
+            path = out_dir / name
+            try:
+                shutil.rmtree(path) if path.is_dir() else path.unlink(missing_ok=True)
+            except OSError:  # what cannot be removed stays; the warning says the page was not built
+                pass
+        log.warning("could not build report.html (no report written; the tables are): %s", exc)
+        return None
+    return out_dir / REPORT_FILES[0]
 
 
 def import_ahead(modules: Iterable[str]) -> None:
