@@ -144,11 +144,58 @@ def test_a_built_in_metric_that_changes_at_all_fails_where_the_numerics_are_the_
     assert compare(same_numerics, _measures(before), z=2.0, min_tolerance=0.02).loc[0, "status"] == "ok"
 
 
+def test_a_plugin_gated_both_ways_is_held_to_the_tolerance_not_bit_for_bit(fake_degradable_chi):
+    """check.two_sided gates a plugin's rise as a built-in's, but a plugin's numerics are its own: a change within
+    the tolerance passes, where the same nudge fails a built-in that has the baseline's numerics."""
+    from textmetric_bench.tasks.check import numerics, reproducible
+
+    before = {"chi": [0.80, 0.82, 0.81], fake_degradable_chi: [0.80, 0.82, 0.81]}
+    nudged = _measures({name: [0.80, 0.82 + 1e-6, 0.81] for name in before})
+    baseline = _baseline_of(before, numerics=numerics())
+    if not reproducible(baseline):
+        pytest.skip(f"numerics {numerics()} are not guaranteed bit for bit: the gate holds to tolerance only here")
+    table = compare(baseline, nudged, z=2.0, min_tolerance=0.02, plugins_two_sided=True).set_index("metric")
+    assert table.loc["chi", "status"] == "CHANGED" and table.loc[fake_degradable_chi, "status"] == "ok"
+    risen = _measures({name: [x + 0.1 for x in values] for name, values in before.items()})
+    risen_table = compare(baseline, risen, z=2.0, min_tolerance=0.02, plugins_two_sided=True)
+    assert set(risen_table["status"]) == {"ROSE"}
+
+
+def test_a_baseline_metric_that_failed_in_some_repetitions_is_told_from_one_that_did_not_run():
+    from textmetric_bench.tasks.check import FAILING, regression_lines
+
+    baseline = _baseline_of({"chi": [0.80, 0.82, 0.81], "zipf": [0.6, 0.6, 0.6], "fid": [0.9, 0.9, 0.9]})
+    measures = _measures({"chi": [0.80, np.nan, 0.81]})  # chi failed in repetition 1; zipf and fid did not run
+    table = compare(baseline, measures, z=2.0, min_tolerance=0.02, ran=["chi", "fid"]).set_index("metric")
+    assert table["status"].to_dict() == {"chi": "FAILED", "zipf": "MISSING", "fid": "FAILED"}  # fid ran, no value
+    assert set(table["status"]) <= set(FAILING)
+    lines = dict(zip(table.index, regression_lines(table.reset_index(), baseline, measures, 1e-9)))
+    assert lines["chi"] == (
+        "REGRESSION: metric chi measure A failed in 1 of 3 repetitions (the other 2 give 0.8050; the baseline "
+        "0.8100); its failures are listed above and in failures.csv"
+    )
+    assert lines["fid"].startswith("REGRESSION: metric fid measure A failed in 3 of 3 repetitions (no value;")
+    assert lines["zipf"].startswith("REGRESSION: metric zipf measure A is missing: the run did not compute it")
+
+
 def test_a_metric_whose_declared_version_changed_is_not_compared():
     baseline = _baseline_of({"chi": [0.8, 0.8, 0.8]}, versions={"chi": {"version": "0-old", "source_digest": "x"}})
     table = compare(baseline, _measures({"chi": [0.2, 0.2, 0.2]}), z=2.0, min_tolerance=0.02)
     assert len(table) == 1 and table.loc[0, "status"].startswith("version 0-old -> ")
     assert "make regenerate" in table.loc[0, "status"]
+
+
+def test_a_metric_edited_without_a_new_version_is_named():
+    from textmetric_bench.tasks.check import metric_versions, source_changes
+
+    now = metric_versions(["chi", "zipf", "fid"])
+    edited = {
+        **now,
+        "chi": {**now["chi"], "source_digest": "0" * 12},
+        "zipf": {"version": "0-old", "source_digest": "x"},
+    }
+    assert source_changes({"versions": edited}) == ["chi"]  # zipf's version changed: not compared, said elsewhere
+    assert source_changes({"versions": now}) == [] and source_changes({}) == []
 
 
 def test_the_committed_baseline_was_written_by_todays_metrics():
@@ -251,7 +298,7 @@ def test_a_file_that_is_not_a_baseline_is_refused_in_one_line_before_the_run(tmp
         read_baseline(tmp_path)
 
 
-def test_the_advice_rewrites_the_baseline_the_gate_read(tmp_path):
+def test_the_advice_rewrites_the_baseline_the_gate_read(tmp_path, monkeypatch):
     from textmetric_bench import shipped_path
     from textmetric_bench.tasks import check
 
@@ -260,6 +307,22 @@ def test_the_advice_rewrites_the_baseline_the_gate_read(tmp_path):
         == f"rerun this check with update=true (it rewrites {tmp_path / 'mine.json'})"
     )
     assert check.rewrite_advice(shipped_path(check.SHIPPED_BASELINE)) == check.REGENERATE  # from this checkout
+    monkeypatch.setattr(check, "IN_CHECKOUT", False)  # installed: update=true refuses the shipped baseline
+    assert check.rewrite_advice(shipped_path(check.SHIPPED_BASELINE)) == (
+        "the shipped baseline is the harness's own: gate against one of your own, written by this check with "
+        "update=true check.baseline=my_baseline.json"
+    )
+    monkeypatch.setattr(check, "IN_CHECKOUT", True)
+    # parameters given on the command line against the shipped baseline: regenerating it would not keep them
+    shipped_advice = check.parameter_advice(["chi"], shipped_path(check.SHIPPED_BASELINE))
+    assert shipped_advice.startswith("If the new parameters of chi are intended, make them the defaults and write")
+    assert shipped_advice.endswith(
+        "or gate against one of your own, written by this check with update=true check.baseline=my_baseline.json"
+    )
+    assert check.parameter_advice(["chi", "fid"], tmp_path / "mine.json") == (
+        f"If the new parameters of chi, fid are intended, write the baseline afresh with them: rerun this check with "
+        f"update=true (it rewrites {tmp_path / 'mine.json'})"
+    )
     table = compare(
         _baseline_of({"chi": [0.8, 0.8, 0.8]}, versions={"chi": {"version": "0-old"}}),
         _measures({"chi": [0.2, 0.2, 0.2]}),

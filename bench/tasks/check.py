@@ -11,7 +11,7 @@ max(min_tolerance, z * sd / sqrt(n)), where sd is the baseline's spread across i
   unchanged metric reproduces its baseline bit for bit. A metric whose declared ``version`` changed is not
   compared: its baseline is regenerated with the rest (``make regenerate``).
 - A plugin metric fails only when it drops (``check.two_sided=true``: both ways, as a built-in).
-- A baseline metric that is missing or failed fails the gate. Time (T) depends on the machine and is never gated.
+- A baseline metric that failed in any repetition or did not run fails the gate. Time (T) depends on the machine and is never gated.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+from collections.abc import Collection
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -44,7 +45,7 @@ SETTINGS = ("pair", "k", "n", "repetitions", "seed")
 REGENERATE = "make regenerate (python -m textmetric_bench.running.regenerate)"
 #: The shipped baseline, as the repository names it (``shipped_path`` finds it in a checkout or an installed wheel).
 SHIPPED_BASELINE = "reports/baselines/ksc_fortune_computing_people.json"
-FAILING = ("DROPPED", "ROSE", "CHANGED", "MISSING")
+FAILING = ("DROPPED", "ROSE", "CHANGED", "FAILED", "MISSING")
 
 
 def numerics() -> dict:
@@ -73,6 +74,21 @@ def metric_versions(names) -> dict:
         parts = version_parts(get_metric(str(name)).version)
         out[str(name)] = {"version": parts["version"], "source_digest": parts["source_digest"]}
     return out
+
+
+def source_changes(baseline: dict) -> list[str]:
+    """The baseline's metrics, still registered with the version it records, whose source digest is not the one
+    it records: edited without a new ``version=``, which the gate does not require (their values decide)."""
+    recorded = baseline.get("versions", {})
+    changed = []
+    for name, entry in sorted(recorded.items()):
+        try:
+            now = version_parts(get_metric(name).version)
+        except ConfigError:  # no longer registered: reported as MISSING
+            continue
+        if entry.get("version") == now["version"] and entry.get("source_digest") not in (None, now["source_digest"]):
+            changed.append(name)
+    return changed
 
 
 #: What the gate can compare: the KSC task's measures but T, which depends on the machine.
@@ -169,18 +185,22 @@ def compare(
     exact_tolerance: float = 1e-9,
     plugins_two_sided: bool = False,
     advice: str = REGENERATE,
+    ran: Collection[str] = (),
 ) -> pd.DataFrame:
     """One row per (metric, measure) of the baseline: old and new mean, tolerance, status (a metric whose declared
     version changed: not compared, with ``advice`` on writing the baseline afresh).
 
     Statuses that fail the gate: DROPPED, ROSE (a two-sided metric moved up), CHANGED (a built-in metric's values
-    differ beyond ``exact_tolerance`` where the run reproduces the baseline's numerics), MISSING."""
+    differ beyond ``exact_tolerance`` where the run reproduces the baseline's numerics), FAILED (the metric ran and
+    failed in some or all repetitions of the baseline's; ``ran``: the metrics the run computed, besides those with
+    a row in ``measures``), MISSING (it did not run)."""
     rows = []
     exact = reproducible(baseline)
     versions = baseline.get("versions", {})
     for metric, by_measure in baseline["measures"].items():
         grp = measures[measures["metric"] == metric].set_index("repetition")
         both_ways = two_sided(metric, plugins_two_sided)
+        built_in = two_sided(metric, False)  # held bit for bit where the numerics allow; a plugin, to tolerance only
         declared = versions.get(metric, {}).get("version")
         try:
             declared_now = version_parts(get_metric(metric).version)["version"]
@@ -202,14 +222,14 @@ def compare(
                 rows.append({**row, "status": "no baseline value"})
                 continue
             base = pd.Series(list(old["values"].values()), dtype=float)
-            if len(new) < len(base):
+            if len(new) < len(base):  # not run (MISSING), or failed in some repetitions (FAILED)
                 rows.append(
                     {
                         **row,
                         "new": float(new.mean()) if len(new) else math.nan,
                         "change": math.nan,
                         "tolerance": math.nan,
-                        "status": "MISSING",
+                        "status": "FAILED" if len(grp) or metric in ran else "MISSING",
                     }
                 )
                 continue
@@ -217,7 +237,7 @@ def compare(
             tol = max(min_tolerance, z * se)
             change = float(new.mean()) - float(base.mean())
             status = "DROPPED" if change < -tol else ("ROSE" if both_ways else "improved") if change > tol else "ok"
-            if status == "ok" and exact and both_ways:
+            if status == "ok" and exact and built_in:
                 old_values = {int(r): v for r, v in old["values"].items()}
                 gap = max((abs(float(new[r]) - v) for r, v in old_values.items() if r in new.index), default=0.0)
                 status = "CHANGED" if gap > exact_tolerance else status
@@ -225,6 +245,33 @@ def compare(
     for metric in sorted(set(measures["metric"]) - set(baseline["measures"])):
         rows.append({"metric": metric, "measure": "*", "status": "new metric (not in baseline)"})
     return pd.DataFrame(rows, columns=["metric", "measure", "baseline", "new", "change", "tolerance", "status"])
+
+
+def regression_lines(failed: pd.DataFrame, baseline: dict, measures: pd.DataFrame, exact_tolerance: float) -> list[str]:
+    """One "REGRESSION: ..." line per failing row of ``compare``'s table, saying what happened to the measure."""
+    lines = []
+    for _, row in failed.iterrows():
+        if row["status"] == "MISSING":
+            what = "is missing: the run did not compute it (is it in metrics=[...]? is its plugin installed?)"
+        elif row["status"] == "FAILED":
+            values = measures.loc[measures["metric"] == row["metric"], row["measure"]]
+            reps = len(baseline["measures"][row["metric"]][row["measure"]]["values"])
+            failed_reps = reps - int(values.notna().sum())
+            rest = f"the other {reps - failed_reps} give {row['new']:.4f}" if failed_reps < reps else "no value"
+            what = (
+                f"failed in {failed_reps} of {reps} repetitions ({rest}; the baseline {row['baseline']:.4f}); "
+                "its failures are listed above and in failures.csv"
+            )
+        elif row["status"] == "CHANGED":
+            what = (
+                f"changed from {row['baseline']:.6f} to {row['new']:.6f} (mean; values differ beyond "
+                f"{exact_tolerance} where an unchanged metric reproduces them exactly)"
+            )
+        else:
+            verb = "dropped" if row["status"] == "DROPPED" else "rose"
+            what = f"{verb} from {row['baseline']:.4f} to {row['new']:.4f} (tolerance {row['tolerance']:.4f})"
+        lines.append(f"REGRESSION: metric {row['metric']} measure {row['measure']} {what}")
+    return lines
 
 
 class CheckTask(
@@ -328,12 +375,26 @@ def param_changes(baseline: dict, metrics) -> dict[str, dict[str, tuple]]:
     return out
 
 
+#: How to gate against a baseline of one's own (docs/regression-gate.md, "Gating your own metric").
+OWN_BASELINE = "gate against one of your own, written by this check with update=true check.baseline=my_baseline.json"
+
+
 def rewrite_advice(path: Path) -> str:
-    """How to write the baseline at ``path`` afresh: the shipped one with the other shipped results, from a checkout;
-    any other by rerunning the check with update=true."""
-    if IN_CHECKOUT and is_shipped(path):
-        return REGENERATE
+    """How to write the baseline at ``path`` afresh: the shipped one with the other shipped results, from a checkout
+    (from an installed package, which refuses to overwrite it, a baseline of one's own instead); any other by
+    rerunning the check with update=true."""
+    if is_shipped(path):
+        return REGENERATE if IN_CHECKOUT else f"the shipped baseline is the harness's own: {OWN_BASELINE}"
     return f"rerun this check with update=true (it rewrites {path})"
+
+
+def parameter_advice(names: list[str], path: Path) -> str:
+    """What to do when metrics ``names`` moved with parameters other than the baseline's at ``path``."""
+    if IN_CHECKOUT and is_shipped(path):
+        how = f"make them the defaults and write the shipped baseline afresh ({REGENERATE}), or {OWN_BASELINE}"
+    else:
+        how = f"write the baseline afresh with them: {rewrite_advice(path)}"
+    return f"If the new parameters of {', '.join(names)} are intended, {how}"
 
 
 def run_gate(run: RunInputs) -> TaskResult:
@@ -378,6 +439,7 @@ def run_gate(run: RunInputs) -> TaskResult:
         exact_tolerance=check.exact_tolerance,
         plugins_two_sided=check.two_sided,
         advice=rewrite_advice(path),
+        ran=result.info.get("metrics_this_run") or (),
     )
     failed = table[table["status"].isin(FAILING)]
     table.to_csv(out_dir / "check.csv", index=False)
@@ -401,18 +463,12 @@ def run_gate(run: RunInputs) -> TaskResult:
         + (markdown_table(shown) if len(moved) else "Nothing moved beyond tolerance.")
         + "\n"
     )
-    for _, row in failed.iterrows():
-        if row["status"] == "MISSING":
-            what = "is missing or failed"
-        elif row["status"] == "CHANGED":
-            what = (
-                f"changed from {row['baseline']:.6f} to {row['new']:.6f} (mean; values differ beyond "
-                f"{check.exact_tolerance} where an unchanged metric reproduces them exactly)"
-            )
-        else:
-            verb = "dropped" if row["status"] == "DROPPED" else "rose"
-            what = f"{verb} from {row['baseline']:.4f} to {row['new']:.4f} (tolerance {row['tolerance']:.4f})"
-        text += f"\nREGRESSION: metric {row['metric']} measure {row['measure']} {what}"
+    text += "".join(f"\n{line}" for line in regression_lines(failed, baseline, result.measures, check.exact_tolerance))
+    if edited := source_changes(baseline):
+        text += (
+            f"\n\nThe source of {', '.join(edited)} changed since the baseline was written, its declared version "
+            "did not: the gate compared the values only"
+        )
     changed_params = param_changes(baseline, run.metrics)
     if changed_params:
         text += (
@@ -432,10 +488,7 @@ def run_gate(run: RunInputs) -> TaskResult:
         if not is_shipped(path) and IN_CHECKOUT and any(two_sided(m, False) for m in moved_metrics):
             text += f"; a built-in metric's change also needs the shipped results regenerated: {REGENERATE}"
     if moved_metrics & set(changed_params):
-        text += (
-            f"\n\nIf the new parameters of {', '.join(sorted(moved_metrics & set(changed_params)))} are intended, "
-            f"write the baseline afresh with them: {rewrite_advice(path)}"
-        )
+        text += f"\n\n{parameter_advice(sorted(moved_metrics & set(changed_params)), path)}"
     (out_dir / "check.md").write_text(text + "\n")
     return replace(
         result, task="check", summary=table, files={**files, "check_md": out_dir / "check.md"}, passed=failed.empty
