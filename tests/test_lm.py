@@ -113,5 +113,6 @@ def test_the_thread_probe_counts_other_processes_not_this_one():
     assert mine >= 0.4 and machine >= mine - 0.1  # the spinning thread is counted as ours, within the machine's
     chosen, record = thread_choice({"generation_threads": "auto", "threads": 1})
     assert record["rule"] == "auto" and record["cores"] == cores and chosen in (cores, 1)
-    assert chosen == (cores if record["busy"] < cores / 2 else 1)
+    at_the_edge = abs(record["busy"] - cores / 2) <= 0.005  # the record rounds the probe's value to 2 decimals
+    assert chosen == (cores if record["busy"] < cores / 2 else 1) or at_the_edge, record
     assert thread_choice({"generation_threads": 2})[1] == {"threads": 2, "rule": "lm.generation_threads"}
