@@ -235,6 +235,34 @@ def test_sweep_table_gives_each_warning_once_with_the_jobs_it_applies_to(tmp_pat
     assert f"**Warning (all 4 jobs in the table): {few}.**" in sweep_markdown(long, tmp_path)
 
 
+def test_sweep_table_names_what_sets_apart_jobs_of_one_setting(tmp_path):
+    """Two jobs of one (pair, k, n) that differ in a metric's parameter stay apart, each named by its job and the
+    overrides the other job does not share, not by a bare job number."""
+    long = pd.DataFrame(
+        [
+            {
+                "pair": "p",
+                "k": 3,
+                "n": 30,
+                "task": "ksc",
+                "run_dir": str(tmp_path / str(job)),
+                "overrides": f"k=3 n=30 metrics=[chi] metric.chi.top={top}",
+                "metric": "chi",
+                "measure": "A",
+                "mean": mean,
+                "warning": "",
+            }
+            for job, top, mean in ((0, 50, 0.75), (1, 5000, 1.0))
+        ]
+    )
+    table = sweep_markdown(long, tmp_path)
+    assert "| p | 3 | 30 | 0: metric.chi.top=50 | chi | **.750** |" in table, table  # each its own block
+    assert "| p | 3 | 30 | 1: metric.chi.top=5000 | chi | **1.000** |" in table, table
+    assert "bold = best within each (pair, k, n, run) block" in table
+    unrecorded = sweep_markdown(long.drop(columns="overrides"), tmp_path)
+    assert "| p | 3 | 30 | 0 | chi |" in unrecorded and "| p | 3 | 30 | 1 | chi |" in unrecorded, unrecorded
+
+
 def test_sweep_table_and_report_name_the_jobs_and_metrics_they_leave_out(tmp_path):
     from textmetric_bench.reports.html.report import build_report
     from textmetric_bench.reports.sweep.aggregate import aggregate_sweep

@@ -26,7 +26,7 @@ from textmetric_bench.measures.paired import all_comparisons
 from textmetric_bench.measures.summaries import RAW_MEASURES, labelled, summarise_measures
 from textmetric_bench.reports.bounds import bound_label, bound_of
 from textmetric_bench.reports.labels import TABLE3_ORDER, format_score, metric_labels
-from textmetric_bench.reports.sweep.jobs import job_name, left_out_lines, read_jobs, set_apart
+from textmetric_bench.reports.sweep.jobs import apart, job_name, left_out_lines, read_jobs, set_apart
 from textmetric_bench.reports.tables.markdown import markdown_table, terminal_text
 from textmetric_bench.reports.tables.table3 import BELOW_MARK, BELOW_NOTE, BOLD_TOLERANCE, best_mask
 
@@ -122,6 +122,23 @@ def below_chance_rows(long: pd.DataFrame) -> pd.Series:
     )
 
 
+#: The column that keeps apart jobs of one (pair, k, n) that differ in something else (a metric's parameter, say).
+RUN_COLUMN = "run: set apart by"
+
+
+def run_labels(frame: pd.DataFrame, keys: list[str]) -> pd.Series:
+    """Per row, its job (the ``run`` column) and the overrides that set it apart from the other jobs of its
+    ``keys`` block (``0: metric.chi.top=50``); the job alone where its overrides are not recorded."""
+    labels: dict[str, str] = {}
+    for _, block in frame.groupby(keys, dropna=False, sort=False):
+        jobs = block.drop_duplicates("run_dir").set_index("run_dir")
+        recorded = jobs["overrides"] if "overrides" in jobs else pd.Series(dtype=object)
+        given = {d: o.split() for d, o in recorded.items() if isinstance(o, str) and o.strip()}
+        told = apart(given) if len(given) == len(jobs) > 1 else {}
+        labels.update({d: f"{jobs.at[d, 'run']}: {told[d]}" if d in told else jobs.at[d, "run"] for d in jobs.index})
+    return frame["run_dir"].map(labels)
+
+
 def sweep_markdown(long: pd.DataFrame, sweep_dir: Path) -> str:
     """One row per metric × (pair, k, n): means to 3 decimals, best per block in bold."""
     frame = long.copy()
@@ -131,8 +148,9 @@ def sweep_markdown(long: pd.DataFrame, sweep_dir: Path) -> str:
     frame["run"] = [
         str(Path(p).relative_to(sweep_dir)) if Path(p).is_relative_to(sweep_dir) else p for p in frame["run_dir"]
     ]
-    if frame.duplicated(keys + ["metric", "measure"]).any():
-        keys.append("run")  # jobs differing in something else: keep them apart
+    if frame.duplicated(keys + ["metric", "measure"]).any():  # jobs differing in something else: keep them apart
+        frame[RUN_COLUMN] = run_labels(frame, keys)
+        keys.append(RUN_COLUMN)
     frame["bound"] = frame["metric"].map(lambda m: {"ceiling": 0, "floor": 2}.get(bound_of(m), 1))
     frame = frame.sort_values(keys + ["bound", "metric"], na_position="last", kind="stable")
     frame["metric"] = frame["metric"].map(bound_label)  # ceiling first, floor last, neither bold
@@ -150,7 +168,7 @@ def sweep_markdown(long: pd.DataFrame, sweep_dir: Path) -> str:
     table = markdown_table(cells.reset_index()) + (f"\n\n{BELOW_NOTE}" if below.to_numpy().any() else "")
     header = (
         f"# Sweep summary: {sweep_dir}\n\nMeans over the repetitions of each job (T in [100 op/s]); higher is "
-        f"better; bold = best within each ({', '.join(keys)}) block and those within {BOLD_TOLERANCE:g} of it (004 Table "
+        f"better; bold = best within each ({', '.join('run' if k == RUN_COLUMN else k for k in keys)}) block and those within {BOLD_TOLERANCE:g} of it (004 Table "
         f"3). Intervals ({INTERVAL_NAME}) are in sweep_summary.csv.\n\n"
     )
     return header + sweep_warnings(frame) + table + "\n" + not_in_the_table(sweep_dir)
