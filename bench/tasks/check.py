@@ -10,8 +10,10 @@ max(min_tolerance, z * sd / sqrt(n)), where sd is the baseline's spread across i
   vendor: textmetric_bench.numerics), any change of a value beyond ``exact_tolerance`` fails too, as an
   unchanged metric reproduces its baseline bit for bit. A metric whose declared ``version`` changed is not
   compared: its baseline is regenerated with the rest (``make regenerate``).
-- A plugin metric fails only when it drops (``check.two_sided=true``: both ways, as a built-in).
-- A baseline metric that failed in any repetition or did not run fails the gate. Time (T) depends on the machine and is never gated.
+- A plugin metric fails only when it drops (``check.two_sided=true``: both ways, as a built-in, but to the tolerance
+  only: its numerics are its own).
+- A baseline metric that failed in any repetition or did not run fails the gate. Time (T) depends on the machine
+  and is never gated.
 """
 
 from __future__ import annotations
