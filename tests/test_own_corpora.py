@@ -69,6 +69,23 @@ def test_each_format_gives_normalised_unique_texts_and_records_its_file(suffix, 
     assert record["files"] == [{"path": str(path), "sha256": sha256_of(path), "raw_texts": 42}]
 
 
+def test_a_text_file_has_one_text_a_line_whatever_separators_the_lines_hold(fortune, tmp_path):
+    """A line ends at \\n, \\r\\n or \\r (as open() reads a file); a form feed, U+2028, U+0085 or a record
+    separator inside a line is part of its text (str.splitlines split there, and a .jsonl line holding U+2028
+    unescaped, as JSON allows, no longer parsed)."""
+    texts = fortune[0][:6]
+    inside = ["\x0c", "\u2028", "\x85", "\x1e", "\x0b", "\u2029"]
+    lines = [f"{t[:10]}{sep}{t[10:]}" for t, sep in zip(texts, inside)]
+    txt = tmp_path / "separators.txt"
+    txt.write_bytes(("\r\n".join(lines[:3]) + "\n" + "\r".join(lines[3:]) + "\n").encode("utf-8"))
+    got = load_file(txt, name="separators")
+    assert got.record()["raw_texts"] == 6 and len(got.texts) == 6, got.texts
+    assert list(got.texts) == normalise_texts(lines, got.normalise)
+    jsonl = tmp_path / "separators.jsonl"
+    jsonl.write_text("".join(json.dumps({"text": t}, ensure_ascii=False) + "\n" for t in lines), encoding="utf-8")
+    assert list(load_file(jsonl, name="separators").texts) == list(got.texts)
+
+
 @pytest.mark.parametrize("suffix", [".jsonl", ".csv", ".parquet"])
 def test_another_field_or_column_is_named_by_an_option(suffix, fortune, tmp_path):
     path = write_texts(tmp_path / f"bodies{suffix}", fortune[1][:20], field="body")
@@ -386,3 +403,11 @@ def test_the_language_guess_names_the_language_or_says_it_cannot(fortune):
     code, why = guess_language(["Привет, как дела?", "Всё хорошо, спасибо."])
     assert code == "und" and "Cyrillic" in why
     assert guess_language(["12345", "!!!"]) == ("und", "the texts hold no letters")
+
+
+@pytest.mark.parametrize("name", ["texts", "texts.txt"])
+def test_a_directory_given_as_a_file_is_called_a_directory(name, tmp_path):
+    """Not "unknown file type (the name has no extension)" for a directory without one."""
+    (tmp_path / name).mkdir()
+    with pytest.raises((ConfigError, DataError), match=f"{tmp_path / name} .*is a directory, not a file"):
+        load_file(tmp_path / name, name=name, what="pair.a")

@@ -144,3 +144,41 @@ def test_a_missing_file_fails_at_once_with_one_line_naming_it(fortune, tmp_path,
         f"existing file in pair.a" in proc.stderr
     ), proc.stderr[-2000:]
     assert not (tmp_path / "outputs").exists() or not list((tmp_path / "outputs").rglob("run.json"))
+
+
+def test_the_same_files_by_another_path_resume_the_run_and_a_refused_call_starts_no_log_there(
+    fortune, tmp_path, cache_dir, monkeypatch
+):
+    """The evaluation log knows a file pair by its resolved files, not by the paths as typed: the command line with
+    absolute paths, and the API (which makes every path absolute), go on with a run started with relative ones. A
+    call refused there (other settings) leaves the directory as it was: no session.log of its own."""
+    import textmetric_bench
+    from textmetric_bench.errors import ConfigError
+
+    a = write_texts(tmp_path / "texts_a.txt", fortune[0][:40])
+    b = write_texts(tmp_path / "texts_b.txt", fortune[1][:40])
+    run_dir = tmp_path / "run"
+    first = run_in(
+        tmp_path,
+        "pair=files",
+        "pair.a=texts_a.txt",
+        "pair.b=texts_b.txt",
+        *QUICK,
+        f"hydra.run.dir={run_dir}",
+        cache_dir=cache_dir,
+    )
+    assert first.returncode == 0, first.stderr[-3000:]
+    again = run_in(
+        tmp_path, "pair=files", f"pair.a={a}", f"pair.b={b}", *QUICK, f"hydra.run.dir={run_dir}", cache_dir=cache_dir
+    )
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert re.search(r"resuming: (\d+) of \1 evaluations already done", again.stderr), again.stderr[-3000:]
+    monkeypatch.setenv("BENCH_CACHE_DIR", str(cache_dir))
+    monkeypatch.chdir(tmp_path / "run")  # the API from another directory, with relative paths from there
+    small = {"pair": ("../texts_a.txt", "../texts_b.txt"), "n": 10, "repetitions": 1, "progress": False}
+    with pytest.raises(ConfigError, match="another configuration"):
+        textmetric_bench.evaluate(["chi", "zipf"], k=4, out_dir=run_dir, **small)
+    assert not (run_dir / "session.log").exists()
+    result = textmetric_bench.evaluate(["chi", "zipf"], k=3, out_dir=run_dir, **small)
+    assert result.exit_status == 0 and set(result.summary["metric"]) == {"chi", "zipf"}
+    assert "resuming: " in (run_dir / "session.log").read_text()

@@ -233,3 +233,23 @@ def test_negative_divergences_are_explained_and_similarities_ignored():
     note = negative_divergence_html(distances)
     assert "estimator bias" in note and "<b>kl</b>: 1 of 2" in note and "<b>sim</b>" not in note
     assert negative_divergence_html(distances.iloc[1:2]) == ""
+
+
+def test_a_run_on_a_file_of_the_same_name_but_other_texts_does_not_join(tmp_path):
+    """Runs of one file pair join by the sources' names only while the files hold the same texts: a file edited
+    between a robustness run and a KSC run gives a robustness run of other corpora, kept in a section of its own."""
+    from textmetric_bench.reports.sweep.runs import Run, joins
+
+    def run(task: str, digest_a: str) -> Run:
+        sources = {
+            "a.txt": {"texts": 40, "files": [{"path": "/x/a.txt", "sha256": digest_a, "raw_texts": 40}]},
+            "b.txt": {"texts": 40, "files": [{"path": "/x/b.txt", "sha256": "b" * 64, "raw_texts": 40}]},
+        }
+        return Run(tmp_path / task, {"task": task}, pd.DataFrame(), manifest={"joins_ksc": True, "sources": sources})
+
+    ksc = run("ksc", "a" * 64)
+    assert joins(run("robustness", "a" * 64), ksc)
+    assert not joins(run("robustness", "c" * 64), ksc)  # a.txt edited in between
+    unrecorded = run("robustness", "c" * 64)
+    unrecorded.manifest["sources"] = {name: {"texts": 40} for name in unrecorded.manifest["sources"]}
+    assert joins(unrecorded, ksc)  # an older run.json without the files: by name, as before

@@ -40,9 +40,11 @@ def is_corpus_file(value: str) -> bool:
 def file_parser(path: Path, field: str | None = None, *, what: str = "") -> Parser:
     """The parser of ``path`` by its extension; ``field`` is the JSONL field or CSV/Parquet column of the texts;
     ``what`` says where the path was given (e.g. `pair.a`), for the error about an unknown extension."""
+    given = f" ({what})" if what else ""
+    if path.is_dir():
+        raise ConfigError(f"file {path}{given} is a directory, not a file; give one file of texts")
     if path.suffix.lower() not in FORMATS:
         kind = f"type {path.suffix!r}" if path.suffix else "type (the name has no extension)"
-        given = f" ({what})" if what else ""
         raise ConfigError(
             f"file {path}{given}: unknown file {kind}; give a file ending in "
             f"{', '.join(FORMATS)} (one text a line for .txt), or write a card for it "

@@ -96,10 +96,21 @@ def parse_json_splits(
     ]
 
 
+#: What ends a line of a text file: as Python's open() reads one (universal newlines).
+_LINE_END = re.compile(r"\r\n|\r|\n")
+
+
+def file_lines(text: str) -> list[str]:
+    """The lines of a text file's ``text``, as ``str.splitlines`` gives them but ended only by ``\n``, ``\r\n`` or
+    ``\r``: a form feed, U+2028 (which JSON holds unescaped) or another separator inside a line stays in it."""
+    lines = _LINE_END.split(text)
+    return lines[:-1] if lines[-1] == "" else lines
+
+
 def parse_jsonl(data: bytes, *, text_field: str, encoding: str) -> list[str]:
     """One JSON object a line; the text is `object[text_field]`."""
     texts = []
-    for n, line in enumerate(_decode(data, encoding).splitlines(), 1):
+    for n, line in enumerate(file_lines(_decode(data, encoding)), 1):
         if not line.strip():
             continue
         record = _json(line, f"line {n}")
@@ -189,8 +200,8 @@ def parse_fortune(data: bytes, *, separator: str, encoding: str, fallback_encodi
 
 
 def parse_txt(data: bytes, *, encoding: str) -> list[str]:
-    """Plain text, one text a line; blank lines are skipped."""
-    return [line for line in _decode(data, encoding).splitlines() if line.strip()]
+    """Plain text, one text a line (``file_lines``); blank lines are skipped."""
+    return [line for line in file_lines(_decode(data, encoding)) if line.strip()]
 
 
 def parse_parquet(data: bytes, *, text_column: str | int) -> list[str]:

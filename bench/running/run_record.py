@@ -24,6 +24,8 @@ from textmetric_bench.reports.sweep.jobs import STATUS_FILE
 
 #: The files that say which run a directory's results are from: Hydra's record of the config, and the exit status.
 RECORD_FILES = (".hydra/config.yaml", ".hydra/hydra.yaml", ".hydra/overrides.yaml", STATUS_FILE)
+#: The log files of a run directory (the command line's, the API's): one a refused run started is removed with it.
+LOG_FILES = ("__main__.log", "session.log")
 #: Held by the run writing into the directory, for as long as it runs (the operating system frees it when the
 #: process ends, however it ends).
 LOCK_FILE = ".run.lock"
@@ -35,6 +37,7 @@ class RunRecord:
 
     directory: Path
     files: Mapping[str, bytes | None]
+    absent_logs: tuple[str, ...] = ()
 
     @classmethod
     def read(cls, directory: Path | str) -> "RunRecord | None":
@@ -50,11 +53,18 @@ class RunRecord:
                 files[name] = None
             except OSError:
                 return None  # unreadable: nothing could be put back, so nothing is taken
-        return cls(directory, files)
+        absent_logs = tuple(name for name in LOG_FILES if not (directory / name).exists())
+        return cls(directory, files, absent_logs)
 
     def restore(self) -> None:
-        """Put the record back as it was read: files rewritten, files that were absent removed. Best effort (a disk
-        that refuses it was reported already)."""
+        """Put the record back as it was read: files rewritten, files that were absent removed, and a log file that
+        was absent removed (a log that was there keeps the refused run's lines: they record the attempt). Best
+        effort (a disk that refuses it was reported already)."""
+        for name in self.absent_logs:
+            try:
+                (self.directory / name).unlink(missing_ok=True)
+            except OSError:
+                pass
         for name, content in self.files.items():
             path = self.directory / name
             try:

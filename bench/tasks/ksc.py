@@ -104,7 +104,7 @@ class KSCTask(Task, name="ksc", settings=KSCSettings, fields=("repetition", "i",
         return Collections(
             corpora,
             evaluations,
-            fingerprint={"task": "ksc", "pair": sources.label, "k": s.k, "n": s.n, "seed": run.seed},
+            fingerprint={"task": "ksc", "pair": sources.identity, "k": s.k, "n": s.n, "seed": run.seed},
             info={
                 "pair": sources.label,
                 "k": s.k,

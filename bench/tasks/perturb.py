@@ -143,7 +143,7 @@ class PerturbTask(
         return Collections(
             corpora,
             evaluations,
-            fingerprint={"task": "perturb", "pair": sources.label, "n": n, "seed": seed},
+            fingerprint={"task": "perturb", "pair": sources.identity, "n": n, "seed": seed},
             info={
                 "pair": sources.label,
                 "n": n,

@@ -131,7 +131,7 @@ class RobustnessTask(
             evaluations,
             fingerprint={
                 "task": "robustness",
-                "pair": sources.label,
+                "pair": sources.identity,
                 "seed": seed,
                 "n_ref": grid.n_ref,
                 "imbalance_total": grid.imbalance_total,

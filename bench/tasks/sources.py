@@ -29,6 +29,13 @@ class PairSources:
     label: str
     a: Source
     b: Source
+    files: tuple[str, ...] = ()  # a file pair's two files, resolved
+
+    @property
+    def identity(self) -> str:
+        """What a run's evaluation log knows the pair by: the card's name, or both files' resolved paths, so that the
+        same files given by another path (relative, absolute, as the API gives them) resume the same run."""
+        return " vs ".join(self.files) if self.files else self.label
 
     def record(self) -> dict:
         """Per source: texts used, raw texts, the card, and every file read with its sha256 (for `run.json`)."""
@@ -68,12 +75,13 @@ def pair_sources(run: RunInputs) -> PairSources:
             str(cfg.pair.name), cache_dir=cache_dir, mirror=mirror, cards=card_dirs(cfg), generate=text_generator(run)
         )
         return PairSources(str(cfg.pair.name), a, b)
+    files = _pair_files(cfg)
     a, b = (
         load_file(path, name=given, field=field, field_setting=setting, what=f"pair.{side}")
-        for side, given, path, field, setting in _pair_files(cfg)
+        for side, given, path, field, setting in files
     )
     a, b = disjoint_pair(a, b, f"pair.a={a.name} and pair.b={b.name}")
-    return PairSources(f"{a.name} vs {b.name}", a, b)
+    return PairSources(f"{a.name} vs {b.name}", a, b, tuple(str(path.resolve()) for _, _, path, _, _ in files))
 
 
 def _pair_files(cfg: DictConfig) -> list[tuple[str, str, Path, str, str]]:

@@ -105,8 +105,27 @@ def load_run(path: Path) -> Run:
 
 def joins(run: Run, ksc: Run) -> bool:
     """Whether ``run`` joins the Table 3 of the KSC run ``ksc``: its task says its measures do (``joins_ksc`` in
-    its run.json, from the task's registration) and it measured ``ksc``'s sources, or some of them (IFC: one)."""
-    return bool(run.manifest.get("joins_ksc")) and bool(run.sources) and run.sources <= ksc.sources
+    its run.json, from the task's registration) and it measured ``ksc``'s sources, or some of them (IFC: one),
+    read from the same files (a file of one name edited between the runs holds other texts)."""
+    return (
+        bool(run.manifest.get("joins_ksc"))
+        and bool(run.sources)
+        and run.sources <= ksc.sources
+        and all(_same_files(run, ksc, name) for name in run.sources)
+    )
+
+
+def _same_files(run: Run, other: Run, source: str) -> bool:
+    """Whether both runs read ``source`` from files of the same contents (sha256, as run.json records them); True
+    where either does not record them."""
+    digests = []
+    for one in (run, other):
+        record = (one.manifest.get("sources") or {}).get(source)
+        files = record.get("files") if isinstance(record, dict) else None
+        if not files:
+            return True
+        digests.append(sorted(str(f.get("sha256")) for f in files if isinstance(f, dict)))
+    return digests[0] == digests[1]
 
 
 def joined_runs(ksc: Run, runs: list[Run]) -> list[Run]:
