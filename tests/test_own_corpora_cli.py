@@ -182,3 +182,31 @@ def test_the_same_files_by_another_path_resume_the_run_and_a_refused_call_starts
     result = textmetric_bench.evaluate(["chi", "zipf"], k=3, out_dir=run_dir, **small)
     assert result.exit_status == 0 and set(result.summary["metric"]) == {"chi", "zipf"}
     assert "resuming: " in (run_dir / "session.log").read_text()
+
+
+def test_an_earlier_metric_logged_for_part_of_the_evaluations_is_not_merged_but_named(fortune, tmp_path, cache_dir):
+    """An earlier metric whose logged evaluations cover only part of this run's (the earlier run ended early, or a
+    file was edited since and only the corpora that did not change match): merged, its row would stand on part of
+    them (its measures "–", its T from what is left), so it is left out of the tables, and the run says which and
+    how many of its evaluations were logged."""
+    write_texts(tmp_path / "texts_a.txt", fortune[0][:40])
+    write_texts(tmp_path / "texts_b.txt", fortune[1][:40])
+    files = ["pair=files", "pair.a=texts_a.txt", "pair.b=texts_b.txt", f"hydra.run.dir={tmp_path / 'run'}"]
+    two = [a if not a.startswith("repetitions=") else "repetitions=2" for a in QUICK]
+    first = run_in(tmp_path, *files, *two, cache_dir=cache_dir)
+    assert first.returncode == 0, first.stderr[-3000:]
+    log = tmp_path / "run" / "evaluations.jsonl"
+    header, *rows = log.read_text().splitlines()
+    kept = [r for r in rows if not (json.loads(r)["key"][0] == "zipf" and json.loads(r)["key"][2] == 1)]
+    assert 0 < len(rows) - len(kept) < len(rows) / 2  # zipf's repetition 1: as if the run had ended before it
+    log.write_text("\n".join([header, *kept]) + "\n")
+    only_chi = [a if not a.startswith("metrics=") else "metrics=[chi]" for a in two]
+    again = run_in(tmp_path, *files, *only_chi, cache_dir=cache_dir)
+    assert again.returncode == 0, again.stderr[-3000:]
+    said = " ".join(again.stderr.split())
+    found = re.search(r"Not merged from an earlier run in this directory: zipf \((\d+) of (\d+) of this run's", said)
+    assert found and int(found[1]) * 2 == int(found[2]), said[-3000:]
+    assert "held results of zipf" not in said  # not said to be merged
+    info = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert info["metrics"] == ["chi"] and info["earlier_metrics"] == [] and "zipf" in info["earlier_not_merged"]
+    assert "Not merged from an earlier run" in (tmp_path / "run" / "table3.md").read_text()

@@ -114,6 +114,17 @@ def plugin_warnings_and_metrics(info: Mapping) -> list[tuple[str, About]]:
     return out
 
 
+def partial_sentence(partial: Mapping[str, str]) -> str:
+    """What a run says of earlier metrics in its directory that it does not merge, each with "<found> of <planned>"
+    evaluations (``textmetric_bench.tasks.skeleton.incomplete_earlier``)."""
+    return (
+        "Not merged from an earlier run in this directory: "
+        + ", ".join(f"{name} ({count} of this run's evaluations logged)" for name, count in partial.items())
+        + f"; the earlier run ended early or read other corpora (an edited file): metrics=[{','.join(partial)}] "
+        "computes them here"
+    )
+
+
 def merge_warnings(info: Mapping) -> list[str]:
     """Rows that are not this run's own computation as asked: reference rows not used, metrics merged from an
     earlier run in the same directory, a grid truncated to the sources."""
@@ -132,6 +143,8 @@ def merge_warnings_and_metrics(info: Mapping) -> list[tuple[str, About]]:
             f"{', '.join(info.get('metrics_this_run') or [])}); a new directory keeps a run's metrics alone"
         )
         out.append((text, frozenset(earlier).__contains__))
+    if partial := info.get("earlier_not_merged"):
+        out.append((partial_sentence(partial), no_drawn_metric))
     for note in (info.get("grid") or {}).get("truncated") or []:
         out.append((f"Grid truncated: {note}", every_metric))
     return out

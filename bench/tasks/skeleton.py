@@ -30,6 +30,7 @@ does, from ``reports/reference/``: ``textmetric_bench.tasks.reference``).
 from __future__ import annotations
 
 import functools
+from collections import Counter
 import hashlib
 import importlib
 import json
@@ -66,7 +67,7 @@ from textmetric_bench.features.embedder_settings import EmbedderSettings
 from textmetric_bench.features.lm.settings import LMSettings
 from textmetric_bench.measures import LIBRARIES as MEASURE_LIBRARIES
 from textmetric_bench.measures.failures import write_failures_csv
-from textmetric_bench.measures.run_warnings import unstated_warnings
+from textmetric_bench.measures.run_warnings import partial_sentence, unstated_warnings
 from textmetric_bench.measures.orientation import (
     DISTANCE,
     orientation_of,
@@ -443,9 +444,11 @@ def run_task(task: Task, run: RunInputs) -> TaskResult:
         )
     collections.aside = distance_table(task.fields, [(k, o) for k, o in outcomes.items() if k in aside])
     outcomes = {k: o for k, o in outcomes.items() if k not in aside}
-    earlier = earlier_outcomes(
-        result_log, {ev: d for ev, d in content.items() if not ev.aside}, {m.name for m, _ in metrics}, out_dir
-    )
+    own_content = {ev: d for ev, d in content.items() if not ev.aside}
+    earlier = earlier_outcomes(result_log, own_content, {m.name for m, _ in metrics}, out_dir)
+    if partial := incomplete_earlier(earlier, own_content):  # on other corpora, mostly: not merged
+        earlier = {key: o for key, o in earlier.items() if key[0] not in partial}
+        log.warning("%s", partial_sentence(partial))
     distances = distance_table(task.fields, [*outcomes.items(), *earlier.items()])
     tracebacks = traceback_table(task.fields, [*outcomes.items(), *earlier.items()])
     names = list(dict.fromkeys(distances["metric"]))
@@ -469,6 +472,7 @@ def run_task(task: Task, run: RunInputs) -> TaskResult:
         "metrics": names,
         "metrics_this_run": [m.name for m, _ in metrics],
         "earlier_metrics": sorted(set(names) - {m.name for m, _ in metrics}),
+        **({"earlier_not_merged": partial} if partial else {}),
         "metric_params": {m.name: params for m, params in metrics},
         "metric_inputs": {m.name: m.inputs for m, _ in metrics},
         **({"plugin_failures": failed_imports} if (failed_imports := reported_plugin_failures()) else {}),
@@ -561,6 +565,15 @@ def earlier_outcomes(
     listed = {name: n for n, name in enumerate(_previous_manifest(out_dir).get("metrics") or [])}
     found.sort(key=lambda item: (position[tuple(item[0][2:])], listed.get(item[0][0], len(listed)), item[0][0]))
     return dict(found)
+
+
+def incomplete_earlier(earlier: Mapping[tuple, Outcome], content: Mapping[Evaluation, str]) -> dict[str, str]:
+    """The earlier metrics of ``earlier_outcomes`` whose logged evaluations cover only some of this run's
+    evaluations (its corpora changed since, a file edited, say), each with "<found> of <planned>": merged, their
+    rows would stand on a part of the corpora, so they are left out and said so."""
+    found = Counter(key[0] for key in earlier)
+    planned = {name: sum(ev.only is None or name in ev.only for ev in content) for name in found}
+    return {name: f"{found[name]} of {planned[name]}" for name in sorted(found) if found[name] < planned[name]}
 
 
 def distance_table(fields: Sequence[str], outcomes: Sequence[tuple[tuple, Outcome]]) -> pd.DataFrame:
