@@ -24,8 +24,11 @@ from textmetric_bench.reports.sweep.jobs import STATUS_FILE
 
 #: The files that say which run a directory's results are from: Hydra's record of the config, and the exit status.
 RECORD_FILES = (".hydra/config.yaml", ".hydra/hydra.yaml", ".hydra/overrides.yaml", STATUS_FILE)
-#: The log files of a run directory (the command line's, the API's): one a refused run started is removed with it.
-LOG_FILES = ("__main__.log", "session.log")
+#: The log file of a run the Python API starts (textmetric_bench.session).
+API_LOG_FILE = "session.log"
+#: The log files of a run directory (the command line's, conf/hydra/job_logging/bench.yaml, and the API's): one a
+#: refused run started is removed with it.
+LOG_FILES = ("__main__.log", API_LOG_FILE)
 #: Held by the run writing into the directory, for as long as it runs (the operating system frees it when the
 #: process ends, however it ends).
 LOCK_FILE = ".run.lock"

@@ -20,11 +20,12 @@ from omegaconf import OmegaConf, open_dict
 
 from textmetric_bench.console import ConsoleHandler, LogFileHandler, OwnMessages, set_progress, setup_run_console
 from textmetric_bench.errors import BenchError, ConfigError, DataError
+from textmetric_bench.running.run_record import API_LOG_FILE
 
 log = logging.getLogger(__name__)
 
 #: The log file of a run started from Python (a command-line run's is ``__main__.log``, named by Hydra's job).
-LOG_FILE = "session.log"
+LOG_FILE = API_LOG_FILE
 
 
 def metric_names(metrics: Any) -> list[str]:
