@@ -222,3 +222,24 @@ def test_the_sweeps_trend_figure_says_how_many_runs_each_warning_concerns(sweep,
         and said[1] == "1 of 2 runs: Metric m0 failed: ValueError: 0"
     )
     assert len(said) == SWEEP_WARNINGS_SHOWN + 1 and said[-1] == "2 more warnings: each run's block above says its own"
+
+
+def test_each_run_block_says_which_corpora_it_read_and_how_many_texts(sweep):
+    """The console's per-corpus counts and run.json's file digests, in the report too: a reader of the page can
+    tell which texts (and how many of those read) the numbers stand on."""
+    import json
+
+    from textmetric_bench.reports.html.report import corpora_line
+    from textmetric_bench.reports.sweep.runs import load_run
+
+    run = load_run(sweep / "0")
+    sources = json.loads((sweep / "0" / "run.json").read_text())["sources"]
+    line = corpora_line(run)
+    for name, record in sources.items():
+        digests = ", ".join(f["sha256"][:12] for f in record["files"])
+        assert f"{name}: {record['texts']:,} texts" in line
+        assert (f"used of {record['raw_texts']:,} read" in line) == (record["raw_texts"] > record["texts"])
+        if len(record["files"]) <= 3:
+            assert f"sha256 {digests}" in line
+    page = build_report([sweep])["report_html"].read_text()
+    assert page.count("<p class=runs>Corpora: ") == 2  # one per run block

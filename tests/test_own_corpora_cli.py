@@ -210,3 +210,53 @@ def test_an_earlier_metric_logged_for_part_of_the_evaluations_is_not_merged_but_
     info = json.loads((tmp_path / "run" / "run.json").read_text())
     assert info["metrics"] == ["chi"] and info["earlier_metrics"] == [] and "zipf" in info["earlier_not_merged"]
     assert "Not merged from an earlier run" in (tmp_path / "run" / "table3.md").read_text()
+
+
+def test_a_file_edited_since_the_earlier_run_is_named_when_the_run_goes_on(fortune, tmp_path, cache_dir):
+    """A run in a directory whose earlier run read a file that has changed since says which file changed (its
+    sha256 then and now) before it goes on, so that evaluations done again (or "resuming: 3 of 6 evaluations already
+    done") are not read as the earlier run having ended early; run.json keeps it (``files_changed``)."""
+    write_texts(tmp_path / "texts_a.txt", fortune[0][:40])
+    b = write_texts(tmp_path / "texts_b.txt", fortune[1][:40])
+    files = ["pair=files", "pair.a=texts_a.txt", "pair.b=texts_b.txt", f"hydra.run.dir={tmp_path / 'run'}"]
+    first = run_in(tmp_path, *files, *QUICK, cache_dir=cache_dir)
+    assert first.returncode == 0, first.stderr[-3000:]
+    before = sha256_of(b)
+    assert "Files changed since" not in first.stderr
+    again = run_in(tmp_path, *files, *QUICK, cache_dir=cache_dir)  # nothing changed: nothing said
+    assert again.returncode == 0 and "Files changed since" not in again.stderr, again.stderr[-3000:]
+    write_texts(b, fortune[1][1:41])  # one text out, another in
+    edited = run_in(tmp_path, *files, *QUICK, cache_dir=cache_dir)
+    assert edited.returncode == 0, edited.stderr[-3000:]
+    said = " ".join(edited.stderr.split())
+    assert (
+        f"Files changed since the earlier run in this directory: texts_b.txt ({b}: sha256 {before[:12]} then, "
+        f"{sha256_of(b)[:12]} now). Evaluations of corpora holding texts that changed are computed again" in said
+    ), said[-3000:]
+    assert "texts_a.txt (" not in said and not re.search(r"resuming: (\d+) of \1 ", said)
+    info = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert list(info["files_changed"]) == ["texts_b.txt"]
+
+
+def test_changed_files_matches_files_by_path_or_place_and_sources_by_name_or_place():
+    from textmetric_bench.tasks.skeleton import changed_files
+
+    def sources(**files):
+        return {
+            "sources": {name: {"files": [{"path": p, "sha256": s} for p, s in pairs]} for name, pairs in files.items()}
+        }
+
+    then = sources(a=[("a.txt", "1" * 64)], b=[("b.txt", "2" * 64)])
+    assert changed_files({}, then) == {}  # a first run
+    assert changed_files(then, then) == {}
+    assert changed_files(then, sources(a=[("a.txt", "1" * 64)], b=[("b.txt", "3" * 64)])) == {
+        "b": f"b.txt: sha256 {'2' * 12} then, {'3' * 12} now"
+    }
+    # the same files by other paths: unchanged; edited: matched by place
+    assert changed_files(then, sources(x=[("/d/a.txt", "1" * 64)], y=[("/d/b.txt", "2" * 64)])) == {}
+    assert changed_files(then, sources(x=[("/d/a.txt", "4" * 64)], y=[("/d/b.txt", "2" * 64)])) == {
+        "x": f"/d/a.txt: sha256 {'1' * 12} then, {'4' * 12} now"
+    }
+    # a card's directory now one file fewer
+    cards = sources(a=[("p/1", "1" * 64), ("p/2", "5" * 64)], b=[("b.txt", "2" * 64)])
+    assert changed_files(cards, then) == {"a": "2 files then, 1 now"}

@@ -413,6 +413,8 @@ def run_task(task: Task, run: RunInputs) -> TaskResult:
     long_texts = long_text_records(store.all_texts, collections.sides, embedder, metrics)
 
     result_log = result_log_for(run.engine, out_dir, collections.fingerprint)
+    if changed := changed_files(_previous_manifest(out_dir), collections.info):
+        log.warning("%s", changed_files_sentence(changed))
     content = {ev: pair_digest(collections.corpora[ev.p], collections.corpora[ev.q]) for ev in collections.evaluations}
     planned = [
         (
@@ -473,6 +475,7 @@ def run_task(task: Task, run: RunInputs) -> TaskResult:
         "metrics_this_run": [m.name for m, _ in metrics],
         "earlier_metrics": sorted(set(names) - {m.name for m, _ in metrics}),
         **({"earlier_not_merged": partial} if partial else {}),
+        **({"files_changed": changed} if changed else {}),
         "metric_params": {m.name: params for m, params in metrics},
         "metric_inputs": {m.name: m.inputs for m, _ in metrics},
         **({"plugin_failures": failed_imports} if (failed_imports := reported_plugin_failures()) else {}),
@@ -574,6 +577,43 @@ def incomplete_earlier(earlier: Mapping[tuple, Outcome], content: Mapping[Evalua
     found = Counter(key[0] for key in earlier)
     planned = {name: sum(ev.only is None or name in ev.only for ev in content) for name in found}
     return {name: f"{found[name]} of {planned[name]}" for name in sorted(found) if found[name] < planned[name]}
+
+
+def changed_files(previous: Mapping, info: Mapping) -> dict[str, str]:
+    """Per source of this run (``info``'s ``sources``) whose files' sha256 differ from those the earlier run in the
+    same directory recorded (``previous``, its ``run.json``): its files now, each with its sha256 then and now.
+    Empty for a first run, and for a source the earlier run did not record."""
+    before = previous.get("sources") if isinstance(previous.get("sources"), dict) else {}
+    changed = {}
+    for place, (name, record) in enumerate((info.get("sources") or {}).items()):
+        # a source is matched by its name, else by its place (a file pair's side given by another path)
+        earlier_record = before.get(name) or dict(enumerate(before.values())).get(place)
+        files = earlier_record.get("files") if isinstance(earlier_record, dict) else None
+        then = [(str(f.get("path")), str(f.get("sha256"))) for f in files or [] if isinstance(f, dict)]
+        now = [(str(f["path"]), str(f["sha256"])) for f in record.get("files") or []]
+        if not then or sorted(sha for _, sha in then) == sorted(sha for _, sha in now):
+            continue
+        by_path = dict(then)
+        # a file is matched by its path, else by its place (the same file given by another path)
+        earlier = [by_path.get(path, then[i][1] if i < len(then) else "") for i, (path, _) in enumerate(now)]
+        changed[name] = (
+            ", ".join(
+                f"{path}: sha256 {old[:12] or 'none'} then, {sha[:12]} now"
+                for (path, sha), old in zip(now, earlier)
+                if old != sha
+            )
+            or f"{len(then)} files then, {len(now)} now"
+        )
+    return changed
+
+
+def changed_files_sentence(changed: Mapping[str, str]) -> str:
+    """What a run says of the files that changed since the earlier run in its directory (``changed_files``)."""
+    return (
+        "Files changed since the earlier run in this directory: "
+        + "; ".join(f"{source} ({files})" for source, files in changed.items())
+        + ". Evaluations of corpora holding texts that changed are computed again; the others are reused"
+    )
 
 
 def distance_table(fields: Sequence[str], outcomes: Sequence[tuple[tuple, Outcome]]) -> pd.DataFrame:

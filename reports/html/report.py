@@ -112,6 +112,27 @@ def _notes_html(runs: list[Run]) -> str:
     return "".join(parts)
 
 
+def corpora_line(run: Run) -> str:
+    """What the run read, per source (``run.json``'s ``sources``): the texts it used (distinct, normalised, the
+    card's selection), the raw texts its files held where more, and the first digits of each file's sha256 (up to
+    three files); empty for a run that recorded none."""
+    sources = run.manifest.get("sources")
+    if not isinstance(sources, dict) or not sources:
+        return ""
+    described = []
+    for name, record in sources.items():
+        if not isinstance(record, dict):
+            continue
+        texts, raw = record.get("texts"), record.get("raw_texts")
+        counts = f"{texts:,} texts" if isinstance(texts, int) else "texts"
+        if isinstance(texts, int) and isinstance(raw, int) and raw > texts:
+            counts += f" used of {raw:,} read"
+        digests = [str(f.get("sha256"))[:12] for f in record.get("files") or [] if isinstance(f, dict)]
+        files = f", sha256 {', '.join(digests)}" if 0 < len(digests) <= 3 else ""
+        described.append(f"{name}: {counts}{files}")
+    return "Corpora: " + "; ".join(described) if described else ""
+
+
 def _task_figures(run: Run) -> list[str]:
     parts = [_perturbation_html(run)] if run.task == "perturb" else []
     for prefix, caption in (run.manifest.get("figures") or {}).items():  # the task's, by file-name prefix
@@ -137,6 +158,8 @@ def _run_block(
         parts.append(
             "<p class=runs>Joined: " + "; ".join(f"{escape(r.task)} {escape(r.label(root))}" for r in joined) + "</p>"
         )
+    if corpora := corpora_line(run):
+        parts.append(f"<p class=runs>{escape(corpora)}</p>")
     parts.append(
         run_warnings_html([(f"{r.task} run {r.label(root)}", r.manifest, r.repetitions) for r in (run, *joined)])
     )
