@@ -125,6 +125,28 @@ def test_no_two_metrics_share_colour_and_style(count):
     assert [s.colour for s in first] == list(OKABE_ITO), "the first seven take the colour-blind-safe palette"
 
 
+def test_a_page_of_figures_numbers_its_metrics_at_once_in_this_process_and_in_drawing_processes():
+    """A page showing figures of several metric sets (a report of a sweep over ``metrics=``) gives each metric one
+    look: within ``metric_order`` a figure of zipf alone draws it as one of chi and zipf does, also when a drawing
+    process (started afresh: spawn, so no state is inherited) draws it."""
+    import multiprocessing
+
+    from textmetric_bench.reports.figures.palette import metric_order
+    from textmetric_bench.reports.figures.parallel import FigureDrawer
+
+    alone = metric_styles(["zipf", "oracle"])["zipf"]
+    assert alone.colour == OKABE_ITO[0]  # without a page, each figure numbers its own metrics
+    with metric_order(["chi", "zipf", "oracle"]):
+        assert set(metric_styles(["zipf"])) == {"zipf"}
+        assert metric_styles(["zipf"])["zipf"] == metric_styles(["chi", "zipf"])["zipf"]
+        assert metric_styles(["zipf"])["zipf"].colour == OKABE_ITO[1]
+        with FigureDrawer(2, multiprocessing.get_context("spawn")) as drawer:
+            assert drawer.processes == 2 or len(os.sched_getaffinity(0)) < 2
+            drawn = drawer.result(drawer.submit(metric_styles, ["zipf"]))
+        assert drawn["zipf"].colour == OKABE_ITO[1]
+    assert metric_styles(["zipf"])["zipf"] == alone  # the page's order ends with it
+
+
 @pytest.mark.parametrize("count", [18, 30])
 def test_heatmap_labels_legible_and_apart(count):
     fig = measure_heatmap(synthetic_summary(count, bounds=True), sort_by="A")

@@ -243,3 +243,32 @@ def test_each_run_block_says_which_corpora_it_read_and_how_many_texts(sweep):
             assert f"sha256 {digests}" in line
     page = build_report([sweep])["report_html"].read_text()
     assert page.count("<p class=runs>Corpora: ") == 2  # one per run block
+
+
+def test_a_metric_keeps_its_colour_across_the_runs_of_a_sweep_over_metrics(tmp_path, cache_dir, monkeypatch):
+    """A sweep over ``metrics=``: one run of zipf alone, one of chi and zipf. Each figure numbered its own metrics,
+    so zipf took the first colour in one block and the second in the other; the page now numbers every metric it
+    shows at once (``metric_order``), so every figure of the page draws zipf alike, the scatter grid the run wrote
+    (with zipf alone) drawn afresh."""
+    from textmetric_bench.reports.figures import ksc, overview, radar
+
+    root = tmp_path / "sweep"
+    for job, metrics in (("0", "[zipf]"), ("1", "[chi,zipf]")):
+        cfg = compose_config(
+            ["k=4", "n=12", "repetitions=3", "progress=false", f"metrics={metrics}", f"data.cache_dir={cache_dir}"]
+        )
+        run_ksc(cfg, root / job)
+    looks: dict[str, set] = {}
+    for module in (ksc, overview, radar):
+        original = module.metric_styles
+
+        def recording(metrics, original=original):
+            styles = original(metrics)
+            for name, style in styles.items():
+                looks.setdefault(name, set()).add((style.colour, style.marker))
+            return styles
+
+        monkeypatch.setattr(module, "metric_styles", recording)
+    build_report([root])
+    assert set(looks) == {"chi", "zipf"} and all(len(seen) == 1 for seen in looks.values()), looks
+    assert looks["zipf"] != looks["chi"]

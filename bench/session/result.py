@@ -158,7 +158,10 @@ class Result:
         """The radar chart of 004 Figure 4 (``metrics``: which to draw; by default the best few)."""
         from textmetric_bench.reports.figures.radar import overlaid_radar
 
-        return overlaid_radar(self._summary_for_figures(), title=self.title, metrics=metrics, warnings=self.warnings)
+        with self._metric_order():
+            return overlaid_radar(
+                self._summary_for_figures(), title=self.title, metrics=metrics, warnings=self.warnings
+            )
 
     def heatmap(self, sort_by: str | None = None):
         """Every metric by every measure, shaded by its mean, sorted by ``sort_by`` (default: A, or the first
@@ -180,6 +183,15 @@ class Result:
                 f"figure() shows an image in Jupyter (IPython is not installed); the file is {path}"
             ) from None
         return Image(filename=str(path))
+
+    def _metric_order(self):
+        """The run's figures' numbering of metrics (every metric of its measures and distances), so that a metric
+        looks in these figures as in those the run wrote."""
+        from textmetric_bench.measures.summaries import labelled
+        from textmetric_bench.reports.figures.palette import metric_order
+
+        frames = [labelled(f) for f in (self.measures, self.distances) if f is not None and "metric" in f]
+        return metric_order({m for f in frames for m in f["metric"]})
 
     def _summary_for_figures(self) -> pd.DataFrame:
         from textmetric_bench.measures.summaries import labelled, summarise_measures

@@ -148,8 +148,9 @@ class KSCTask(Task, name="ksc", settings=KSCSettings, fields=("repetition", "i",
     def write(self, result: TaskResult, out_dir: Path) -> dict[str, Path]:
         """Table 3, radar chart, scatter plots, and the stochastic metrics' own noise (``own_noise.csv``)."""
         from textmetric_bench.measures.run_warnings import run_warnings, warnings_by_metric
-        from textmetric_bench.measures.summaries import most_repetitions, summarise_measures
+        from textmetric_bench.measures.summaries import labelled, most_repetitions, summarise_measures
         from textmetric_bench.reports.figures.ksc import scatter_file, scatter_names
+        from textmetric_bench.reports.figures.palette import metric_order
         from textmetric_bench.reports.figures.parallel import FigureDrawer
         from textmetric_bench.reports.figures.radar import radar_chart
         from textmetric_bench.reports.tables.files import write_tables
@@ -168,7 +169,11 @@ class KSCTask(Task, name="ksc", settings=KSCSettings, fields=("repetition", "i",
         repetitions = most_repetitions(result.measures)
         warnings = run_warnings(result.info, repetitions)  # the caption of every figure of all metrics
         metric_warnings = warnings_by_metric(result.info, set(result.distances["metric"]), repetitions)  # of one
-        with FigureDrawer(1 + len(names), figure_processes()) as drawer:  # drawn while the tables are written
+        shown = {*labelled(result.measures)["metric"], *result.distances["metric"]}  # reference rows: one look each
+        with (
+            metric_order(shown),
+            FigureDrawer(1 + len(names), figure_processes()) as drawer,
+        ):  # while tables are written
             # the longest job first (the grid of every metric: about four scatters' time), so no process idles last
             scatters = {
                 name: drawer.submit(

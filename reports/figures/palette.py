@@ -6,14 +6,19 @@ colours on white (each as far as possible from those before it), leaving out tho
 every metric of a figure has a colour of its own (a critical-difference diagram shows colour only). Past
 seven metrics the marker changes too, with each round through the seven, for readers who
 cannot tell the added colours apart. Metrics are numbered in name order, so every figure drawn from the
-same set of metrics gives a metric the same look. The bounds of ``textmetric_bench.reports.bounds``
+same set of metrics gives a metric the same look; a page of figures of several metric sets (a report of a sweep over
+``metrics=``) numbers every metric it shows at once (``metric_order``), so a metric keeps its look from one figure of
+the page to the next. The bounds of ``textmetric_bench.reports.bounds``
 (oracle, chance) take no palette entry: they are grey outlines.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
+from typing import Any
 
 import colorcet
 from matplotlib.colors import to_rgb
@@ -56,14 +61,40 @@ class MetricStyle:
         return {"color": self.colour, "linestyle": self.linestyle, "marker": self.marker}
 
 
+#: The metrics a page of figures shows, all of them (``metric_order``); empty: each figure numbers its own.
+PAGE_METRICS: ContextVar[tuple[str, ...]] = ContextVar("PAGE_METRICS", default=())
+
+
 def metric_styles(metrics: Iterable) -> dict[str, MetricStyle]:
-    """Style of each ordinary metric of ``metrics`` (bounds left out), numbered in name order."""
-    names = sorted({str(m) for m in metrics if bound_of(m) is None})
+    """Style of each ordinary metric of ``metrics`` (bounds left out), numbered in name order among them and the
+    metrics of the page being drawn (``metric_order``)."""
+    wanted = {str(m) for m in metrics if bound_of(m) is None}
+    names = sorted(wanted | {m for m in PAGE_METRICS.get() if bound_of(m) is None})
     styles = {}
     for index, name in enumerate(names):
-        cycle = index // SAFE_COLOURS
-        styles[name] = MetricStyle(COLOURS[index % len(COLOURS)], METRIC_LINESTYLE, MARKERS[cycle % len(MARKERS)])
+        if name in wanted:
+            cycle = index // SAFE_COLOURS
+            styles[name] = MetricStyle(COLOURS[index % len(COLOURS)], METRIC_LINESTYLE, MARKERS[cycle % len(MARKERS)])
     return styles
+
+
+@contextmanager
+def metric_order(metrics: Iterable) -> Iterator[tuple[str, ...]]:
+    """Within it, every figure numbers its metrics among ``metrics`` (a page's, all of them), so that a metric
+    has one look on the whole page whichever of them a figure shows."""
+    order = tuple(sorted({str(m) for m in metrics}))
+    token = PAGE_METRICS.set(order)
+    try:
+        yield order
+    finally:
+        PAGE_METRICS.reset(token)
+
+
+def drawn_in_order(order: tuple[str, ...], fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """``fn(*args, **kwargs)`` within ``metric_order(order)``: a figure job drawn in another process keeps the
+    page's order (``textmetric_bench.reports.figures.parallel.FigureDrawer``)."""
+    with metric_order(order):
+        return fn(*args, **kwargs)
 
 
 def bound_line(metric) -> dict:

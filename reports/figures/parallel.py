@@ -87,6 +87,12 @@ class FigureDrawer:
                 log.debug("figures drawn in this process: %s", exc)
 
     def submit(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> cf.Future:
+        """Start ``fn(*args, **kwargs)``, in the page's metric order if one is set
+        (``textmetric_bench.reports.figures.palette.metric_order``)."""
+        from textmetric_bench.reports.figures.palette import PAGE_METRICS, drawn_in_order
+
+        if order := PAGE_METRICS.get():
+            fn, args = drawn_in_order, (order, fn, *args)
         if self.usable and self.pool is not None:
             try:
                 future = self.pool.submit(fn, *args, **kwargs)

@@ -23,6 +23,7 @@ from textmetric_bench.reports.figures.drawing import MEASURE_SYMBOLS
 from textmetric_bench.reports.figures.heatmap import heatmap_caption, measure_heatmap
 from textmetric_bench.reports.figures.ksc import distance_scatter
 from textmetric_bench.reports.figures.overview import measure_boxplots, sweep_trends
+from textmetric_bench.reports.figures.palette import PAGE_METRICS, metric_order
 from textmetric_bench.reports.figures.parallel import DrawingProcesses, FigureDrawer, saved
 from textmetric_bench.reports.figures.radar import radar_chart, radar_small_multiples, small_multiples_caption
 from textmetric_bench.reports.html.tables import (
@@ -207,12 +208,25 @@ def _run_block(
     return "\n".join(parts)
 
 
+def page_metrics(runs: list[Run]) -> set[str]:
+    """Every metric the runs of a page show: their measures' and their distances' (the palette numbers them at
+    once, ``textmetric_bench.reports.figures.palette.metric_order``)."""
+    names: set[str] = set()
+    for run in runs:
+        for frame in (labelled(run.measures), run.distances):  # reference rows by their label, as figures name them
+            if frame is not None and "metric" in frame:
+                names.update(map(str, frame["metric"].unique()))
+    return names
+
+
 def _scatter_grid(run: Run, out_dir: Path) -> Path | None:
     """The run's own grid of z-scored distances (``scatter_all.png``, written by its task from the same
-    ``distances.csv``), or, where it is missing or older than the distances, the grid drawn afresh (its caption,
-    as the task's, the run's warnings)."""
+    ``distances.csv``), or, where it is missing or older than the distances, or drawn with other colours than the
+    page's (the page shows metrics the run does not), the grid drawn afresh (its caption, as the task's, the run's
+    warnings)."""
     written, distances = run.path / "scatter_all.png", run.path / "distances.csv"
-    if written.is_file() and distances.is_file() and written.stat().st_mtime >= distances.stat().st_mtime:
+    fresh = written.is_file() and distances.is_file() and written.stat().st_mtime >= distances.stat().st_mtime
+    if fresh and set(PAGE_METRICS.get()) <= page_metrics([run]):
         return written
     scatter = distance_scatter(run.distances, out_dir, setting=run.setting, per_metric=False, warnings=run.warnings)
     return scatter[0] if scatter else None
@@ -396,17 +410,15 @@ def build_report(
     fig_dir.mkdir(parents=True, exist_ok=True)
     runs = [load_run(p) for p in run_dirs]
     root = dirs[0] if len(dirs) == 1 else None
-    body = [
-        _section_html(section, fig_dir, f"s{n}", out_dir, root, figure_context)
-        for n, section in enumerate(sections(runs))
-    ]
-    if sum(r.task == "ksc" for r in runs) > 1:
-        long = pd.concat([aggregate_sweep(d) for d in dirs], ignore_index=True)
-        body.append(
-            "<section><h2>Across the sweep</h2>"
-            + _figure(sweep_trends(long, fig_dir / "trends.png", warnings=sweep_warnings(runs)), CAPTIONS["trend"])
-            + "</section>"
-        )
+    with metric_order(page_metrics(runs)):  # a metric has one colour and marker in every figure of the page
+        body = [
+            _section_html(section, fig_dir, f"s{n}", out_dir, root, figure_context)
+            for n, section in enumerate(sections(runs))
+        ]
+        if sum(r.task == "ksc" for r in runs) > 1:
+            long = pd.concat([aggregate_sweep(d) for d in dirs], ignore_index=True)
+            trends = sweep_trends(long, fig_dir / "trends.png", warnings=sweep_warnings(runs))
+            body.append("<section><h2>Across the sweep</h2>" + _figure(trends, CAPTIONS["trend"]) + "</section>")
     left_out = [line for d in dirs for line in left_out_lines(d)]  # a sweep's jobs that wrote no measures
     missing = (
         "<div class=failures><h4>Jobs without results (not in this report)</h4><ul>"
