@@ -25,6 +25,7 @@ from omegaconf import DictConfig
 
 from textmetric_bench.api.registry import announce_plugin_failures, plugin_failures
 from textmetric_bench.console import FILE_ONLY, setup_run_console
+from textmetric_bench.engine.result_log import NEW_RUN_DIR
 from textmetric_bench.errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_OK, BenchError, ConfigError, DataError
 from textmetric_bench.reports.tables.markdown import terminal_text
 from textmetric_bench.tasks.config import (
@@ -32,6 +33,7 @@ from textmetric_bench.tasks.config import (
 )
 from textmetric_bench.running.exit_status import (
     failure_lines,
+    refused_job,
     plugin_failure_line,
     run_exit_status,
     sweep_exit_status,
@@ -103,7 +105,10 @@ def run_locked(cfg: DictConfig, out_dir: Path) -> int:
     try:
         result = run_task(cfg, out_dir)
     except (ConfigError, DataError) as exc:  # bad settings or input files: refused before anything was evaluated
-        return finish(out_dir, EXIT_BAD_INPUT, first_line(str(exc)), error=str(exc), refused=True)
+        said = str(exc)
+        if HydraConfig.get().mode == RunMode.MULTIRUN:  # a sweep's job gets another directory from the sweep's
+            said = said.replace(f"({NEW_RUN_DIR})", "(hydra.sweep.dir=...)")
+        return finish(out_dir, EXIT_BAD_INPUT, first_line(said), error=said, refused=True)
     except BenchError as exc:
         return finish(out_dir, EXIT_BAD_INPUT, first_line(str(exc)), error=str(exc))
     except OSError as exc:  # a full disk, a read-only or forbidden directory met mid-run
@@ -152,13 +157,17 @@ def finish(
         print("\n".join(f"error: {line}" for line in error.splitlines()), file=sys.stderr, flush=True)
     multirun = HydraConfig.get().mode == RunMode.MULTIRUN  # a sweep's job keeps its directory: its status is read
     _finished.add(out_dir)
-    if not refused or multirun:
-        write_run_status(out_dir, code, reason, list(HydraConfig.get().overrides.task))
+    overrides = list(HydraConfig.get().overrides.task)
+    if refused and multirun and not busy and (record := _records.get(out_dir.absolute())) is not None:
+        record.restore()  # an earlier job's results are there: they keep their record; the sweep's end says this one
+        refused_job(out_dir, code, reason, overrides)
+    elif not refused or multirun:
+        write_run_status(out_dir, code, reason, overrides)
     elif busy or not remove_unused_run_dir(out_dir, Path(get_original_cwd())):
         if (record := _records.get(out_dir.absolute())) is not None:
             record.restore()
         elif not busy:  # the run holding the directory writes its own status
-            write_run_status(out_dir, code, reason, list(HydraConfig.get().overrides.task))
+            write_run_status(out_dir, code, reason, overrides)
     if multirun:
         return code
     if code != EXIT_OK:
@@ -361,6 +370,8 @@ def _main() -> None:
         problems = [p for p in [directory_problem(*planned, RUN_DIR_EXAMPLES[planned[0]])] if p is not None]
         if not problems and planned[0] == "hydra.run.dir" and (record := RunRecord.read(planned[1])) is not None:
             _records[record.directory] = record  # put back if this run is refused there (``finish``)
+        if not problems and planned[0] == "hydra.sweep.dir":  # a sweep again in its directory: its jobs' records
+            _records.update((record.directory, record) for record in RunRecord.read_jobs(planned[1]))
     if problems:
         print("\n".join(f"error: {problem}" for problem in problems), file=sys.stderr)
         raise SystemExit(EXIT_BAD_INPUT)

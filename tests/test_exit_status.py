@@ -456,3 +456,29 @@ def test_a_run_refused_in_another_runs_directory_leaves_it_as_it_was(tmp_path, p
         text=True,
     )
     assert nowhere.returncode == EXIT_BAD_INPUT and f"{tmp_path / 'no_such_run'} is not a directory" in nowhere.stderr
+
+
+def test_a_sweep_started_again_with_other_values_leaves_its_earlier_jobs_records_and_tables_true(
+    tmp_path, plugin_path, cache_dir
+):
+    """`-m k=3,4` then `-m k=5,4` in the same sweep directory: job 0 (k=5) is refused in the directory of the earlier
+    k=3 job. Hydra had written k=5's config there; it is put back, so the sweep's table does not label k=3's
+    results k=5, and the sweep's last lines still name the refused job, with the sweep's own directory option."""
+    sweep = tmp_path / "sweep"
+    common = ["n=6", "repetitions=1", "metrics=[zipf]", "progress=false", f"hydra.sweep.dir={sweep}"]
+    first = cli(tmp_path, plugin_path, cache_dir, "-m", "k=3,4", *common)
+    assert first.returncode == EXIT_OK, first.stderr[-3000:]
+    record = [".hydra/config.yaml", ".hydra/hydra.yaml", ".hydra/overrides.yaml", "exit_status.json"]
+    before = {name: (sweep / "0" / name).read_bytes() for name in record}
+    again = cli(tmp_path, plugin_path, cache_dir, "-m", "k=5,4", *common)
+    assert again.returncode == EXIT_BAD_INPUT, again.stderr[-3000:]
+    assert {name: (sweep / "0" / name).read_bytes() for name in record} == before
+    last = again.stderr.rstrip().splitlines()[-2:]
+    assert last[0] == f"sweep: 1 of 2 jobs failed (exit status {EXIT_BAD_INPUT}; {sweep}):", again.stderr[-3000:]
+    assert last[1].startswith(f"  job k=5 -> {sweep / '0'}: exit status {EXIT_BAD_INPUT}, ")
+    assert "holds evaluations of another configuration ({'k': (3, 5)})" in last[1]
+    assert last[1].endswith("or use a new run directory (hydra.sweep.dir=...)")
+    from textmetric_bench.reports.sweep.aggregate import aggregate_sweep
+
+    table = aggregate_sweep(sweep)
+    assert sorted(set(zip(table["run_dir"].map(lambda d: Path(d).name), table["k"]))) == [("0", 3), ("1", 4)]

@@ -22,6 +22,10 @@ from textmetric_bench.engine.jobs import CRASH, ERROR, OK, SKIPPED, TIMEOUT, Out
 from textmetric_bench.errors import BenchError, ConfigError, StorageError
 from textmetric_bench.files import storage_error
 
+#: How a command line run names another run directory, in the refusal of a log of another configuration (a sweep's
+#: job says ``hydra.sweep.dir=...``, textmetric_bench.__main__).
+NEW_RUN_DIR = "hydra.run.dir=..."
+
 log = logging.getLogger(__name__)
 
 
@@ -98,7 +102,7 @@ class ResultLog:
             changed = fingerprint_changes(header, self.fingerprint)
             raise ConfigError(
                 f"{self.path} holds evaluations of another configuration ({changed}); resume only "
-                "with the same settings, or use a new run directory (hydra.run.dir=...)"
+                f"with the same settings, or use a new run directory ({NEW_RUN_DIR})"
             )
         for line in lines[1:]:
             try:

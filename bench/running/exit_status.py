@@ -100,12 +100,24 @@ def sweep_directory() -> Path | None:
     return Path(_sweep["dir"]) if "dir" in _sweep else None
 
 
+#: Jobs of the sweep this process launched that were refused in a directory holding an earlier job's results, which
+#: keeps its record (``textmetric_bench.running.run_record``): their status is known here only.
+_refused: dict[Path, JobStatus] = {}
+
+
+def refused_job(directory: Path, code: int, reason: str, overrides: list[str]) -> None:
+    """Note a job refused in a directory that keeps an earlier job's record, for the sweep's last lines."""
+    directory = Path(directory).absolute()
+    _refused[directory] = JobStatus(directory, code, reason, overrides)
+
+
 def sweep_jobs() -> list[JobStatus] | None:
     """The status of every job of the sweep this process launched, by job directory; None when it launched none."""
     if "dir" not in _sweep:
         return None
     since = float(_sweep["start"]) - CLOCK_SLACK_SECONDS
-    return read_jobs(Path(_sweep["dir"]), lambda path: path.stat().st_mtime >= since)  # not an earlier sweep's job
+    # not an earlier sweep's job, but this sweep's refused ones whose directories kept an earlier job's record
+    return read_jobs(Path(_sweep["dir"]), lambda path: path.stat().st_mtime >= since, known=_refused)
 
 
 def sweep_exit_status(launcher_status: int) -> tuple[int, list[str]]:

@@ -59,6 +59,17 @@ class RunRecord:
         absent_logs = tuple(name for name in LOG_FILES if not (directory / name).exists())
         return cls(directory, files, absent_logs)
 
+    @classmethod
+    def read_jobs(cls, sweep_dir: Path | str) -> list["RunRecord"]:
+        """The records of the job directories under ``sweep_dir`` (those with Hydra's config or an exit status), for
+        a sweep started again there: a job refused in one (another job's settings) puts its record back."""
+        root = Path(sweep_dir).absolute()
+        if not root.is_dir():
+            return []
+        found = {c.parent.parent for c in root.glob("**/.hydra/config.yaml")}
+        found |= {s.parent for s in root.glob(f"**/{STATUS_FILE}")}
+        return [record for directory in sorted(found) if (record := cls.read(directory)) is not None]
+
     def restore(self) -> None:
         """Put the record back as it was read: files rewritten, files that were absent removed, and a log file that
         was absent removed (a log that was there keeps the refused run's lines: they record the attempt). Best

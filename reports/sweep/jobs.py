@@ -30,14 +30,19 @@ class JobStatus:
     overrides: list[str]
 
 
-def read_jobs(root: Path, fresh: Callable[[Path], bool] = lambda path: True) -> list[JobStatus]:
+def read_jobs(
+    root: Path, fresh: Callable[[Path], bool] = lambda path: True, known: Mapping[Path, JobStatus] | None = None
+) -> list[JobStatus]:
     """Every job directory at or below ``root`` (one with Hydra's config or an exit status; ``fresh`` picks the files
-    that count, e.g. those written since a sweep began), in job order; a job that left no status counts as failed."""
+    that count, e.g. those written since a sweep began), in job order; a job that left no status counts as failed.
+    ``known``: statuses by directory that its files do not say (a job refused in a directory that kept an earlier
+    job's record), each taking its directory's place."""
     root = Path(root)
+    known = known or {}
     directories = {c.parent.parent for c in root.glob("**/.hydra/config.yaml") if fresh(c)}
     directories |= {s.parent for s in root.glob(f"**/{STATUS_FILE}") if fresh(s)}
-    jobs = []
-    for directory in directories:
+    jobs = [job for directory, job in known.items() if directory.is_relative_to(root)]
+    for directory in directories - set(known):
         status = directory / STATUS_FILE
         try:
             if not fresh(status):
