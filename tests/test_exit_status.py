@@ -482,3 +482,28 @@ def test_a_sweep_started_again_with_other_values_leaves_its_earlier_jobs_records
 
     table = aggregate_sweep(sweep)
     assert sorted(set(zip(table["run_dir"].map(lambda d: Path(d).name), table["k"]))) == [("0", 3), ("1", 4)]
+
+
+def test_a_ksc_job_is_labelled_by_the_run_that_wrote_its_results_when_its_config_was_written_over(tmp_path):
+    """A launcher whose jobs run in processes of their own cannot put an earlier job's record back (the records are
+    read in the process that starts the sweep): the sweep's table then takes a KSC job's k, n, repetitions and seed
+    from its run.json, which the run that wrote the results wrote, not from a later refused job's .hydra/."""
+    from textmetric_bench.reports.sweep.aggregate import read_run_config
+
+    job = tmp_path / "0"
+    (job / ".hydra").mkdir(parents=True)
+    (job / ".hydra" / "config.yaml").write_text("task: ksc\nk: 5\nn: 6\nrepetitions: 1\nseed: 0\n")
+    (job / ".hydra" / "overrides.yaml").write_text("- k=5\n")
+    (job / "run.json").write_text(json.dumps({"task": "ksc", "pair": "p", "k": 3, "n": 6, "repetitions": 1, "seed": 0}))
+    assert read_run_config(job) | {"source": None} == {
+        "pair": "p",
+        "task": "ksc",
+        "k": 3,
+        "n": 6,
+        "repetitions": 1,
+        "seed": 0,
+        "source": None,
+        "overrides": "",
+    }
+    (job / "run.json").write_text(json.dumps({"task": "ksc", "pair": "p", "k": 5, "n": 6, "repetitions": 1, "seed": 0}))
+    assert read_run_config(job)["overrides"] == "k=5"  # the same values: the overrides are the run's

@@ -73,12 +73,19 @@ def read_run_config(run_dir: Path) -> dict:
             info.update({key: _config_value(cfg, key) for key in CONFIG_KEYS})
             info["source"] = _config_value(cfg, "ifc.source")
     try:  # the pair as the run names it: two files given without a card (`pair=files`) are named by their paths
-        info["pair"] = json.loads((Path(run_dir) / "run.json").read_text()).get("pair") or info["pair"]
+        manifest = json.loads((Path(run_dir) / "run.json").read_text())
+        info["pair"] = manifest.get("pair") or info["pair"]
     except (OSError, ValueError, AttributeError):
-        pass
+        manifest = {}
     overrides_path = hydra_dir / "overrides.yaml"
     overrides = yaml.safe_load(overrides_path.read_text()) if overrides_path.is_file() else None
     info["overrides"] = " ".join(map(str, overrides)) if overrides else ""
+    if isinstance(manifest, dict) and manifest.get("task") == info.get("task") == "ksc":
+        # the run that wrote the results says what they are: a job refused here later (a sweep started again with
+        # other values, from a launcher whose jobs run in processes of their own) leaves its config in .hydra/
+        recorded = {key: manifest[key] for key in ("k", "n", "repetitions", "seed") if manifest.get(key) is not None}
+        if any(info.get(key) != value for key, value in recorded.items()):
+            info.update(recorded, overrides="")  # the overrides in .hydra/ are the refused job's
     return info
 
 
