@@ -507,3 +507,15 @@ def test_a_ksc_job_is_labelled_by_the_run_that_wrote_its_results_when_its_config
     }
     (job / "run.json").write_text(json.dumps({"task": "ksc", "pair": "p", "k": 5, "n": 6, "repetitions": 1, "seed": 0}))
     assert read_run_config(job)["overrides"] == "k=5"  # the same values: the overrides are the run's
+
+
+def test_a_run_of_another_configuration_is_refused_before_it_embeds_a_text(tmp_path, plugin_path, cache_dir):
+    """The evaluation log's header is read as soon as the corpora are built: a run refused in another
+    configuration's directory has not embedded its texts first (minutes, on paragraphs), so its empty cache
+    stays without vectors."""
+    proc, out = run(tmp_path, plugin_path, cache_dir, "[zipf]")
+    assert proc.returncode == EXIT_OK, proc.stderr[-3000:]
+    empty = tmp_path / "empty_cache"
+    other = cli(tmp_path, plugin_path, empty, *TINY, "n=7", "metrics=[fid]", f"hydra.run.dir={out}")
+    assert other.returncode == EXIT_BAD_INPUT and "holds evaluations of another configuration" in other.stderr
+    assert not [p for p in empty.rglob("*") if p.is_file()], sorted(empty.rglob("*"))

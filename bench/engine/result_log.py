@@ -52,6 +52,26 @@ class ResultLog:
         self.fingerprint = json.loads(json.dumps({**fingerprint, "version": __version__}, default=str))
         self._fh: int | None = None
 
+    def check(self) -> None:
+        """Refuse now (ConfigError) a log of another configuration, as ``load`` would: before a run embeds its
+        texts, not after."""
+        try:
+            with self.path.open(encoding="utf-8") as handle:
+                first = handle.readline()
+            header = json.loads(first) if first.endswith("\n") else None
+        except (OSError, ValueError):
+            return  # no log, or none ``load`` reads a header from: it says so itself
+        if isinstance(header, dict):
+            self._refuse_another(header.get("fingerprint"))
+
+    def _refuse_another(self, header: Mapping | None) -> None:
+        if header != self.fingerprint:
+            changed = fingerprint_changes(header, self.fingerprint)
+            raise ConfigError(
+                f"{self.path} holds evaluations of another configuration ({changed}); resume only "
+                f"with the same settings, or use a new run directory ({NEW_RUN_DIR})"
+            )
+
     def load(self, versions: Mapping[str, str] | None = None) -> dict[tuple, Outcome]:
         """The latest attempt per job key (with the number of attempts), ignoring attempts made
         by another version of their metric (``versions``: metric name -> version)."""
@@ -97,13 +117,7 @@ class ResultLog:
         lines = data.split("\n")[:-1]
         if not lines:
             return
-        header = json.loads(lines[0]).get("fingerprint")
-        if header != self.fingerprint:
-            changed = fingerprint_changes(header, self.fingerprint)
-            raise ConfigError(
-                f"{self.path} holds evaluations of another configuration ({changed}); resume only "
-                f"with the same settings, or use a new run directory ({NEW_RUN_DIR})"
-            )
+        self._refuse_another(json.loads(lines[0]).get("fingerprint"))
         for line in lines[1:]:
             try:
                 row = json.loads(line)

@@ -402,6 +402,11 @@ def run_task(task: Task, run: RunInputs) -> TaskResult:
     if not warming:
         end_if_started_ahead()  # the command line guessed a first run (textmetric_bench.running.ahead): not here
     collections = task.build(run)
+    result_log = result_log_for(run.engine, out_dir, collections.fingerprint)
+    if result_log is not None:
+        result_log.check()  # a directory of another configuration is refused before any text is embedded
+    if changed := changed_files(_previous_manifest(out_dir), collections.info):
+        log.warning("%s", changed_files_sentence(changed))
     # the workers' forkserver imports while the texts are embedded; not before the build, which may be minutes of
     # language-model work (IFC, a machine-written corpus) that it would only sit beside in memory
     start_worker_server(FIGURE_PRELOAD)
@@ -412,9 +417,6 @@ def run_task(task: Task, run: RunInputs) -> TaskResult:
     embed_seconds = time.perf_counter() - start
     long_texts = long_text_records(store.all_texts, collections.sides, embedder, metrics)
 
-    result_log = result_log_for(run.engine, out_dir, collections.fingerprint)
-    if changed := changed_files(_previous_manifest(out_dir), collections.info):
-        log.warning("%s", changed_files_sentence(changed))
     content = {ev: pair_digest(collections.corpora[ev.p], collections.corpora[ev.q]) for ev in collections.evaluations}
     planned = [
         (
