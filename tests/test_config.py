@@ -327,6 +327,8 @@ def test_every_metric_a_sweep_names_is_checked_before_any_job_runs():
     assert [p.split(".")[0] for p in metric_override_problems(["metrics=[zipf,chii]"])] == [
         "metrics=[zipf,chii]: unknown metric 'chii'"
     ]
+    (far,) = metric_override_problems(["metrics=[walk_gap]"])  # nothing close: how a metric of one's own registers
+    assert "entry point (group textmetric_bench.metrics; a module on the path alone is not read" in far
     assert metric_override_problems(["metrics=glob(*)"]) == []  # not a list of names: the run's validation reads it
     for fine in ("metrics=default", "metrics=all", "metrics=[zipf,chi],[fid]", "metrics=default,[chi]"):
         assert metric_override_problems([fine]) == [], fine

@@ -132,6 +132,22 @@ def test_scatter_draws_each_metric_in_its_colour_and_bounds_grey():
     assert styles["alpha"].colour != styles["beta"].colour
 
 
+def test_scatter_panels_stand_in_table_order_and_the_caption_names_the_bounds_lines():
+    """The grid's panels stand as the tables' rows (the ceiling first, the floor last), and the caption says what
+    the grey dashed and dotted lines are, in the figure of all metrics and in a bound's own; a figure without a
+    bound says nothing of them."""
+    figures = scatter_figures(ksc_distances())
+    titles = [ax.get_title().split("\n")[0] for ax in figures["scatter_all"].axes if ax.get_visible()]
+    assert titles == [bound_label("oracle"), "alpha", "beta", bound_label("chance")]
+    for name, shown in (("scatter_all", ("oracle", "chance")), ("scatter_oracle", ("oracle",))):
+        caption = " ".join(caption_of(figures[name]).split()).lower()
+        for bound in shown:
+            style = BOUND_LINESTYLES["ceiling" if bound == "oracle" else "floor"]
+            assert f"grey {LINE_NAMES[style]} line and points: the {bound_label(bound)}" in caption, caption
+    assert "grey" not in caption_of(figures["scatter_alpha"]).lower()
+    assert "dotted" not in caption_of(figures["scatter_oracle"]).lower()
+
+
 def robustness_curves() -> pd.DataFrame:
     rng = np.random.default_rng(0)
     rows = []

@@ -414,6 +414,18 @@ def test_heatmap_colours_quality_on_one_scale_with_bars_and_leaves_out_measures_
     assert "ceiling (oracle)" in heatmap_caption(synthetic_summary(4, bounds=True))
 
 
+def test_the_speed_colour_bar_of_a_narrow_range_has_a_few_plain_ticks():
+    """T within one decade (9.75 to 11.5 [100 op/s]): matplotlib labelled the log scale's minor ticks as well, a
+    crowd of "1.125×10¹" labels; four plain labels from the lowest to the highest value instead."""
+    summary = synthetic_summary(3)
+    summary.loc[summary["measure"] == "T100", "mean"] = [9.75, 10.5, 11.5]
+    fig = measure_heatmap(summary, sort_by="A")
+    rendered(fig)
+    (bar,) = [axis for axis in fig.axes[1:] if "log scale" in axis.get_ylabel()]
+    labels = [t.get_text() for t in bar.get_yticklabels(minor=False) + bar.get_yticklabels(minor=True) if t.get_text()]
+    assert labels == ["9.75", "10.3", "10.9", "11.5"]
+
+
 def test_a_font_cache_of_another_environment_draws_without_findfont_lines(tmp_path):
     """matplotlib's font cache is per version, shared by every environment of that version; one written by a build
     without matplotlib's own fonts (a distribution's, using the system's) lists none of them, and every figure with

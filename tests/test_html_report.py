@@ -237,8 +237,8 @@ def test_each_run_block_says_which_corpora_it_read_and_how_many_texts(sweep):
     line = corpora_line(run)
     for name, record in sources.items():
         digests = ", ".join(f["sha256"][:12] for f in record["files"])
-        assert f"{name}: {record['texts']:,} texts" in line
-        assert (f"used of {record['raw_texts']:,} read" in line) == (record["raw_texts"] > record["texts"])
+        assert f"{name}: {record['texts']:,} texts to draw from" in line
+        assert (f"({record['raw_texts']:,} read)" in line) == (record["raw_texts"] > record["texts"])
         if len(record["files"]) <= 3:
             assert f"sha256 {digests}" in line
     page = build_report([sweep])["report_html"].read_text()
@@ -269,6 +269,16 @@ def test_a_metric_keeps_its_colour_across_the_runs_of_a_sweep_over_metrics(tmp_p
             return styles
 
         monkeypatch.setattr(module, "metric_styles", recording)
-    build_report([root])
+    page = build_report([root])["report_html"].read_text()
     assert set(looks) == {"chi", "zipf"} and all(len(seen) == 1 for seen in looks.values()), looks
     assert looks["zipf"] != looks["chi"]
+    # the same k and n in both runs: no trend to draw, and the page says so instead of an empty section
+    assert "<h2>Across the sweep</h2><p class=note>No trend figure: k and n are the same in every KSC run" in page
+    assert "grey dashed" not in page.lower() and "grey dotted" not in page.lower(), "no bound was run, none named"
+
+
+def test_the_captions_name_the_bounds_lines_where_the_run_has_bounds(tmp_path, cache_dir):
+    out = small_run(cache_dir, tmp_path / "run", "metrics=[chi,oracle,chance]")
+    page = " ".join(build_report([out])["report_html"].read_text().split())
+    assert "Grey dashed line and points: the ceiling (oracle); grey dotted line and points: the floor (chance)." in page
+    assert "Grey dashed line: the ceiling (oracle); grey dotted line: the floor (chance): at the median" in page

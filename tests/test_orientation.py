@@ -189,3 +189,18 @@ def test_shift_and_gap_closed_read_a_negated_similarity_right():
     # IFC: self-similarity .95, g_0 at .4, g_T at .9: the similarity rises, most of the gap is closed.
     assert gap_closed(-0.4, -0.9, -0.95) == pytest.approx(0.5 / 0.55)
     assert ifc_score([0, 1, 2], [-0.4, -0.7, -0.9]) == 1.0
+
+
+def test_a_built_in_metric_against_the_mixture_is_not_told_to_register_itself_again():
+    """A built-in metric's orientation is the harness's: falling with the mixing gap on some corpora says how it
+    behaves there, and the advice to register it with higher_is_more_different=False, which its user cannot
+    follow, is for plugins only."""
+    from textmetric_bench.measures.orientation import orientation_warnings
+
+    measures = pd.DataFrame({"metric": ["zipf", "zipf", "mine", "mine"], "rho": [-0.9, -0.84, -0.9, -0.84]})
+    warnings = orientation_warnings(measures, {"zipf": "distance", "mine": "distance"}, built_in={"zipf"})
+    assert warnings["zipf"] == (
+        "built-in metric 'zipf' (a distance) moves against the mixture on these corpora (mean ρ = -0.87 over 2 "
+        "repetitions): its values fall as the mixing gap grows, so its ρ, ω², L and A count against it here"
+    )
+    assert warnings["mine"].endswith("register it with higher_is_more_different=False")

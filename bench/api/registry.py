@@ -534,7 +534,12 @@ def get_metric(name: str) -> MetricInfo:
                     f"{record['error']}); fix the module (its traceback: python -c 'import {module}')"
                 ) from None
         close = difflib.get_close_matches(name, list(_REGISTRY), n=3, cutoff=0.6)
-        hint = f" Did you mean {', '.join(close)}?" if close else ""
+        hint = (
+            f" Did you mean {', '.join(close)}?"
+            if close
+            else f" A metric of your own registers from an installed package's entry point (group "
+            f"{ENTRY_POINT_GROUP}; a module on the path alone is not read: 'Adding a metric' in the docs)."
+        )
         raise ConfigError(
             f"unknown metric {name!r}.{hint}{failed_plugins_sentence()} Registered metrics: "
             f"{', '.join(sorted(_REGISTRY))}"

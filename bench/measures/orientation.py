@@ -24,7 +24,7 @@ point, so a similarity scores exactly as its negation registered as a distance. 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 
 import numpy as np
 import pandas as pd
@@ -63,10 +63,14 @@ def with_orientation(table: pd.DataFrame, orientation: Mapping[str, str]) -> pd.
     return table
 
 
-def orientation_warnings(measures: pd.DataFrame, orientation: Mapping[str, str]) -> dict[str, str]:
+def orientation_warnings(
+    measures: pd.DataFrame, orientation: Mapping[str, str], built_in: Collection[str] = ()
+) -> dict[str, str]:
     """Metric -> why its declared orientation looks reversed: mean oriented ρ <= ``UPSIDE_DOWN_RHO``.
 
-    Only tables with a ``rho`` column (KSC) are checked; other tasks give no warning.
+    Only tables with a ``rho`` column (KSC) are checked; other tasks give no warning. A metric of ``built_in`` (whose
+    orientation its user cannot change) is said to move against the mixture on these corpora, not to be declared
+    the wrong way round.
     """
     if measures.empty or "rho" not in measures.columns:
         return {}
@@ -79,7 +83,14 @@ def orientation_warnings(measures: pd.DataFrame, orientation: Mapping[str, str])
         if not mean <= UPSIDE_DOWN_RHO:
             continue
         seen = f"mean ρ = {mean:.2f} over {values.size} repetition{'s' if values.size != 1 else ''}"
-        if orientation.get(name, DISTANCE) == DISTANCE:
+        if name in built_in:
+            kind = "distance" if orientation.get(name, DISTANCE) == DISTANCE else "similarity"
+            out[name] = (
+                f"built-in metric {name!r} (a {kind}) moves against the mixture on these corpora ({seen}): its "
+                f"{'values fall' if kind == 'distance' else 'values rise'} as the mixing gap grows, so its ρ, ω², L "
+                "and A count against it here"
+            )
+        elif orientation.get(name, DISTANCE) == DISTANCE:
             out[name] = (
                 f"metric {name!r} is declared a distance but its values fall as the mixing gap "
                 f"grows ({seen}); if larger values mean more alike, register it with "

@@ -47,7 +47,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from textmetric_bench import __version__
 from textmetric_bench.api.positions import corpus_key, known_positions
-from textmetric_bench.api.registry import MetricInfo, plugin_failures
+from textmetric_bench.api.registry import MetricInfo, is_builtin_module, plugin_failures
 from textmetric_bench.console import FILE_ONLY
 from textmetric_bench.collections.seeds import metric_seed
 from textmetric_bench.data.settings import DataSettings
@@ -462,7 +462,8 @@ def run_task(task: Task, run: RunInputs) -> TaskResult:
     scores = task.score(oriented(distances, orientation), collections)
     if scores.distances is not None:  # the task's table with derived columns, back to each metric's own values
         distances = oriented(scores.distances, orientation)
-    upside_down = orientation_warnings(scores.measures, orientation)
+    built_in = {m.name for m, _ in metrics if is_builtin_module(m.module)}  # orientation fixed by the harness
+    upside_down = orientation_warnings(scores.measures, orientation, built_in)
     for message in upside_down.values():
         log.warning("%s", message)
     measures, reference = task.merge_reference(run, collections, scores.measures, set(names))

@@ -205,6 +205,10 @@ def _colour_bars(fig: Figure, ax, means: pd.DataFrame, measures: list, ordinary:
             ScalarMappable(LogNorm(low, high), SPEED_CMAP), ax=ax, location="right", fraction=0.04, pad=0.02
         )
         bar.set_label("T [100 op/s], log scale", fontsize=9)
+        if high / low < 100:  # within two decades matplotlib labels its minor ticks too, crowded: four plain ones
+            bar.ax.minorticks_off()
+            ticks = np.geomspace(low, high, 4)
+            bar.set_ticks(ticks, labels=[f"{t:.3g}" for t in ticks])
         bar.ax.tick_params(labelsize=8)
 
 

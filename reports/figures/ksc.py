@@ -18,7 +18,7 @@ from matplotlib.figure import Figure
 from scipy import stats
 
 from textmetric_bench.measures.ksc import monotonicity
-from textmetric_bench.reports.bounds import bound_label, bound_of
+from textmetric_bench.reports.bounds import bound_label, bound_of, table_order
 from textmetric_bench.reports.figures.drawing import (
     caption_below,
     integer_axis,
@@ -28,7 +28,14 @@ from textmetric_bench.reports.figures.drawing import (
     safe_name,
     save_figure,
 )
-from textmetric_bench.reports.figures.palette import METRIC_LINESTYLE, MetricStyle, bound_line, metric_styles
+from textmetric_bench.reports.figures.overview import LINE_NAMES
+from textmetric_bench.reports.figures.palette import (
+    BOUND_LINESTYLES,
+    METRIC_LINESTYLE,
+    MetricStyle,
+    bound_line,
+    metric_styles,
+)
 from textmetric_bench.reports.labels import format_score, metric_labels, similarities
 
 #: How far (in ℓ) a scatter's points are shifted sideways at random, so that points of one ℓ do not hide each other.
@@ -41,6 +48,24 @@ SCATTER_CAPTION = (
     f"Points: one evaluation each, shifted sideways by up to ±{JITTER:g} so that equal ℓ do not hide each other; "
     "line: least-squares fit; band: its 95% confidence interval."
 )
+
+
+def bound_lines_sentence(metrics) -> str:
+    """What the grey lines of the bounds among ``metrics`` are in a scatter (the ceiling's dashed, the floor's
+    dotted); "" when there is none."""
+    kinds = {bound_of(m): bound_label(m) for m in metrics if bound_of(m) is not None}
+    named = [
+        f"grey {LINE_NAMES[style]} line and points: the {kinds[kind]}"
+        for kind, style in BOUND_LINESTYLES.items()
+        if kind in kinds
+    ]
+    text = "; ".join(named)
+    return f"{text[0].upper()}{text[1:]}." if named else ""
+
+
+def scatter_caption(metrics) -> str:
+    """``SCATTER_CAPTION``, and what the grey lines of the bounds among ``metrics`` are."""
+    return f"{SCATTER_CAPTION} {bound_lines_sentence(metrics)}".strip()
 
 
 def scatter_look(metric, styles: Mapping[str, MetricStyle]) -> dict:
@@ -168,7 +193,7 @@ def scatter_figures(
     raw = _finite_rows(distances, "distance")
     if "repetition" in distances.columns:
         raw["repetition"] = distances.loc[raw.index, "repetition"]
-    metrics = sorted(raw["metric"].unique(), key=str)
+    metrics = table_order(sorted(raw["metric"].unique(), key=str))  # as the tables: the ceiling first, the floor last
     labels, similar, styles = metric_labels(distances), similarities(distances), metric_styles(metrics)
     wanted = [m for m in metrics if names is None or "scatter_all" in names or f"scatter_{safe_name(m)}" in names]
     table_rho = {m: mean_rho(raw, m, m in similar) for m in wanted}  # one figure of a metric needs its ρ alone
@@ -195,7 +220,7 @@ def scatter_figures(
             f"{POOLED_RHO} of the raw distances shown = {format_score(rho)}" + (f"\n{setting}" if setting else ""),
             fontsize="medium",
         )
-        caption_below(fig, SCATTER_CAPTION, own_warnings(metric, warnings, metric_warnings))
+        caption_below(fig, scatter_caption([metric]), own_warnings(metric, warnings, metric_warnings))
         figures[f"scatter_{safe_name(metric)}"] = fig
     if not metrics or (names is not None and "scatter_all" not in names):
         return figures
@@ -230,6 +255,6 @@ def scatter_figures(
         "004 Figure 2 top" + (f"\n{setting}" if setting else "") + f"\nρ: {MEAN_RHO}; pooled ρ (z): one "
         "Spearman ρ over the z-scores of every repetition drawn"
     )
-    caption_below(fig, SCATTER_CAPTION, warnings)
+    caption_below(fig, scatter_caption(metrics), warnings)
     figures["scatter_all"] = fig
     return figures

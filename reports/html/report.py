@@ -21,8 +21,8 @@ from textmetric_bench.measures.paired import all_comparisons
 from textmetric_bench.measures.summaries import RAW_MEASURES, labelled
 from textmetric_bench.reports.figures.drawing import MEASURE_SYMBOLS
 from textmetric_bench.reports.figures.heatmap import heatmap_caption, measure_heatmap
-from textmetric_bench.reports.figures.ksc import distance_scatter
-from textmetric_bench.reports.figures.overview import measure_boxplots, sweep_trends
+from textmetric_bench.reports.figures.ksc import bound_lines_sentence, distance_scatter
+from textmetric_bench.reports.figures.overview import bounds_caption, measure_boxplots, sweep_trends
 from textmetric_bench.reports.figures.palette import PAGE_METRICS, metric_order
 from textmetric_bench.reports.figures.parallel import DrawingProcesses, FigureDrawer, saved
 from textmetric_bench.reports.figures.radar import radar_chart, radar_small_multiples, small_multiples_caption
@@ -57,8 +57,7 @@ CAPTIONS = {
     "Spearman ρ over the z-scored distances of all repetitions drawn, which differs from it. Good: "
     "points rise steadily with ℓ, with little vertical spread at each ℓ (high ρ, ω² and L).",
     "boxplots": "Each measure across repetitions, one box per metric, one value per repetition (004 Figure "
-    "6), the largest median on top. Good: boxes far to the right and narrow (high and stable). The bounds, where "
-    "the run has them, are grey lines at their median over a shaded band of their range, as the figure says.",
+    "6), the largest median on top. Good: boxes far to the right and narrow (high and stable).",
     "trend": "How each measure changes with the swept KSC parameter: mean over repetitions of each run. "
     "Larger k makes consecutive corpora closer and judgements harder, so measures usually fall; a "
     "good metric falls least. Bars: the 95% interval of each mean; the legend names each setting's marker fill.",
@@ -114,9 +113,9 @@ def _notes_html(runs: list[Run]) -> str:
 
 
 def corpora_line(run: Run) -> str:
-    """What the run read, per source (``run.json``'s ``sources``): the texts it used (distinct, normalised, the
-    card's selection), the raw texts its files held where more, and the first digits of each file's sha256 (up to
-    three files); empty for a run that recorded none."""
+    """What the run read, per source (``run.json``'s ``sources``): the texts its corpora were drawn from (distinct,
+    normalised, the card's selection), the raw texts its files held where more, and the first 12 hex digits of each
+    file's sha256 (up to three files); empty for a run that recorded none."""
     sources = run.manifest.get("sources")
     if not isinstance(sources, dict) or not sources:
         return ""
@@ -125,9 +124,9 @@ def corpora_line(run: Run) -> str:
         if not isinstance(record, dict):
             continue
         texts, raw = record.get("texts"), record.get("raw_texts")
-        counts = f"{texts:,} texts" if isinstance(texts, int) else "texts"
+        counts = f"{texts:,} texts to draw from" if isinstance(texts, int) else "texts"
         if isinstance(texts, int) and isinstance(raw, int) and raw > texts:
-            counts += f" used of {raw:,} read"
+            counts += f" ({raw:,} read)"
         digests = [str(f.get("sha256"))[:12] for f in record.get("files") or [] if isinstance(f, dict)]
         files = f", sha256 {', '.join(digests)}" if 0 < len(digests) <= 3 else ""
         described.append(f"{name}: {counts}{files}")
@@ -202,7 +201,8 @@ def _run_block(
         ]
         parts += figures()
     if run.task == "ksc" and run.distances is not None and not run.distances.empty:
-        parts.append(_figure(_scatter_grid(run, fig_dir / slug), CAPTIONS["scatter"]))
+        bounds = bound_lines_sentence(run.distances["metric"].unique())  # "" when the run has no bound
+        parts.append(_figure(_scatter_grid(run, fig_dir / slug), f"{CAPTIONS['scatter']} {bounds}".strip()))
     for member in (run, *joined):
         parts += _task_figures(member)
     return "\n".join(parts)
@@ -315,7 +315,8 @@ def _submit_overview_figures(
             parts.append(_figure(drawer.result(radar)[0], CAPTIONS["radar"]))
         except ValueError as exc:
             parts.append(f"<p class=absent>No radar chart: {escape(exc)}</p>")
-        parts.append(_figure(drawer.result(boxplots), CAPTIONS["boxplots"]))
+        bounds = bounds_caption(set(measures["metric"]))  # "" when the run has no bound
+        parts.append(_figure(drawer.result(boxplots), f"{CAPTIONS['boxplots']} {bounds}".strip()))
         return parts
 
     return html_of
@@ -418,7 +419,19 @@ def build_report(
         if sum(r.task == "ksc" for r in runs) > 1:
             long = pd.concat([aggregate_sweep(d) for d in dirs], ignore_index=True)
             trends = sweep_trends(long, fig_dir / "trends.png", warnings=sweep_warnings(runs))
-            body.append("<section><h2>Across the sweep</h2>" + _figure(trends, CAPTIONS["trend"]) + "</section>")
+            shown = (
+                _figure(trends, CAPTIONS["trend"])
+                if trends is not None
+                else "<p class=note>No trend figure: "
+                + (
+                    "no run has a quality measure to follow."
+                    if any(c in long and long[c].nunique() > 1 for c in ("k", "n"))
+                    else "k and n are the same in every KSC run here (the runs differ in other settings, each in its "
+                    "own block above)."
+                )
+                + "</p>"
+            )
+            body.append(f"<section><h2>Across the sweep</h2>{shown}</section>")
     left_out = [line for d in dirs for line in left_out_lines(d)]  # a sweep's jobs that wrote no measures
     missing = (
         "<div class=failures><h4>Jobs without results (not in this report)</h4><ul>"
