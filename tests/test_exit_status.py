@@ -309,9 +309,12 @@ def test_a_partly_failing_metric_keeps_its_row_and_its_failed_corpora_can_be_wri
     )
     assert proc.returncode == EXIT_METRIC_FAILED, proc.stderr[-3000:]
     table = pd.read_csv(out / "table3.csv", index_col="metric", keep_default_na=False, na_values=[""])
-    assert table.loc["fake_fails_once", "reps"] == 1 and table.loc["fake_fails_once", "failed_evaluations"] == "1 of 6"
+    assert table.loc["fake_fails_once", "reps"] == 1 and table.loc["fake_fails_once", "failed_evaluations"] == 1
+    assert table.loc["fake_fails_once", "evaluations"] == 6
     assert table.loc["fake_divides_by_zero", "reps"] == 0 and pd.isna(table.loc["fake_divides_by_zero", "A"])
-    assert table.loc["fake_divides_by_zero", "failed_evaluations"] == "6 of 6" and table.loc["chi", "reps"] == 2
+    assert table.loc["fake_divides_by_zero", "failed_evaluations"] == 6 and table.loc["chi", "reps"] == 2
+    assert table.loc["chi", "failed_evaluations"] == 0 and pd.isna(table.loc["chi", "evaluations"])
+    assert pd.api.types.is_integer_dtype(table["failed_evaluations"])  # a number to compute with, not "1 of 6"
     page = (out / "table3.md").read_text()
     assert "| fake_fails_once | 1 of 2; 1 of 6 evaluations failed |" in page
     assert "| fake_divides_by_zero | 0 of 2; 6 of 6 evaluations failed | – |" in page

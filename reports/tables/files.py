@@ -58,7 +58,9 @@ def write_tables(
         wide = wide.reindex(table_order(wide.index))  # an added row goes above the floor, as every row
         reps = summary.groupby("metric")["n"].max() if not summary.empty else pd.Series(dtype=int)
         wide["reps"] = [int(reps.get(m, 0)) for m in wide.index]
-        wide["failed_evaluations"] = [f"{failed[m][0]} of {failed[m][1]}" if m in failed else "" for m in wide.index]
+        # numbers, as every other column: how many of the metric's evaluations failed, and of how many
+        wide["failed_evaluations"] = [int(failed[m][0]) if m in failed else 0 for m in wide.index]
+        wide["evaluations"] = [int(failed[m][1]) if m in failed else pd.NA for m in wide.index]
     wide.rename_axis("metric").to_csv(paths["table3_csv"])
     text = table3_text(
         summary,
