@@ -422,7 +422,8 @@ def test_ctrl_c_says_in_one_line_what_is_kept_and_how_to_go_on_and_ends_by_sigin
 def test_a_run_refused_in_another_runs_directory_leaves_it_as_it_was(tmp_path, plugin_path, cache_dir):
     """Hydra writes a run's config into its directory before the harness sees what the directory holds. A run then
     refused there, for other settings than its evaluations' or because another run writes into it now, leaves the
-    earlier run's config and exit status in place, so that its failed corpora are still the ones it evaluated."""
+    earlier run's config and exit status in place, so that its failed corpora are still the ones it evaluated. It is
+    refused before it embeds a text (minutes, on paragraphs): its empty cache stays without vectors."""
     from filelock import FileLock
 
     proc, out = run(tmp_path, plugin_path, cache_dir, "[chi,fake_fails_once]", "repetitions=2")
@@ -433,9 +434,11 @@ def test_a_run_refused_in_another_runs_directory_leaves_it_as_it_was(tmp_path, p
         return {name: (out / name).read_bytes() for name in [*record, "evaluations.jsonl"]}
 
     before = state()
-    other = cli(tmp_path, plugin_path, cache_dir, *TINY, "n=7", "metrics=[chi,fake_fails_once]", f"hydra.run.dir={out}")
+    empty = tmp_path / "empty_cache"  # refused as soon as the corpora are built: before fid's texts are embedded
+    other = cli(tmp_path, plugin_path, empty, *TINY, "n=7", "metrics=[chi,fake_fails_once,fid]", f"hydra.run.dir={out}")
     assert other.returncode == EXIT_BAD_INPUT and "holds evaluations of another configuration" in other.stderr
     assert state() == before
+    assert not [p for p in empty.rglob("*") if p.is_file()], sorted(empty.rglob("*"))
     with FileLock(out / ".run.lock", timeout=0):  # another run holds the directory
         busy = cli(tmp_path, plugin_path, cache_dir, *TINY, "metrics=[chi,fake_fails_once]", f"hydra.run.dir={out}")
     assert busy.returncode == EXIT_BAD_INPUT, busy.stderr[-3000:]
@@ -461,6 +464,7 @@ def test_a_run_refused_in_another_runs_directory_leaves_it_as_it_was(tmp_path, p
     assert nowhere.returncode == EXIT_BAD_INPUT and f"{tmp_path / 'no_such_run'} is not a directory" in nowhere.stderr
 
 
+@pytest.mark.slow  # two sweeps of two jobs (15 s); the record's restore for a single run is in the default suite
 def test_a_sweep_started_again_with_other_values_leaves_its_earlier_jobs_records_and_tables_true(
     tmp_path, plugin_path, cache_dir
 ):
@@ -510,15 +514,3 @@ def test_a_ksc_job_is_labelled_by_the_run_that_wrote_its_results_when_its_config
     }
     (job / "run.json").write_text(json.dumps({"task": "ksc", "pair": "p", "k": 5, "n": 6, "repetitions": 1, "seed": 0}))
     assert read_run_config(job)["overrides"] == "k=5"  # the same values: the overrides are the run's
-
-
-def test_a_run_of_another_configuration_is_refused_before_it_embeds_a_text(tmp_path, plugin_path, cache_dir):
-    """The evaluation log's header is read as soon as the corpora are built: a run refused in another
-    configuration's directory has not embedded its texts first (minutes, on paragraphs), so its empty cache
-    stays without vectors."""
-    proc, out = run(tmp_path, plugin_path, cache_dir, "[zipf]")
-    assert proc.returncode == EXIT_OK, proc.stderr[-3000:]
-    empty = tmp_path / "empty_cache"
-    other = cli(tmp_path, plugin_path, empty, *TINY, "n=7", "metrics=[fid]", f"hydra.run.dir={out}")
-    assert other.returncode == EXIT_BAD_INPUT and "holds evaluations of another configuration" in other.stderr
-    assert not [p for p in empty.rglob("*") if p.is_file()], sorted(empty.rglob("*"))
