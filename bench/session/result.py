@@ -185,13 +185,14 @@ class Result:
         return Image(filename=str(path))
 
     def _metric_order(self):
-        """The run's figures' numbering of metrics (every metric of its measures and distances), so that a metric
-        looks in these figures as in those the run wrote."""
+        """The run's figures' numbering of metrics (its reference rows and the metrics of its distances, which
+        run.json lists), so that a metric looks in these figures as in those the run wrote."""
         from textmetric_bench.measures.summaries import labelled
         from textmetric_bench.reports.figures.palette import metric_order
 
-        frames = [labelled(f) for f in (self.measures, self.distances) if f is not None and "metric" in f]
-        return metric_order({m for f in frames for m in f["metric"]})
+        measures = self.measures
+        measured = labelled(measures)["metric"] if measures is not None and "metric" in measures else []
+        return metric_order({*measured, *(self.info.get("metrics") or [])})
 
     def _summary_for_figures(self) -> pd.DataFrame:
         from textmetric_bench.measures.summaries import labelled, summarise_measures

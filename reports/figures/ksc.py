@@ -28,14 +28,8 @@ from textmetric_bench.reports.figures.drawing import (
     safe_name,
     save_figure,
 )
-from textmetric_bench.reports.figures.overview import LINE_NAMES
-from textmetric_bench.reports.figures.palette import (
-    BOUND_LINESTYLES,
-    METRIC_LINESTYLE,
-    MetricStyle,
-    bound_line,
-    metric_styles,
-)
+from textmetric_bench.reports.figures.overview import bound_lines
+from textmetric_bench.reports.figures.palette import METRIC_LINESTYLE, MetricStyle, bound_line, metric_styles
 from textmetric_bench.reports.labels import format_score, metric_labels, similarities
 
 #: How far (in ℓ) a scatter's points are shifted sideways at random, so that points of one ℓ do not hide each other.
@@ -53,14 +47,8 @@ SCATTER_CAPTION = (
 def bound_lines_sentence(metrics) -> str:
     """What the grey lines of the bounds among ``metrics`` are in a scatter (the ceiling's dashed, the floor's
     dotted); "" when there is none."""
-    kinds = {bound_of(m): bound_label(m) for m in metrics if bound_of(m) is not None}
-    named = [
-        f"grey {LINE_NAMES[style]} line and points: the {kinds[kind]}"
-        for kind, style in BOUND_LINESTYLES.items()
-        if kind in kinds
-    ]
-    text = "; ".join(named)
-    return f"{text[0].upper()}{text[1:]}." if named else ""
+    text = bound_lines(metrics, "line and points")
+    return f"{text}." if text else ""
 
 
 def scatter_caption(metrics) -> str:

@@ -34,17 +34,24 @@ def _bound_band(ax, values: np.ndarray, metric: str) -> None:
     ax.axvline(float(np.median(values)), zorder=1, label=bound_label(metric), **line)
 
 
+def bound_lines(metrics, drawn: str = "line") -> str:
+    """The bounds among ``metrics`` in the palette's words, capitalised ("Grey dashed line: the ceiling (oracle);
+    grey dotted line: the floor (chance)"; ``drawn``: what the grey marks are), "" when there is none."""
+    kinds = {bound_of(m): bound_label(m) for m in metrics}
+    named = [
+        f"grey {LINE_NAMES[style]} {drawn}: the {kinds[kind]}"
+        for kind, style in BOUND_LINESTYLES.items()
+        if kind in kinds
+    ]
+    text = "; ".join(named)
+    return f"{text[0].upper()}{text[1:]}" if named else ""
+
+
 def bounds_caption(bounds) -> str:
     """What the grey lines and bands of the box plots are, for the bounds drawn ("" when none is), in the palette's
     words: the ceiling dashed, the floor dotted."""
-    kinds = {bound_of(m): bound_label(m) for m in bounds}
-    named = [
-        f"grey {LINE_NAMES[style]} line: the {kinds[kind]}" for kind, style in BOUND_LINESTYLES.items() if kind in kinds
-    ]
-    if not named:
-        return ""
-    text = "; ".join(named)
-    return f"{text[0].upper()}{text[1:]}: at the median over repetitions, in a shaded band over their range."
+    text = bound_lines(bounds)
+    return f"{text}: at the median over repetitions, in a shaded band over their range." if text else ""
 
 
 def _panel(ax, measures: pd.DataFrame, measure: str, labels: dict, styles: dict) -> None:
