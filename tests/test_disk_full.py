@@ -225,6 +225,7 @@ def cli_run(cwd: Path, cache: Path, *args: str) -> subprocess.CompletedProcess:
     )
 
 
+@pytest.mark.slow  # 25-35 s (two full command-line runs on a small tmpfs); the default suite keeps the others
 def test_a_run_directory_that_fills_up_with_the_tables_says_so_in_one_line_and_keeps_no_half_file(
     small_disk, tmp_path, cache_dir
 ):
@@ -247,6 +248,7 @@ def test_a_run_directory_that_fills_up_with_the_tables_says_so_in_one_line_and_k
     assert "resuming: " in again.stderr and (run_dir / "table3.md").is_file()
 
 
+@pytest.mark.slow  # 25-35 s (two full command-line runs on a small tmpfs); the default suite keeps the others
 def test_a_disk_that_fills_up_with_the_report_keeps_the_tables_and_leaves_no_report(small_disk, tmp_path, cache_dir):
     """The tables fit, the report's figures do not: the run's results stand (exit 0, one warning), and no report is
     left that is cut short or shows another run's results (the earlier run's report.html is removed too); the last
