@@ -96,10 +96,35 @@ def _prose(line: str, width: int) -> list[str]:
     return textwrap.wrap(text, width, subsequent_indent=indent, break_on_hyphens=False, break_long_words=False)
 
 
+def _key_columns(header: list[str]) -> int:
+    """How many leading columns name a table's row: through its ``metric`` column (a sweep table's pair, k, n and
+    metric), or the first column when it has none."""
+    names = [name.strip().lower() for name in header]
+    return names.index("metric") + 1 if "metric" in names else 1
+
+
+def _column_groups(widths: list[int], keys: int, width: int) -> list[list[int]]:
+    """The columns after the ``keys`` leading ones in consecutive groups, each as many as fit in ``width`` beside
+    the key columns (two spaces between columns) and at least one: a wide table is shown as blocks one under the
+    other, each repeating the rows' names, as a terminal cannot scroll sideways."""
+    start = sum(widths[:keys]) + 2 * (keys - 1)
+    groups: list[list[int]] = []
+    used = start
+    for column in range(keys, len(widths)):
+        if not groups or used + 2 + widths[column] > width:
+            groups.append([])
+            used = start
+        groups[-1].append(column)
+        used += 2 + widths[column]
+    return groups or [[]]
+
+
 def terminal_text(markdown: str, width: int | None = None) -> str:
     """A run's markdown page as a terminal shows it: pipe tables as aligned columns (a bold cell marked
     ``TERMINAL_BOLD_MARK``), no markup (``**``, `` ` ``, HTML tags), headings underlined, prose wrapped to
-    ``width`` (the terminal's width, 100 columns when there is none). The page on disk keeps its markdown."""
+    ``width`` (the terminal's width, 100 columns when there is none) and a table wider than that split into blocks
+    of its columns, one under the other, each led by the columns that name the rows. The page on disk keeps its
+    markdown."""
     width = width or shutil.get_terminal_size((100, 24)).columns
     lines = markdown.splitlines()
     out: list[str] = []
@@ -116,8 +141,14 @@ def terminal_text(markdown: str, width: int | None = None) -> str:
                 if not re.fullmatch(r"\|(\s*:?-{3,}:?\s*\|)+", line.strip())
             ]
             widths = [max(len(row[c]) if c < len(row) else 0 for row in rows) for c in range(max(map(len, rows)))]
-            shown = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
-            out += [shown[0], "  ".join("-" * w for w in widths), *shown[1:]]
+            keys = _key_columns(rows[0])
+            for number, group in enumerate(_column_groups(widths, keys, width)):
+                columns = [*range(keys), *group]
+                shown = [
+                    "  ".join((row[c] if c < len(row) else "").ljust(widths[c]) for c in columns).rstrip()
+                    for row in rows
+                ]
+                out += [""] * (number > 0) + [shown[0], "  ".join("-" * widths[c] for c in columns), *shown[1:]]
             continue
         heading = re.match(r"(#+)\s+(.*)", lines[i])
         if heading:
