@@ -185,6 +185,7 @@ def test_temporaries_are_never_taken_for_shards_and_stale_ones_are_removed(tmp_p
     assert len(shard_files(cache.dir)) == 2
 
 
+@pytest.mark.slow  # one of the slowest of the default suite (make test --durations)
 def test_a_fully_cached_request_loads_no_model_and_takes_no_lock(tmp_path, monkeypatch):
     import sentence_transformers
 

@@ -284,6 +284,7 @@ def length_offset(p, q, *, seed: int = 0, offset: float = 0.0) -> float:
 '''
 
 
+@pytest.mark.slow  # one of the slowest of the default suite (make test --durations)
 def test_a_new_file_in_metrics_is_a_metric_with_parameters_on_the_command_line(tmp_path, cache_dir):
     copy = copy_checkout(tmp_path / "checkout")
     (copy / "metrics" / "length_offset.py").write_text(textwrap.dedent(NEW_METRIC))

@@ -139,6 +139,7 @@ INTERRUPTED = """if True:
 """
 
 
+@pytest.mark.slow  # one of the slowest of the default suite (make test --durations)
 def test_a_call_interrupted_by_ctrl_c_ends_its_helper_at_once_and_the_next_call_gets_its_own_vectors():
     """Ctrl-C (SIGINT to this process alone, as ``kill -INT <pid>`` or a notebook's interrupt) while the helper
     embeds: the helper, busy for nobody, is killed on the spot rather than waited for, and the next call starts a new
@@ -173,6 +174,7 @@ def test_an_empty_cache_starts_loading_the_model_ahead_and_the_vectors_are_the_s
     assert not warm.warm_up_if_uncached()  # its vectors are cached: no model is loaded
 
 
+@pytest.mark.slow  # one of the slowest of the default suite (make test --durations)
 def test_a_load_ahead_that_fails_is_said_by_the_first_encode_and_a_helper_left_loading_ends_at_once(tmp_path):
     embedding_process.close_helper()
     missing = minilm_spec(model="nothing-here", path=str(tmp_path / "no-model"), batch_size=8)
@@ -188,6 +190,7 @@ def test_a_load_ahead_that_fails_is_said_by_the_first_encode_and_a_helper_left_l
     assert time.perf_counter() - start < 5 and helper.process.poll() is not None
 
 
+@pytest.mark.slow  # one of the slowest of the default suite (make test --durations)
 def test_a_helper_started_ahead_is_the_one_that_embeds_and_gives_the_same_vectors():
     """``start_ahead`` (the command line on a first run) starts the helper's imports before any model is chosen;
     the load and the first encode then use that process, and the vectors are the in-process ones bit for bit."""
@@ -240,6 +243,7 @@ QUIET = """if True:
 """
 
 
+@pytest.mark.slow  # one of the slowest of the default suite (make test --durations)
 def test_loading_the_model_prints_no_progress_bar_of_transformers():
     """The helper loads the model without transformers' "Loading weights" bar, a stray line on every first run's
     console; transformers' bars are left as they were for everything else."""

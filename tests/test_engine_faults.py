@@ -161,6 +161,7 @@ def hang_jobs(count, name="fake_hangs"):
     ]
 
 
+@pytest.mark.slow  # one of the slowest of the default suite (make test --durations)
 def test_a_metric_that_keeps_timing_out_is_skipped_then_retried_on_rerun(store, tmp_path, monkeypatch):
     """8 evaluations that hang, a 2 s limit, engine.max_timeouts=2: the run costs about 2 limits (3 at
     most: the one already sent when the second timed out runs on), not 8; CHI is unaffected."""

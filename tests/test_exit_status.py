@@ -178,6 +178,7 @@ def test_a_sweep_exits_non_zero_when_a_job_failed_and_names_it(tmp_path, plugin_
         assert json.loads((out / str(job) / "exit_status.json").read_text())["exit_status"] == status
 
 
+@pytest.mark.slow  # one of the slowest of the default suite (make test --durations)
 def test_a_job_with_a_bad_value_does_not_stop_the_sweep(tmp_path, plugin_path, cache_dir):
     proc, out = sweep(tmp_path, plugin_path, cache_dir, "metrics=[chi]", "seed=-1,0")
     assert proc.returncode == EXIT_BAD_INPUT, proc.stderr[-3000:]
@@ -371,6 +372,7 @@ def test_a_partly_failing_metric_keeps_its_row_and_its_failed_corpora_can_be_wri
     assert refused.returncode == EXIT_BAD_INPUT and "no failed evaluation of 'chi'" in refused.stderr
 
 
+@pytest.mark.slow  # one of the slowest of the default suite (make test --durations)
 def test_ctrl_c_says_in_one_line_what_is_kept_and_how_to_go_on_and_ends_by_sigint(tmp_path, plugin_path, cache_dir):
     """As a terminal's Ctrl-C: SIGINT to the whole process group, while an evaluation runs. No traceback (before:
     two, about 70 lines, one of them from the embedding helper), no warning of leaked semaphores, and status 130 at
@@ -419,6 +421,7 @@ def test_ctrl_c_says_in_one_line_what_is_kept_and_how_to_go_on_and_ends_by_sigin
     assert status["exit_status"] == 130 and status["reason"].startswith("interrupted")
 
 
+@pytest.mark.slow  # one of the slowest of the default suite (make test --durations)
 def test_a_run_refused_in_another_runs_directory_leaves_it_as_it_was(tmp_path, plugin_path, cache_dir):
     """Hydra writes a run's config into its directory before the harness sees what the directory holds. A run then
     refused there, for other settings than its evaluations' or because another run writes into it now, leaves the

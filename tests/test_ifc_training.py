@@ -96,6 +96,7 @@ def test_micro_batches_stay_within_the_budget_and_keep_the_order():
     assert micro_batches(range(7), lengths, budget=1000) == [list(range(7))]
 
 
+@pytest.mark.slow  # one of the slowest of the default suite (make test --durations)
 def test_a_batch_in_parts_gives_the_gradient_of_one_pass(smollm2, monkeypatch):
     """Fine-tuning in parts of TRAIN_POSITIONS: the gradient of one pass over the batch, to float32 rounding.
     Compared through plain SGD steps: Adam's first step divides a gradient by its own size, which turns rounding

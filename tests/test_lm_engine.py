@@ -100,6 +100,7 @@ def test_continuations_match_torch(smollm2, ct2, texts):
     assert_matches_torch(got, want)
 
 
+@pytest.mark.slow  # one of the slowest of the default suite (make test --durations)
 def test_scores_from_ctranslate2_workers_equal_its_serial_scores_and_torch(
     tmp_path, smollm2, smollm2_cfg, cache_dir, ct2, texts
 ):

@@ -146,6 +146,7 @@ def test_a_missing_file_fails_at_once_with_one_line_naming_it(fortune, tmp_path,
     assert not (tmp_path / "outputs").exists() or not list((tmp_path / "outputs").rglob("run.json"))
 
 
+@pytest.mark.slow  # one of the slowest of the default suite (make test --durations)
 def test_the_same_files_by_another_path_resume_the_run_and_a_refused_call_starts_no_log_there(
     fortune, tmp_path, cache_dir, monkeypatch
 ):
@@ -184,6 +185,7 @@ def test_the_same_files_by_another_path_resume_the_run_and_a_refused_call_starts
     assert "resuming: " in (run_dir / "session.log").read_text()
 
 
+@pytest.mark.slow  # one of the slowest of the default suite (make test --durations)
 def test_an_earlier_metric_logged_for_part_of_the_evaluations_is_not_merged_but_named(fortune, tmp_path, cache_dir):
     """An earlier metric whose logged evaluations cover only part of this run's (the earlier run ended early, or a
     file was edited since and only the corpora that did not change match): merged, its row would stand on part of
@@ -212,6 +214,7 @@ def test_an_earlier_metric_logged_for_part_of_the_evaluations_is_not_merged_but_
     assert "Not merged from an earlier run" in (tmp_path / "run" / "table3.md").read_text()
 
 
+@pytest.mark.slow  # one of the slowest of the default suite (make test --durations)
 def test_a_file_edited_since_the_earlier_run_is_named_when_the_run_goes_on(fortune, tmp_path, cache_dir):
     """A run in a directory whose earlier run read a file that has changed since says which file changed (its
     sha256 then and now) before it goes on, so that evaluations done again (or "resuming: 3 of 6 evaluations already

@@ -73,6 +73,7 @@ def test_a_run_whose_second_is_taken_gets_its_own_directory_and_a_refused_one_le
     assert sorted(p.name for p in pair.iterdir()) == sorted([*taken, mine.name])  # no directory left by the refusal
 
 
+@pytest.mark.slow  # one of the slowest of the default suite (make test --durations)
 def test_a_sweep_makes_one_directory_for_all_its_jobs(tmp_path, cache_dir):
     proc = cli(tmp_path, cache_dir, "-m", "metrics=[zipf]", "k=3,4", "n=10", "repetitions=1")
     assert proc.returncode == 0, proc.stderr[-3000:]

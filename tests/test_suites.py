@@ -62,6 +62,7 @@ def test_the_paper_suite_is_004s_four_ksc_settings_and_the_robustness_runs_of_th
     assert cfg.hydra.sweep.dir == "multirun/suite/paper"  # no time stamp: the same command resumes
 
 
+@pytest.mark.slow  # one of the slowest of the default suite (make test --durations)
 def test_the_all_suite_is_every_shipped_pair_but_files_in_the_settings_it_names():
     settings = {
         "ksc_k7": ("ksc", 7, 100),
