@@ -18,12 +18,11 @@ def collection(real_samples, embedder):
     return CorpusStore.from_corpora({f"c{c.index}": c.texts for c in corpora}, embed=embedder.embed)
 
 
-# The infilling score (several LM passes per text) and face_corr (an LM spectrum of every text, ~15 s) run this
-# check in the slow suite only.
+# The infilling score (several LM passes per text) runs this check in the slow suite only.
 @pytest.mark.parametrize(
     "name",
     [
-        pytest.param(n, marks=[pytest.mark.slow] if n in ("ctrleval_coherence", "face_corr") else [])
+        pytest.param(n, marks=[pytest.mark.slow] if n == "ctrleval_coherence" else [])
         for n in builtin_metrics()
         if n != "oracle"
     ],
