@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -27,6 +28,20 @@ def run_bench(*args, cache_dir, mirror=None, timeout=900):
         text=True,
         timeout=timeout,
     )
+
+
+def console_columns(text: str) -> list[str]:
+    """The column names after ``metric`` of the first table a run printed on the console as plain aligned text,
+    read across the blocks a table wider than the terminal is split into: each block's header starts with metric,
+    and one blank line parts the blocks."""
+    lines, names = text.splitlines(), []
+    i = next((i for i, line in enumerate(lines) if re.match(r"metric +\S", line)), len(lines))
+    while i < len(lines) and re.match(r"metric +\S", lines[i]):
+        names += lines[i].split()[1:]
+        while i < len(lines) and lines[i]:  # the header, its rule and its rows
+            i += 1
+        i += 1  # the blank line after the block
+    return names
 
 
 @pytest.mark.slow  # one of the slowest of the default suite (make test --durations)

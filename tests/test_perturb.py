@@ -1,14 +1,13 @@
 """Perturbation sensitivity (000 §6.2): each perturbation by hand, the relative shift, task=perturb end to end."""
 
 import json
-import re
 
 import numpy as np
 import pandas as pd
 import pytest
 from scipy import stats
 from figure_captions import assert_caption_warns
-from test_end_to_end import run_bench  # the Hydra app as a user starts it
+from test_end_to_end import console_columns, run_bench  # the Hydra app as a user starts it
 
 from textmetric_bench.collections.perturbation_samples import (
     draw_samples,
@@ -205,9 +204,7 @@ def test_end_to_end_perturbation_run_on_the_embedded_pair(tmp_path, cache_dir):
     assert proc.returncode == 0, proc.stderr[-3000:]
     # the console prints the table as plain aligned columns (perturbation.md keeps the pipes), in blocks of columns
     # that fit the terminal (100 columns in a pipe), each led by the metric column
-    first_table = proc.stdout.split("Raw distances")[0]
-    headers = [line.split()[1:] for line in first_table.splitlines() if re.match(r"metric +\S", line)]
-    shown = [name for header in headers for name in header]
+    shown = console_columns(proc.stdout)
     assert shown == ["truncate", "remove_articles", "remove_stopwords", "swap_halves", "shuffle_words", "flag"], (
         proc.stdout[-2000:]
     )

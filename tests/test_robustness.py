@@ -1,13 +1,12 @@
 """Size and imbalance robustness (004 §4.6-4.7): S and I by hand, the grid, the task in-process and end to end."""
 
 import json
-import re
 
 import numpy as np
 import pandas as pd
 import pytest
 from figure_captions import assert_caption_warns
-from test_end_to_end import run_bench  # the Hydra app as a user starts it
+from test_end_to_end import console_columns, run_bench  # the Hydra app as a user starts it
 
 from textmetric_bench.api.registry import metric, unregister
 from textmetric_bench.collections.size_imbalance import (
@@ -153,9 +152,8 @@ def test_end_to_end_small_grid_on_the_embedded_pair(tmp_path, cache_dir):
     out = tmp_path / "run"
     proc = run_bench("task=robustness", *SMALL, "metrics=[fid,chi]", f"hydra.run.dir={out}", cache_dir=cache_dir)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    headers = [line.split()[1:] for line in proc.stdout.splitlines() if re.match(r"metric +\S", line)]
-    shown = [name for header in headers for name in header]  # the table's header as plain text, in blocks of columns
-    assert "|" not in shown and shown.index("S") + 1 == shown.index("I"), proc.stdout[-2000:]
+    shown = console_columns(proc.stdout)  # the table's header as plain text, across its blocks of columns
+    assert "S" in shown and shown[shown.index("S") + 1 :][:1] == ["I"], proc.stdout[-2000:]
     info = json.loads((out / "run.json").read_text())
     assert info["grid"]["sizes"] == [20, 40, 80] and not info["failures"]
     assert info["regime"] == "sentence"  # the fortune pair: both sides' median words a text
