@@ -80,6 +80,36 @@ def test_gate_refuses_to_compare_different_settings(tmp_path, cache_dir):
         run_check(check_config(tmp_path, cache_dir, "metrics=[chi]", "k=5"), tmp_path / "other")
 
 
+def test_the_gate_without_metrics_runs_its_baselines_metrics(tmp_path, cache_dir):
+    """A baseline of one's own metrics, gated without metrics=: those metrics run, not every default one."""
+    run_check(check_config(tmp_path, cache_dir, "metrics=[chi,zipf]", "update=true"), tmp_path / "base")
+    gate = run_check(check_config(tmp_path, cache_dir), tmp_path / "gate")
+    assert gate.passed and set(gate.measures["metric"]) == {"chi", "zipf"}
+    assert set(gate.summary["metric"]) == {"chi", "zipf"} and set(gate.summary["status"]) == {"ok"}
+
+
+def test_which_metrics_the_gate_runs_when_none_is_named(tmp_path):
+    """The baseline's registered metrics (one not registered here is left to be reported MISSING); the default ones
+    when writing a baseline, when the baseline cannot be read, or when metrics=default is given."""
+    from textmetric_bench.api.registry import default_metrics
+    from textmetric_bench.tasks.check import CheckTask
+    from textmetric_bench.tasks.config import selected_metrics
+
+    def chosen(*overrides):
+        cfg = check_config(tmp_path, tmp_path / "cache", *overrides)
+        return [info.name for info, _ in selected_metrics(cfg, CheckTask.unnamed_metrics(cfg))]
+
+    assert chosen() == default_metrics()  # no baseline file yet: the preflight refuses it in one line
+    baseline = _baseline_of({"zipf": [0.8, 0.9], "chi": [0.7, 0.8], "a_plugin_not_installed": [0.5, 0.6]})
+    settings = {"pair": "fortune_computing_people", "k": 4, "n": 60, "repetitions": 3, "seed": 0}
+    (tmp_path / "baseline.json").write_text(json.dumps({"settings": settings, **baseline}))
+    assert chosen() == ["zipf", "chi"]
+    assert chosen("metrics=default") == chosen("update=true") == default_metrics()
+    assert chosen("metrics=[fid]") == ["fid"]
+    (tmp_path / "baseline.json").write_text(json.dumps({"settings": settings, **_baseline_of({"gone": [0.5, 0.6]})}))
+    assert chosen() == default_metrics()
+
+
 def test_tolerance_by_hand():
     values = [0.9, 0.8, 1.0]
     baseline = {"measures": {"m": {"A": {"mean": 0.9, "values": dict(zip("012", values))}}}}

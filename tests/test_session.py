@@ -55,6 +55,9 @@ def test_python_arguments_become_the_command_lines_overrides(tmp_path):
     cfg = compose_config(overrides)
     assert (cfg.k, cfg.reference, cfg.engine.workers, list(cfg.metrics)) == (5, False, 2, ["zipf", "chi"])
     assert (cfg.pair.a, list(cfg.data.cards)) == (str(a), ["x y"])
+    # no metrics given: no override, the task chooses (the gate its baseline's); "default" is given as such
+    assert overrides_of("check", None, None, {}, None) == ["task=check"]
+    assert overrides_of("check", "default", None, {}, None) == ["task=check", "metrics=[default]"]
 
 
 def test_an_undecorated_function_is_refused_with_the_decorator_to_write():

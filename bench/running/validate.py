@@ -79,7 +79,9 @@ def validate_config(cfg: DictConfig, out_dir: Path | str | None = None) -> RunIn
     settings, bad_settings, _ = read_settings(task.settings, cfg)
     problems += bad_settings
     metrics = []
-    checks = [lambda: metrics.extend(selected_metrics(cfg))] + ([lambda: check_pair(cfg)] if task.uses_pair else [])
+    checks = [lambda: metrics.extend(selected_metrics(cfg, task.unnamed_metrics(cfg)))] + (
+        [lambda: check_pair(cfg)] if task.uses_pair else []
+    )
     for check in checks:
         try:
             check()

@@ -23,7 +23,7 @@ show_figures_inline()
 
 
 def evaluate(
-    metrics: Any = "default",
+    metrics: Any = None,
     *,
     pair: str | tuple[str | Path, str | Path] | None = None,
     task: str = "ksc",
@@ -37,7 +37,8 @@ def evaluate(
 
     Args:
         metrics: a registered name, ``"default"`` or ``"all"``, a function decorated with
-            ``@textmetric_bench.api.metric`` (also one defined in a notebook), or a list of those.
+            ``@textmetric_bench.api.metric`` (also one defined in a notebook), or a list of those; None: the
+            task's choice, the default metrics (the gate, ``task="check"``: its baseline's).
         pair: a pair card's name (e.g. ``"fortune_computing_people"``), or two corpus files ``(a, b)``;
             None: the config's default pair.
         task: the registered task to run (``ksc``, ``robustness``, ``perturb``, ``ifc``, ``check``); a task added
@@ -71,7 +72,8 @@ def check(
     """Run the regression gate (``task=check``, docs/regression-gate.md): a small fixed KSC study compared with the
     committed baseline. ``Result.passed`` says whether it held; ``Result.check`` is the comparison table.
 
-    ``metrics``: None compares the config's metrics (every default one); ``settings`` as ``evaluate``'s
+    ``metrics``: None runs the metrics of the baseline (the default ones with ``update=True``); ``settings`` as
+    ``evaluate``'s
     (e.g. ``update=True`` writes a baseline instead, to ``config={"check.baseline": "mine.json"}``).
     """
     return evaluate(metrics, task="check", out_dir=out_dir, progress=progress, report=True, config=config, **settings)

@@ -99,7 +99,7 @@ def overrides_of(
     """The overrides the command line would take: task, metrics, pair, the task's settings, then ``config``
     (a mapping of dotted keys, e.g. ``{"engine.workers": 2}``, or override strings)."""
     out = [override("task", task)]
-    if metrics is not None and not (isinstance(metrics, str) and metrics == "default"):
+    if metrics is not None:  # None: the task's choice (``Task.unnamed_metrics``), as the command line without metrics=
         out.append(override("metrics", metric_names(metrics)))
     out += pair_overrides(pair)
     out += [override(key, value) for key, value in settings.items()]

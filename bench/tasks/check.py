@@ -26,10 +26,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pandas as pd
-from omegaconf import OmegaConf
+from omegaconf import DictConfig, OmegaConf
 
 from textmetric_bench import IN_CHECKOUT, shipped_path
-from textmetric_bench.api.registry import get_metric, is_builtin_module
+from textmetric_bench.api.registry import available_metrics, get_metric, is_builtin_module
 from textmetric_bench.errors import ConfigError
 from textmetric_bench.measures import registry
 from textmetric_bench.numerics import bit_for_bit, numerics_label
@@ -37,7 +37,7 @@ from textmetric_bench.reports.tables.markdown import markdown_table
 from textmetric_bench.settings import shown
 from textmetric_bench.tasks.ksc import MEASURE_COLUMNS, KSCSettings, KSCTask, reference_accepted
 from textmetric_bench.tasks.reference import version_parts
-from textmetric_bench.tasks.settings import option
+from textmetric_bench.tasks.settings import option, read_settings
 from textmetric_bench.tasks.skeleton import RunInputs, TaskResult, run_task, task_runner
 
 log = logging.getLogger(__name__)
@@ -283,6 +283,22 @@ class CheckTask(
     when a built-in metric's measure moves beyond tolerance either way (or, with the baseline's numerics,
     changes at all), a plugin's drops, or a metric is missing."""
 
+    @classmethod
+    def unnamed_metrics(cls, cfg: DictConfig) -> list[str]:
+        """Without ``metrics=``: the baseline's metrics that are registered here (one that is not is reported
+        MISSING), so a gate of one's own metrics runs those alone; the default ones to write a baseline
+        (``update=true``), or where the baseline cannot be read (the preflight says why) or none of its metrics is
+        registered."""
+        settings, problems, _ = read_settings(cls.settings, cfg)
+        if settings is None or problems or settings.update:
+            return ["default"]
+        try:
+            baseline = read_baseline(Path(settings.baseline).expanduser())
+        except ConfigError:
+            return ["default"]
+        registered = set(available_metrics())
+        return [name for name in baseline["measures"] if name in registered] or ["default"]
+
     def preflight(self, run: RunInputs) -> None:
         super().preflight(run)
         gate_baseline(run)
@@ -409,6 +425,12 @@ def run_gate(run: RunInputs) -> TaskResult:
     gated = list(check.measures)
     settings = _settings(run)
     baseline = gate_baseline(run)  # checked by the preflight too, where a run is validated first (the command line)
+    if cfg.get("metrics") is None and not check.update:  # the task's choice: CheckTask.unnamed_metrics
+        names = [info.name for info, _ in run.metrics]
+        if set(names) <= set(baseline["measures"]):
+            log.info("metrics= not given: the gate runs its baseline's metrics, %s", ", ".join(names))
+        else:
+            log.warning("metrics= not given, and none of the baseline's metrics is registered: the default ones run")
     result = run_task(KSCTask(), run)
     files = dict(result.files)
     if check.update:

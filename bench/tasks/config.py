@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -58,10 +59,13 @@ if not OmegaConf.has_resolver("pair_label"):
     OmegaConf.register_new_resolver("pair_label", pair_label)
 
 
-def selected_metrics(cfg: DictConfig) -> list[tuple[MetricInfo, dict]]:
-    """The metrics named by ``cfg.metrics`` with their parameters from ``cfg.metric.<name>``."""
-    chosen = cfg.get("metrics", "default")
-    if isinstance(chosen, str):
+def selected_metrics(cfg: DictConfig, unnamed: Sequence[str] = ("default",)) -> list[tuple[MetricInfo, dict]]:
+    """The metrics named by ``cfg.metrics`` with their parameters from ``cfg.metric.<name>``; ``unnamed``: those
+    run when ``metrics`` is not given (null), the task's choice (``Task.unnamed_metrics``)."""
+    chosen = cfg.get("metrics")
+    if chosen is None:
+        listed = [str(n) for n in unnamed]
+    elif isinstance(chosen, str):
         listed = [n.strip() for n in chosen.split(",")]
     elif isinstance(chosen, (list, ListConfig)):
         listed = [str(n) for n in chosen]

@@ -276,6 +276,12 @@ class Task:
         cls.warms_embedder = warms_embedder
         TASKS[name] = cls
 
+    @classmethod
+    def unnamed_metrics(cls, cfg: DictConfig) -> list[str]:
+        """The metrics a run of this task computes when ``metrics`` is not given (null in the config): the default
+        ones (``metrics=default``)."""
+        return ["default"]
+
     def preflight(self, run: RunInputs) -> None:
         """Raise ConfigError for what the settings' types cannot tell (a file that must exist, a source that must
         be known), before any corpus or model is loaded."""
@@ -312,7 +318,7 @@ def read_inputs(task: type[Task] | Task, cfg: DictConfig, out_dir: Path | str) -
     settings, problems, _ = read_settings(task.settings, cfg)
     if problems:
         raise ConfigError("\n".join(problems))
-    return RunInputs.of(cfg, settings, selected_metrics(cfg), out_dir)
+    return RunInputs.of(cfg, settings, selected_metrics(cfg, task.unnamed_metrics(cfg)), out_dir)
 
 
 def reported_plugin_failures() -> dict[str, dict]:
