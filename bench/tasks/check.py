@@ -289,8 +289,8 @@ class CheckTask(
         MISSING), so a gate of one's own metrics runs those alone; the default ones to write a baseline
         (``update=true``), or where the baseline cannot be read (the preflight says why) or none of its metrics is
         registered."""
-        settings, problems, _ = read_settings(cls.settings, cfg)
-        if settings is None or problems or settings.update:
+        settings, _, _ = read_settings(cls.settings, cfg)  # None with a bad value: the run's validation names it
+        if settings is None or settings.update:
             return ["default"]
         try:
             baseline = read_baseline(Path(settings.baseline).expanduser())
