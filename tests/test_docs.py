@@ -65,6 +65,37 @@ def test_generated_tables_are_included_not_pasted():
         assert (PROJECT_ROOT / generated).is_file(), generated
 
 
+#: A metric's parameter set by its dotted key, as the docs and docstrings show it: ``metric.mauve.kmeans_num_redo``.
+METRIC_PARAMETER = re.compile(r"(?<![\w.])metric\.(\w+)\.(\w+)")
+
+
+def test_every_metric_parameter_the_docs_and_docstrings_set_exists():
+    """``metric.<name>.<key>`` in the README, docs, code and configs names a parameter the metric takes: a built-in's
+    declared parameters, or a parameter in the signature of a plugin the docs define (evaluate's docstring once showed
+    ``metric.mauve.scaling``, which the config refuses)."""
+    from textmetric_bench.api.registry import available_metrics, get_metric
+
+    files = [README, *DOCS.rglob("*.md")]
+    files += [
+        path for top in ("bench", "metrics", "conf") for path in (PROJECT_ROOT / top).rglob("*") if path.is_file()
+    ]
+    files = [path for path in files if path.suffix in (".md", ".py", ".yaml")]
+    docs_text = "\n".join(path.read_text(encoding="utf-8") for path in DOCS.rglob("*.md"))
+    checked, wrong = 0, []
+    for path in files:
+        for name, key in METRIC_PARAMETER.findall(path.read_text(encoding="utf-8")):
+            if name in available_metrics():
+                takes = set(get_metric(name).params)
+            else:  # a plugin of the docs: its decorator, then the function's signature
+                defined = re.findall(rf"@\w+\(\"{name}\"[^\n]*\)\s*\ndef \w+\(([^)]*)\)", docs_text)
+                takes = {p.split(":")[0].split("=")[0].strip(" *") for sig in defined for p in sig.split(",")}
+            checked += 1
+            if key not in takes:
+                wrong.append(f"{path.relative_to(PROJECT_ROOT)}: metric.{name}.{key} (takes {sorted(takes)})")
+    assert checked >= 15
+    assert wrong == []
+
+
 @pytest.mark.slow  # one of the slowest of the default suite (make test --durations)
 def test_the_docs_site_builds_strictly(tmp_path):
     """As `make docs` does, from another directory: a broken link, anchor, include or docstring fails the build."""

@@ -80,6 +80,26 @@ def test_score_refuses_what_a_run_refuses():
     with pytest.raises(ConfigError, match="one metric"):
         textmetric_bench.score(["chi", "fid"], texts, texts)
     assert isinstance(pd.Series([textmetric_bench.score("chi", texts, ["other words here"])]).iloc[0], float)
+    with pytest.raises(ConfigError, match="texts_b is a set, which has no fixed order"):
+        textmetric_bench.score("chi", texts, set(texts))
+    with pytest.raises(ConfigError, match=r"texts_a is a DataFrame: pass one column"):  # iterating gives column names
+        textmetric_bench.score("chi", pd.DataFrame({"text": texts}), texts)
+    with pytest.raises(ConfigError, match=r"texts_b is a dict: pass one column"):
+        textmetric_bench.score("chi", texts, dict(enumerate(texts)))
+
+
+def test_score_takes_a_column_or_an_array_of_texts_as_the_list():
+    """A pandas column, a numpy array, a tuple or a generator of strings is the corpus its items make."""
+    import numpy as np
+
+    a = ["the cat sat on the mat", "a dog ran in the park", "the cat sat down"]
+    b = ["stocks fell on monday", "the market rose again", "a dog ran home"]
+    expected = textmetric_bench.score("chi", a, b)
+    frame = pd.DataFrame({"text": a, "other": b})
+    assert textmetric_bench.score("chi", frame["text"], frame["other"]) == expected
+    assert textmetric_bench.score("chi", np.array(a), tuple(b)) == expected
+    assert textmetric_bench.score("chi", (text for text in a), b) == expected
+    assert textmetric_bench.score("chi", a, a) != expected  # the corpora are read, not ignored
 
 
 def test_the_documented_calls_name_parameters_their_metrics_take():

@@ -60,6 +60,33 @@ def test_python_arguments_become_the_command_lines_overrides(tmp_path):
     assert overrides_of("check", "default", None, {}, None) == ["task=check", "metrics=[default]"]
 
 
+def test_numpy_values_pass_as_the_numbers_they_are():
+    """A notebook's ``for k in np.arange(5, 8)`` gives numpy scalars: passed as Python's own (np.int64 was refused as
+    "not a number", np.float64 became the string ``np.float64(0.5)``)."""
+    import numpy as np
+
+    overrides = overrides_of(
+        "ksc",
+        None,
+        None,
+        {"k": np.arange(5, 8)[2], "reference": np.bool_(False)},
+        {
+            "metric.mauve.mauve_scaling_factor": np.float64(2.5),
+            "metric.chi.top": np.float32(0.5),
+            "x": np.array([1, 2]),
+        },
+    )
+    assert overrides[1:] == [
+        "k=7",
+        "reference=false",
+        "metric.mauve.mauve_scaling_factor=2.5",
+        "metric.chi.top=0.5",
+        "x=[1,2]",
+    ]
+    cfg = compose_config(overrides[:4])
+    assert (cfg.k, cfg.reference, cfg.metric.mauve.mauve_scaling_factor) == (7, False, 2.5)
+
+
 def test_an_undecorated_function_is_refused_with_the_decorator_to_write():
     def my_gap(p, q, *, seed=0):
         return 0.0

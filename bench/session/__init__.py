@@ -47,8 +47,8 @@ def evaluate(
             directory that holds earlier results resumes there and adds its metrics to them.
         progress: progress bars: ``"auto"`` (in a terminal or a Jupyter notebook), True or False.
         report: write ``report.html`` as the command line does.
-        config: further settings by dotted key, e.g. ``{"engine.workers": 2, "metric.mauve.scaling": 5}``, or
-            a list of command-line overrides.
+        config: further settings by dotted key, e.g. ``{"engine.workers": 2, "metric.mauve.kmeans_num_redo": 5}``,
+            or a list of command-line overrides.
         **settings: the task's settings, e.g. ``k=5, n=30, repetitions=2, seed=0`` (docs/tasks.md).
 
     Returns:

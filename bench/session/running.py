@@ -16,6 +16,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from omegaconf import OmegaConf, open_dict
 
 from textmetric_bench.console import ConsoleHandler, LogFileHandler, OwnMessages, set_progress, setup_run_console
@@ -58,12 +59,16 @@ def override(key: str, value: Any) -> str:
 
 
 def _value(value: Any) -> str:
+    if isinstance(value, (np.generic, np.ndarray)):  # np.int64(7) from np.arange, an array of values: Python's own
+        value = value.tolist()
     if value is None:
         return "null"
     if isinstance(value, bool):
         return "true" if value else "false"
-    if isinstance(value, (int, float)):
-        return repr(value)
+    if isinstance(value, int):
+        return repr(int(value))
+    if isinstance(value, float):
+        return repr(float(value))  # a float subclass's repr may not be a number ("np.float64(0.5)")
     if isinstance(value, Path):
         value = str(value)
     if isinstance(value, str):

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import difflib
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence, Set
 from typing import Any
 
 import numpy as np
@@ -26,8 +26,8 @@ OWN_ARGUMENTS = ("seed", "config")
 
 def score(
     metric: Any,
-    texts_a: Sequence[str],
-    texts_b: Sequence[str],
+    texts_a: Iterable[str],
+    texts_b: Iterable[str],
     *,
     seed: int = 0,
     config: Mapping[str, Any] | Sequence[str] | None = None,
@@ -38,7 +38,8 @@ def score(
     Args:
         metric: a registered metric's name (``"mauve"``), or a function decorated with
             ``@textmetric_bench.api.metric`` (one defined in a notebook too).
-        texts_a: the first corpus, a list of strings, used as given.
+        texts_a: the first corpus, a list of strings (a tuple, pandas Series or numpy array of them too), used as
+            given, in its order.
         texts_b: the second corpus, likewise.
         seed: the seed handed to the metric (a run hands repetition r of seed s ``metric_seed(s, r)``,
             ``textmetric_bench.collections.seeds``); a deterministic metric ignores it.
@@ -51,8 +52,8 @@ def score(
 
     Raises:
         ConfigError: an unknown metric or parameter, a bad setting, an empty corpus or one that is not a list of
-            strings. MetricError: the metric returned something that is not a finite number. The metric's own
-            exception, as raised, when it fails.
+            strings (a set too: its order is not fixed). MetricError: the metric returned something that is not a
+            finite number. The metric's own exception, as raised, when it fails.
     """
     from textmetric_bench.api.context import use_context
     from textmetric_bench.api.registry import get_metric
@@ -98,9 +99,18 @@ def score(
     return float(value)
 
 
-def _texts(texts: Sequence[str], which: str) -> list[str]:
-    if isinstance(texts, str) or not isinstance(texts, Sequence):
-        raise ConfigError(f"{which} must be a list of strings, not {type(texts).__name__}")
+def _texts(texts: Iterable[str], which: str) -> list[str]:
+    kind = type(texts).__name__
+    if isinstance(texts, Set):  # a set's order changes between processes (string hashing), and so could a value
+        raise ConfigError(f"{which} is a {kind}, which has no fixed order: pass a list of strings (e.g. sorted(...))")
+    if isinstance(texts, Mapping) or getattr(texts, "ndim", 1) != 1:  # iterating these gives keys or column names
+        raise ConfigError(
+            f"{which} is a {kind}: pass one column or list of texts (e.g. df['text'] or list(d.values()))"
+        )
+    if isinstance(texts, (str, bytes)) or not isinstance(texts, Iterable):
+        raise ConfigError(
+            f"{which} must be a list of strings (or a tuple, pandas Series, numpy array of them), not {kind}"
+        )
     out = list(texts)
     if not out:
         raise ConfigError(f"{which} is empty: a corpus needs at least one text")
@@ -110,4 +120,4 @@ def _texts(texts: Sequence[str], which: str) -> list[str]:
             f"{which}[{bad[0]}] is not a string but {type(out[bad[0]]).__name__} {repr(out[bad[0]])[:60]} "
             f"({len(bad)} such item{'s' if len(bad) > 1 else ''})"
         )
-    return out
+    return [str(text) for text in out]  # numpy's str_ items as plain strings, as a run's corpora hold them
