@@ -74,6 +74,12 @@ def test_a_metric_group_with_the_metric_list_is_accepted(overrides):
         (["task=robustness", "n_rf=50"], "n_rf=50: there is no setting 'n_rf'; did you mean n_ref=50?"),  # a task's own
         (["xyzzy=1"], "(to add a key of your own, write +xyzzy=1)"),
         (["repetiton=2,3"], "repetiton=2,3: there is no setting 'repetiton'; did you mean repetitions=2,3?"),  # swept
+        # a misspelt level above the key (Hydra names the level, "Key 'embeder' is not in struct", and says to use +)
+        (
+            ["embeder.batch_size=8"],
+            "embeder.batch_size=8: there is no setting 'embeder'; did you mean embedder.batch_size=8?",
+        ),
+        (["engine.pool.size=2"], "engine.pool.size=2: there is no setting 'engine.pool'; the settings in engine are "),
     ],
 )
 def test_a_misspelt_key_gets_one_line_with_the_closest_keys(overrides, line):
@@ -85,6 +91,10 @@ def test_two_misspelt_keys_get_a_line_each_and_good_ones_none():
     assert [p.split(":")[0] for p in unknown_key_problems(["k=5", "repetiton=2", "seedd=1"])] == [
         "repetiton=2",
         "seedd=1",
+    ]
+    assert [p.split(":")[0] for p in unknown_key_problems(["embeder.a=1", "k=5", "embeder.b=2"])] == [
+        "embeder.a=1",
+        "embeder.b=2",
     ]
     assert unknown_key_problems(["k=5", "repetitions=2", "+my_note=x", "metric.chi.top=3", "n=10,20"]) == []
 

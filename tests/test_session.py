@@ -109,6 +109,11 @@ def test_a_misspelt_setting_gets_the_command_lines_line_and_no_folder_is_left(tm
     with pytest.raises(ConfigError) as refused:
         textmetric_bench.evaluate(["zipf"], k=3, n=30, repetiton=2, progress=False)
     assert str(refused.value) == "repetiton=2: there is no setting 'repetiton'; did you mean repetitions=2?"
+    with pytest.raises(ConfigError) as refused:  # score() composes as evaluate() does
+        textmetric_bench.score("chi", ["a text"], ["another"], config={"embeder.batch_size": 8})
+    assert (
+        str(refused.value) == "embeder.batch_size=8: there is no setting 'embeder'; did you mean embedder.batch_size=8?"
+    )
     with pytest.raises(ConfigError, match="k >= 3"):  # refused by the task, after the run directory was named
         textmetric_bench.evaluate(["zipf"], k=1, n=30, progress=False)
     assert list(tmp_path.iterdir()) == []  # not even an empty outputs/ksc/<pair>/

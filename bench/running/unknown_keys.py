@@ -47,16 +47,19 @@ def unknown_key_problems(overrides: Sequence[str], *, own_configs: bool = True) 
     kept = [(first_value(o), o) for o in parsed if id(o) not in refused]
     kept = [(line, o) for line, o in kept if line is not None]
     unknown = []
+    absent: dict[int, str] = {}  # the first level of each unknown key that the config lacks
     for _ in range(len(kept) + 1):  # drop each unknown key in turn until the rest composes
         try:
             cfg = compose_config([line for line, _ in kept])
             break
         except ConfigCompositionException as exc:
             key = getattr(exc.__cause__, "full_key", None)
-            refused_keys = [o for _, o in kept if o.key_or_group == key and not o.is_add()]
+            # the key itself, or a level above it that does not exist (``embeder.x=1``: Hydra names ``embeder``)
+            refused_keys = [o for _, o in kept if is_under(o.key_or_group, str(key)) and not o.is_add()]
             if not key or not refused_keys or str(key).split(".")[0] in OWNED_ELSEWHERE:
                 return choices  # something else is wrong: Hydra says what
             unknown += refused_keys
+            absent.update({id(o): str(key) for o in refused_keys})
             kept = [(line, o) for line, o in kept if o not in refused_keys]
         except Exception as exc:  # noqa: BLE001 - Hydra reports it
             log.debug("keys not checked before Hydra: %s", exc)
@@ -66,8 +69,15 @@ def unknown_key_problems(overrides: Sequence[str], *, own_configs: bool = True) 
     files = [o.input_line for o in unknown if is_pair_file_key(o.key_or_group)]
     lines = choices + ([files_to_a_card_line(cfg, files)] if files else [])
     return lines + [
-        unknown_key_line(cfg, o.key_or_group, o.input_line) for o in unknown if not is_pair_file_key(o.key_or_group)
+        unknown_key_line(cfg, o.key_or_group, o.input_line, absent[id(o)])
+        for o in unknown
+        if not is_pair_file_key(o.key_or_group)
     ]
+
+
+def is_under(key: str, level: str) -> bool:
+    """Whether ``key`` is ``level`` or a key below it (``embeder.x`` under ``embeder``)."""
+    return key == level or key.startswith(level + ".")
 
 
 def first_value(override) -> str | None:
@@ -130,18 +140,22 @@ def unknown_choice_line(group: str, choice: str, options: list[str], given: str)
     return f"{given}: there is no {group} {choice!r}; the choices of {group} are {', '.join(sorted(options))}"
 
 
-def unknown_key_line(cfg: DictConfig, key: str, given: str) -> str:
-    """``repetiton=2: there is no setting 'repetiton'; did you mean repetitions=2?`` (closest keys at its level)."""
-    parent, _, name = key.rpartition(".")
+def unknown_key_line(cfg: DictConfig, key: str, given: str, absent: str | None = None) -> str:
+    """``repetiton=2: there is no setting 'repetiton'; did you mean repetitions=2?`` (closest keys at its level).
+    ``absent``: the first level of ``key`` the config lacks, when that is above the key (``embeder`` of
+    ``embeder.x=1``: "did you mean embedder.x=1?")."""
+    missing = absent if absent and is_under(key, absent) else key
+    below = key[len(missing) :]  # what follows the level that is missing (".x"), kept in the suggestion
+    parent, _, name = missing.rpartition(".")
     value = given.split("=", 1)[1] if "=" in given else ""
     node = OmegaConf.select(cfg, parent) if parent else cfg
     valid = [str(k) for k in node.keys()] if isinstance(node, DictConfig) else []
     where = f"in {parent}" if parent else "at the top level"
     close = difflib.get_close_matches(name, valid, n=3, cutoff=0.6)
     if close:
-        options = " or ".join(f"{parent + '.' if parent else ''}{c}={value}" for c in close)
-        return f"{given}: there is no setting {key!r}; did you mean {options}?"
+        options = " or ".join(f"{parent + '.' if parent else ''}{c}{below}={value}" for c in close)
+        return f"{given}: there is no setting {missing!r}; did you mean {options}?"
     return (
-        f"{given}: there is no setting {key!r}; the settings {where} are {', '.join(sorted(valid))} "
+        f"{given}: there is no setting {missing!r}; the settings {where} are {', '.join(sorted(valid))} "
         f"(to add a key of your own, write +{given})"
     )
