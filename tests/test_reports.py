@@ -163,6 +163,39 @@ def test_bold_marks_best_and_values_within_tolerance_only():
     assert cells.loc["best", "A"] == "**.900** [.890, .910]"
 
 
+def measures_with_a_partly_failing_metric() -> pd.DataFrame:
+    """``monotone`` and ``chi`` complete in every repetition; ``partial`` high everywhere but complete in two only."""
+    full = simulated_measures(metrics=("monotone", "chi"))
+    partial = full[full["metric"] == "monotone"].head(2).assign(metric="partial")
+    for measure in ("rho", "omega2", "L", "A", "Aw"):
+        partial[measure] = 0.99
+    partial["T"] = 900.0
+    return pd.concat([full, partial], ignore_index=True)
+
+
+def test_a_metric_with_fewer_complete_repetitions_is_not_bold_nor_the_best():
+    """A partly failing metric's means average fewer repetitions (issue 48): its .990 over two beats the others'
+    over all of them by chance as much as by merit, so the bold compares the metrics with the column's most."""
+    from textmetric_bench.reports.html.tables import table3_html
+    from textmetric_bench.reports.tables.table3 import FEWER_REPETITIONS_NOTE
+    from textmetric_bench.reports.tables.table3_markdown import table3_text
+
+    summary = summarise_measures(measures_with_a_partly_failing_metric())
+    cells = table3_markdown_cells(summary)
+    bolded = cells.apply(lambda col: col.str.startswith("**"))
+    assert not bolded.loc["partial"].any() and cells.loc["partial", "A"].startswith(".990")
+    assert bolded.loc["monotone"].all()  # the best of the complete ones (.93 against chi's .90), T100 aside
+    assert not bolded.loc["chi", ["A", "rho"]].any()
+    failures = {"partial": f"3 of {REPETITIONS * 10} evaluations failed"}
+    text = table3_text(summary, "t", failures, repetitions=REPETITIONS)
+    assert f"of it, {FEWER_REPETITIONS_NOTE}." in text
+    html = table3_html(summary, {}, {}, failed={"partial": (3, 30)}, repetitions=REPETITIONS)
+    row = next(part for part in html.split("<tr") if "partial" in part)
+    assert "<b>" not in row and FEWER_REPETITIONS_NOTE in html
+    complete = summarise_measures(simulated_measures(metrics=("monotone", "chi")))
+    assert FEWER_REPETITIONS_NOTE not in table3_text(complete, "t", None) + table3_html(complete, {}, {})
+
+
 def test_write_tables_outputs_every_metric_and_failures(tmp_path):
     measures = simulated_measures()
     failures = failures_from_distances(simulated_distances())
@@ -274,6 +307,18 @@ def test_aggregate_sweep_has_rows_for_each_k(sweep_dir):
     assert set(long.loc[long.k == 12, "metric"]) == {"monotone", "chi"}
     assert set(long["overrides"]) == {"k=7", "k=12"}
     assert long["run_dir"].nunique() == 2
+
+
+def test_a_sweep_table_bolds_among_the_metrics_with_the_most_repetitions(tmp_path):
+    from textmetric_bench.reports.tables.table3 import FEWER_REPETITIONS_NOTE
+
+    sweep = tmp_path / "multirun"
+    make_job(sweep / "0", 7, measures_with_a_partly_failing_metric())
+    make_job(sweep / "1", 12, simulated_measures(metrics=("monotone", "chi")))
+    text = write_sweep_tables(sweep)["sweep_table"].read_text()
+    rows = {line.split("|")[4].strip(): line for line in text.splitlines() if line.startswith("| clinc150")}
+    assert "**" not in rows["partial"] and rows["monotone"].count("**") >= 8
+    assert FEWER_REPETITIONS_NOTE in text
 
 
 def test_write_sweep_tables_defaults_to_sweep_dir(sweep_dir):

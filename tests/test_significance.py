@@ -12,6 +12,7 @@ from scipy import stats
 
 from textmetric_bench.measures import paired
 from textmetric_bench.measures.paired import all_comparisons, paired_bootstrap_p, paired_comparisons, separated
+from textmetric_bench.measures.summaries import summarise_measures
 from textmetric_bench.reports.bounds import bound_label, bound_of, ranked
 from textmetric_bench.reports.tables.files import write_tables
 from textmetric_bench.reports.tables.significance import (
@@ -23,7 +24,7 @@ from textmetric_bench.reports.tables.significance import (
     top_group,
     untested,
 )
-from textmetric_bench.reports.tables.table3 import table3_markdown_cells
+from textmetric_bench.reports.tables.table3 import table3, table3_markdown_cells
 
 
 def measures_of(centres: dict[str, float], repetitions: int = 5, noise: float = 0.01, seed: int = 0) -> pd.DataFrame:
@@ -170,6 +171,26 @@ def test_a_column_whose_best_lost_a_repetition_has_no_marks_and_says_why():
     note = marks_note(comparisons_by, marks, table)
     assert "No ▲ in rho: the column's best has fewer than 5 complete repetitions" in note and "Unmarked" not in note
     assert marks_note(comparisons_by, {}, table) == FEW_NOTE and marks_note({}, {}, table) == ""
+
+
+def test_with_counts_the_best_is_among_the_metrics_with_the_most_repetitions_as_the_bold():
+    """Told how many repetitions each mean averages (as a run's tables are), the column's best is that of the
+    metrics with the most, as the bold's: the column keeps its ▲ and the metric that lost one is named as untested
+    (without the counts, its mean over 4 made it the best and left the column without marks)."""
+    from textmetric_bench.reports.tables.table3 import repetition_counts
+
+    measures = measures_of({"top": 0.95, "next": 0.9, "tied": 0.9, "low": 0.5})
+    measures = measures[~((measures["metric"] == "top") & (measures["repetition"] == 0))]
+    comparisons = {"rho": paired_comparisons(measures, "rho")}
+    summary = summarise_measures(measures)
+    means, counts = table3(summary)[["rho"]], repetition_counts(summary)
+    assert means["rho"].idxmax() == "top" and counts.loc["top", "rho"] == 4
+    marks = column_marks(comparisons, means, counts=counts)
+    assert marks == {"rho": {"next", "tied"}}
+    assert untested(means["rho"], comparisons["rho"], counts=counts["rho"]) == {"top"}
+    note = marks_note(comparisons, marks, means, counts=counts)
+    assert "not by a test: top (rho)" in note and "No ▲" not in note
+    assert column_marks(comparisons, means) == {}  # the best by mean alone: top, paired on 4 repetitions
 
 
 def test_write_tables_writes_long_significance_csv_and_marks_the_top_group(tmp_path):

@@ -43,7 +43,7 @@ from textmetric_bench.reports.sweep.aggregate import aggregate_sweep, find_run_d
 from textmetric_bench.reports.sweep.jobs import apart, left_out_lines
 from textmetric_bench.reports.sweep.runs import Run, Section, load_run, profile, sections
 from textmetric_bench.reports.tables.significance import column_marks, marks_note
-from textmetric_bench.reports.tables.table3 import table3
+from textmetric_bench.reports.tables.table3 import repetition_counts, table3
 from textmetric_bench.reports.tables.table3_markdown import failed_counts
 
 CAPTIONS = {
@@ -176,10 +176,11 @@ def _run_block(
         for member in (run, *joined):
             comparisons.update(all_comparisons(labelled(member.measures), RAW_MEASURES))
         means = table3(summary)
-        marks = column_marks(comparisons, means)
+        counts = repetition_counts(summary)
+        marks = column_marks(comparisons, means, counts=counts)
         failed = {m: c for member in (run, *joined) for m, c in failed_counts(member.failures).items()}
         kinds = {m: k for member in (run, *joined) for m, k in (member.manifest.get("orientation") or {}).items()}
-        note = marks_note(comparisons, marks, means, PLAIN_SYMBOLS)
+        note = marks_note(comparisons, marks, means, PLAIN_SYMBOLS, counts=counts)
         planned = int(run.config.get("repetitions") or run.repetitions)  # as the run asked (some may have failed)
         parts.append(table3_html(summary, marks, missing, note, failed, kinds, planned))
         legend = ""

@@ -24,8 +24,11 @@ from textmetric_bench.reports.tables.table3 import (
     BELOW_MARK,
     BELOW_NOTE,
     BOLD_TOLERANCE,
-    best_mask,
+    FEWER_REPETITIONS_NOTE,
     below_chance_cells,
+    best_mask,
+    fewer_repetitions,
+    repetition_counts,
     table3,
 )
 
@@ -119,7 +122,7 @@ def table3_html(
     below = set(below_chance_cells(summary)[["metric", "measure"]].itertuples(index=False, name=None))
     wide = table3(summary, with_ci=True)
     columns = [c for c in SYMBOLS if c in means.columns and c not in missing]
-    bold = best_mask(means)
+    bold = best_mask(means, counts=repetition_counts(summary))
     labels, _ = row_labels(summary, means.index, orientation)
     head = "".join(f"<th title='{escape(MEASURE_LABELS.get(c, c))}'>{SYMBOLS[c]}</th>" for c in columns)
     rows = []
@@ -163,8 +166,8 @@ def table3_html(
     )
     caption = (
         f"Cells: mean over {over} [{INTERVAL_NAME}]; bold: best of the column and those within "
-        f"{BOLD_TOLERANCE:g} of it. {escape(marks_note)} Higher is better.{bounds_note}"
-        + (f" {escape(BELOW_NOTE)}" if below else "")
+        f"{BOLD_TOLERANCE:g} of it{', ' + FEWER_REPETITIONS_NOTE if fewer_repetitions(summary) else ''}. "
+        f"{escape(marks_note)} Higher is better.{bounds_note}" + (f" {escape(BELOW_NOTE)}" if below else "")
     )
     return scroll(table) + f"<p class=legend>{caption}{notes}</p>"
 

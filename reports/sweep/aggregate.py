@@ -28,7 +28,13 @@ from textmetric_bench.reports.bounds import bound_label, bound_of
 from textmetric_bench.reports.labels import TABLE3_ORDER, format_score, metric_labels
 from textmetric_bench.reports.sweep.jobs import apart, job_name, left_out_lines, read_jobs, set_apart
 from textmetric_bench.reports.tables.markdown import markdown_table, terminal_text
-from textmetric_bench.reports.tables.table3 import BELOW_MARK, BELOW_NOTE, BOLD_TOLERANCE, best_mask
+from textmetric_bench.reports.tables.table3 import (
+    BELOW_MARK,
+    BELOW_NOTE,
+    BOLD_TOLERANCE,
+    FEWER_REPETITIONS_NOTE,
+    best_mask,
+)
 
 CONFIG_KEYS = ("pair", "task", "k", "n", "repetitions", "seed")
 #: ``n`` is the KSC corpus size from the config; ``n_reps`` counts the repetitions behind a mean.
@@ -166,7 +172,15 @@ def sweep_markdown(long: pd.DataFrame, sweep_dir: Path) -> str:
     order = pd.MultiIndex.from_frame(frame[keys + ["metric"]].drop_duplicates())
     wide = frame.pivot(index=keys + ["metric"], columns="measure", values="mean").reindex(order)
     wide = wide[[m for m in TABLE3_ORDER if m in wide.columns]]
-    bold = pd.concat([best_mask(block) for _, block in wide.groupby(level=keys, sort=False)]).loc[wide.index]
+    counts = None
+    if "n_reps" in frame.columns and frame["n_reps"].notna().all():  # a partly failing metric's fewer repetitions
+        counts = frame.pivot(index=keys + ["metric"], columns="measure", values="n_reps").reindex(order)[wide.columns]
+    blocks = wide.groupby(level=keys, sort=False)
+    bold = pd.concat(
+        [best_mask(block, counts=None if counts is None else counts.loc[block.index]) for _, block in blocks]
+    ).loc[wide.index]
+    ranked = frame[[bound_of(m) is None for m in frame["metric"]]]
+    fewer = counts is not None and bool(ranked.groupby(keys + ["measure"])["n_reps"].nunique().gt(1).any())
     cells = wide.apply(lambda col: col.map(format_score)).astype(object)
     cells = cells.mask(bold, "**" + cells + "**")
     below = frame.pivot(index=keys + ["metric"], columns="measure", values="below").reindex(order)[wide.columns]
@@ -175,7 +189,8 @@ def sweep_markdown(long: pd.DataFrame, sweep_dir: Path) -> str:
     table = markdown_table(cells.reset_index()) + (f"\n\n{BELOW_NOTE}" if below.to_numpy().any() else "")
     header = (
         f"# Sweep summary: {sweep_dir}\n\nMeans over the repetitions of each job (T in [100 op/s]); higher is "
-        f"better; bold = best within each ({', '.join('run' if k == RUN_COLUMN else k for k in keys)}) block and those within {BOLD_TOLERANCE:g} of it (004 Table "
+        f"better; bold = best within each ({', '.join('run' if k == RUN_COLUMN else k for k in keys)}) block and those within {BOLD_TOLERANCE:g} of it"
+        f"{', ' + FEWER_REPETITIONS_NOTE if fewer else ''} (004 Table "
         f"3). Intervals ({INTERVAL_NAME}) are in sweep_summary.csv.\n\n"
     )
     return header + sweep_warnings(frame) + table + "\n" + not_in_the_table(sweep_dir)

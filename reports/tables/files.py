@@ -10,7 +10,7 @@ import pandas as pd
 from textmetric_bench.measures.paired import all_comparisons
 from textmetric_bench.measures.summaries import RAW_MEASURES, labelled, summarise_measures
 from textmetric_bench.reports.tables.significance import column_marks, marks_note, write_significance
-from textmetric_bench.reports.tables.table3 import table3
+from textmetric_bench.reports.tables.table3 import repetition_counts, table3
 from textmetric_bench.reports.bounds import table_order
 from textmetric_bench.reports.tables.table3_markdown import failed_counts, table3_text
 
@@ -44,7 +44,8 @@ def write_tables(
     comparisons = all_comparisons(labelled(measures), RAW_MEASURES)
     paths.update(write_significance(comparisons, out_dir))
     means = table3(summary) if not summary.empty else None
-    marks = column_marks(comparisons, means) if means is not None else {}
+    counts = repetition_counts(summary) if means is not None else None
+    marks = column_marks(comparisons, means, counts=counts) if means is not None else {}
     wide = table3(summary, with_ci=True) if not summary.empty else pd.DataFrame()
     if "orientation" in summary.columns and not wide.empty:
         wide.insert(0, "orientation", summary.groupby("metric")["orientation"].first().reindex(wide.index))
@@ -68,7 +69,7 @@ def write_tables(
         failures,
         repetitions,
         marks,
-        marks_note(comparisons, marks, means),
+        marks_note(comparisons, marks, means, counts=counts),
         orientation,
     )
     paths["table3_md"].write_text(text, encoding="utf-8")

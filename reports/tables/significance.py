@@ -42,16 +42,21 @@ WILCOXON_NOTE = (
 )
 
 
-def _best(means: pd.Series) -> str | None:
+def _best(means: pd.Series, counts: pd.Series | None = None) -> str | None:
+    """The highest mean's metric, bounds aside; with ``counts`` (the repetitions each mean averages), among the
+    metrics with the most, as the bold of Table 3 (``table3.best_mask``)."""
     order = ranked(means.dropna().sort_values(ascending=False, kind="stable").index)
+    if counts is not None and order:
+        n = counts.reindex(order)
+        order = [m for m in order if n[m] == n.max()]
     return order[0] if order else None
 
 
 def _tests_of_best(
-    means: pd.Series, comparisons: pd.DataFrame, min_repetitions: int
+    means: pd.Series, comparisons: pd.DataFrame, min_repetitions: int, counts: pd.Series | None = None
 ) -> tuple[str | None, pd.DataFrame]:
     """The best metric of ``means`` (None: no mean) and its paired comparisons on at least ``min_repetitions``."""
-    best = _best(means)
+    best = _best(means, counts)
     if best is None or comparisons.empty:
         return best, comparisons.iloc[0:0]
     with_best = (comparisons["metric_a"] == best) | (comparisons["metric_b"] == best)
@@ -63,10 +68,16 @@ def _tested_for(comparisons: dict[str, pd.DataFrame], column: str) -> pd.DataFra
     return comparisons.get("T" if column == "T100" else column)
 
 
-def top_group(means: pd.Series, comparisons: pd.DataFrame, min_repetitions: int = FEW_REPETITIONS) -> set[str]:
-    """The best metric of ``means`` (bounds and missing means left out) and those its paired comparison on at
-    least ``min_repetitions`` repetitions does not separate from it; empty when the best has no such comparison."""
-    best, rows = _tests_of_best(means, comparisons, min_repetitions)
+def top_group(
+    means: pd.Series,
+    comparisons: pd.DataFrame,
+    min_repetitions: int = FEW_REPETITIONS,
+    counts: pd.Series | None = None,
+) -> set[str]:
+    """The best metric of ``means`` (bounds and missing means left out; with ``counts``, among the metrics with the
+    most repetitions) and those its paired comparison on at least ``min_repetitions`` repetitions does not separate
+    from it; empty when the best has no such comparison."""
+    best, rows = _tests_of_best(means, comparisons, min_repetitions, counts)
     if rows.empty:
         return set()
     order = set(ranked(means.dropna().index))
@@ -78,25 +89,34 @@ def top_group(means: pd.Series, comparisons: pd.DataFrame, min_repetitions: int 
     return group
 
 
-def untested(means: pd.Series, comparisons: pd.DataFrame, min_repetitions: int = FEW_REPETITIONS) -> set[str]:
+def untested(
+    means: pd.Series,
+    comparisons: pd.DataFrame,
+    min_repetitions: int = FEW_REPETITIONS,
+    counts: pd.Series | None = None,
+) -> set[str]:
     """The metrics of ``means`` (bounds and missing means left out, the best too) whose paired comparison with the
     best rests on fewer than ``min_repetitions`` repetitions, or that have none: a failed evaluation voids its
     repetition, so such a metric stays unmarked without a test having put it below the best."""
-    best, rows = _tests_of_best(means, comparisons, min_repetitions)
+    best, rows = _tests_of_best(means, comparisons, min_repetitions, counts)
     tested = set(rows["metric_a"]) | set(rows["metric_b"]) if not rows.empty else set()
     return {m for m in ranked(means.dropna().index) if m != best and m not in tested}
 
 
 def column_marks(
-    comparisons: dict[str, pd.DataFrame], means: pd.DataFrame, min_repetitions: int = FEW_REPETITIONS
+    comparisons: dict[str, pd.DataFrame],
+    means: pd.DataFrame,
+    min_repetitions: int = FEW_REPETITIONS,
+    counts: pd.DataFrame | None = None,
 ) -> dict[str, set[str]]:
     """The ▲ metrics of each column of a Table 3 of ``means`` (T100 is tested on T: the same order); a column
-    whose tests rest on too few repetitions is left out."""
+    whose tests rest on too few repetitions is left out. ``counts``: the repetitions each mean averages
+    (``table3.repetition_counts``): the column's best is then among the metrics with the most."""
     marks = {}
     for column in means.columns:
         tested = _tested_for(comparisons, column)
         if tested is not None and not tested.empty:
-            group = top_group(means[column], tested, min_repetitions)
+            group = top_group(means[column], tested, min_repetitions, _column(counts, column))
             if group:
                 marks[column] = group
     return marks
@@ -108,6 +128,7 @@ def marks_note(
     means: pd.DataFrame | None = None,
     labels: Mapping[str, str] | None = None,
     min_repetitions: int = FEW_REPETITIONS,
+    counts: pd.DataFrame | None = None,
 ) -> str:
     """The legend of the marks: what ▲ means, or why there are none although metrics were compared; with
     ``means`` (the table's), also the columns left without marks and the metrics left unmarked because their
@@ -121,12 +142,12 @@ def marks_note(
     unmarked_columns, unmarked = [], {}
     for column in means.columns:
         tested = _tested_for(comparisons, column)
-        if tested is None or tested.empty or _best(means[column]) is None:
+        if tested is None or tested.empty or _best(means[column], _column(counts, column)) is None:
             continue
         if column not in marks:
             unmarked_columns.append(label(column))
             continue
-        for metric in sorted(untested(means[column], tested, min_repetitions)):
+        for metric in sorted(untested(means[column], tested, min_repetitions, _column(counts, column))):
             unmarked.setdefault(metric, []).append(label(column))
     notes = [TOP_NOTE]
     if unmarked_columns:
@@ -141,6 +162,10 @@ def marks_note(
             f"not by a test: {listed}."
         )
     return " ".join(notes)
+
+
+def _column(counts: pd.DataFrame | None, column: str) -> pd.Series | None:
+    return counts[column] if counts is not None and column in counts.columns else None
 
 
 def write_significance(comparisons: dict[str, pd.DataFrame], out_dir: Path, **tags) -> dict[str, Path]:

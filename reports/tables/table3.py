@@ -54,16 +54,38 @@ def table3(summary: pd.DataFrame, *, with_ci: bool = False) -> pd.DataFrame:
     return pd.DataFrame(parts)
 
 
-def best_mask(means: pd.DataFrame, tolerance: float = BOLD_TOLERANCE) -> pd.DataFrame:
-    """True where a value is its column's best or within ``tolerance`` of it (higher is better); bounds never."""
+#: What the caption adds when some metric's cells average fewer complete repetitions than others'.
+FEWER_REPETITIONS_NOTE = "among the metrics with the most complete repetitions in the column"
+
+
+def best_mask(
+    means: pd.DataFrame, tolerance: float = BOLD_TOLERANCE, counts: pd.DataFrame | None = None
+) -> pd.DataFrame:
+    """True where a value is its column's best or within ``tolerance`` of it (higher is better); bounds never.
+
+    ``counts``: the repetitions each cell averages (``repetition_counts``); then only the metrics with the column's
+    most compete, so a partly failing metric's mean over fewer repetitions is neither bold nor the best."""
     names = means.index.get_level_values(-1)  # the metric, also under a sweep's (pair, k, n, metric) index
-    competing = pd.Series([bound_of(m) is None for m in names], index=means.index)
-    best = means[competing].max(axis=0, skipna=True)
-    return (
-        means.ge(best - tolerance - 1e-12, axis=1)
-        & means.notna()
-        & pd.DataFrame({c: competing for c in means.columns}, index=means.index)
-    )
+    competing = pd.DataFrame({c: [bound_of(m) is None for m in names] for c in means.columns}, index=means.index)
+    competing &= means.notna()
+    if counts is not None:
+        n = counts.reindex(index=means.index, columns=means.columns).where(competing)
+        competing &= n.ge(n.max(axis=0, skipna=True), axis=1)
+    best = means.where(competing).max(axis=0, skipna=True)
+    return means.ge(best - tolerance - 1e-12, axis=1) & competing
+
+
+def repetition_counts(summary: pd.DataFrame) -> pd.DataFrame:
+    """The repetitions each cell of ``table3(summary)`` averages (the summary's ``n``), laid out as its means."""
+    return summary.pivot(index="metric", columns="measure", values="n")
+
+
+def fewer_repetitions(summary: pd.DataFrame) -> bool:
+    """Whether some metric's cells (bounds aside) average fewer repetitions than another's in the same column."""
+    if summary.empty:
+        return False
+    ranked = summary[[bound_of(m) is None for m in summary["metric"]]]
+    return bool((ranked.groupby("measure")["n"].nunique() > 1).any())
 
 
 def below_chance_cells(summary: pd.DataFrame) -> pd.DataFrame:
@@ -83,7 +105,7 @@ def table3_markdown_cells(summary: pd.DataFrame, marks: Mapping[str, set] | None
     """
     wide = table3(summary, with_ci=True)
     means = table3(summary)
-    bold = best_mask(means)
+    bold = best_mask(means, counts=repetition_counts(summary))
     below = set(below_chance_cells(summary)[["metric", "measure"]].itertuples(index=False, name=None))
     cells = pd.DataFrame(index=means.index, columns=means.columns, dtype=object)
     for m in means.columns:

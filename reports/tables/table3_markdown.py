@@ -23,7 +23,9 @@ from textmetric_bench.reports.tables.table3 import (
     BELOW_MARK,
     BELOW_NOTE,
     BOLD_TOLERANCE,
+    FEWER_REPETITIONS_NOTE,
     below_chance_cells,
+    fewer_repetitions,
     table3_markdown_cells,
 )
 
@@ -112,7 +114,8 @@ def table3_text(
         cells = cells.rename(index=labels).rename(index=bound_label)
         lines += [
             f"Measures: {explained}. Higher is better for all. Cells: mean over {n_text} [{INTERVAL_NAME}]; "
-            f"bold = column best and those within {BOLD_TOLERANCE:g} of it.{similarity}"
+            f"bold = column best and those within {BOLD_TOLERANCE:g} of it"
+            f"{', ' + FEWER_REPETITIONS_NOTE if fewer_repetitions(summary) else ''}.{similarity}"
             + (f" {marks_note}" if marks_note else ""),
             "",
             markdown_table(cells.rename_axis("metric").reset_index()),
