@@ -83,6 +83,8 @@ def test_gate_refuses_to_compare_different_settings(tmp_path, cache_dir):
 def test_the_gate_without_metrics_runs_its_baselines_metrics(tmp_path, cache_dir):
     """A baseline of one's own metrics, gated without metrics=: those metrics run, not every default one."""
     run_check(check_config(tmp_path, cache_dir, "metrics=[chi,zipf]", "update=true"), tmp_path / "base")
+    written = json.loads((tmp_path / "baseline.json").read_text())
+    assert set(written["metric_params"]) == set(written["versions"]) == {"chi", "zipf"}  # its metrics' only
     gate = run_check(check_config(tmp_path, cache_dir), tmp_path / "gate")
     assert gate.passed and set(gate.measures["metric"]) == {"chi", "zipf"}
     assert set(gate.summary["metric"]) == {"chi", "zipf"} and set(gate.summary["status"]) == {"ok"}
@@ -245,6 +247,7 @@ def test_the_committed_baseline_was_written_by_todays_metrics():
 
     defaults = {name for name in builtin_metrics() if not get_metric(name).opt_in}
     assert set(baseline["measures"]) == defaults, "the baseline is not of the default built-ins: run `make regenerate`"
+    assert set(baseline["metric_params"]) == defaults  # the parameters of its own metrics, as the gate writes them
 
 
 @pytest.mark.slow  # one of the slowest of the default suite (make test --durations)

@@ -440,12 +440,15 @@ def run_gate(run: RunInputs) -> TaskResult:
                 "baseline %s not written: %s failed (see above); fix or leave out (metrics=[...])", path, failed_names
             )
             return replace(result, summary=pd.DataFrame())
+        measured = sorted(set(result.measures["metric"]))
+        params = OmegaConf.to_container(cfg.get("metric") or {}, resolve=True)
         extra = {
             "embedding_model": result.info["embedding"]["model"],
             "numerics": numerics(),
             "written_by": REGENERATE if IN_CHECKOUT and is_shipped(path) else "task=check update=true",
-            "versions": metric_versions(sorted(set(result.measures["metric"]))),
-            "metric_params": OmegaConf.to_container(cfg.get("metric") or {}, resolve=True),
+            "versions": metric_versions(measured),
+            # the parameters of the baseline's metrics, the ones the gate compares (not every registered metric's)
+            "metric_params": {name: value for name, value in params.items() if name in measured},
         }
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(baseline_from_measures(result.measures, settings, gated, extra), indent=2) + "\n")
