@@ -1,5 +1,7 @@
 """KSC collections (004 §3): proportions, disjointness, seeds, and size errors."""
 
+import re
+
 import pytest
 
 from textmetric_bench.collections.ksc import corpus_pairs, known_similarity_corpora, mixture_counts, texts_needed
@@ -50,10 +52,30 @@ def test_two_sources_too_small_are_both_named_one_line_each():
         known_similarity_corpora(A[:100], B[:90], k=7, n=100, seed=0, names=("mine", "theirs"))
     assert str(short.value).splitlines() == [
         "source 'mine' has 100 texts but a KSC collection with k=7, n=100 needs 350 distinct texts from it; lower n "
-        "or k, or use a larger corpus",
+        "or k (at k=7, n=25 fits both sources), or use a larger corpus",
         "source 'theirs' has 90 texts but a KSC collection with k=7, n=100 needs 350 distinct texts from it; lower n "
-        "or k, or use a larger corpus",
+        "or k (at k=7, n=25 fits both sources), or use a larger corpus",
     ]
+    assert texts_needed(7, 25) == (88, 87) and max(texts_needed(7, 26)) > 90  # 25 is the largest n that fits
+
+
+@pytest.mark.parametrize(
+    ("k", "n", "sizes", "says"),
+    [
+        (7, 100, (400, 40), "at k=7, n=11 fits both sources"),
+        (12, 100, (6, 6), "lower k and n (k=3, n=4 fits both sources)"),
+        (7, 100, (1, 500), "use a larger corpus (even k=3 with n=2 needs more)"),
+    ],
+)
+def test_a_short_source_is_told_the_largest_setting_that_fits(k, n, sizes, says):
+    with pytest.raises(DataError, match=re.escape(says)):
+        known_similarity_corpora(A[: sizes[0]], B[: sizes[1]], k=k, n=n, seed=0)
+    suggested = [int(x) for x in re.findall(r"n=(\d+) fits", says)]
+    for m in suggested:  # the suggestion draws, and one more text per corpus would not
+        kk = k if "at k=" in says else 3
+        known_similarity_corpora(A[: sizes[0]], B[: sizes[1]], k=kk, n=m, seed=0)
+        with pytest.raises(DataError):
+            known_similarity_corpora(A[: sizes[0]], B[: sizes[1]], k=kk, n=m + 1, seed=0)
 
 
 @pytest.mark.parametrize("k,n", [(2, 10), (7, 5), (0, 100)])

@@ -60,6 +60,26 @@ def texts_needed(k: int, n: int) -> tuple[int, int]:
     return sum(a for a, _ in counts), sum(b for _, b in counts)
 
 
+def largest_n(k: int, size_a: int, size_b: int, below: int) -> int | None:
+    """The largest n < ``below`` (and >= k - 1) whose KSC collection at ``k`` fits sources of these sizes."""
+    for n in range(below - 1, k - 2, -1):
+        need_a, need_b = texts_needed(k, n)
+        if need_a <= size_a and need_b <= size_b:
+            return n
+    return None
+
+
+def smaller_setting(k: int, n: int, size_a: int, size_b: int) -> str:
+    """What to lower, with the largest n that fits at this k (or at k = 3, the fewest corpora)."""
+    fits = largest_n(k, size_a, size_b, n)
+    if fits is not None:
+        return f"lower n or k (at k={k}, n={fits} fits both sources), or use a larger corpus"
+    fits = largest_n(3, size_a, size_b, n) if k > 3 else None
+    if fits is not None:
+        return f"lower k and n (k=3, n={fits} fits both sources), or use a larger corpus"
+    return "use a larger corpus (even k=3 with n=2 needs more)"
+
+
 def known_similarity_corpora(
     a: Sequence[str],
     b: Sequence[str],
@@ -73,7 +93,7 @@ def known_similarity_corpora(
     need_a, need_b = texts_needed(k, n)
     short = [
         f"source {name!r} has {len(source)} texts but a KSC collection with k={k}, n={n} "
-        f"needs {need} distinct texts from it; lower n or k, or use a larger corpus"
+        f"needs {need} distinct texts from it; {smaller_setting(k, n, len(a), len(b))}"
         for source, need, name in ((a, need_a, names[0]), (b, need_b, names[1]))
         if len(source) < need
     ]
