@@ -87,6 +87,31 @@ def test_a_misspelt_key_gets_one_line_with_the_closest_keys(overrides, line):
     assert len(problems) == 1 and line in problems[0], problems
 
 
+@pytest.mark.parametrize(
+    "overrides,lines",
+    [
+        (
+            ["k=3", "metrics=[chi,", "fid,", "zipf]", "n=10"],
+            [
+                "metrics=[chi, fid, zipf]: the shell split this override at its spaces; write it without them, "
+                "metrics=[chi,fid,zipf], or in quotes, 'metrics=[chi, fid, zipf]'"
+            ],
+        ),
+        (  # split after an item that parses alone: the override starts there
+            ["pair=files", "pair.a=my", "file.txt", "pair.b=b.csv"],
+            [
+                "pair.a=my file.txt: the shell split this override at its spaces; write it in quotes, "
+                "'pair.a=my file.txt'"
+            ],
+        ),
+        (["metrics=[chi,", "zipf]", "-m=[a,"], []),  # something else that does not parse: left to Hydra
+        (["k=3", "metrics=[chi,"], []),
+    ],
+)
+def test_an_override_the_shell_split_at_its_spaces_is_told_how_to_write_it(overrides, lines):
+    assert unknown_key_problems(overrides) == lines
+
+
 def test_two_misspelt_keys_get_a_line_each_and_good_ones_none():
     assert [p.split(":")[0] for p in unknown_key_problems(["k=5", "repetiton=2", "seedd=1"])] == [
         "repetiton=2",
@@ -395,6 +420,11 @@ def cli(cwd: Path, program: str, *args: str) -> subprocess.CompletedProcess:
         (["pair.a=mine.jsonl", "pair.b=theirs.jsonl"], "for your own files write pair=files pair.a=mine.jsonl"),
         (["+pair.a=mine.jsonl", "+pair.b=theirs.jsonl"], "for your own files write pair=files pair.a=mine.jsonl"),
         (["seed=-1"], "error: seed=-1 is not valid"),  # refused inside the app, after Hydra made the run directory
+        (  # unquoted in a shell: two arguments, which Hydra refused with "no viable alternative at input '[chi,'"
+            ["metrics=[chi,", "zipf]"],
+            "error: metrics=[chi, zipf]: the shell split this override at its spaces; write it without them, "
+            "metrics=[chi,zipf], or in quotes, 'metrics=[chi, zipf]'",
+        ),
     ],
 )
 def test_the_command_line_refuses_a_surprise_in_one_line_and_leaves_no_run_directory(fortune, tmp_path, args, line):

@@ -7,7 +7,8 @@ shared settings, the config groups and the selected task's settings (``k``, ``re
 choice that does not exist (``pair=nosuch``, ``task=kscc``: Hydra's "Could not find 'pair/nosuch'", its options and
 search path over many lines) is one line too, with the closest choices or all of them. A file of the user's
 given to a pair card (``pair.a=...`` without ``pair=files``) gets the line that says to write ``pair=files``.
-A swept key (``-m repetiton=2,3``) is checked with its first value; a swept config group (``-m pair=a,nosuch``) with
+An override the shell split at its spaces (``metrics=[chi, zipf]`` unquoted, which Hydra refuses with "no viable
+alternative at input") is told how to write it. A swept key (``-m repetiton=2,3``) is checked with its first value; a swept config group (``-m pair=a,nosuch``) with
 every value, before any job runs. Anything else Hydra refuses is left to Hydra.
 """
 
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import difflib
 import logging
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -38,7 +40,7 @@ def unknown_key_problems(overrides: Sequence[str], *, own_configs: bool = True) 
     try:
         parsed = OverridesParser.create().parse_overrides(list(overrides))
     except HydraException:
-        return []
+        return split_override_lines(overrides)  # else Hydra says what
     missing = missing_choices(parsed, overrides) if own_configs else []  # a group's choice that does not exist
     choices = [line for _, line in missing]
     if any(o.key_or_group == "task" for o, _ in missing):
@@ -73,6 +75,49 @@ def unknown_key_problems(overrides: Sequence[str], *, own_configs: bool = True) 
         for o in unknown
         if not is_pair_file_key(o.key_or_group)
     ]
+
+
+def split_override_lines(overrides: Sequence[str]) -> list[str]:
+    """One line per override the shell split at its spaces (``metrics=[chi, zipf]`` unquoted arrives as
+    ``metrics=[chi,`` and ``zipf]``, which Hydra refuses with "no viable alternative at input"), saying how to write
+    it; [] when something else does not parse."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.errors import HydraException
+
+    parser = OverridesParser.create()
+
+    def parses(line: str) -> bool:
+        try:
+            parser.parse_overrides([line])
+        except HydraException:
+            return False
+        return True
+
+    items, lines, i, done = list(overrides), [], 0, 0  # items before ``done`` belong to an override already told
+    while i < len(items):
+        if parses(items[i]):
+            i += 1
+            continue
+        # the shortest run of items around this one that parses: it starts here (``metrics=[chi,`` ``zipf]``) or
+        # at an item before it that parsed alone (``pair.a=my`` ``file.txt``)
+        spans = sorted(
+            ((start, end) for start in range(done, i + 1) for end in range(i, len(items)) if end > start),
+            key=lambda span: (span[1] - span[0], -span[0]),
+        )
+        found = next((span for span in spans if parses(" ".join(items[span[0] : span[1] + 1]))), None)
+        if found is None:
+            return []
+        start, end = found
+        joined = " ".join(items[start : end + 1])
+        compact = re.sub(r"\s*([,\[\]{}:])\s*", r"\1", joined)
+        plain = compact if " " not in compact and "'" not in joined and '"' not in joined and parses(compact) else None
+        lines.append(
+            f"{joined}: the shell split this override at its spaces; write it "
+            + (f"without them, {compact}, or " if plain else "")
+            + f"in quotes, '{joined}'"
+        )
+        i = done = end + 1
+    return lines
 
 
 def is_under(key: str, level: str) -> bool:
