@@ -34,6 +34,7 @@ from textmetric_bench.reports.tables.table3 import (
     BOLD_TOLERANCE,
     FEWER_REPETITIONS_NOTE,
     best_mask,
+    fewer_repetitions,
 )
 
 CONFIG_KEYS = ("pair", "task", "k", "n", "repetitions", "seed")
@@ -179,8 +180,7 @@ def sweep_markdown(long: pd.DataFrame, sweep_dir: Path) -> str:
     bold = pd.concat(
         [best_mask(block, counts=None if counts is None else counts.loc[block.index]) for _, block in blocks]
     ).loc[wide.index]
-    ranked = frame[[bound_of(m) is None for m in frame["metric"]]]
-    fewer = counts is not None and bool(ranked.groupby(keys + ["measure"])["n_reps"].nunique().gt(1).any())
+    fewer = counts is not None and fewer_repetitions(frame, by=[*keys, "measure"], count="n_reps")
     cells = wide.apply(lambda col: col.map(format_score)).astype(object)
     cells = cells.mask(bold, "**" + cells + "**")
     below = frame.pivot(index=keys + ["metric"], columns="measure", values="below").reindex(order)[wide.columns]

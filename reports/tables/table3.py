@@ -8,7 +8,7 @@ similarities, scored on their negation; they are shown as "name (similarity, neg
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -80,12 +80,13 @@ def repetition_counts(summary: pd.DataFrame) -> pd.DataFrame:
     return summary.pivot(index="metric", columns="measure", values="n")
 
 
-def fewer_repetitions(summary: pd.DataFrame) -> bool:
-    """Whether some metric's cells (bounds aside) average fewer repetitions than another's in the same column."""
+def fewer_repetitions(summary: pd.DataFrame, by: Sequence[str] = ("measure",), count: str = "n") -> bool:
+    """Whether some metric's cells (bounds aside) average fewer repetitions (``count``) than another's in the same
+    column, a column being the rows of one value of ``by`` (a sweep's: its block's keys and the measure)."""
     if summary.empty:
         return False
     ranked = summary[[bound_of(m) is None for m in summary["metric"]]]
-    return bool((ranked.groupby("measure")["n"].nunique() > 1).any())
+    return bool((ranked.groupby(list(by))[count].nunique() > 1).any())
 
 
 def below_chance_cells(summary: pd.DataFrame) -> pd.DataFrame:
