@@ -11,6 +11,7 @@ Zipf slope of a mix sits near one source's). tests/test_reference_metrics.py che
 built-ins on 004's clinc150/banking77 pair.
 """
 
+import numpy as np
 import pytest
 
 from textmetric_bench.api.checks import metric_checks
@@ -41,3 +42,24 @@ def test_metric_contract_on_synthetic_corpora(name, check):
 @pytest.mark.parametrize("name,check", checks(METRICS, **{name: [pytest.mark.slow] for name in OPT_IN}))
 def test_metric_contract(name, check, request):
     check(request.getfixturevalue("small_real_samples" if name in OPT_IN else "real_samples"))
+
+
+def test_samples_embed_every_draw_in_one_call_and_each_sample_gets_its_own_vectors():
+    """``ContractSamples.from_corpora`` calls ``embed`` once on all draws' texts (a length-batching embedder fills
+    its batches that way) and hands each sample the rows of its own texts; a short answer is named."""
+    from textmetric_bench.api.checks import SAMPLE_NAMES, ContractSamples
+
+    a, b = [f"a text {i}" for i in range(60)], [f"b text number {i}" for i in range(60)]
+    calls = []
+
+    def fake_embed(texts):  # a fake: one vector per text, from the text itself
+        calls.append(len(texts))
+        return np.array([[len(t), int(t.rsplit(" ", 1)[1]), t.startswith("a")] for t in texts], dtype=float)
+
+    samples = ContractSamples.from_corpora(a, b, embed=fake_embed, size=8, n_draws=3, seed=1)
+    assert calls == [3 * 5 * 8]
+    for texts, vectors in samples.draws:
+        for name in SAMPLE_NAMES:
+            np.testing.assert_array_equal(vectors[name], fake_embed(texts[name]))
+    with pytest.raises(ValueError, match="embed gave 119 vectors for 120 texts"):
+        ContractSamples.from_corpora(a, b, embed=lambda texts: fake_embed(texts)[1:], size=8, n_draws=3, seed=1)
