@@ -364,7 +364,7 @@ def _main() -> None:
     overrides = asked.overrides
     own_configs = not (asked.config_dir or asked.config_path or asked.config_name)
     problems = metric_override_problems(overrides) + suite_override_problems(overrides) or unknown_key_problems(
-        overrides, own_configs=own_configs
+        overrides, own_configs=own_configs, sweep_advice=None if asked.multirun else "to sweep, add -m"
     )
     if not problems and (planned := planned_run_dir(sys.argv[1:])) is not None:
         problems = [p for p in [directory_problem(*planned, RUN_DIR_EXAMPLES[planned[0]])] if p is not None]

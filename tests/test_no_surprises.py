@@ -112,6 +112,41 @@ def test_an_override_the_shell_split_at_its_spaces_is_told_how_to_write_it(overr
     assert unknown_key_problems(overrides) == lines
 
 
+@pytest.mark.parametrize(
+    "overrides,lines",
+    [
+        (
+            ["metrics=fid,mauve", "k=3"],
+            [
+                "metrics=fid,mauve is a sweep, one run per value of metrics; to give them all to one run write "
+                "metrics=[fid,mauve]; to sweep, add -m"
+            ],
+        ),
+        (["k=3,4"], ["k=3,4 is a sweep, one run per value of k; to sweep, add -m"]),
+        (["k=range(3,5)"], ["k=range(3,5) is a sweep, one run per value of k; to sweep, add -m"]),
+        (
+            ["pair=fortune_computing_people,clinc150_banking77"],
+            [
+                "pair=fortune_computing_people,clinc150_banking77 is a sweep, one run per value of pair; to sweep, add -m"
+            ],
+        ),
+        (  # a misspelt swept key gets both lines at once
+            ["repetiton=2,3"],
+            [
+                "repetiton=2,3 is a sweep, one run per value of repetiton; to sweep, add -m",
+                "repetiton=2,3: there is no setting 'repetiton'; did you mean repetitions=2,3?",
+            ],
+        ),
+        (["suite=paper", "seed=1,2"], []),  # a suite's config sweeps by itself
+        (["hydra.mode=MULTIRUN", "k=3,4"], []),
+    ],
+)
+def test_a_sweep_in_a_call_that_runs_one_job_is_told_how_to_sweep_and_how_to_list(overrides, lines):
+    """Hydra says "Ambiguous value" over four lines and offers a quoted string, which no setting takes."""
+    assert unknown_key_problems(overrides, sweep_advice="to sweep, add -m") == lines
+    assert [line for line in unknown_key_problems(overrides) if " is a sweep" in line] == []  # -m given
+
+
 def test_two_misspelt_keys_get_a_line_each_and_good_ones_none():
     assert [p.split(":")[0] for p in unknown_key_problems(["k=5", "repetiton=2", "seedd=1"])] == [
         "repetiton=2",
@@ -424,6 +459,11 @@ def cli(cwd: Path, program: str, *args: str) -> subprocess.CompletedProcess:
             ["metrics=[chi,", "zipf]"],
             "error: metrics=[chi, zipf]: the shell split this override at its spaces; write it without them, "
             "metrics=[chi,zipf], or in quotes, 'metrics=[chi, zipf]'",
+        ),
+        (  # without -m, which Hydra refused with "Ambiguous value" over four lines
+            ["metrics=chi,zipf"],
+            "error: metrics=chi,zipf is a sweep, one run per value of metrics; to give them all to one run write "
+            "metrics=[chi,zipf]; to sweep, add -m",
         ),
     ],
 )

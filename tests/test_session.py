@@ -114,6 +114,12 @@ def test_a_misspelt_setting_gets_the_command_lines_line_and_no_folder_is_left(tm
     assert (
         str(refused.value) == "embeder.batch_size=8: there is no setting 'embeder'; did you mean embedder.batch_size=8?"
     )
+    with pytest.raises(ConfigError) as refused:  # a sweep, which a call does not run (Hydra: "Ambiguous value")
+        textmetric_bench.evaluate(["zipf"], k=3, progress=False, config=["n=10,20"])
+    assert str(refused.value) == (
+        "n=10,20 is a sweep, one run per value of n; a call runs one setting: call it once per value, or sweep on "
+        "the command line with -m"
+    )
     with pytest.raises(ConfigError, match="k >= 3"):  # refused by the task, after the run directory was named
         textmetric_bench.evaluate(["zipf"], k=1, n=30, progress=False)
     assert list(tmp_path.iterdir()) == []  # not even an empty outputs/ksc/<pair>/

@@ -28,19 +28,33 @@ log = logging.getLogger(__name__)
 OWNED_ELSEWHERE = ("metric", "hydra")
 
 
-def unknown_key_problems(overrides: Sequence[str], *, own_configs: bool = True) -> list[str]:
+def unknown_key_problems(
+    overrides: Sequence[str], *, own_configs: bool = True, sweep_advice: str | None = None
+) -> list[str]:
     """One line per override whose key the composed config lacks, or [] (also when Hydra refuses something else).
     ``own_configs=False``: the configs come (also) from elsewhere (``--config-dir``), whose groups and choices are
-    not known here: choices are left to Hydra."""
+    not known here: choices are left to Hydra. ``sweep_advice``: what to say to a sweep (``k=3,4``) in a call that
+    runs one job (``sweep_lines``); None where sweeps run."""
     from hydra.core.override_parser.overrides_parser import OverridesParser
-    from hydra.errors import ConfigCompositionException, HydraException
-
-    from textmetric_bench.running.registry import compose_config
+    from hydra.errors import HydraException
 
     try:
         parsed = OverridesParser.create().parse_overrides(list(overrides))
     except HydraException:
         return split_override_lines(overrides)  # else Hydra says what
+    sweeps = []
+    if sweep_advice is not None and own_configs and not any(o.key_or_group in MULTIRUN_KEYS for o in parsed):
+        if swept := [o for o in parsed if o.is_sweep_override()]:
+            sweeps = sweep_lines(swept, [line for o in parsed if (line := first_value(o)) is not None], sweep_advice)
+    return sweeps + key_problems(parsed, overrides, own_configs=own_configs)
+
+
+def key_problems(parsed, overrides: Sequence[str], *, own_configs: bool) -> list[str]:
+    """``unknown_key_problems`` of the parsed overrides, a sweep checked with its first value."""
+    from hydra.errors import ConfigCompositionException
+
+    from textmetric_bench.running.registry import compose_config
+
     missing = missing_choices(parsed, overrides) if own_configs else []  # a group's choice that does not exist
     choices = [line for _, line in missing]
     if any(o.key_or_group == "task" for o, _ in missing):
@@ -75,6 +89,45 @@ def unknown_key_problems(overrides: Sequence[str], *, own_configs: bool = True) 
         for o in unknown
         if not is_pair_file_key(o.key_or_group)
     ]
+
+
+#: Settings that take a list though their default is not one (conf/config.yaml: ``metrics: null``, a name or a list).
+LIST_KEYS = ("metrics",)
+
+#: Overrides that can make a command line a sweep without ``-m`` (a suite's config sets ``hydra.mode``).
+MULTIRUN_KEYS = ("suite", "hydra.mode")
+
+
+def sweep_lines(swept, composable: Sequence[str], advice: str) -> list[str]:
+    """One line per sweep (``k=3,4``, ``metrics=fid,mauve``) in a call that runs one job, where Hydra says "Ambiguous
+    value" over four lines and offers a quoted string, which no setting here takes. A key that holds a list
+    (``metrics``) is also told how to give all the values to one run."""
+    from omegaconf import ListConfig
+
+    from textmetric_bench.running.registry import compose_config
+
+    try:
+        cfg = compose_config(list(composable))
+    except Exception:  # noqa: BLE001 - then only LIST_KEYS are known to hold a list
+        cfg = None
+    lines = []
+    for o in swept:
+        values = override_values(o)
+        key = o.get_key_element()
+        as_list = (
+            values
+            and not any(v.startswith("[") for v in values)
+            and (
+                o.key_or_group in LIST_KEYS
+                or (cfg is not None and isinstance(OmegaConf.select(cfg, o.key_or_group), ListConfig))
+            )
+        )
+        lines.append(
+            f"{o.input_line} is a sweep, one run per value of {o.key_or_group}; "
+            + (f"to give them all to one run write {key}=[{','.join(values)}]; " if as_list else "")
+            + advice
+        )
+    return lines
 
 
 def split_override_lines(overrides: Sequence[str]) -> list[str]:

@@ -115,6 +115,10 @@ def overrides_of(
     return out
 
 
+#: What a sweep given to a call of the API is told (``unknown_keys.sweep_lines``).
+API_SWEEP_ADVICE = "a call runs one setting: call it once per value, or sweep on the command line with -m"
+
+
 def compose(overrides: Sequence[str], *, run_dir: bool = True):
     """(config, run directory as the command line names it, made: ``new_dir``) for ``overrides``; one ConfigError
     for a bad one. ``run_dir=False``: no directory (None), for a call given one or writing none."""
@@ -126,7 +130,7 @@ def compose(overrides: Sequence[str], *, run_dir: bool = True):
     # The command line's own checks, in its order (textmetric_bench.__main__.main): the same lines, suggestions too.
     problems = metric_override_problems(list(overrides)) + suite_override_problems(
         list(overrides)
-    ) or unknown_key_problems(list(overrides))
+    ) or unknown_key_problems(list(overrides), sweep_advice=API_SWEEP_ADVICE)
     if problems:
         raise ConfigError("\n".join(problems))
     try:
