@@ -8,8 +8,10 @@ choice that does not exist (``pair=nosuch``, ``task=kscc``: Hydra's "Could not f
 search path over many lines) is one line too, with the closest choices or all of them. A file of the user's
 given to a pair card (``pair.a=...`` without ``pair=files``) gets the line that says to write ``pair=files``.
 An override the shell split at its spaces (``metrics=[chi, zipf]`` unquoted, which Hydra refuses with "no viable
-alternative at input") is told how to write it. A swept key (``-m repetiton=2,3``) is checked with its first value; a swept config group (``-m pair=a,nosuch``) with
-every value, before any job runs. Anything else Hydra refuses is left to Hydra.
+alternative at input") is told how to write it. A sweep in a call that runs one job (``metrics=chi,zipf`` without
+``-m``: Hydra's "Ambiguous value") is told how to sweep, and how to give a list to one run. A swept key
+(``-m repetiton=2,3``) is checked with its first value; a swept config group (``-m pair=a,nosuch``) with every
+value, before any job runs. Anything else Hydra refuses is left to Hydra.
 """
 
 from __future__ import annotations
