@@ -202,6 +202,8 @@ def test_recomputing_activations_changes_no_bit_fused_adamw_only_rounding_and_th
     assert any(not torch.equal(v, model.state_dict()[k]) for k, v in kept[1].items())  # the step did train
 
 
+@pytest.mark.slow  # 3 s alone but 6-22 s within the default suite (after an in-process run, e.g. test_fair_time.py);
+# the mechanism on a small tied model stays in the default suite (the next test)
 def test_a_tied_embedding_gets_sparse_rows_that_add_up_to_the_dense_gradient(smollm2):
     """The input embedding tied to the output layer gets a sparse gradient during fine-tuning: the shared weight's
     gradient is the dense one to float32 rounding (the same sum in another order; padded batches, so the padding
