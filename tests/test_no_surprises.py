@@ -124,6 +124,13 @@ def test_an_override_the_shell_split_at_its_spaces_is_told_how_to_write_it(overr
         ),
         (["k=3,4"], ["k=3,4 is a sweep, one run per value of k; to sweep, add -m"]),
         (["k=range(3,5)"], ["k=range(3,5) is a sweep, one run per value of k; to sweep, add -m"]),
+        (  # a list of the composed config (not of the sweep's first value)
+            ["task=robustness", "sizes=50,100"],
+            [
+                "sizes=50,100 is a sweep, one run per value of sizes; to give them all to one run write "
+                "sizes=[50,100]; to sweep, add -m"
+            ],
+        ),
         (
             ["pair=fortune_computing_people,clinc150_banking77"],
             [

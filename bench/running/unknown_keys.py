@@ -47,7 +47,7 @@ def unknown_key_problems(
     sweeps = []
     if sweep_advice is not None and own_configs and not any(o.key_or_group in MULTIRUN_KEYS for o in parsed):
         if swept := [o for o in parsed if o.is_sweep_override()]:
-            sweeps = sweep_lines(swept, [line for o in parsed if (line := first_value(o)) is not None], sweep_advice)
+            sweeps = sweep_lines(swept, [o.input_line for o in parsed if not o.is_sweep_override()], sweep_advice)
     return sweeps + key_problems(parsed, overrides, own_configs=own_configs)
 
 
@@ -100,16 +100,17 @@ LIST_KEYS = ("metrics",)
 MULTIRUN_KEYS = ("suite", "hydra.mode")
 
 
-def sweep_lines(swept, composable: Sequence[str], advice: str) -> list[str]:
+def sweep_lines(swept, others: Sequence[str], advice: str) -> list[str]:
     """One line per sweep (``k=3,4``, ``metrics=fid,mauve``) in a call that runs one job, where Hydra says "Ambiguous
     value" over four lines and offers a quoted string, which no setting here takes. A key that holds a list
-    (``metrics``) is also told how to give all the values to one run."""
+    (``metrics``, or a list in the config composed with the ``others`` overrides: ``sizes`` of task=robustness) is
+    also told how to give all the values to one run."""
     from omegaconf import ListConfig
 
     from textmetric_bench.running.registry import compose_config
 
     try:
-        cfg = compose_config(list(composable))
+        cfg = compose_config(list(others))  # without the sweeps: each swept key keeps its default's type
     except Exception:  # noqa: BLE001 - then only LIST_KEYS are known to hold a list
         cfg = None
     lines = []
