@@ -37,8 +37,37 @@ def sweep(tmp_path_factory, cache_dir):
     return root
 
 
-def test_report_is_self_contained_with_captioned_figures(sweep):
-    page = build_report([sweep])["report_html"].read_text()
+@pytest.fixture(scope="module")
+def report(sweep):
+    """The sweep's report as ``textmetric_bench.reports`` builds it (into the sweep's directory), built once for the
+    tests that only read it."""
+    return build_report([sweep])
+
+
+@pytest.fixture(scope="module")
+def drawn(sweep, tmp_path_factory):
+    """Each figure of the sweep's report caught as it is saved, drawn in this process where the patch is: its file
+    name to its titles (suptitle and every axes' title) and its caption (the figure's texts)."""
+    from matplotlib.figure import Figure
+
+    from textmetric_bench.reports.figures import parallel
+
+    figures, save = {}, Figure.savefig
+
+    def read(fig, path, *args, **kwargs):
+        titles = [fig.get_suptitle()] + [ax.get_title(loc) for ax in fig.axes for loc in ("center", "left", "right")]
+        figures[Path(path).name] = (" ".join(titles), " ".join(t.get_text() for t in fig.texts))
+        return save(fig, path, *args, **kwargs)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(Figure, "savefig", read)
+        patch.setattr(parallel, "PROCESSES", 1)
+        build_report([sweep], tmp_path_factory.mktemp("drawn"))
+    return figures
+
+
+def test_report_is_self_contained_with_captioned_figures(report):
+    page = report["report_html"].read_text()
     assert not re.search(r"""(src|href)=["']?(https?:|file:|/)""", page)
     images = re.findall(r'<img src="data:image/(png|svg\+xml);base64,', page)
     # per section: heatmap, small-multiple radars, overlaid radar, boxplots, scatter; plus the sweep trends
@@ -54,8 +83,8 @@ def test_report_cli_rejects_a_directory_without_runs(tmp_path, capsys):
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed (.ci/run installs it)")
-def test_every_figure_loads_in_headless_chromium(sweep, tmp_path):
-    page = build_report([sweep])["report_html"]
+def test_every_figure_loads_in_headless_chromium(report, tmp_path):
+    page = report["report_html"]
     dom = subprocess.run(
         [
             CHROMIUM,
@@ -82,25 +111,9 @@ def test_every_figure_loads_in_headless_chromium(sweep, tmp_path):
     assert total == 11 and ok == total
 
 
-def test_every_figure_title_names_the_pair_k_n_and_repetitions(sweep, tmp_path, monkeypatch):
-    """Each figure the report draws is caught as it is saved, and its titles read."""
-    from matplotlib.figure import Figure
-
-    titles, save = [], Figure.savefig
-
-    def read_titles(fig, *args, **kwargs):
-        texts = [fig.get_suptitle()]
-        texts += [ax.get_title(loc) for ax in fig.axes for loc in ("center", "left", "right")]
-        titles.append(" ".join(texts))
-        return save(fig, *args, **kwargs)
-
-    from textmetric_bench.reports.figures import parallel
-
-    monkeypatch.setattr(Figure, "savefig", read_titles)
-    monkeypatch.setattr(parallel, "PROCESSES", 1)  # every figure drawn in this process, where the patch is
-    build_report([sweep], tmp_path / "report")
-    assert len(titles) >= 10
-    for text in titles:
+def test_every_figure_title_names_the_pair_k_n_and_repetitions(drawn):
+    assert len(drawn) >= 10
+    for text, _ in drawn.values():
         if "against k" in text:  # the sweep's trend figure: k is its axis
             assert "fortune_computing_people" in text and "n=12" in text and "3 repetitions" in text, text
             continue
@@ -125,8 +138,8 @@ def test_the_report_shows_the_runs_own_scatter_grid_unless_the_distances_are_new
     assert embedded not in page and page.count('<img src="data:image/png;base64,') == 5
 
 
-def test_the_table_and_the_scatter_name_their_two_rho(sweep):
-    page = build_report([sweep])["report_html"].read_text()
+def test_the_table_and_the_scatter_name_their_two_rho(report):
+    page = report["report_html"].read_text()
     assert "pooled ρ (z)" in page and "averaged over repetitions" in page
 
 
@@ -196,23 +209,11 @@ def test_a_blocks_warnings_name_the_joined_run_they_come_from(sweep):
     ]
 
 
-def test_the_sweeps_trend_figure_says_how_many_runs_each_warning_concerns(sweep, tmp_path, monkeypatch):
-    from matplotlib.figure import Figure
-
-    from textmetric_bench.reports.figures import parallel
+def test_the_sweeps_trend_figure_says_how_many_runs_each_warning_concerns(sweep, drawn):
     from textmetric_bench.reports.html.report import SWEEP_WARNINGS_SHOWN, sweep_warnings
     from textmetric_bench.reports.sweep.runs import load_run
 
-    captions, save = {}, Figure.savefig
-
-    def read_captions(fig, path, *args, **kwargs):
-        captions[Path(path).name] = " ".join(t.get_text() for t in fig.texts)
-        return save(fig, path, *args, **kwargs)
-
-    monkeypatch.setattr(Figure, "savefig", read_captions)
-    monkeypatch.setattr(parallel, "PROCESSES", 1)
-    build_report([sweep], tmp_path / "report")
-    assert "⚠ 2 of 2 runs: Only 3 repetitions (fewer than 5)" in captions["trends.png"]
+    assert "⚠ 2 of 2 runs: Only 3 repetitions (fewer than 5)" in drawn["trends.png"][1]
 
     runs = [load_run(sweep / "0"), load_run(sweep / "1")]
     runs[1].manifest["failures"] = {f"m{i}": f"ValueError: {i}" for i in range(SWEEP_WARNINGS_SHOWN + 1)}
@@ -224,7 +225,7 @@ def test_the_sweeps_trend_figure_says_how_many_runs_each_warning_concerns(sweep,
     assert len(said) == SWEEP_WARNINGS_SHOWN + 1 and said[-1] == "2 more warnings: each run's block above says its own"
 
 
-def test_each_run_block_says_which_corpora_it_read_and_how_many_texts(sweep):
+def test_each_run_block_says_which_corpora_it_read_and_how_many_texts(sweep, report):
     """The console's per-corpus counts and run.json's file digests, in the report too: a reader of the page can
     tell which texts (and how many of those read) the numbers stand on."""
     import json
@@ -241,7 +242,7 @@ def test_each_run_block_says_which_corpora_it_read_and_how_many_texts(sweep):
         assert (f"({record['raw_texts']:,} read)" in line) == (record["raw_texts"] > record["texts"])
         if len(record["files"]) <= 3:
             assert f"sha256 {digests}" in line
-    page = build_report([sweep])["report_html"].read_text()
+    page = report["report_html"].read_text()
     assert page.count("<p class=runs>Corpora: ") == 2  # one per run block
 
 

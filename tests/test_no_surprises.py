@@ -199,6 +199,16 @@ def test_a_choice_with_none_close_lists_the_groups_choices_and_good_sweeps_pass(
     assert unknown_key_problems(["pair=atis_news,fortune_computing_people", "metrics=zipf,chi", "k=3,4"]) == []
 
 
+def test_the_groups_listed_for_a_check_are_the_ones_it_names_with_all_their_choices():
+    """Each run's check lists only the groups its overrides name (not every group's choices, about 0.1 s a run)."""
+    from textmetric_bench.running.registry import config_groups
+
+    every = config_groups()
+    assert {"pair", "task", "embedder"} <= set(every)
+    assert config_groups(among={"pair", "k", "repetitions"}) == {"pair": every["pair"]}
+    assert config_groups(among=set()) == {}
+
+
 def test_a_users_config_directory_adds_choices_and_one_given_by_config_dir_is_left_to_hydra(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "my_conf" / "pair").mkdir(parents=True)

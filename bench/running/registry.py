@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from importlib.metadata import entry_points
 from pathlib import Path
 
@@ -85,10 +85,11 @@ def register_task_configs() -> None:
         store.store(group=GROUP, name=name, node=config_node(name, task.settings), package="_global_")
 
 
-def config_groups(overrides: Sequence[str] = ()) -> dict[str, list[str]]:
+def config_groups(overrides: Sequence[str] = (), *, among: Collection[str] | None = None) -> dict[str, list[str]]:
     """Each config group of the command line's config (Hydra's own left out) and its choices, from Hydra's config
     loader: the app's once Hydra has started (``--help``), else one set up as ``compose_config`` does. A user's
-    ``hydra.searchpath=[...]`` among ``overrides`` adds the groups and choices of those directories."""
+    ``hydra.searchpath=[...]`` among ``overrides`` adds the groups and choices of those directories. ``among``: only
+    the groups of these names (each run's check of its overrides lists the few it overrides, not all)."""
     from hydra import initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
     from hydra.core.object_type import ObjectType
@@ -103,7 +104,7 @@ def config_groups(overrides: Sequence[str] = ()) -> dict[str, list[str]]:
         def options(group: str, kind: ObjectType) -> list[str]:
             return list(loader.get_group_options(group, kind, config_name="config", overrides=searchpath))
 
-        groups = sorted(g for g in options("", ObjectType.GROUP) if g != "hydra")
+        groups = sorted(g for g in options("", ObjectType.GROUP) if g != "hydra" and (among is None or g in among))
         return {g: options(g, ObjectType.CONFIG) for g in groups}
 
     if GlobalHydra.instance().is_initialized():

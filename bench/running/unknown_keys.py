@@ -222,7 +222,7 @@ def missing_choices(parsed, overrides: Sequence[str]) -> list[tuple[Any, str]]:
     Hydra) that is not among the group's choices (``registry.config_groups``)."""
     from textmetric_bench.running.registry import config_groups
 
-    groups = config_groups(overrides)
+    groups = config_groups(overrides, among={o.key_or_group for o in parsed})
     return [
         (o, unknown_choice_line(o.key_or_group, value, groups[o.key_or_group], o.input_line))
         for o in parsed
