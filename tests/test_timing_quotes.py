@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import statistics
 
 import pytest
 
@@ -123,3 +124,35 @@ def test_what_the_page_says_of_the_quote_holds_for_every_record(embedding_speed)
         kinds = {kind["kind"]: embedding_speed.ratio(kind) for kind in record["kinds"]}
         assert abs(kinds["paragraphs"] - product) <= 0.12, (record["cpu"], kinds, product)
         assert kinds["intents"] > product, (record["cpu"], kinds, product)
+
+
+def test_what_the_page_says_of_the_slower_host_holds(cold_run, embedding_speed):
+    """docs/reproducibility.md: the cold runs of 2026-12-02 are slower than those of the day before, and in the
+    embedder's row of that day both plain sentence-transformers and the harness were slower than on 2026-11-30."""
+    text = (PROJECT_ROOT / "docs/reproducibility.md").read_text(encoding="utf-8")
+    assert "the rows of 2026-12-02 are slower than those of the day before" in text
+    runs = json.loads(cold_run.QUOTED.read_text(encoding="utf-8"))["records"]
+    on = {
+        day: [r for r in runs if r["date"].startswith(day) and r["cpu"] == "AMD EPYC"]
+        for day in ("2026-12-01", "2026-12-02")
+    }
+    assert on["2026-12-01"] and on["2026-12-02"]
+    fastest_then = min(run["seconds"] for record in on["2026-12-02"] for run in record["runs"])
+    assert fastest_then > max(run["seconds"] for record in on["2026-12-01"] for run in record["runs"])
+
+    records = json.loads(embedding_speed.QUOTED.read_text(encoding="utf-8"))["records"]
+    before, after = (
+        [r for r in records if r["date"].startswith(day) and r["cpu"] == "AMD EPYC"]
+        for day in ("2026-11-30", "2026-12-02")
+    )
+    assert before and after
+
+    def medians(record: dict) -> dict[str, tuple[float, float]]:
+        return {
+            kind["kind"]: tuple(statistics.median(r[path] for r in kind["rounds"]) for path in ("library", "harness"))
+            for kind in record["kinds"]
+        }
+
+    for kind, (library, harness) in medians(after[-1]).items():
+        then_library, then_harness = medians(before[-1])[kind]
+        assert library < then_library and harness < then_harness, kind
