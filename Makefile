@@ -72,7 +72,7 @@ suite-example: $(STAMP)
 	$(BIN)/python -m textmetric_bench.reports.suite.readme multirun/suite/$(SUITE) --suite $(SUITE)
 
 test-slow: $(STAMP)
-	$(BIN)/python -m pytest -q -m slow
+	$(BIN)/python -m pytest -q -m slow --durations=25
 
 # Speed and memory against 004's authors' compcor 1.0.6 (installed here only; --no-deps keeps the venv's pins).
 # A quick look: make benchmark BENCH_ROBUSTNESS_GRID=quick (or =one: one repetition of the full grid).
