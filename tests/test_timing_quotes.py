@@ -137,8 +137,8 @@ def test_what_the_page_says_of_the_slower_host_holds(cold_run, embedding_speed):
         for day in ("2026-12-01", "2026-12-02")
     }
     assert on["2026-12-01"] and on["2026-12-02"]
-    fastest_then = min(run["seconds"] for record in on["2026-12-02"] for run in record["runs"])
-    assert fastest_then > max(run["seconds"] for record in on["2026-12-01"] for run in record["runs"])
+    fastest_on_12_02 = min(run["seconds"] for record in on["2026-12-02"] for run in record["runs"])
+    assert fastest_on_12_02 > max(run["seconds"] for record in on["2026-12-01"] for run in record["runs"])
 
     records = json.loads(embedding_speed.QUOTED.read_text(encoding="utf-8"))["records"]
     before, after = (
