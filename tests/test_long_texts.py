@@ -4,7 +4,6 @@ The long texts are a fixture built from repeated words (one word piece each), no
 word pieces are known in advance, so the counts the record gives can be checked against them.
 """
 
-import importlib.util
 import json
 import logging
 
@@ -12,6 +11,7 @@ import numpy as np
 import pytest
 import yaml
 
+from benchmark_scripts import benchmark_script
 from textmetric_bench import PROJECT_ROOT
 
 from textmetric_bench.api.registry import get_metric
@@ -204,9 +204,7 @@ def test_the_report_warns_of_cut_texts_and_notes_windowed_ones():
 def test_the_measured_page_is_generated_from_its_quote_and_the_default_is_its_decision():
     """docs/generated/long_texts.md is the page tests/benchmarks/long_texts.py makes from its quote, unedited;
     the quote's decision follows from its numbers, and the shipped default is that decision."""
-    spec = importlib.util.spec_from_file_location("long_texts_quote", PROJECT_ROOT / "tests/benchmarks/long_texts.py")
-    quote = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(quote)
+    quote = benchmark_script("long_texts")
     quoted = json.loads(quote.QUOTED.read_text(encoding="utf-8"))
     assert quote.PAGE.read_text(encoding="utf-8") == quote.page(quoted)
     assert quote.decide(quoted["pairs"]) == quoted["decision"]

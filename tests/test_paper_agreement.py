@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
+from benchmark_scripts import benchmark_script
 from textmetric_bench import PROJECT_ROOT
 from textmetric_bench.measures.ksc import (
     judgement_accuracy,
@@ -239,13 +240,7 @@ def test_transcription_equals_the_papers_table_3():
 
 
 def test_compcor_style_classifier_scores_separable_corpora_one():
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location(
-        "compcor_run", Path(__file__).parent / "benchmarks" / "compcor_classifier_run.py"
-    )
-    run = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(run)
+    run = benchmark_script("compcor_classifier_run")
     rng = np.random.default_rng(0)
     far = run.split_f1(rng.normal(0, 1, (100, 8)), rng.normal(20, 1, (100, 8)), np.random.default_rng(1))
     same = run.split_f1(rng.normal(0, 1, (100, 8)), rng.normal(0, 1, (100, 8)), np.random.default_rng(1))
@@ -267,13 +262,7 @@ def test_the_split_table_backs_the_prose_about_five_folds():
 def test_compcor_classifier_rows_follow_the_ksc_tasks_evaluations(tmp_path):
     """`make regenerate STEPS=paper` adds compcor's CLASSIFIER column through this script: it must build the KSC
     task's own evaluations (one row per repetition and judged pair of corpora, no own-noise rows)."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location(
-        "compcor_run", Path(__file__).parent / "benchmarks" / "compcor_classifier_run.py"
-    )
-    run = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(run)
+    run = benchmark_script("compcor_classifier_run")
     rows = pd.DataFrame(run.setting_rows("fortune_computing_people", 3, tmp_path))
     assert sorted(rows["repetition"].unique()) == [0, 1, 2, 3, 4]
     assert len(rows) == 5 * len(rows[rows["repetition"] == 0]) and (rows["i"] < rows["j"]).all()

@@ -4,38 +4,32 @@ included; every record names its CPU and holds whole measurements; what the docs
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import statistics
 
 import pytest
 
+from benchmark_scripts import benchmark_script
 from textmetric_bench import PROJECT_ROOT
 
 SCRIPTS = ("cold_run", "embedding_speed")
-
-
-def script(name: str):
-    """tests/benchmarks/<name>.py as a module (its imports of sibling scripts happen only when it measures)."""
-    spec = importlib.util.spec_from_file_location(f"{name}_quote", PROJECT_ROOT / "tests" / "benchmarks" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+#: The last record made before records named the CPU's vector instructions (docs/reproducibility.md says so).
+LAST_WITHOUT_ISA = "2026-12-02 09:54 UTC"
 
 
 @pytest.fixture(scope="module")
 def cold_run():
-    return script("cold_run")
+    return benchmark_script("cold_run")
 
 
 @pytest.fixture(scope="module")
 def embedding_speed():
-    return script("embedding_speed")
+    return benchmark_script("embedding_speed")
 
 
 @pytest.mark.parametrize("name", SCRIPTS)
 def test_the_page_is_generated_from_the_quote_and_included(name):
-    quote = script(name)
+    quote = benchmark_script(name)
     quoted = json.loads(quote.QUOTED.read_text(encoding="utf-8"))
     assert quoted["records"], "the quote holds no measurement"
     assert quote.PAGE.read_text(encoding="utf-8") == quote.page(quoted)
@@ -47,9 +41,16 @@ def test_every_record_names_its_cpu_and_holds_whole_runs(cold_run):
     for record in json.loads(cold_run.QUOTED.read_text(encoding="utf-8"))["records"]:
         assert record["cpu"] and record["logical_cores"] >= 1 and record["commit"]
         assert record["runs"]
+        assert record.get("isa") in {"AVX2", "AVX-512"} if record["date"] > LAST_WITHOUT_ISA else "isa" not in record
         for run in record["runs"]:
             assert 0 < run["embedding_seconds"] < run["seconds"]
             assert run["texts"] > 0
+
+
+def test_the_page_says_from_when_records_name_the_vector_instructions():
+    assert f"records made after {LAST_WITHOUT_ISA}" in (PROJECT_ROOT / "docs/reproducibility.md").read_text(
+        encoding="utf-8"
+    ).replace("\n", " ")
 
 
 def test_the_page_counts_the_runs_under_the_goal(cold_run):
@@ -69,6 +70,8 @@ def test_the_page_counts_the_runs_under_the_goal(cold_run):
     assert "59.9, 60.0, 45.0 s" in row and "| 59.9 s |" in row  # the median
     assert row.endswith("| 2 of 3 |")  # 60.0 is not under 60 s
     assert "Some CPU (2)" in row and "2,570 texts" in row
+    # A record made since the field exists names the CPU's widest vector instructions too.
+    assert "| Some CPU, AVX2 (2) |" in cold_run.page({"records": [{**record, "isa": "AVX2"}]}).splitlines()[-1]
 
 
 def test_every_record_names_its_cpu_and_measures_every_kind_of_text(embedding_speed):
@@ -76,6 +79,7 @@ def test_every_record_names_its_cpu_and_measures_every_kind_of_text(embedding_sp
     for record in json.loads(embedding_speed.QUOTED.read_text(encoding="utf-8"))["records"]:
         assert record["cpu"] and record["logical_cores"] >= 1 and record["commit"]
         assert [kind["kind"] for kind in record["kinds"]] == kinds
+        assert record.get("isa") in {"AVX2", "AVX-512"} if record["date"] > LAST_WITHOUT_ISA else "isa" not in record
         for kind in record["kinds"]:
             assert kind["texts"] > 0 and kind["mean_word_pieces"] > 2  # [CLS] and [SEP] at least
             assert kind["rounds"] and all(r["library"] > 0 and r["harness"] > 0 for r in kind["rounds"])

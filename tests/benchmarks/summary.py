@@ -132,12 +132,14 @@ def _get(record: dict | None, key: str):
 
 
 def machine() -> dict:
-    """What the numbers ran on: CPU model, logical cores, memory, Python, load average, date."""
+    """What the numbers ran on: CPU model and its widest vector instructions, logical cores, memory, Python, load
+    average, date."""
     import psutil
 
     model = next((line.split(":", 1)[1].strip() for line in _cpuinfo() if line.startswith("model name")), None)
     return {
         "cpu": model or platform.processor() or None,
+        "isa": instruction_set(),
         "logical_cores": os.cpu_count(),
         "memory_gib": round(psutil.virtual_memory().total / 2**30, 1),
         "python": platform.python_version(),
@@ -146,6 +148,21 @@ def machine() -> dict:
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "robustness_grid": os.environ.get("BENCH_ROBUSTNESS_GRID", "full"),
     }
+
+
+def instruction_set(cpuinfo: list[str] | None = None) -> str | None:
+    """The CPU's widest vector instructions as /proc/cpuinfo's flags give them: ``AVX-512`` (avx512f), ``AVX2``,
+    or None (neither, or no flags to read). Which of the libraries' kernels ran depends on it
+    (docs/reproducibility.md), so a speed is quoted with it."""
+    lines = _cpuinfo() if cpuinfo is None else cpuinfo
+    flags = set(next((line.split(":", 1)[1].split() for line in lines if line.startswith("flags")), []))
+    return "AVX-512" if "avx512f" in flags else "AVX2" if "avx2" in flags else None
+
+
+def cpu_named(about: dict) -> str:
+    """The CPU of a record as its pages name it: the model, with its vector instructions where recorded (records
+    from before 2026-12-02 have none)."""
+    return f"{about['cpu']}, {about['isa']}" if about.get("isa") else str(about["cpu"])
 
 
 def _cpuinfo() -> list[str]:
@@ -198,7 +215,7 @@ def markdown(summary: dict) -> str:
     """The benchmark table and the machine line, from a summary.json's content."""
     m = summary["machine"]
     about = (
-        f"Measured on {m['date']}: {m['cpu']}, {m['logical_cores']} logical cores, {m['memory_gib']} GiB, "
+        f"Measured on {m['date']}: {cpu_named(m)}, {m['logical_cores']} logical cores, {m['memory_gib']} GiB, "
         f"Python {m['python']}; load average at the end {', '.join(str(v) for v in m['load_average_at_end'])}; "
         f"size/imbalance grid `{m['robustness_grid']}`."
     )
@@ -253,7 +270,7 @@ def lm_markdown(lm: dict) -> str:
     m = lm["machine"]
     lines = [
         f"The language model (SmolLM2-135M, `tests/benchmarks/lm_speed.py`), measured on {m['date']}: "
-        f"{m['cpu']}, {m['logical_cores']} logical cores; load average at the end "
+        f"{cpu_named(m)}, {m['logical_cores']} logical cores; load average at the end "
         f"{', '.join(str(v) for v in m['load_average_at_end'])}. Each job runs in a fresh process pinned to one "
         "core with one torch thread; tokens per CPU second are the steadier figure on a busy machine.",
         "",
@@ -292,7 +309,7 @@ def lm_markdown(lm: dict) -> str:
                 )
                 + f", load average {fmt(run['load_at_start'], '{:.2f}')} at its start"
                 + (
-                    f"; measured on {run['machine']['date']} ({run['machine']['cpu']}, "
+                    f"; measured on {run['machine']['date']} ({cpu_named(run['machine'])}, "
                     f"{run['machine']['logical_cores']} logical cores)."
                     if run.get("machine")
                     else "."
@@ -314,7 +331,8 @@ def readme_ifc_text(summary: dict) -> str:
     idle = run["load_at_start"] < m["logical_cores"] / 2
     return (
         f"the default run took {run['seconds'] / 60:.1f} min at a peak of {run['peak_tree_rss_mb']:,.0f} MiB "
-        f"on {'an idle' if idle else 'a busy'} {m['logical_cores']}-core {m['cpu']} "
+        f"on {'an idle' if idle else 'a busy'} {m['logical_cores']}-core {m['cpu']}"
+        f"{' with ' + m['isa'] if m.get('isa') else ''} "
         f"(load {run['load_at_start']:.2f} at its start, {m['date'][:10]}, model converted beforehand)"
     )
 

@@ -39,6 +39,22 @@ def test_per_metric_seconds_and_the_pinned_cores_reach_the_docs_table():
     assert "| irpr | 0.5 s | - | - |" in markdown({"machine": machine(), "studies": [row]})
 
 
+def test_a_record_names_the_cpus_widest_vector_instructions_and_pages_show_them_where_recorded():
+    from summary import cpu_named, instruction_set
+
+    from textmetric_bench.numerics import cpu_flags
+
+    flags = "flags\t\t: fpu sse2 avx avx2 fma"
+    assert instruction_set([flags]) == "AVX2"
+    assert instruction_set([flags + " avx512f avx512dq"]) == "AVX-512"
+    assert instruction_set(["flags\t\t: fpu sse2 avx"]) is None and instruction_set([]) is None
+    here = machine()["isa"]
+    assert here == ("AVX-512" if "avx512f" in cpu_flags() else "AVX2" if "avx2" in cpu_flags() else None)
+    assert cpu_named({"cpu": "AMD EPYC", "isa": "AVX-512"}) == "AMD EPYC, AVX-512"
+    assert cpu_named({"cpu": "AMD EPYC"}) == "AMD EPYC"  # a record from before the field
+    assert cpu_named({"cpu": "AMD EPYC", "isa": None}) == "AMD EPYC"  # neither AVX2 nor AVX-512
+
+
 def test_ratio_is_compcor_over_ours_serial_not_the_parallel_run():
     results = {
         "robustness/ours-serial": _record(50.0, 900.0, cpu=48.0),
@@ -121,7 +137,7 @@ def test_an_ifc_run_measured_alone_replaces_only_that_row(tmp_path, monkeypatch)
     quoted = json.loads(summary.QUOTED.read_text())
     monkeypatch.setattr(summary, "QUOTED", tmp_path / "quoted.json")
     summary.QUOTED.write_text(json.dumps(quoted))
-    about = {**summary.machine(), "logical_cores": 2, "cpu": "Some CPU", "date": "2030-01-02 03:04 UTC"}
+    about = {**summary.machine(), "logical_cores": 2, "cpu": "Some CPU", "isa": "AVX2", "date": "2030-01-02 03:04 UTC"}
     run = {
         "seconds": 201.0,
         "peak_tree_rss_mb": 2900.0,
@@ -138,8 +154,13 @@ def test_an_ifc_run_measured_alone_replaces_only_that_row(tmp_path, monkeypatch)
     merged = json.loads(summary.QUOTED.read_text())
     assert merged["studies"] == quoted["studies"] and merged["lm"]["jobs"] == quoted["lm"]["jobs"]
     assert merged["lm"]["ifc_run"] == run
-    assert "the default run took 3.4 min at a peak of 2,900 MiB on an idle 2-core Some CPU" in readme.read_text()
-    assert "measured on 2030-01-02 03:04 UTC (Some CPU, 2 logical cores)" in (tmp_path / "benchmark.md").read_text()
+    assert (
+        "the default run took 3.4 min at a peak of 2,900 MiB on an idle 2-core Some CPU with AVX2 ("
+        in readme.read_text()
+    )
+    assert (
+        "measured on 2030-01-02 03:04 UTC (Some CPU, AVX2, 2 logical cores)" in (tmp_path / "benchmark.md").read_text()
+    )
     (tmp_path / "empty.json").write_text(json.dumps({"machine": about, "studies": []}))
     with pytest.raises(SystemExit, match="no default IFC run"):
         summary.write_generated(tmp_path / "empty.json", tmp_path / "benchmark.md", part="ifc-run", readme=readme)
