@@ -36,8 +36,13 @@ lock:
 run: $(STAMP)
 	$(BIN)/python -m textmetric_bench
 
+# make test and make test-slow run their tests in TEST_JOBS worker processes (pytest-xdist), a test file per worker,
+# the session's corpus, embedding and model cache shared (tests/conftest.py); TEST_JOBS=0: all in pytest's process.
+TEST_JOBS ?= 2
+PYTEST_JOBS = -n $(TEST_JOBS) --dist loadfile
+
 test: $(STAMP)
-	$(BIN)/python -m pytest -q --durations=25
+	$(BIN)/python -m pytest -q $(PYTEST_JOBS) --durations=25
 
 # The edit loop: no model, no mirror, no long run, under a minute (tiers: tests/conftest.py).
 test-fast: $(STAMP)
@@ -72,7 +77,7 @@ suite-example: $(STAMP)
 	$(BIN)/python -m textmetric_bench.reports.suite.readme multirun/suite/$(SUITE) --suite $(SUITE)
 
 test-slow: $(STAMP)
-	$(BIN)/python -m pytest -q -m slow --durations=25
+	$(BIN)/python -m pytest -q -m slow $(PYTEST_JOBS) --durations=25
 
 # Speed and memory against 004's authors' compcor 1.0.6 (installed here only; --no-deps keeps the venv's pins).
 # A quick look: make benchmark BENCH_ROBUSTNESS_GRID=quick (or =one: one repetition of the full grid).

@@ -200,7 +200,14 @@ def mirror_dir() -> Path:
 #: What a copy of the checkout needs to run (PYTHONPATH) or to be built into a wheel.
 @pytest.fixture(scope="session")
 def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A corpus cache shared by the tests of one session, so each file is copied from the mirror once."""
+    """A corpus, embedding and model cache shared by the tests of one session, so each file is copied from the mirror,
+    each text embedded and the language model converted once. Under ``pytest -n`` (``make test``) the workers share
+    one: the harness's caches take concurrent jobs (a file lock per entry; tests/test_cache_concurrency.py), so a
+    worker waits for what the other is filling and then reads it."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        shared = tmp_path_factory.getbasetemp().parent / "bench-cache"
+        shared.mkdir(exist_ok=True)
+        return shared
     return tmp_path_factory.mktemp("bench-cache")
 
 
