@@ -161,7 +161,7 @@ def instruction_set(cpuinfo: list[str] | None = None) -> str | None:
 
 def cpu_named(about: dict) -> str:
     """The CPU of a record as its pages name it: the model, with its vector instructions where recorded (records
-    from before 2026-12-02 have none)."""
+    made up to 2026-12-02 09:54 UTC have none)."""
     return f"{about['cpu']}, {about['isa']}" if about.get("isa") else str(about["cpu"])
 
 
