@@ -10,8 +10,8 @@ records it (tests/benchmarks/summary.py: the CPU's model name and widest vector 
 memory, Python, date and time), the commit (and whether the tracked files had changes), the load average before the
 first run, and each run's wall seconds with the embedding's seconds and texts from its ``run.json``. The page
 ``docs/generated/cold_run.md`` (included by docs/reproducibility.md) is made from the quote alone;
-tests/test_timing_quotes.py checks that it is, unedited. The run directories the script makes are removed. It refuses to time a ``make run`` that would
-first set up ``.venv`` (run ``make venv`` first).
+tests/test_timing_quotes.py checks that it is, unedited. The run directories the script makes are removed. It
+refuses to time a ``make run`` that would first set up ``.venv`` (run ``make venv`` first).
 """
 
 from __future__ import annotations

@@ -150,12 +150,14 @@ def machine() -> dict:
     }
 
 
-def instruction_set(cpuinfo: list[str] | None = None) -> str | None:
-    """The CPU's widest vector instructions as /proc/cpuinfo's flags give them: ``AVX-512`` (avx512f), ``AVX2``,
-    or None (neither, or no flags to read). Which of the libraries' kernels ran depends on it
-    (docs/reproducibility.md), so a speed is quoted with it."""
-    lines = _cpuinfo() if cpuinfo is None else cpuinfo
-    flags = set(next((line.split(":", 1)[1].split() for line in lines if line.startswith("flags")), []))
+def instruction_set(flags: frozenset[str] | None = None) -> str | None:
+    """The CPU's widest vector instructions from its /proc/cpuinfo flags (``textmetric_bench.numerics.cpu_flags``
+    unless given): ``AVX-512`` (avx512f), ``AVX2``, or None (neither, or no flags to read). Which of the libraries'
+    kernels ran depends on it (docs/reproducibility.md), so a speed is quoted with it."""
+    if flags is None:
+        from textmetric_bench.numerics import cpu_flags
+
+        flags = cpu_flags()
     return "AVX-512" if "avx512f" in flags else "AVX2" if "avx2" in flags else None
 
 
